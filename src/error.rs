@@ -1,0 +1,221 @@
+//! One error type for the whole crate.
+//!
+//! Every failure a caller can see names what was expected and what came back,
+//! so a refusal can be matched on in code (`field()`) and read by a person. No
+//! variant ever carries a bearer token: the only secrets this crate touches are
+//! the checkpoint sealing key and nothing of it appears here.
+
+use thiserror::Error;
+
+/// Everything that can go wrong while governing a desktop action.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[non_exhaustive]
+pub enum ComputerUseError {
+    /// A runtime response is well formed but bound to something else: another
+    /// session, principal, agent, action, digest or target.
+    #[error(
+        "{object}.{field} does not match the request: expected {expected:?}, got {actual:?}; the response was rejected"
+    )]
+    IdentityMismatch {
+        /// The wire object that was checked (`ControlLease`, `TargetReservation`, ...).
+        object: &'static str,
+        /// The camelCase wire field that differed.
+        field: &'static str,
+        /// The value the request bound it to.
+        expected: String,
+        /// The value that came back.
+        actual: String,
+    },
+
+    /// A value is present and correctly bound but does not satisfy a rule
+    /// (an exhausted budget, an inactive state, an unparseable timestamp, a
+    /// target outside the lease's boundaries, a schema constraint).
+    #[error("{object}.{field} is not acceptable: expected {expected}, got {actual}")]
+    InvalidField {
+        /// The object that was checked.
+        object: &'static str,
+        /// The camelCase field that broke the rule.
+        field: &'static str,
+        /// What the rule requires.
+        expected: String,
+        /// What was found.
+        actual: String,
+    },
+
+    /// A time-bounded object is past its `expiresAt`.
+    #[error("{object} expired: {field} is {expires_at}, which is not after now ({now})")]
+    Expired {
+        /// The object that expired.
+        object: &'static str,
+        /// The field holding the expiry.
+        field: &'static str,
+        /// The expiry as it came back.
+        expires_at: String,
+        /// The time of the check.
+        now: String,
+    },
+
+    /// Bytes or JSON could not be decoded into the expected type.
+    #[error("could not decode {what}: {message}")]
+    Decode {
+        /// What was being decoded.
+        what: String,
+        /// The decoder's reason.
+        message: String,
+    },
+
+    /// The connection to the runtime failed.
+    #[error("transport failure during {operation}: {message}")]
+    Transport {
+        /// The runtime call in flight.
+        operation: String,
+        /// What the transport reported.
+        message: String,
+    },
+
+    /// The runtime answered with a refusal and an error code.
+    #[error("runtime refused {operation} with code {code:?}: {message}")]
+    Refused {
+        /// The runtime call that was refused.
+        operation: String,
+        /// The runtime's machine-readable code (`lease_conflict`, `stale_target`, ...).
+        code: String,
+        /// The runtime's human message.
+        message: String,
+    },
+
+    /// The caller asked for something malformed or contradictory.
+    #[error("invalid request: {field}: {message}")]
+    InvalidRequest {
+        /// The input that was wrong.
+        field: String,
+        /// Why it was refused.
+        message: String,
+    },
+
+    /// The runtime does not implement this operation.
+    #[error("{operation} is not supported by this runtime")]
+    Unsupported {
+        /// The operation that was asked for.
+        operation: String,
+    },
+
+    /// The verified identity does not hold the scope this step needs.
+    #[error("not authorized: scope {required} is required; {reason}")]
+    Unauthorized {
+        /// The scope the step needs.
+        required: String,
+        /// Why it was not granted.
+        reason: String,
+    },
+
+    /// A sealed checkpoint could not be trusted or stored.
+    #[error("checkpoint {id}: {reason}")]
+    Checkpoint {
+        /// The checkpoint id.
+        id: String,
+        /// Why it failed.
+        reason: String,
+    },
+
+    /// The primary failure happened and the cleanup that followed it (the
+    /// release of the reservation) failed too. The primary always comes first.
+    #[error("{primary}; cleanup also failed: {cleanup}")]
+    WithCleanup {
+        /// What made the chain stop.
+        primary: Box<ComputerUseError>,
+        /// What went wrong while releasing the reservation afterwards.
+        cleanup: Box<ComputerUseError>,
+    },
+
+    /// The action was verified, but releasing its reservation failed. The
+    /// outcome is not hidden: it is reported here with the release failure.
+    #[error("the action finished with status {status}, but cleanup failed: {cleanup}")]
+    CleanupAfterSuccess {
+        /// The verification status the action reached (`completed`, ...).
+        status: &'static str,
+        /// The receipt of the committed action.
+        receipt_id: String,
+        /// The release failure.
+        cleanup: Box<ComputerUseError>,
+    },
+}
+
+impl ComputerUseError {
+    /// The wire field this error is about, when it is about one field.
+    ///
+    /// For [`ComputerUseError::WithCleanup`] this is the primary failure's field.
+    pub fn field(&self) -> Option<&str> {
+        match self {
+            Self::IdentityMismatch { field, .. }
+            | Self::InvalidField { field, .. }
+            | Self::Expired { field, .. } => Some(field),
+            Self::InvalidRequest { field, .. } => Some(field),
+            Self::WithCleanup { primary, .. } => primary.field(),
+            _ => None,
+        }
+    }
+
+    /// A short, stable name for the kind of failure (`identity_mismatch`,
+    /// `expired`, `refused`, ...), for logs and audit records.
+    pub fn class(&self) -> &'static str {
+        match self {
+            Self::IdentityMismatch { .. } => "identity_mismatch",
+            Self::InvalidField { .. } => "invalid_field",
+            Self::Expired { .. } => "expired",
+            Self::Decode { .. } => "decode",
+            Self::Transport { .. } => "transport",
+            Self::Refused { .. } => "refused",
+            Self::InvalidRequest { .. } => "invalid_request",
+            Self::Unsupported { .. } => "unsupported",
+            Self::Unauthorized { .. } => "unauthorized",
+            Self::Checkpoint { .. } => "checkpoint",
+            Self::WithCleanup { .. } => "with_cleanup",
+            Self::CleanupAfterSuccess { .. } => "cleanup_after_success",
+        }
+    }
+
+    /// The runtime's refusal code, for [`ComputerUseError::Refused`].
+    pub fn refusal_code(&self) -> Option<&str> {
+        match self {
+            Self::Refused { code, .. } => Some(code),
+            Self::WithCleanup { primary, .. } => primary.refusal_code(),
+            _ => None,
+        }
+    }
+
+    /// Joins a primary failure with the result of the cleanup that followed.
+    ///
+    /// A successful cleanup leaves the primary untouched; a failed one wraps
+    /// both, primary first, so the error is the same on every run.
+    pub fn with_cleanup(primary: Self, cleanup: Result<(), Self>) -> Self {
+        match cleanup {
+            Ok(()) => primary,
+            Err(cleanup) => Self::WithCleanup {
+                primary: Box::new(primary),
+                cleanup: Box::new(cleanup),
+            },
+        }
+    }
+
+    pub(crate) fn decode(what: impl Into<String>, message: impl ToString) -> Self {
+        Self::Decode {
+            what: what.into(),
+            message: message.to_string(),
+        }
+    }
+
+    pub(crate) fn invalid(
+        object: &'static str,
+        field: &'static str,
+        expected: impl Into<String>,
+        actual: impl Into<String>,
+    ) -> Self {
+        Self::InvalidField {
+            object,
+            field,
+            expected: expected.into(),
+            actual: actual.into(),
+        }
+    }
+}

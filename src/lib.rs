@@ -1,0 +1,23 @@
+//! Governed desktop control for Rust agents.
+//!
+//! `adk-computer-use` performs no clicking or typing. It drives a
+//! `computer-use-mcp` runtime through one fixed protocol — observe, preview,
+//! approve, reserve the target, take the one-writer lease, perform the single
+//! mutation, verify — and checks every answer before trusting it.
+//!
+//! Layers, lowest first: [`contracts`] (the v8 wire types), [`runtime::binding`]
+//! (pure response-binding validators), [`auth`], [`clock`] and [`digest`].
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+pub mod auth;
+pub mod clock;
+pub mod contracts;
+pub mod digest;
+mod error;
+pub mod eval;
+pub mod runtime;
+
+pub use auth::{Scope, ScopeAuthorizer, VerifiedIdentity};
+pub use clock::{Clock, ManualClock, SystemClock};
+pub use error::ComputerUseError;

@@ -1,0 +1,299 @@
+//! Response binding: is this answer about *our* request?
+//!
+//! Typed decoding proves an answer's shape, never its provenance: a lease of
+//! another session decodes as cleanly as ours. Each validator here binds one
+//! answer back to the envelope it was requested for, field by field, as the
+//! seeds' tables list them. An optional field that comes back absent is
+//! under-specification and accepted; present and different is a mismatch. The
+//! plain functions read the system clock; the `_at` twins take the time, so the
+//! stage types can ask their [`crate::clock::Clock`].
+
+use time::OffsetDateTime;
+
+use crate::ComputerUseError;
+use crate::clock::{display, parse_rfc3339};
+use crate::contracts::{
+    ActionEnvelope, ControlLease, ExecutionReceipt, LeaseState, ReservationState,
+    TargetReservation, WindowId,
+};
+
+const LEASE: &str = "ControlLease";
+const RESERVATION: &str = "TargetReservation";
+const RECEIPT: &str = "ExecutionReceipt";
+const ENVELOPE: &str = "ActionEnvelope";
+
+fn bind(
+    object: &'static str,
+    field: &'static str,
+    expected: &str,
+    actual: &str,
+) -> Result<(), ComputerUseError> {
+    if expected == actual {
+        Ok(())
+    } else {
+        Err(ComputerUseError::IdentityMismatch {
+            object,
+            field,
+            expected: expected.to_owned(),
+            actual: actual.to_owned(),
+        })
+    }
+}
+
+fn bind_optional(
+    object: &'static str,
+    field: &'static str,
+    expected: Option<&str>,
+    actual: Option<&str>,
+) -> Result<(), ComputerUseError> {
+    match (expected, actual) {
+        (Some(expected), Some(actual)) => bind(object, field, expected, actual),
+        _ => Ok(()),
+    }
+}
+
+fn check_unexpired(
+    object: &'static str,
+    expires_at: &str,
+    now: OffsetDateTime,
+) -> Result<OffsetDateTime, ComputerUseError> {
+    let expiry = parse_rfc3339(object, "expiresAt", expires_at)?;
+    if now >= expiry {
+        return Err(ComputerUseError::Expired {
+            object,
+            field: "expiresAt",
+            expires_at: expires_at.to_owned(),
+            now: display(now),
+        });
+    }
+    Ok(expiry)
+}
+
+fn window_text(window: Option<&WindowId>) -> String {
+    window.map_or_else(|| "none".to_owned(), ToString::to_string)
+}
+
+/// The envelope is well-timed: RFC 3339 timestamps, a positive validity window,
+/// and `now < expiresAt` by the system clock.
+pub fn validate_envelope_freshness(envelope: &ActionEnvelope) -> Result<(), ComputerUseError> {
+    validate_envelope_freshness_at(envelope, OffsetDateTime::now_utc())
+}
+
+/// [`validate_envelope_freshness`] at an explicit time.
+pub fn validate_envelope_freshness_at(
+    envelope: &ActionEnvelope,
+    now: OffsetDateTime,
+) -> Result<(), ComputerUseError> {
+    let proposed = parse_rfc3339(ENVELOPE, "proposedAt", &envelope.proposed_at)?;
+    let expires = parse_rfc3339(ENVELOPE, "expiresAt", &envelope.expires_at)?;
+    if expires <= proposed {
+        return Err(ComputerUseError::invalid(
+            ENVELOPE,
+            "expiresAt",
+            format!("a time after proposedAt ({})", envelope.proposed_at),
+            envelope.expires_at.clone(),
+        ));
+    }
+    check_unexpired(ENVELOPE, &envelope.expires_at, now)?;
+    Ok(())
+}
+
+/// The lease belongs to this envelope's session, principal, agent and mode; it
+/// is active, unexpired, has budget left, and its boundaries cover the target.
+pub fn validate_lease(
+    lease: &ControlLease,
+    envelope: &ActionEnvelope,
+) -> Result<(), ComputerUseError> {
+    validate_lease_at(lease, envelope, OffsetDateTime::now_utc())
+}
+
+/// [`validate_lease`] at an explicit time.
+pub fn validate_lease_at(
+    lease: &ControlLease,
+    envelope: &ActionEnvelope,
+    now: OffsetDateTime,
+) -> Result<(), ComputerUseError> {
+    bind(LEASE, "sessionId", &envelope.session_id, &lease.session_id)?;
+    bind(
+        LEASE,
+        "principalId",
+        &envelope.principal_id,
+        &lease.principal_id,
+    )?;
+    bind_optional(
+        LEASE,
+        "agentId",
+        envelope.agent_id.as_deref(),
+        lease.agent_id.as_deref(),
+    )?;
+    bind(
+        LEASE,
+        "executionMode",
+        envelope.requested_mode.as_str(),
+        lease.execution_mode.as_str(),
+    )?;
+    if lease.state != LeaseState::Active {
+        return Err(ComputerUseError::invalid(
+            LEASE,
+            "state",
+            "active",
+            format!("{:?}", lease.state).to_lowercase(),
+        ));
+    }
+    check_unexpired(LEASE, &lease.expires_at, now)?;
+    if lease.actions_used >= lease.action_budget {
+        return Err(ComputerUseError::invalid(
+            LEASE,
+            "actionsUsed",
+            format!("fewer than actionBudget ({})", lease.action_budget),
+            lease.actions_used.to_string(),
+        ));
+    }
+    let target = envelope.target.as_ref();
+    let app = target.map(|t| t.app_id.as_str());
+    let boundaries = &lease.boundaries;
+    if !boundaries.app_ids.is_empty()
+        && !app.is_some_and(|app| boundaries.app_ids.iter().any(|id| id == app))
+    {
+        return Err(ComputerUseError::invalid(
+            LEASE,
+            "boundaries.appIds",
+            format!(
+                "a boundary that includes the target app {}",
+                app.unwrap_or("(none)")
+            ),
+            format!("{:?}", boundaries.app_ids),
+        ));
+    }
+    let window = target.and_then(|t| t.window_id.as_ref());
+    if !boundaries.window_ids.is_empty()
+        && !window.is_some_and(|window| boundaries.window_ids.contains(window))
+    {
+        return Err(ComputerUseError::invalid(
+            LEASE,
+            "boundaries.windowIds",
+            format!(
+                "a boundary that includes the target window {}",
+                window_text(window)
+            ),
+            format!(
+                "[{}]",
+                boundaries
+                    .window_ids
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The reservation belongs to this envelope's session, principal, agent and
+/// execution group, reserves this action's intent, is active and unexpired,
+/// and covers exactly the envelope's target.
+pub fn validate_reservation(
+    reservation: &TargetReservation,
+    envelope: &ActionEnvelope,
+) -> Result<(), ComputerUseError> {
+    validate_reservation_at(reservation, envelope, OffsetDateTime::now_utc())
+}
+
+/// [`validate_reservation`] at an explicit time.
+pub fn validate_reservation_at(
+    reservation: &TargetReservation,
+    envelope: &ActionEnvelope,
+    now: OffsetDateTime,
+) -> Result<(), ComputerUseError> {
+    bind(
+        RESERVATION,
+        "sessionId",
+        &envelope.session_id,
+        &reservation.session_id,
+    )?;
+    bind(
+        RESERVATION,
+        "principalId",
+        &envelope.principal_id,
+        &reservation.principal_id,
+    )?;
+    bind_optional(
+        RESERVATION,
+        "agentId",
+        envelope.agent_id.as_deref(),
+        reservation.agent_id.as_deref(),
+    )?;
+    bind_optional(
+        RESERVATION,
+        "executionGroupId",
+        envelope.execution_group_id.as_deref(),
+        reservation.execution_group_id.as_deref(),
+    )?;
+    bind(
+        RESERVATION,
+        "intentId",
+        &envelope.action_id,
+        &reservation.intent_id,
+    )?;
+    if reservation.state != ReservationState::Active {
+        return Err(ComputerUseError::invalid(
+            RESERVATION,
+            "state",
+            "active",
+            format!("{:?}", reservation.state).to_lowercase(),
+        ));
+    }
+    check_unexpired(RESERVATION, &reservation.expires_at, now)?;
+    let target = envelope.target.as_ref();
+    bind(
+        RESERVATION,
+        "scope.appId",
+        target.map_or("(no target)", |t| t.app_id.as_str()),
+        &reservation.scope.app_id,
+    )?;
+    if let Some(reserved) = &reservation.scope.window_id {
+        let expected = target.and_then(|t| t.window_id.as_ref());
+        if expected != Some(reserved) {
+            return Err(ComputerUseError::IdentityMismatch {
+                object: RESERVATION,
+                field: "scope.windowId",
+                expected: window_text(expected),
+                actual: reserved.to_string(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The receipt is about this envelope's session and action, and about the
+/// exact work that was approved: its `actionDigest` equals `argsDigest`.
+pub fn validate_receipt(
+    receipt: &ExecutionReceipt,
+    envelope: &ActionEnvelope,
+) -> Result<(), ComputerUseError> {
+    bind(
+        RECEIPT,
+        "sessionId",
+        &envelope.session_id,
+        &receipt.session_id,
+    )?;
+    bind(RECEIPT, "actionId", &envelope.action_id, &receipt.action_id)?;
+    bind(
+        RECEIPT,
+        "actionDigest",
+        &envelope.args_digest,
+        &receipt.action_digest,
+    )?;
+    Ok(())
+}
+
+/// [`validate_receipt`] with an explicit time. A receipt carries no expiry, so
+/// the time is not consulted; the twin exists so every validator has one.
+pub fn validate_receipt_at(
+    receipt: &ExecutionReceipt,
+    envelope: &ActionEnvelope,
+    _now: OffsetDateTime,
+) -> Result<(), ComputerUseError> {
+    validate_receipt(receipt, envelope)
+}

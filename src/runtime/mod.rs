@@ -1,0 +1,3 @@
+//! The runtime boundary.
+
+pub mod binding;
