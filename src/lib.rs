@@ -16,8 +16,19 @@ pub mod contracts;
 pub mod digest;
 mod error;
 pub mod eval;
+pub mod protocol;
 pub mod runtime;
 
 pub use auth::{Scope, ScopeAuthorizer, VerifiedIdentity};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::ComputerUseError;
+pub use protocol::{
+    Approval, Approved, Blocked, ChainOutcome, Executed, Leased, Observed, PendingApproval,
+    Previewed, Reserved, Route, Session, Verified,
+};
+pub use runtime::{ComputerUseRuntime, ProposedAction, VerificationOutcome};
+
+/// The README's code blocks, compiled as doctests so they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -1,0 +1,351 @@
+#![allow(dead_code)] // each example uses a different part of this runtime
+//! An in-process desktop runtime for the examples: a clipboard, a policy, and
+//! idempotent receipts. No server, no network, no operating-system calls.
+//!
+//! It is a starting point for writing your own `ComputerUseRuntime`: every
+//! answer it gives is shaped like a real `computer-use-mcp` answer, and the
+//! chain checks it exactly as it would check a live server's.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Mutex;
+
+use adk_computer_use::ComputerUseError;
+use adk_computer_use::clock::format_rfc3339;
+use adk_computer_use::contracts::*;
+use adk_computer_use::digest::{canonical_json, sha256_hex};
+use adk_computer_use::runtime::*;
+use serde_json::json;
+use time::{Duration, OffsetDateTime};
+
+pub const PRINCIPAL: &str = "principal-demo";
+pub const APP: &str = "org.example.Clipboard";
+
+/// Target evidence for the clipboard window, as an observation would give it.
+pub fn clipboard_target(observation_id: &str) -> TargetEvidence {
+    TargetEvidence {
+        platform: std::env::consts::OS.into(),
+        app_id: APP.into(),
+        pid: None,
+        window_id: Some(WindowId::Number(1)),
+        window_title_digest: None,
+        display_id: None,
+        role: None,
+        label_digest: None,
+        bounds: None,
+        observation_id: observation_id.into(),
+        screenshot_hash: None,
+        ui_tree_revision: None,
+        confidence: 1.0,
+        captured_at: format_rfc3339(now()).unwrap_or_default(),
+    }
+}
+
+#[derive(Default, serde::Serialize, serde::Deserialize)]
+struct State {
+    clipboard: String,
+    receipts: BTreeMap<String, ExecutionReceipt>,
+    previewed: BTreeMap<String, serde_json::Value>,
+    reservations: BTreeSet<String>,
+    next: u64,
+}
+
+/// A desktop whose only effect is the clipboard.
+pub struct InProcessDesktop {
+    /// Tools that need a person's approval.
+    approval_tools: BTreeSet<String>,
+    state: Mutex<State>,
+    /// Where the runtime keeps its own durable state, if anywhere.
+    state_file: Option<std::path::PathBuf>,
+}
+
+fn now() -> OffsetDateTime {
+    OffsetDateTime::now_utc()
+}
+
+fn stamp(at: OffsetDateTime) -> Result<String, ComputerUseError> {
+    format_rfc3339(at)
+}
+
+impl InProcessDesktop {
+    pub fn new(approval_tools: &[&str]) -> Self {
+        Self {
+            approval_tools: approval_tools.iter().map(|t| (*t).to_owned()).collect(),
+            state: Mutex::new(State::default()),
+            state_file: None,
+        }
+    }
+
+    /// A desktop that keeps its state (previewed arguments, receipts, the
+    /// clipboard) in `path`, so a second process sees what the first did.
+    pub fn persistent(
+        approval_tools: &[&str],
+        path: std::path::PathBuf,
+    ) -> Result<Self, ComputerUseError> {
+        let state = match std::fs::read_to_string(&path) {
+            Ok(text) => serde_json::from_str(&text).map_err(|e| ComputerUseError::Decode {
+                what: path.display().to_string(),
+                message: e.to_string(),
+            })?,
+            Err(_) => State::default(),
+        };
+        let mut desktop = Self::new(approval_tools);
+        desktop.state = Mutex::new(state);
+        desktop.state_file = Some(path);
+        Ok(desktop)
+    }
+
+    fn save(&self) -> Result<(), ComputerUseError> {
+        let Some(path) = &self.state_file else {
+            return Ok(());
+        };
+        let text = serde_json::to_string(&*self.state()).map_err(|e| ComputerUseError::Decode {
+            what: "desktop state".into(),
+            message: e.to_string(),
+        })?;
+        std::fs::write(path, text).map_err(|e| ComputerUseError::Transport {
+            operation: "save desktop state".into(),
+            message: e.to_string(),
+        })
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn clipboard(&self) -> String {
+        self.state().clipboard.clone()
+    }
+
+    fn next_id(&self, prefix: &str) -> String {
+        let mut state = self.state();
+        state.next += 1;
+        format!("{prefix}-{:04}", state.next)
+    }
+}
+
+impl ComputerUseRuntime for InProcessDesktop {
+    async fn discover_capabilities(
+        &self,
+        _: &ObservationScope,
+    ) -> Result<Vec<ExecutionCapability>, ComputerUseError> {
+        Ok(vec![ExecutionCapability {
+            app_id: APP.into(),
+            operation: "write_clipboard".into(),
+            backend: ExecutionBackend::Scripting,
+            supported_modes: vec![ExecutionMode::Shadow, ExecutionMode::Background],
+            interference: Interference::None,
+            confidence: 1.0,
+            verified_at: None,
+            verification_source: VerificationSource::PlatformRule,
+            certification: None,
+        }])
+    }
+
+    async fn observe_visual(&self, _: &ObservationScope) -> Result<Observation, ComputerUseError> {
+        Ok(Observation {
+            observation_id: Some(self.next_id("visual")),
+            structured: json!({ "display": "main", "width": 1280, "height": 800 }),
+            images: vec![],
+        })
+    }
+
+    async fn observe_semantic(
+        &self,
+        _: &ObservationScope,
+    ) -> Result<Observation, ComputerUseError> {
+        Ok(Observation {
+            observation_id: Some(self.next_id("semantic")),
+            structured: json!({ "windows": [{ "appId": APP, "windowId": 1, "title": "Clipboard" }] }),
+            images: vec![],
+        })
+    }
+
+    async fn preview_action(
+        &self,
+        request: &ActionRequest,
+    ) -> Result<ActionPreview, ComputerUseError> {
+        let action = &request.action;
+        let digest = sha256_hex(canonical_json(&json!({
+            "tool": action.tool, "arguments": action.arguments, "mode": action.mode,
+        })));
+        let action_id = match &action.action_id {
+            Some(id) => id.clone(),
+            None => format!("action-{}", &digest[..12]),
+        };
+        let proposed = now();
+        let validity =
+            Duration::milliseconds(action.expires_in_ms.unwrap_or(300_000).min(300_000) as i64);
+        let needs_approval = self.approval_tools.contains(&action.tool);
+        // Like a real runtime, keep the previewed arguments: the envelope
+        // carries only their digest.
+        self.state()
+            .previewed
+            .insert(action_id.clone(), action.arguments.clone());
+        self.save()?;
+        Ok(ActionPreview {
+            envelope: ActionEnvelope {
+                action_id,
+                session_id: request.session_id.clone(),
+                execution_group_id: request.execution_group_id.clone(),
+                principal_id: PRINCIPAL.into(),
+                agent_id: request.agent_id.clone(),
+                tool: action.tool.clone(),
+                operation: action.tool.clone(),
+                action_class: ActionClass::EditReversible,
+                requested_mode: action.mode,
+                target: action.target.clone(),
+                resource: None,
+                provenance: action.provenance.clone(),
+                target_sensitivity: None,
+                data_labels: action.data_labels.clone(),
+                postcondition: action.postcondition.clone(),
+                reversible: true,
+                external_side_effect: false,
+                proposed_at: stamp(proposed)?,
+                expires_at: stamp(proposed + validity)?,
+                args_digest: digest,
+                attempt: None,
+                certification_id: None,
+            },
+            capability: self
+                .discover_capabilities(&ObservationScope::default())
+                .await?
+                .remove(0),
+            policy: PolicyDecision {
+                decision: if needs_approval {
+                    PolicyVerdict::Confirm
+                } else {
+                    PolicyVerdict::Allow
+                },
+                policy_digest: "demo-policy-v1".into(),
+                reasons: vec![
+                    if needs_approval {
+                        "the tool needs a person's approval"
+                    } else {
+                        "public text to the clipboard"
+                    }
+                    .into(),
+                ],
+            },
+            executable: !needs_approval,
+            blocker: needs_approval.then(|| blockers::APPROVAL_REQUIRED.to_owned()),
+        })
+    }
+
+    async fn reserve_target(
+        &self,
+        envelope: &ActionEnvelope,
+    ) -> Result<Option<TargetReservation>, ComputerUseError> {
+        let id = self.next_id("reservation");
+        self.state().reservations.insert(id.clone());
+        let at = now();
+        Ok(Some(TargetReservation {
+            reservation_id: id,
+            revision: 1,
+            intent_id: envelope.action_id.clone(),
+            session_id: envelope.session_id.clone(),
+            principal_id: envelope.principal_id.clone(),
+            execution_group_id: envelope.execution_group_id.clone(),
+            agent_id: envelope.agent_id.clone(),
+            scope: ReservationScope {
+                app_id: envelope
+                    .target
+                    .as_ref()
+                    .map_or_else(|| APP.to_owned(), |t| t.app_id.clone()),
+                window_id: envelope.target.as_ref().and_then(|t| t.window_id.clone()),
+            },
+            state: ReservationState::Active,
+            acquired_at: stamp(at)?,
+            expires_at: stamp(at + Duration::seconds(30))?,
+            terminal_reason: None,
+        }))
+    }
+
+    async fn release_target(
+        &self,
+        reservation: &TargetReservation,
+    ) -> Result<(), ComputerUseError> {
+        self.state()
+            .reservations
+            .remove(&reservation.reservation_id);
+        Ok(())
+    }
+
+    async fn acquire_lease(
+        &self,
+        envelope: &ActionEnvelope,
+    ) -> Result<ControlLease, ComputerUseError> {
+        let at = now();
+        Ok(ControlLease {
+            lease_id: self.next_id("lease"),
+            revision: 1,
+            session_id: envelope.session_id.clone(),
+            principal_id: envelope.principal_id.clone(),
+            agent_id: envelope.agent_id.clone(),
+            kind: LeaseKind::Cooperative,
+            execution_mode: envelope.requested_mode,
+            state: LeaseState::Active,
+            acquired_at: stamp(at)?,
+            expires_at: stamp(at + Duration::seconds(30))?,
+            action_budget: 1,
+            actions_used: 0,
+            boundaries: LeaseBoundaries::default(),
+            terminal_reason: None,
+        })
+    }
+
+    async fn execute_action(
+        &self,
+        envelope: &ActionEnvelope,
+        _lease: &ControlLease,
+        _approval_grant_id: Option<&str>,
+    ) -> Result<ExecutionReceipt, ComputerUseError> {
+        if let Some(replayed) = self.state().receipts.get(&envelope.action_id) {
+            return Ok(replayed.clone());
+        }
+        let at = stamp(now())?;
+        let receipt = ExecutionReceipt {
+            receipt_id: self.next_id("receipt"),
+            session_id: envelope.session_id.clone(),
+            action_id: envelope.action_id.clone(),
+            action_digest: envelope.args_digest.clone(),
+            attempt: 1,
+            status: ReceiptStatus::Committed,
+            created_at: at.clone(),
+            updated_at: at,
+            result: Some(json!({ "structuredContent": { "written": true } })),
+            error: None,
+        };
+        let mut state = self.state();
+        let text = state
+            .previewed
+            .get(&envelope.action_id)
+            .and_then(|a| a.get("text"))
+            .and_then(|t| t.as_str());
+        let Some(text) = text.map(str::to_owned) else {
+            return Err(ComputerUseError::Refused {
+                operation: "execute_action".into(),
+                code: "action_id_conflict".into(),
+                message: format!(
+                    "action {} was never previewed with a text",
+                    envelope.action_id
+                ),
+            });
+        };
+        state.clipboard = text;
+        state
+            .receipts
+            .insert(envelope.action_id.clone(), receipt.clone());
+        drop(state);
+        self.save()?;
+        Ok(receipt)
+    }
+
+    async fn verify(
+        &self,
+        receipt: &ExecutionReceipt,
+        postcondition: Option<&ActionPostcondition>,
+    ) -> Result<VerificationOutcome, ComputerUseError> {
+        Ok(evaluate_evidence(receipt, postcondition))
+    }
+}

@@ -1,0 +1,73 @@
+//! `Approved`: the action may run, by policy or by a person.
+
+use std::sync::Arc;
+
+use super::Reserved;
+use super::approval::Authority;
+use super::guard::ReservationGuard;
+use super::session::Core;
+use super::witness::{BoundReservation, FreshPreview};
+use crate::ComputerUseError;
+use crate::contracts::ActionPreview;
+use crate::runtime::ComputerUseRuntime;
+
+/// An action with authority to run, not yet holding its target.
+#[must_use = "an approved action does nothing until it reserves its target"]
+pub struct Approved<R: ComputerUseRuntime> {
+    core: Arc<Core<R>>,
+    preview: FreshPreview,
+    authority: Authority,
+}
+
+impl<R: ComputerUseRuntime> Approved<R> {
+    pub(crate) fn new(core: Arc<Core<R>>, preview: FreshPreview, authority: Authority) -> Self {
+        Self {
+            core,
+            preview,
+            authority,
+        }
+    }
+
+    /// The preview.
+    pub fn preview(&self) -> &ActionPreview {
+        self.preview.get()
+    }
+
+    /// Where the authority comes from.
+    pub fn authority(&self) -> &Authority {
+        &self.authority
+    }
+
+    /// Reserves the target. The guard is armed as soon as the runtime answers,
+    /// before the reservation is checked, so a reservation that fails its
+    /// checks is still released.
+    pub async fn reserve(self) -> Result<Reserved<R>, ComputerUseError> {
+        let envelope = self.preview.envelope();
+        self.core.authorize(envelope.requested_mode)?;
+        crate::runtime::binding::validate_envelope_freshness_at(envelope, self.core.now())?;
+        let answer = self.core.runtime.reserve_target(envelope).await?;
+        let guard = ReservationGuard::arm(Arc::clone(&self.core), answer);
+        match BoundReservation::check(guard.reservation(), envelope, self.core.now()) {
+            Ok(bound) => Ok(Reserved::new(
+                self.core,
+                self.preview,
+                self.authority,
+                guard,
+                bound,
+            )),
+            Err(err) => Err(guard.fail(err).await),
+        }
+    }
+
+    /// Runs the rest of the chain: reserve, lease, execute, verify.
+    pub async fn complete(self) -> Result<super::Verified, ComputerUseError> {
+        self.reserve()
+            .await?
+            .lease()
+            .await?
+            .execute()
+            .await?
+            .verify()
+            .await
+    }
+}

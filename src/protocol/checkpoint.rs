@@ -1,0 +1,317 @@
+//! Sealed checkpoints: a pending approval that survives the process.
+//!
+//! While a person decides, the exact preview is written to a store, sealed
+//! with HMAC-SHA256 under the session's key. Resuming reads it back and can
+//! only *add* the approval: the preview is whatever was sealed, and the store
+//! is append-only per id, so an id that holds anything but exactly one
+//! correctly sealed record of this session fails before any reservation.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::sync::Mutex;
+
+use hmac::{Hmac, Mac};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::Sha256;
+
+use crate::ComputerUseError;
+use crate::contracts::ActionPreview;
+use crate::digest::{canonical_json, canonical_json_of, sha256_hex};
+
+type HmacSha256 = Hmac<Sha256>;
+
+/// The shortest sealing key accepted, in bytes.
+pub const MIN_KEY_LEN: usize = 32;
+
+/// The secret a session seals its checkpoints with. Its bytes are never
+/// printed.
+#[derive(Clone)]
+pub struct SealingKey(Vec<u8>);
+
+impl SealingKey {
+    /// A key of at least [`MIN_KEY_LEN`] bytes.
+    pub fn new(bytes: impl Into<Vec<u8>>) -> Result<Self, ComputerUseError> {
+        let bytes = bytes.into();
+        if bytes.len() < MIN_KEY_LEN {
+            return Err(ComputerUseError::InvalidRequest {
+                field: "sealingKey".into(),
+                message: format!("expected at least {MIN_KEY_LEN} bytes, got {}", bytes.len()),
+            });
+        }
+        Ok(Self(bytes))
+    }
+
+    fn mac(&self) -> HmacSha256 {
+        // HMAC accepts keys of any length, so this cannot fail; the fallback
+        // keeps the code free of panics all the same.
+        HmacSha256::new_from_slice(&self.0).unwrap_or_else(|_| HmacSha256::new(&Default::default()))
+    }
+
+    fn seal(&self, body: &str) -> String {
+        let mut mac = self.mac();
+        mac.update(body.as_bytes());
+        hex::encode(mac.finalize().into_bytes())
+    }
+
+    fn verify(&self, body: &str, seal: &str) -> bool {
+        let Ok(tag) = hex::decode(seal) else {
+            return false;
+        };
+        let mut mac = self.mac();
+        mac.update(body.as_bytes());
+        mac.verify_slice(&tag).is_ok()
+    }
+}
+
+impl fmt::Debug for SealingKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("SealingKey(<redacted>)")
+    }
+}
+
+/// A checkpoint's id: 32 lowercase hex digits, safe as a file name.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct CheckpointId(String);
+
+impl CheckpointId {
+    pub(crate) fn for_preview(session_id: &str, preview: &ActionPreview) -> Self {
+        let key = serde_json::json!({
+            "sessionId": session_id,
+            "actionId": preview.envelope.action_id,
+            "argsDigest": preview.envelope.args_digest,
+        });
+        Self(sha256_hex(canonical_json(&key))[..32].to_owned())
+    }
+
+    /// The id's text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for CheckpointId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl FromStr for CheckpointId {
+    type Err = ComputerUseError;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        if text.len() == 32
+            && text
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        {
+            Ok(Self(text.to_owned()))
+        } else {
+            Err(ComputerUseError::Checkpoint {
+                id: text.chars().take(64).collect(),
+                reason: "expected 32 lowercase hex digits".into(),
+            })
+        }
+    }
+}
+
+/// Where sealed checkpoints are kept. Writes never overwrite: `create`
+/// refuses an id that already holds a record, and `load` returns every record
+/// the id holds, so a replacement shows up as a second record.
+pub trait CheckpointStore: Send + Sync {
+    /// Stores the first record for `id`; refuses if `id` holds one already.
+    fn create(&self, id: &CheckpointId, record: &str) -> Result<(), ComputerUseError>;
+
+    /// Every record stored under `id`, oldest first.
+    fn load(&self, id: &CheckpointId) -> Result<Vec<String>, ComputerUseError>;
+}
+
+fn exists(id: &CheckpointId) -> ComputerUseError {
+    ComputerUseError::Checkpoint {
+        id: id.to_string(),
+        reason: "a checkpoint with this id already exists and is never overwritten".into(),
+    }
+}
+
+fn missing(id: &CheckpointId) -> ComputerUseError {
+    ComputerUseError::Checkpoint {
+        id: id.to_string(),
+        reason: "no such checkpoint".into(),
+    }
+}
+
+/// Checkpoints kept in memory (for tests and short-lived hosts).
+#[derive(Debug, Default)]
+pub struct MemoryCheckpointStore {
+    records: Mutex<HashMap<CheckpointId, Vec<String>>>,
+}
+
+impl MemoryCheckpointStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+impl CheckpointStore for MemoryCheckpointStore {
+    fn create(&self, id: &CheckpointId, record: &str) -> Result<(), ComputerUseError> {
+        let mut records = self.records.lock().unwrap_or_else(|p| p.into_inner());
+        if records.contains_key(id) {
+            return Err(exists(id));
+        }
+        records.insert(id.clone(), vec![record.to_owned()]);
+        Ok(())
+    }
+
+    fn load(&self, id: &CheckpointId) -> Result<Vec<String>, ComputerUseError> {
+        let records = self.records.lock().unwrap_or_else(|p| p.into_inner());
+        records.get(id).cloned().ok_or_else(|| missing(id))
+    }
+}
+
+/// Checkpoints kept as files, one per id (`<id>.checkpoint`, one JSON line per
+/// record). A file is written whole to a temporary name and then linked into
+/// place, which fails if the name exists: a reader never sees half a file and
+/// a writer never replaces one.
+#[derive(Debug, Clone)]
+pub struct FileCheckpointStore {
+    dir: PathBuf,
+}
+
+impl FileCheckpointStore {
+    /// A store in `dir`, created if missing.
+    pub fn new(dir: impl Into<PathBuf>) -> Result<Self, ComputerUseError> {
+        let dir = dir.into();
+        std::fs::create_dir_all(&dir)
+            .map_err(|err| io_error(&dir, "create the checkpoint directory", err))?;
+        Ok(Self { dir })
+    }
+
+    /// The file that holds `id`.
+    pub fn path_of(&self, id: &CheckpointId) -> PathBuf {
+        self.dir.join(format!("{id}.checkpoint"))
+    }
+}
+
+fn io_error(path: &Path, doing: &str, err: std::io::Error) -> ComputerUseError {
+    ComputerUseError::Checkpoint {
+        id: path.display().to_string(),
+        reason: format!("could not {doing}: {err}"),
+    }
+}
+
+impl CheckpointStore for FileCheckpointStore {
+    fn create(&self, id: &CheckpointId, record: &str) -> Result<(), ComputerUseError> {
+        let target = self.path_of(id);
+        if target.exists() {
+            return Err(exists(id));
+        }
+        let temp = self.dir.join(format!(".{id}.{}.tmp", std::process::id()));
+        let write = || -> std::io::Result<()> {
+            let mut file = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&temp)?;
+            file.write_all(record.as_bytes())?;
+            file.write_all(b"\n")?;
+            file.sync_all()
+        };
+        let linked = write().and_then(|()| std::fs::hard_link(&temp, &target));
+        let _ = std::fs::remove_file(&temp);
+        match linked {
+            Ok(()) => Ok(()),
+            Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => Err(exists(id)),
+            Err(err) => Err(io_error(&target, "write the checkpoint", err)),
+        }
+    }
+
+    fn load(&self, id: &CheckpointId) -> Result<Vec<String>, ComputerUseError> {
+        let path = self.path_of(id);
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Err(missing(id)),
+            Err(err) => return Err(io_error(&path, "read the checkpoint", err)),
+        };
+        Ok(text
+            .lines()
+            .filter(|line| !line.trim().is_empty())
+            .map(str::to_owned)
+            .collect())
+    }
+}
+
+/// What a checkpoint holds.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct CheckpointBody {
+    pub(crate) version: u32,
+    pub(crate) checkpoint_id: String,
+    pub(crate) session_id: String,
+    pub(crate) principal_id: String,
+    pub(crate) tenant_id: String,
+    pub(crate) preview: ActionPreview,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SealedRecord {
+    body: Value,
+    seal: String,
+}
+
+pub(crate) fn seal_record(
+    key: &SealingKey,
+    body: &CheckpointBody,
+) -> Result<String, ComputerUseError> {
+    let canonical = canonical_json_of(body)?;
+    let body_value: Value = serde_json::from_str(&canonical)
+        .map_err(|err| ComputerUseError::decode("checkpoint body", err))?;
+    let record = SealedRecord {
+        body: body_value,
+        seal: key.seal(&canonical),
+    };
+    serde_json::to_string(&record).map_err(|err| ComputerUseError::decode("checkpoint record", err))
+}
+
+/// Opens the only record of `id`: exactly one record, a seal that verifies
+/// under `key`, and a body that names `id`.
+pub(crate) fn open_record(
+    key: &SealingKey,
+    id: &CheckpointId,
+    records: &[String],
+) -> Result<CheckpointBody, ComputerUseError> {
+    let fail = |reason: String| ComputerUseError::Checkpoint {
+        id: id.to_string(),
+        reason,
+    };
+    let [record] = records else {
+        return Err(fail(format!(
+            "expected exactly one sealed preview, found {}; a checkpointed preview cannot be replaced",
+            records.len()
+        )));
+    };
+    let sealed: SealedRecord = serde_json::from_str(record)
+        .map_err(|err| fail(format!("the record does not decode: {err}")))?;
+    let canonical = canonical_json(&sealed.body);
+    if !key.verify(&canonical, &sealed.seal) {
+        return Err(fail(
+            "the seal does not verify: the checkpoint was altered or sealed under another key"
+                .into(),
+        ));
+    }
+    let body: CheckpointBody = serde_json::from_value(sealed.body)
+        .map_err(|err| fail(format!("the sealed body does not decode: {err}")))?;
+    if body.version != 1 {
+        return Err(fail(format!("expected version 1, got {}", body.version)));
+    }
+    if body.checkpoint_id != id.as_str() {
+        return Err(fail(format!(
+            "the record is sealed for checkpoint {}",
+            body.checkpoint_id
+        )));
+    }
+    Ok(body)
+}

@@ -1,0 +1,51 @@
+//! The governed chain, as types.
+//!
+//! ```text
+//! Session ─observe()→ Observed ─preview(action)→ Previewed ─route()┬→ Approved
+//!                                                                 ├→ PendingApproval ─approve()→ Approved
+//!                                                                 │      └ suspend() → sealed checkpoint → Session::resume()
+//!                                                                 └→ Blocked
+//! Approved ─reserve()→ Reserved ─lease()→ Leased ─execute()→ Executed ─verify()→ Verified
+//! ```
+//!
+//! Every stage is its own type with private fields and no public
+//! constructor, `Clone` or `Default`. Each transition takes `self`, so a stage
+//! cannot be used twice, and a method exists only on the stage where it is
+//! legal: there is exactly one `execute`, and it belongs to [`Leased`]. See
+//! [`attacks`] for which ordering bug each type rules out.
+
+mod approval;
+mod approved;
+pub mod attacks;
+mod checkpoint;
+mod driver;
+mod executed;
+mod guard;
+mod leased;
+mod observed;
+mod pending;
+mod previewed;
+mod reserved;
+mod route;
+mod session;
+mod verified;
+mod witness;
+
+pub use approval::{Approval, ApprovalSource, Authority};
+pub use approved::Approved;
+pub use checkpoint::{
+    CheckpointId, CheckpointStore, FileCheckpointStore, MIN_KEY_LEN, MemoryCheckpointStore,
+    SealingKey,
+};
+pub use driver::ChainOutcome;
+pub use executed::Executed;
+pub use guard::ReleaseStats;
+pub use leased::Leased;
+pub use observed::Observed;
+pub use pending::PendingApproval;
+pub use previewed::Previewed;
+pub use reserved::Reserved;
+pub use route::{Blocked, Route};
+pub use session::{Session, SessionBuilder};
+pub use verified::Verified;
+pub use witness::{BoundLease, BoundReceipt, BoundReservation, FreshPreview};

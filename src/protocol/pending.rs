@@ -1,0 +1,99 @@
+//! `PendingApproval`: the action waits for a person.
+
+use std::sync::Arc;
+
+use super::Approved;
+use super::approval::{Approval, Authority};
+use super::checkpoint::{CheckpointBody, CheckpointId, CheckpointStore, seal_record};
+use super::session::Core;
+use super::witness::FreshPreview;
+use crate::ComputerUseError;
+use crate::contracts::{ActionPreview, blockers};
+use crate::runtime::ComputerUseRuntime;
+
+/// An action that needs approval. Nothing has been reserved, leased or run.
+#[must_use = "a pending approval does nothing until it is approved or suspended to a checkpoint store"]
+pub struct PendingApproval<R: ComputerUseRuntime> {
+    core: Arc<Core<R>>,
+    preview: FreshPreview,
+}
+
+impl<R: ComputerUseRuntime> PendingApproval<R> {
+    pub(crate) fn new(core: Arc<Core<R>>, preview: FreshPreview) -> Self {
+        Self { core, preview }
+    }
+
+    /// Rebuilds a pending approval from a checkpointed preview, with every
+    /// check a fresh preview gets.
+    pub(crate) fn restore(
+        core: Arc<Core<R>>,
+        preview: ActionPreview,
+    ) -> Result<Self, ComputerUseError> {
+        if preview.blocker.as_deref() != Some(blockers::APPROVAL_REQUIRED) {
+            return Err(ComputerUseError::invalid(
+                "ActionPreview",
+                "blocker",
+                "approval_required in a checkpointed preview",
+                preview.blocker.as_deref().unwrap_or("none"),
+            ));
+        }
+        let now = core.now();
+        let fresh = FreshPreview::check(
+            preview,
+            &core.session_id,
+            core.identity().principal_id(),
+            now,
+        )?;
+        Ok(Self {
+            core,
+            preview: fresh,
+        })
+    }
+
+    /// The preview awaiting approval.
+    pub fn preview(&self) -> &ActionPreview {
+        self.preview.get()
+    }
+
+    /// The digest an approval must name as `actionDigest`.
+    pub fn action_digest(&self) -> &str {
+        &self.preview.envelope().args_digest
+    }
+
+    /// The digest an approval must name as `policyDigest`.
+    pub fn policy_digest(&self) -> &str {
+        &self.preview.get().policy.policy_digest
+    }
+
+    /// Adds the approval. Both digests must match this preview, and the
+    /// preview must still be fresh (the wait for a person can outlast it).
+    pub fn approve(self, approval: Approval) -> Result<Approved<R>, ComputerUseError> {
+        approval.check_against(self.preview.get())?;
+        crate::runtime::binding::validate_envelope_freshness_at(
+            self.preview.envelope(),
+            self.core.now(),
+        )?;
+        Ok(Approved::new(
+            self.core,
+            self.preview,
+            Authority::Approved(approval),
+        ))
+    }
+
+    /// Seals the exact preview into `store` so another process can resume it
+    /// with [`super::Session::resume`]. Returns the checkpoint's id.
+    pub fn suspend(&self, store: &dyn CheckpointStore) -> Result<CheckpointId, ComputerUseError> {
+        let identity = self.core.identity();
+        let id = CheckpointId::for_preview(&self.core.session_id, self.preview.get());
+        let body = CheckpointBody {
+            version: 1,
+            checkpoint_id: id.to_string(),
+            session_id: self.core.session_id.clone(),
+            principal_id: identity.principal_id().to_owned(),
+            tenant_id: identity.tenant_id().to_owned(),
+            preview: self.preview.get().clone(),
+        };
+        store.create(&id, &seal_record(&self.core.key, &body)?)?;
+        Ok(id)
+    }
+}

@@ -1,0 +1,44 @@
+//! `Previewed`: the runtime has bound the action into a fresh envelope.
+
+use std::sync::Arc;
+
+use super::approval::Authority;
+use super::route::{Blocked, Route};
+use super::session::Core;
+use super::witness::FreshPreview;
+use super::{Approved, PendingApproval};
+use crate::contracts::{ActionPreview, PolicyVerdict, blockers};
+use crate::runtime::ComputerUseRuntime;
+
+/// A bound, fresh preview waiting to be routed.
+#[must_use = "a preview does nothing until it is routed"]
+pub struct Previewed<R: ComputerUseRuntime> {
+    core: Arc<Core<R>>,
+    preview: FreshPreview,
+}
+
+impl<R: ComputerUseRuntime> Previewed<R> {
+    pub(crate) fn new(core: Arc<Core<R>>, preview: FreshPreview) -> Self {
+        Self { core, preview }
+    }
+
+    /// The preview.
+    pub fn preview(&self) -> &ActionPreview {
+        self.preview.get()
+    }
+
+    /// Routes the action: an executable preview that policy does not deny is
+    /// allowed; a preview blocked by `approval_required` waits for a person;
+    /// anything else is blocked, with the blocker and the policy's reasons.
+    pub fn route(self) -> Route<R> {
+        let preview = self.preview.get();
+        let denied = preview.policy.decision == PolicyVerdict::Deny;
+        if preview.executable && !denied {
+            return Route::Allowed(Approved::new(self.core, self.preview, Authority::Policy));
+        }
+        if !denied && preview.blocker.as_deref() == Some(blockers::APPROVAL_REQUIRED) {
+            return Route::NeedsApproval(PendingApproval::new(self.core, self.preview));
+        }
+        Route::Blocked(Blocked::new(self.preview))
+    }
+}

@@ -1,0 +1,70 @@
+//! `Reserved`: the target is held for this action.
+
+use std::sync::Arc;
+
+use super::Leased;
+use super::approval::Authority;
+use super::guard::ReservationGuard;
+use super::session::Core;
+use super::witness::{BoundLease, BoundReservation, FreshPreview};
+use crate::ComputerUseError;
+use crate::contracts::{ActionPreview, TargetReservation};
+use crate::runtime::ComputerUseRuntime;
+
+/// An action holding a validated reservation of its target.
+#[must_use = "dropping a reserved action queues its reservation on the session's reaper"]
+pub struct Reserved<R: ComputerUseRuntime> {
+    core: Arc<Core<R>>,
+    preview: FreshPreview,
+    authority: Authority,
+    guard: ReservationGuard<R>,
+    _reservation: BoundReservation,
+}
+
+impl<R: ComputerUseRuntime> Reserved<R> {
+    pub(crate) fn new(
+        core: Arc<Core<R>>,
+        preview: FreshPreview,
+        authority: Authority,
+        guard: ReservationGuard<R>,
+        reservation: BoundReservation,
+    ) -> Self {
+        Self {
+            core,
+            preview,
+            authority,
+            guard,
+            _reservation: reservation,
+        }
+    }
+
+    /// The preview.
+    pub fn preview(&self) -> &ActionPreview {
+        self.preview.get()
+    }
+
+    /// The reservation, when the runtime made one.
+    pub fn reservation(&self) -> Option<&TargetReservation> {
+        self.guard.reservation()
+    }
+
+    /// Takes the one-writer lease. A failed acquisition or a lease that fails
+    /// its checks releases the reservation.
+    pub async fn lease(self) -> Result<Leased<R>, ComputerUseError> {
+        let envelope = self.preview.envelope();
+        let lease = match self.core.runtime.acquire_lease(envelope).await {
+            Ok(lease) => lease,
+            Err(err) => return Err(self.guard.fail(err).await),
+        };
+        match BoundLease::check(lease, envelope, self.core.now()) {
+            Ok(bound) => Ok(Leased::new(
+                self.core,
+                self.preview,
+                self.authority,
+                self.guard,
+                bound,
+            )),
+            Err(err) => Err(self.guard.fail(err).await),
+        }
+    }
+}

@@ -1,0 +1,136 @@
+//! What the chain sends to a runtime: observation scopes and action requests.
+
+use serde_json::Value;
+
+use crate::contracts::{
+    ActionPostcondition, ActionProvenance, DataLabel, ExecutionMode, TargetEvidence, WindowId,
+};
+
+/// Where to observe.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ObservationScope {
+    /// The runtime session.
+    pub session_id: String,
+    /// The tool whose capabilities to discover.
+    pub tool: Option<String>,
+    /// The application to look at.
+    pub app_id: Option<String>,
+    /// The window to look at.
+    pub window_id: Option<WindowId>,
+}
+
+/// An image carried beside an observation's structured part.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImageContent {
+    /// Base64 of the image bytes.
+    pub data: String,
+    /// Its MIME type (`image/png`, `image/jpeg`).
+    pub mime_type: String,
+}
+
+/// One observation frame: its structured part and any images.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Observation {
+    /// The frame's id, when the runtime gave one.
+    pub observation_id: Option<String>,
+    /// The structured part.
+    pub structured: Value,
+    /// Images, kept as they came.
+    pub images: Vec<ImageContent>,
+}
+
+/// The action an agent wants, before the runtime has bound it.
+///
+/// ```
+/// use adk_computer_use::contracts::ExecutionMode;
+/// use adk_computer_use::runtime::ProposedAction;
+/// use serde_json::json;
+///
+/// let action = ProposedAction::new("write_clipboard", json!({"text": "hi"}), ExecutionMode::Background)
+///     .with_action_id("action-1");
+/// assert_eq!(action.tool, "write_clipboard");
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProposedAction {
+    /// A stable id; reusing it makes a retry idempotent. The runtime assigns one when absent.
+    pub action_id: Option<String>,
+    /// The low-level tool.
+    pub tool: String,
+    /// The tool's own arguments.
+    pub arguments: Value,
+    /// The mode asked for.
+    pub mode: ExecutionMode,
+    /// The operation, when it differs from the tool.
+    pub operation: Option<String>,
+    /// Labels of the data handled.
+    pub data_labels: Vec<DataLabel>,
+    /// How long the preview may authorize, in milliseconds (at most 300000).
+    pub expires_in_ms: Option<u64>,
+    /// The attempt number.
+    pub attempt: Option<u32>,
+    /// Adapter certification.
+    pub certification_id: Option<String>,
+    /// Where the instruction came from.
+    pub provenance: Option<ActionProvenance>,
+    /// What was observed about the target.
+    pub target: Option<TargetEvidence>,
+    /// What must hold afterwards.
+    pub postcondition: Option<ActionPostcondition>,
+}
+
+impl ProposedAction {
+    /// A proposal with only the required parts.
+    pub fn new(tool: impl Into<String>, arguments: Value, mode: ExecutionMode) -> Self {
+        Self {
+            action_id: None,
+            tool: tool.into(),
+            arguments,
+            mode,
+            operation: None,
+            data_labels: Vec::new(),
+            expires_in_ms: None,
+            attempt: None,
+            certification_id: None,
+            provenance: None,
+            target: None,
+            postcondition: None,
+        }
+    }
+
+    /// Sets the action id.
+    pub fn with_action_id(mut self, action_id: impl Into<String>) -> Self {
+        self.action_id = Some(action_id.into());
+        self
+    }
+
+    /// Sets the target evidence.
+    pub fn with_target(mut self, target: TargetEvidence) -> Self {
+        self.target = Some(target);
+        self
+    }
+
+    /// Sets the postcondition.
+    pub fn with_postcondition(mut self, postcondition: ActionPostcondition) -> Self {
+        self.postcondition = Some(postcondition);
+        self
+    }
+
+    /// Sets the data labels.
+    pub fn with_data_labels(mut self, labels: impl IntoIterator<Item = DataLabel>) -> Self {
+        self.data_labels = labels.into_iter().collect();
+        self
+    }
+}
+
+/// A proposal placed in a session by the chain, as the runtime receives it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ActionRequest {
+    /// The runtime session.
+    pub session_id: String,
+    /// The agent proposing it.
+    pub agent_id: Option<String>,
+    /// The agents' execution group.
+    pub execution_group_id: Option<String>,
+    /// The proposal.
+    pub action: ProposedAction,
+}

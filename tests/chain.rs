@@ -1,0 +1,593 @@
+//! The governed chain against a scriptable in-process runtime: every rule of
+//! the seeds' execution-time revalidation, approvals, resume and cleanup.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use adk_computer_use::contracts::*;
+use adk_computer_use::protocol::*;
+use adk_computer_use::{ComputerUseError, VerificationOutcome};
+use common::*;
+use serde_json::json;
+use time::Duration;
+
+async fn pending(rig: &Rig, id: &str) -> PendingApproval<FakeRuntime> {
+    rig.runtime.script().route = Some(PreviewRoute::NeedsApproval);
+    match rig.session.run(action(id)).await.unwrap() {
+        ChainOutcome::NeedsApproval(pending) => pending,
+        _ => panic!("expected the action to wait for approval"),
+    }
+}
+
+fn completed(outcome: ChainOutcome<FakeRuntime>) -> Verified {
+    match outcome {
+        ChainOutcome::Completed(verified) => verified,
+        ChainOutcome::NeedsApproval(_) => panic!("unexpected approval"),
+        ChainOutcome::Blocked(b) => panic!("unexpected block: {}", b.blocker()),
+    }
+}
+
+#[tokio::test]
+async fn observations_run_concurrently_and_exactly_one_mutation_happens() {
+    let rig = rig();
+    let verified = completed(rig.session.run(action("a-1")).await.unwrap());
+    assert!(rig.runtime.max_observe_concurrency.load(Ordering::SeqCst) >= 2);
+    assert_eq!(rig.runtime.mutations(), 1);
+    assert_eq!(rig.runtime.count(Call::Execute), 1);
+    assert_eq!(verified.outcome().status(), "committed_unverified");
+    assert!(verified.committed() && !verified.verified());
+    assert_eq!(
+        rig.runtime.active_reservations(),
+        0,
+        "the reservation is released after verification"
+    );
+    assert_eq!(rig.session.release_stats().explicit_released, 1);
+}
+
+#[tokio::test]
+async fn a_digest_postcondition_with_matching_evidence_is_verified() {
+    let rig = rig();
+    let digest = format!("sha256:{}", "ab".repeat(32));
+    rig.runtime.script().evidence = Some(json!({ "satisfied": true, "observedDigest": digest }));
+    let post = ActionPostcondition::try_from(PostconditionFields::UiElement {
+        role: Some("AXTextField".into()),
+        label: None,
+        exists: true,
+        value_digest: Some(digest.clone()),
+    })
+    .unwrap();
+    let verified = completed(
+        rig.session
+            .run(action("a-2").with_postcondition(post))
+            .await
+            .unwrap(),
+    );
+    assert_eq!(verified.outcome(), &VerificationOutcome::Verified);
+    assert_eq!(verified.receipt_id(), "receipt-a-2");
+}
+
+#[tokio::test]
+async fn an_approval_required_action_reserves_leases_and_mutates_nothing() {
+    let rig = rig();
+    let pending = pending(&rig, "a-3").await;
+    assert_eq!(
+        pending.preview().blocker.as_deref(),
+        Some("approval_required")
+    );
+    assert_eq!(rig.runtime.count(Call::Reserve), 0);
+    assert_eq!(rig.runtime.count(Call::Lease), 0);
+    assert_eq!(rig.runtime.mutations(), 0);
+}
+
+#[tokio::test]
+async fn a_blocked_action_carries_its_blocker_and_reasons() {
+    let rig = rig();
+    rig.runtime.script().route = Some(PreviewRoute::Blocked("foreground_required"));
+    match rig.session.run(action("a-4")).await.unwrap() {
+        ChainOutcome::Blocked(blocked) => {
+            assert_eq!(blocked.blocker(), "foreground_required");
+            assert_eq!(blocked.reasons(), ["fake policy".to_owned()]);
+        }
+        _ => panic!("expected a block"),
+    }
+    assert_eq!(rig.runtime.count(Call::Reserve), 0);
+}
+
+#[tokio::test]
+async fn resume_executes_only_the_original_digest_with_the_exact_grant() {
+    let rig = rig();
+    let pending = pending(&rig, "a-5").await;
+    let store = MemoryCheckpointStore::new();
+    let id = pending.suspend(&store).unwrap();
+    let digest = pending.action_digest().to_owned();
+    let grant = rig.runtime.grant(&digest);
+    drop(pending);
+
+    let approved = rig
+        .session
+        .resume(&store, &id, Approval::with_grant(&digest, POLICY, &grant))
+        .unwrap();
+    assert_eq!(approved.preview().envelope.args_digest, digest);
+    let verified = approved.complete().await.unwrap();
+    assert!(verified.committed());
+    assert_eq!(rig.runtime.truth().grant_ids_seen, vec![Some(grant)]);
+    assert_eq!(rig.runtime.mutations(), 1);
+}
+
+#[tokio::test]
+async fn runtime_held_approval_passes_no_grant() {
+    let rig = rig();
+    let pending = pending(&rig, "a-6").await;
+    let approval = Approval::from_json(&json!({
+        "actionDigest": pending.action_digest(),
+        "policyDigest": pending.policy_digest(),
+        "runtimeApproved": true,
+    }))
+    .unwrap();
+    let _verified = pending.approve(approval).unwrap().complete().await.unwrap();
+    assert_eq!(rig.runtime.truth().grant_ids_seen, vec![None]);
+}
+
+#[tokio::test]
+async fn changed_digests_are_rejected_before_any_mutation() {
+    let rig = rig();
+    let p = pending(&rig, "a-7").await;
+    let err = p
+        .approve(Approval::runtime_held("f".repeat(64), POLICY))
+        .err()
+        .unwrap();
+    assert!(matches!(
+        err,
+        ComputerUseError::IdentityMismatch {
+            object: "Approval",
+            field: "actionDigest",
+            ..
+        }
+    ));
+
+    let p = pending(&rig, "a-7").await;
+    let digest = p.action_digest().to_owned();
+    let err = p
+        .approve(Approval::runtime_held(digest, "policy-v2"))
+        .err()
+        .unwrap();
+    assert!(
+        matches!(
+            err,
+            ComputerUseError::IdentityMismatch {
+                field: "policyDigest",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert_eq!(rig.runtime.mutations(), 0);
+    assert_eq!(rig.runtime.count(Call::Reserve), 0);
+}
+
+#[tokio::test]
+async fn ambiguous_authority_is_rejected() {
+    let digest = "a".repeat(64);
+    let both = json!({"actionDigest": digest, "policyDigest": POLICY, "grantId": "g", "runtimeApproved": true});
+    let neither = json!({"actionDigest": digest, "policyDigest": POLICY});
+    let unknown =
+        json!({"actionDigest": digest, "policyDigest": POLICY, "grantId": "g", "token": "secret"});
+    let falsy = json!({"actionDigest": digest, "policyDigest": POLICY, "runtimeApproved": false});
+    for bad in [both, neither, unknown, falsy] {
+        assert!(Approval::from_json(&bad).is_err(), "{bad}");
+    }
+    let grant = Approval::from_json(
+        &json!({"actionDigest": digest, "policyDigest": POLICY, "grantId": "g"}),
+    )
+    .unwrap();
+    assert_eq!(grant.grant_id(), Some("g"));
+}
+
+#[tokio::test]
+async fn replaced_or_tampered_checkpoints_are_rejected_before_reservation() {
+    let rig = rig();
+    let dir = tempfile::tempdir().unwrap();
+    let store = FileCheckpointStore::new(dir.path()).unwrap();
+    let pending = pending(&rig, "a-8").await;
+    let id = pending.suspend(&store).unwrap();
+    let approval = Approval::runtime_held(pending.action_digest(), pending.policy_digest());
+
+    // A second preview for the same id is never written over the first.
+    assert!(matches!(
+        pending.suspend(&store),
+        Err(ComputerUseError::Checkpoint { .. })
+    ));
+
+    let path = store.path_of(&id);
+    let original = std::fs::read_to_string(&path).unwrap();
+
+    // Tampering with the sealed preview breaks the seal.
+    std::fs::write(&path, original.replace("write_clipboard", "delete_file__")).unwrap();
+    let err = rig
+        .session
+        .resume(&store, &id, approval.clone())
+        .err()
+        .unwrap();
+    assert!(err.to_string().contains("seal does not verify"), "{err}");
+
+    // A second, validly sealed record appended under the id is a replacement.
+    std::fs::write(&path, format!("{original}{original}")).unwrap();
+    let err = rig
+        .session
+        .resume(&store, &id, approval.clone())
+        .err()
+        .unwrap();
+    assert!(err.to_string().contains("exactly one"), "{err}");
+
+    // A checkpoint of another session fails, even with the same key.
+    std::fs::write(&path, &original).unwrap();
+    let other = Session::builder(
+        Arc::clone(&rig.runtime),
+        "session-2",
+        full_authorizer(),
+        key(),
+    )
+    .clock(Arc::new(rig.clock.clone()))
+    .build()
+    .unwrap();
+    let err = other.resume(&store, &id, approval.clone()).err().unwrap();
+    assert!(err.to_string().contains("session"), "{err}");
+
+    // Sealed under another key: refused.
+    let foreign = Session::builder(
+        Arc::clone(&rig.runtime),
+        SESSION,
+        full_authorizer(),
+        SealingKey::new(vec![9u8; 32]).unwrap(),
+    )
+    .clock(Arc::new(rig.clock.clone()))
+    .build()
+    .unwrap();
+    assert!(foreign.resume(&store, &id, approval.clone()).is_err());
+
+    assert_eq!(rig.runtime.count(Call::Reserve), 0);
+    // The untouched file still resumes.
+    let _approved = rig.session.resume(&store, &id, approval).unwrap();
+}
+
+#[tokio::test]
+async fn checkpoint_ids_are_validated_and_keys_are_not_printed() {
+    assert!("../../etc/passwd".parse::<CheckpointId>().is_err());
+    assert!(
+        "0123456789abcdef0123456789abcdef"
+            .parse::<CheckpointId>()
+            .is_ok()
+    );
+    assert!(SealingKey::new(vec![1u8; 31]).is_err());
+    assert!(!format!("{:?}", key()).contains('7'));
+}
+
+#[tokio::test]
+async fn an_expired_preview_is_rejected_before_reservation() {
+    let rig = rig();
+    rig.runtime.script().envelope = Some(Arc::new(|e: &mut ActionEnvelope| {
+        e.expires_at = "2026-07-13T09:59:59Z".into();
+        e.proposed_at = "2026-07-13T09:59:00Z".into();
+    }));
+    let err = rig.session.run(action("a-9")).await.err().unwrap();
+    assert!(
+        matches!(
+            err,
+            ComputerUseError::Expired {
+                object: "ActionEnvelope",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert_eq!(rig.runtime.count(Call::Reserve), 0);
+}
+
+#[tokio::test]
+async fn a_preview_that_expires_while_waiting_for_approval_is_refused() {
+    let rig = rig();
+    let pending = pending(&rig, "a-10").await;
+    let approval = Approval::runtime_held(pending.action_digest(), pending.policy_digest());
+    rig.clock.advance(Duration::seconds(31));
+    assert!(matches!(
+        pending.approve(approval).err().unwrap(),
+        ComputerUseError::Expired { .. }
+    ));
+}
+
+#[tokio::test]
+async fn expiry_during_lease_acquisition_is_caught_at_execute() {
+    let rig = rig();
+    rig.runtime.script().advance_clock_on_lease = Some(Duration::seconds(31));
+    rig.runtime.script().lease = Some(Arc::new(|l: &mut ControlLease| {
+        l.expires_at = "2026-07-13T10:05:00Z".into();
+    }));
+    let err = rig.session.run(action("a-11")).await.err().unwrap();
+    assert!(
+        matches!(
+            err,
+            ComputerUseError::Expired {
+                object: "ActionEnvelope",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert_eq!(rig.runtime.count(Call::Execute), 0);
+    assert_eq!(rig.runtime.active_reservations(), 0);
+}
+
+#[tokio::test]
+async fn mismatched_answers_are_rejected_and_the_reservation_released() {
+    type Setup = Box<dyn Fn(&FakeRuntime)>;
+    let cases: Vec<(&str, &str, Setup)> = vec![
+        (
+            "TargetReservation",
+            "intentId",
+            Box::new(|rt| {
+                rt.script().reservation = Some(Arc::new(|r: &mut TargetReservation| {
+                    r.intent_id = "other".into()
+                }))
+            }),
+        ),
+        (
+            "TargetReservation",
+            "sessionId",
+            Box::new(|rt| {
+                rt.script().reservation = Some(Arc::new(|r: &mut TargetReservation| {
+                    r.session_id = "other".into()
+                }))
+            }),
+        ),
+        (
+            "ControlLease",
+            "principalId",
+            Box::new(|rt| {
+                rt.script().lease = Some(Arc::new(|l: &mut ControlLease| {
+                    l.principal_id = "mallory".into()
+                }))
+            }),
+        ),
+        (
+            "ControlLease",
+            "actionsUsed",
+            Box::new(|rt| {
+                rt.script().lease = Some(Arc::new(|l: &mut ControlLease| l.actions_used = 1))
+            }),
+        ),
+        (
+            "ExecutionReceipt",
+            "actionDigest",
+            Box::new(|rt| {
+                rt.script().receipt = Some(Arc::new(|r: &mut ExecutionReceipt| {
+                    r.action_digest = "0".repeat(64)
+                }))
+            }),
+        ),
+        (
+            "ExecutionReceipt",
+            "sessionId",
+            Box::new(|rt| {
+                rt.script().receipt = Some(Arc::new(|r: &mut ExecutionReceipt| {
+                    r.session_id = "other".into()
+                }))
+            }),
+        ),
+    ];
+    for (object, field, setup) in cases {
+        let rig = rig();
+        setup(&rig.runtime);
+        let err = rig.session.run(action("a-12")).await.err().unwrap();
+        assert_eq!(err.field(), Some(field), "{object}: {err}");
+        assert!(err.to_string().contains(object), "{err}");
+        assert_eq!(
+            rig.runtime.active_reservations(),
+            0,
+            "{object}.{field} left a reservation"
+        );
+        assert_eq!(rig.runtime.truth().releases.len(), 1);
+        if object != "ExecutionReceipt" {
+            assert_eq!(rig.runtime.mutations(), 0, "{object}.{field} mutated");
+        }
+    }
+}
+
+#[tokio::test]
+async fn release_runs_on_lease_failure_and_on_verification_failure() {
+    for call in [Call::Lease, Call::Verify] {
+        let rig = rig();
+        let refusal = ComputerUseError::Refused {
+            operation: "x".into(),
+            code: "lease_conflict".into(),
+            message: "busy".into(),
+        };
+        rig.runtime.script().fail.insert(call, refusal.clone());
+        let err = rig.session.run(action("a-13")).await.err().unwrap();
+        assert_eq!(
+            err, refusal,
+            "the primary failure stays primary when cleanup succeeds"
+        );
+        assert_eq!(err.refusal_code(), Some("lease_conflict"));
+        assert_eq!(rig.runtime.active_reservations(), 0);
+        assert_eq!(rig.session.release_stats().explicit_released, 1);
+    }
+}
+
+#[tokio::test]
+async fn a_primary_and_a_cleanup_failure_make_one_deterministic_error() {
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        let rig = rig();
+        rig.runtime.script().fail.insert(
+            Call::Lease,
+            ComputerUseError::Transport {
+                operation: "acquire_lease".into(),
+                message: "reset".into(),
+            },
+        );
+        rig.runtime.script().fail.insert(
+            Call::Release,
+            ComputerUseError::Refused {
+                operation: "release_target".into(),
+                code: "reservation_not_active".into(),
+                message: "gone".into(),
+            },
+        );
+        let err = rig.session.run(action("a-14")).await.err().unwrap();
+        match &err {
+            ComputerUseError::WithCleanup { primary, cleanup } => {
+                assert!(matches!(**primary, ComputerUseError::Transport { .. }));
+                assert_eq!(cleanup.refusal_code(), Some("reservation_not_active"));
+            }
+            other => panic!("expected both failures, got {other:?}"),
+        }
+        seen.push(err.to_string());
+    }
+    assert!(seen.windows(2).all(|w| w[0] == w[1]));
+    assert!(seen[0].starts_with("transport failure during acquire_lease"));
+}
+
+#[tokio::test]
+async fn a_cleanup_failure_after_success_is_reported() {
+    let rig = rig();
+    rig.runtime.script().fail.insert(
+        Call::Release,
+        ComputerUseError::Transport {
+            operation: "release_target".into(),
+            message: "reset".into(),
+        },
+    );
+    let err = rig.session.run(action("a-15")).await.err().unwrap();
+    match err {
+        ComputerUseError::CleanupAfterSuccess {
+            status, receipt_id, ..
+        } => {
+            assert_eq!(status, "committed_unverified");
+            assert_eq!(receipt_id, "receipt-a-15");
+        }
+        other => panic!("expected the cleanup failure to be reported, got {other:?}"),
+    }
+    assert_eq!(rig.runtime.mutations(), 1);
+}
+
+#[tokio::test]
+async fn a_retry_after_a_post_commit_crash_does_not_duplicate_the_mutation() {
+    let rig = rig();
+    rig.runtime.script().crash_once = Some(Crash::AfterCommit);
+    assert!(matches!(
+        rig.session.run(action("a-16")).await,
+        Err(ComputerUseError::Transport { .. })
+    ));
+    assert_eq!(rig.runtime.mutations(), 1);
+    assert_eq!(rig.runtime.active_reservations(), 0);
+    let verified = completed(rig.session.run(action("a-16")).await.unwrap());
+    assert!(verified.committed());
+    assert_eq!(
+        rig.runtime.mutations(),
+        1,
+        "the retry replayed the stored receipt"
+    );
+}
+
+#[tokio::test]
+async fn a_retry_after_a_pre_effect_crash_executes_exactly_once() {
+    let rig = rig();
+    rig.runtime.script().crash_once = Some(Crash::BeforeEffect);
+    assert!(rig.session.run(action("a-17")).await.is_err());
+    assert_eq!(rig.runtime.mutations(), 0);
+    let _verified = completed(rig.session.run(action("a-17")).await.unwrap());
+    assert_eq!(rig.runtime.mutations(), 1);
+}
+
+#[tokio::test]
+async fn a_dropped_chain_still_has_its_reservation_released_by_the_reaper() {
+    let Rig {
+        runtime, session, ..
+    } = rig();
+    runtime.script().hold.insert(Call::Lease);
+    let session = Arc::new(session);
+    let chain = {
+        let session = Arc::clone(&session);
+        tokio::spawn(async move { session.run(action("a-18")).await.map(|_| ()) })
+    };
+    runtime.held.notified().await;
+    assert_eq!(runtime.active_reservations(), 1);
+    chain.abort();
+    assert!(chain.await.unwrap_err().is_cancelled());
+    let session = Arc::try_unwrap(session).unwrap();
+    let stats = session.shutdown().await;
+    assert_eq!(stats.queued, 1);
+    assert_eq!(stats.reaped, 1);
+    assert_eq!(stats.leaked(), 0);
+    assert_eq!(runtime.active_reservations(), 0);
+    assert_eq!(runtime.mutations(), 0);
+}
+
+#[tokio::test]
+async fn a_timed_out_chain_leaks_nothing_after_shutdown() {
+    let Rig {
+        runtime, session, ..
+    } = rig();
+    runtime.script().hold.insert(Call::Verify);
+    let timed_out = tokio::time::timeout(
+        std::time::Duration::from_millis(20),
+        session.run(action("a-19")),
+    )
+    .await;
+    assert!(timed_out.is_err());
+    assert_eq!(runtime.mutations(), 1, "execute ran before the hold");
+    let stats = session.shutdown().await;
+    assert_eq!((stats.queued, stats.reaped, stats.leaked()), (1, 1, 0));
+    assert_eq!(runtime.active_reservations(), 0);
+}
+
+#[tokio::test]
+async fn a_runtime_without_reservations_still_runs_the_chain() {
+    let rig = rig();
+    rig.runtime.script().no_reservation = true;
+    let _verified = completed(rig.session.run(action("a-20")).await.unwrap());
+    assert_eq!(rig.runtime.count(Call::Release), 0);
+}
+
+#[tokio::test]
+async fn scopes_are_checked_before_observation_and_before_reservation() {
+    let rig = rig_with(authorizer(&["computer:plan"]));
+    let err = rig.session.run(action("a-21")).await.err().unwrap();
+    assert!(
+        matches!(&err, ComputerUseError::Unauthorized { required, .. } if required == "computer:execute:background")
+    );
+    assert_eq!(rig.runtime.count(Call::Reserve), 0);
+
+    let rig = rig_with(authorizer(&["computer:execute:background"]));
+    assert!(matches!(
+        rig.session.observe().await.err().unwrap(),
+        ComputerUseError::Unauthorized { .. }
+    ));
+}
+
+#[tokio::test]
+async fn an_envelope_bound_to_another_principal_is_rejected_at_preview() {
+    let first = rig();
+    first.runtime.script().envelope = Some(Arc::new(|e: &mut ActionEnvelope| {
+        e.principal_id = "mallory".into()
+    }));
+    let err = first.session.run(action("a-22")).await.err().unwrap();
+    assert_eq!(err.field(), Some("principalId"));
+    let second = rig();
+    second.runtime.script().envelope = Some(Arc::new(|e: &mut ActionEnvelope| {
+        e.action_id = "swapped".into()
+    }));
+    assert_eq!(
+        second
+            .session
+            .run(action("a-22"))
+            .await
+            .err()
+            .unwrap()
+            .field(),
+        Some("actionId")
+    );
+}

@@ -1,0 +1,515 @@
+//! A scriptable in-process runtime for the chain's tests: it keeps the
+//! runtime-side truth (effects, active reservations, receipts by action id)
+//! so tests can check what really happened, and lets a test break any call.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use adk_computer_use::ComputerUseError;
+use adk_computer_use::auth::{ScopeAuthorizer, VerifiedIdentity};
+use adk_computer_use::clock::{Clock, ManualClock, format_rfc3339};
+use adk_computer_use::contracts::*;
+use adk_computer_use::digest::{canonical_json, sha256_hex};
+use adk_computer_use::protocol::{SealingKey, Session};
+use adk_computer_use::runtime::*;
+use serde_json::{Value, json};
+use time::Duration;
+use time::macros::datetime;
+use tokio::sync::Notify;
+
+pub const SESSION: &str = "session-1";
+pub const PRINCIPAL: &str = "alice";
+pub const TENANT: &str = "acme";
+pub const APP: &str = "com.example.Notes";
+pub const WINDOW: u64 = 7;
+pub const POLICY: &str = "policy-v1";
+
+/// How the fake previews actions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PreviewRoute {
+    Executable,
+    NeedsApproval,
+    Blocked(&'static str),
+}
+
+/// A runtime call a test can hold open.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Call {
+    Observe,
+    Preview,
+    Reserve,
+    Lease,
+    Execute,
+    Verify,
+    Release,
+}
+
+/// A crash injected into `execute_action`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Crash {
+    BeforeEffect,
+    AfterCommit,
+}
+
+type Tweak<T> = Option<Arc<dyn Fn(&mut T) + Send + Sync>>;
+
+#[derive(Default)]
+pub struct Script {
+    pub route: Option<PreviewRoute>,
+    pub envelope: Tweak<ActionEnvelope>,
+    pub reservation: Tweak<TargetReservation>,
+    pub no_reservation: bool,
+    pub lease: Tweak<ControlLease>,
+    pub receipt: Tweak<ExecutionReceipt>,
+    pub fail: BTreeMap<Call, ComputerUseError>,
+    pub crash_once: Option<Crash>,
+    pub advance_clock_on_lease: Option<Duration>,
+    pub hold: BTreeSet<Call>,
+    pub evidence: Option<Value>,
+}
+
+#[derive(Default)]
+pub struct Truth {
+    pub effects: BTreeMap<String, u32>,
+    pub receipts: BTreeMap<String, ExecutionReceipt>,
+    pub active_reservations: BTreeSet<String>,
+    pub releases: Vec<String>,
+    pub calls: Vec<Call>,
+    pub grants: BTreeMap<String, String>,
+    pub grant_ids_seen: Vec<Option<String>>,
+    pub next_id: u64,
+}
+
+pub struct FakeRuntime {
+    pub clock: ManualClock,
+    pub script: Mutex<Script>,
+    pub truth: Mutex<Truth>,
+    pub gate: Notify,
+    pub held: Notify,
+    in_flight: AtomicUsize,
+    pub max_observe_concurrency: AtomicUsize,
+}
+
+pub fn start() -> time::OffsetDateTime {
+    datetime!(2026-07-13 10:00 UTC)
+}
+
+impl FakeRuntime {
+    pub fn new(clock: ManualClock) -> Arc<Self> {
+        Arc::new(Self {
+            clock,
+            script: Mutex::new(Script::default()),
+            truth: Mutex::new(Truth::default()),
+            gate: Notify::new(),
+            held: Notify::new(),
+            in_flight: AtomicUsize::new(0),
+            max_observe_concurrency: AtomicUsize::new(0),
+        })
+    }
+
+    pub fn script(&self) -> std::sync::MutexGuard<'_, Script> {
+        self.script.lock().unwrap()
+    }
+
+    pub fn truth(&self) -> std::sync::MutexGuard<'_, Truth> {
+        self.truth.lock().unwrap()
+    }
+
+    pub fn mutations(&self) -> u32 {
+        self.truth().effects.values().sum()
+    }
+
+    pub fn count(&self, call: Call) -> usize {
+        self.truth().calls.iter().filter(|c| **c == call).count()
+    }
+
+    pub fn active_reservations(&self) -> usize {
+        self.truth().active_reservations.len()
+    }
+
+    /// Issues a grant for an approval-required action, as `approve_action` would.
+    pub fn grant(&self, action_digest: &str) -> String {
+        let mut truth = self.truth();
+        truth.next_id += 1;
+        let id = format!("grant-{}", truth.next_id);
+        truth.grants.insert(id.clone(), action_digest.to_owned());
+        id
+    }
+
+    fn now_text(&self) -> String {
+        format_rfc3339(self.clock.now()).unwrap()
+    }
+
+    async fn enter(&self, call: Call) -> Result<(), ComputerUseError> {
+        self.truth().calls.push(call);
+        let hold = self.script().hold.contains(&call);
+        if hold {
+            self.held.notify_one();
+            self.gate.notified().await;
+        }
+        match self.script().fail.get(&call) {
+            Some(err) => Err(err.clone()),
+            None => Ok(()),
+        }
+    }
+
+    async fn observe(&self, kind: &str) -> Result<Observation, ComputerUseError> {
+        let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        self.max_observe_concurrency
+            .fetch_max(now, Ordering::SeqCst);
+        for _ in 0..3 {
+            tokio::task::yield_now().await;
+        }
+        self.in_flight.fetch_sub(1, Ordering::SeqCst);
+        self.enter(Call::Observe).await?;
+        Ok(Observation {
+            observation_id: Some(format!("{kind}-observation")),
+            structured: json!({ "kind": kind }),
+            images: vec![],
+        })
+    }
+}
+
+pub fn target() -> TargetEvidence {
+    TargetEvidence {
+        platform: "linux".into(),
+        app_id: APP.into(),
+        pid: None,
+        window_id: Some(WindowId::Number(WINDOW)),
+        window_title_digest: None,
+        display_id: None,
+        role: None,
+        label_digest: None,
+        bounds: None,
+        observation_id: "visual-observation".into(),
+        screenshot_hash: None,
+        ui_tree_revision: None,
+        confidence: 1.0,
+        captured_at: "2026-07-13T10:00:00Z".into(),
+    }
+}
+
+pub fn args_digest(request: &ActionRequest) -> String {
+    let a = &request.action;
+    sha256_hex(canonical_json(
+        &json!({ "tool": a.tool, "arguments": a.arguments, "mode": a.mode }),
+    ))
+}
+
+impl ComputerUseRuntime for FakeRuntime {
+    async fn discover_capabilities(
+        &self,
+        _scope: &ObservationScope,
+    ) -> Result<Vec<ExecutionCapability>, ComputerUseError> {
+        self.observe("capabilities").await?;
+        Ok(vec![])
+    }
+
+    async fn observe_visual(
+        &self,
+        _scope: &ObservationScope,
+    ) -> Result<Observation, ComputerUseError> {
+        self.observe("visual").await
+    }
+
+    async fn observe_semantic(
+        &self,
+        _scope: &ObservationScope,
+    ) -> Result<Observation, ComputerUseError> {
+        self.observe("semantic").await
+    }
+
+    async fn preview_action(
+        &self,
+        request: &ActionRequest,
+    ) -> Result<ActionPreview, ComputerUseError> {
+        self.enter(Call::Preview).await?;
+        let route = self.script().route.unwrap_or(PreviewRoute::Executable);
+        let action_id = request.action.action_id.clone().unwrap_or_else(|| {
+            let mut truth = self.truth();
+            truth.next_id += 1;
+            format!("action-{}", truth.next_id)
+        });
+        let now = self.clock.now();
+        let mut envelope = ActionEnvelope {
+            action_id,
+            session_id: request.session_id.clone(),
+            execution_group_id: request.execution_group_id.clone(),
+            principal_id: PRINCIPAL.into(),
+            agent_id: request.agent_id.clone(),
+            tool: request.action.tool.clone(),
+            operation: request
+                .action
+                .operation
+                .clone()
+                .unwrap_or_else(|| request.action.tool.clone()),
+            action_class: ActionClass::EditReversible,
+            requested_mode: request.action.mode,
+            target: request.action.target.clone(),
+            resource: None,
+            provenance: request.action.provenance.clone(),
+            target_sensitivity: None,
+            data_labels: request.action.data_labels.clone(),
+            postcondition: request.action.postcondition.clone(),
+            reversible: true,
+            external_side_effect: false,
+            proposed_at: format_rfc3339(now).unwrap(),
+            expires_at: format_rfc3339(now + Duration::seconds(30)).unwrap(),
+            args_digest: args_digest(request),
+            attempt: None,
+            certification_id: None,
+        };
+        if let Some(tweak) = self.script().envelope.clone() {
+            tweak(&mut envelope);
+        }
+        let (executable, blocker, decision) = match route {
+            PreviewRoute::Executable => (true, None, PolicyVerdict::Allow),
+            PreviewRoute::NeedsApproval => (
+                false,
+                Some(blockers::APPROVAL_REQUIRED.to_owned()),
+                PolicyVerdict::Confirm,
+            ),
+            PreviewRoute::Blocked(code) => (false, Some(code.to_owned()), PolicyVerdict::Deny),
+        };
+        Ok(ActionPreview {
+            envelope,
+            capability: ExecutionCapability {
+                app_id: APP.into(),
+                operation: request.action.tool.clone(),
+                backend: ExecutionBackend::Scripting,
+                supported_modes: vec![ExecutionMode::Background],
+                interference: Interference::None,
+                confidence: 1.0,
+                verified_at: None,
+                verification_source: VerificationSource::PlatformRule,
+                certification: None,
+            },
+            policy: PolicyDecision {
+                decision,
+                policy_digest: POLICY.into(),
+                reasons: vec!["fake policy".into()],
+            },
+            executable,
+            blocker,
+        })
+    }
+
+    async fn reserve_target(
+        &self,
+        envelope: &ActionEnvelope,
+    ) -> Result<Option<TargetReservation>, ComputerUseError> {
+        self.enter(Call::Reserve).await?;
+        if self.script().no_reservation {
+            return Ok(None);
+        }
+        let id = {
+            let mut truth = self.truth();
+            truth.next_id += 1;
+            let id = format!("reservation-{}", truth.next_id);
+            truth.active_reservations.insert(id.clone());
+            id
+        };
+        let target = envelope.target.clone().unwrap_or_else(target);
+        let mut reservation = TargetReservation {
+            reservation_id: id,
+            revision: 1,
+            intent_id: envelope.action_id.clone(),
+            session_id: envelope.session_id.clone(),
+            principal_id: envelope.principal_id.clone(),
+            execution_group_id: envelope.execution_group_id.clone(),
+            agent_id: envelope.agent_id.clone(),
+            scope: ReservationScope {
+                app_id: target.app_id,
+                window_id: target.window_id,
+            },
+            state: ReservationState::Active,
+            acquired_at: self.now_text(),
+            expires_at: format_rfc3339(self.clock.now() + Duration::seconds(60)).unwrap(),
+            terminal_reason: None,
+        };
+        if let Some(tweak) = self.script().reservation.clone() {
+            tweak(&mut reservation);
+        }
+        Ok(Some(reservation))
+    }
+
+    async fn release_target(
+        &self,
+        reservation: &TargetReservation,
+    ) -> Result<(), ComputerUseError> {
+        self.enter(Call::Release).await?;
+        let mut truth = self.truth();
+        truth
+            .active_reservations
+            .remove(&reservation.reservation_id);
+        truth.releases.push(reservation.reservation_id.clone());
+        Ok(())
+    }
+
+    async fn acquire_lease(
+        &self,
+        envelope: &ActionEnvelope,
+    ) -> Result<ControlLease, ComputerUseError> {
+        self.enter(Call::Lease).await?;
+        if let Some(by) = self.script().advance_clock_on_lease {
+            self.clock.advance(by);
+        }
+        let mut lease = ControlLease {
+            lease_id: "lease-1".into(),
+            revision: 1,
+            session_id: envelope.session_id.clone(),
+            principal_id: envelope.principal_id.clone(),
+            agent_id: envelope.agent_id.clone(),
+            kind: LeaseKind::Cooperative,
+            execution_mode: envelope.requested_mode,
+            state: LeaseState::Active,
+            acquired_at: self.now_text(),
+            expires_at: format_rfc3339(self.clock.now() + Duration::seconds(60)).unwrap(),
+            action_budget: 1,
+            actions_used: 0,
+            boundaries: LeaseBoundaries {
+                app_ids: vec![APP.into()],
+                window_ids: vec![],
+                display_ids: vec![],
+            },
+            terminal_reason: None,
+        };
+        if let Some(tweak) = self.script().lease.clone() {
+            tweak(&mut lease);
+        }
+        Ok(lease)
+    }
+
+    async fn execute_action(
+        &self,
+        envelope: &ActionEnvelope,
+        _lease: &ControlLease,
+        approval_grant_id: Option<&str>,
+    ) -> Result<ExecutionReceipt, ComputerUseError> {
+        self.enter(Call::Execute).await?;
+        self.truth()
+            .grant_ids_seen
+            .push(approval_grant_id.map(str::to_owned));
+        if let Some(grant) = approval_grant_id {
+            let granted = self.truth().grants.get(grant).cloned();
+            if granted.as_deref() != Some(envelope.args_digest.as_str()) {
+                return Err(ComputerUseError::Refused {
+                    operation: "execute_action".into(),
+                    code: "approval_required".into(),
+                    message: "no grant for this digest".into(),
+                });
+            }
+        }
+        let crash = self.script().crash_once.take();
+        if crash == Some(Crash::BeforeEffect) {
+            return Err(ComputerUseError::Transport {
+                operation: "execute_action".into(),
+                message: "crashed before the effect".into(),
+            });
+        }
+        let stored = self.truth().receipts.get(&envelope.action_id).cloned();
+        let mut receipt = match stored {
+            Some(replayed) => replayed,
+            None => {
+                let receipt = ExecutionReceipt {
+                    receipt_id: format!("receipt-{}", envelope.action_id),
+                    session_id: envelope.session_id.clone(),
+                    action_id: envelope.action_id.clone(),
+                    action_digest: envelope.args_digest.clone(),
+                    attempt: 1,
+                    status: ReceiptStatus::Committed,
+                    created_at: self.now_text(),
+                    updated_at: self.now_text(),
+                    result: self
+                        .script()
+                        .evidence
+                        .clone()
+                        .map(|v| json!({ "verification": v })),
+                    error: None,
+                };
+                let mut truth = self.truth();
+                *truth.effects.entry(envelope.action_id.clone()).or_default() += 1;
+                truth
+                    .receipts
+                    .insert(envelope.action_id.clone(), receipt.clone());
+                receipt
+            }
+        };
+        if crash == Some(Crash::AfterCommit) {
+            return Err(ComputerUseError::Transport {
+                operation: "execute_action".into(),
+                message: "crashed after the commit".into(),
+            });
+        }
+        if let Some(tweak) = self.script().receipt.clone() {
+            tweak(&mut receipt);
+        }
+        Ok(receipt)
+    }
+
+    async fn verify(
+        &self,
+        receipt: &ExecutionReceipt,
+        postcondition: Option<&ActionPostcondition>,
+    ) -> Result<VerificationOutcome, ComputerUseError> {
+        self.enter(Call::Verify).await?;
+        Ok(evaluate_evidence(receipt, postcondition))
+    }
+}
+
+pub fn key() -> SealingKey {
+    SealingKey::new(vec![7u8; 32]).unwrap()
+}
+
+pub fn authorizer(scopes: &[&str]) -> ScopeAuthorizer {
+    ScopeAuthorizer::new(
+        VerifiedIdentity::new(PRINCIPAL, TENANT).unwrap(),
+        scopes.iter().copied(),
+    )
+    .unwrap()
+}
+
+pub fn full_authorizer() -> ScopeAuthorizer {
+    authorizer(&[
+        "computer:plan",
+        "computer:execute:background",
+        "computer:execute:foreground",
+    ])
+}
+
+pub struct Rig {
+    pub runtime: Arc<FakeRuntime>,
+    pub clock: ManualClock,
+    pub session: Session<FakeRuntime>,
+}
+
+pub fn rig() -> Rig {
+    rig_with(full_authorizer())
+}
+
+pub fn rig_with(authorizer: ScopeAuthorizer) -> Rig {
+    let clock = ManualClock::new(start());
+    let runtime = FakeRuntime::new(clock.clone());
+    let session = Session::builder(Arc::clone(&runtime), SESSION, authorizer, key())
+        .clock(Arc::new(clock.clone()))
+        .agent_id("executor")
+        .build()
+        .unwrap();
+    Rig {
+        runtime,
+        clock,
+        session,
+    }
+}
+
+pub fn action(id: &str) -> ProposedAction {
+    ProposedAction::new(
+        "write_clipboard",
+        json!({ "text": "hello" }),
+        ExecutionMode::Background,
+    )
+    .with_action_id(id)
+    .with_target(target())
+}

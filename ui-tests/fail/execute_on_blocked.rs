@@ -1,0 +1,8 @@
+// Invariant: a blocked action is terminal; `Blocked` has no `execute` (E0599).
+use adk_computer_use::protocol::Blocked;
+
+async fn mutate(stage: Blocked) {
+    let _ = stage.execute().await;
+}
+
+fn main() {}

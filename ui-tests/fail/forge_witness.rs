@@ -1,0 +1,10 @@
+// Invariant: a lease enters a stage only through the binding validator;
+// `BoundLease` has a private field, so a struct literal is refused (E0451).
+use adk_computer_use::contracts::ControlLease;
+use adk_computer_use::protocol::BoundLease;
+
+fn forge(lease: ControlLease) -> BoundLease {
+    BoundLease { lease }
+}
+
+fn main() {}

@@ -1,0 +1,10 @@
+// Invariant: the validator that makes a `BoundReceipt` is private to the
+// crate; calling it from outside is refused (E0624).
+use adk_computer_use::contracts::{ActionEnvelope, ExecutionReceipt};
+use adk_computer_use::protocol::BoundReceipt;
+
+fn forge(receipt: ExecutionReceipt, envelope: &ActionEnvelope) {
+    let _ = BoundReceipt::check(receipt, envelope);
+}
+
+fn main() {}

@@ -1,0 +1,21 @@
+// The approval path compiles: a pending approval becomes `Approved` only
+// through `approve`, directly or after a sealed checkpoint.
+use adk_computer_use::protocol::{Approval, CheckpointStore, PendingApproval, Session, Verified};
+use adk_computer_use::{ComputerUseError, ComputerUseRuntime};
+
+async fn approve_now<R: ComputerUseRuntime>(pending: PendingApproval<R>, approval: Approval) -> Result<Verified, ComputerUseError> {
+    pending.approve(approval)?.complete().await
+}
+
+async fn approve_later<R: ComputerUseRuntime>(
+    session: &Session<R>,
+    pending: PendingApproval<R>,
+    store: &dyn CheckpointStore,
+    approval: Approval,
+) -> Result<Verified, ComputerUseError> {
+    let id = pending.suspend(store)?;
+    drop(pending);
+    session.resume(store, &id, approval)?.complete().await
+}
+
+fn main() {}
