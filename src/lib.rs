@@ -18,6 +18,8 @@ mod error;
 pub mod eval;
 pub mod protocol;
 pub mod runtime;
+#[cfg(feature = "sim")]
+pub mod sim;
 
 pub use auth::{Scope, ScopeAuthorizer, VerifiedIdentity};
 pub use clock::{Clock, ManualClock, SystemClock};

@@ -43,10 +43,21 @@ impl<R: ComputerUseRuntime> Approved<R> {
     /// checks is still released.
     pub async fn reserve(self) -> Result<Reserved<R>, ComputerUseError> {
         let envelope = self.preview.envelope();
-        self.core.authorize(envelope.requested_mode)?;
-        crate::runtime::binding::validate_envelope_freshness_at(envelope, self.core.now())?;
-        let answer = self.core.runtime.reserve_target(envelope).await?;
-        let guard = ReservationGuard::arm(Arc::clone(&self.core), answer);
+        let checked = self.core.authorize(envelope.requested_mode).and_then(|()| {
+            crate::runtime::binding::validate_envelope_freshness_at(envelope, self.core.now())
+        });
+        let answer = match checked {
+            Ok(()) => self.core.runtime.reserve_target(envelope).await,
+            Err(err) => Err(err),
+        };
+        let answer = match answer {
+            Ok(answer) => answer,
+            Err(err) => {
+                self.core.runtime.action_ended(&envelope.action_id);
+                return Err(err);
+            }
+        };
+        let guard = ReservationGuard::arm(Arc::clone(&self.core), &envelope.action_id, answer);
         match BoundReservation::check(guard.reservation(), envelope, self.core.now()) {
             Ok(bound) => Ok(Reserved::new(
                 self.core,

@@ -56,7 +56,9 @@ impl<R: ComputerUseRuntime> Executed<R> {
             Ok(outcome) => outcome,
             Err(err) => return Err(self.guard.fail(err).await),
         };
-        if let Err(cleanup) = self.guard.release().await {
+        let released = self.guard.release().await;
+        self.core.runtime.action_ended(&envelope.action_id);
+        if let Err(cleanup) = released {
             return Err(ComputerUseError::CleanupAfterSuccess {
                 status: outcome.status(),
                 receipt_id: self.receipt.get().receipt_id.clone(),

@@ -108,13 +108,22 @@ pub(crate) fn spawn_reaper<R: ComputerUseRuntime>(
 #[must_use = "dropping a reservation guard queues the release on the session's reaper instead of awaiting it"]
 pub(crate) struct ReservationGuard<R: ComputerUseRuntime> {
     reservation: Option<TargetReservation>,
+    action_id: String,
     core: Arc<Core<R>>,
 }
 
 impl<R: ComputerUseRuntime> ReservationGuard<R> {
     /// Arms a guard over what the runtime returned (possibly nothing).
-    pub(crate) fn arm(core: Arc<Core<R>>, reservation: Option<TargetReservation>) -> Self {
-        Self { reservation, core }
+    pub(crate) fn arm(
+        core: Arc<Core<R>>,
+        action_id: &str,
+        reservation: Option<TargetReservation>,
+    ) -> Self {
+        Self {
+            reservation,
+            action_id: action_id.to_owned(),
+            core,
+        }
     }
 
     pub(crate) fn reservation(&self) -> Option<&TargetReservation> {
@@ -143,9 +152,12 @@ impl<R: ComputerUseRuntime> ReservationGuard<R> {
     }
 
     /// Releases after a failure: the primary error stays first, and a failed
-    /// release is attached to it.
+    /// release is attached to it. The action has ended.
     pub(crate) async fn fail(self, primary: ComputerUseError) -> ComputerUseError {
+        let core = Arc::clone(&self.core);
+        let action_id = self.action_id.clone();
         let cleanup = self.release().await;
+        core.runtime.action_ended(&action_id);
         ComputerUseError::with_cleanup(primary, cleanup)
     }
 }

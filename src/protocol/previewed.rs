@@ -39,6 +39,7 @@ impl<R: ComputerUseRuntime> Previewed<R> {
         if !denied && preview.blocker.as_deref() == Some(blockers::APPROVAL_REQUIRED) {
             return Route::NeedsApproval(PendingApproval::new(self.core, self.preview));
         }
+        self.core.runtime.action_ended(&preview.envelope.action_id);
         Route::Blocked(Blocked::new(self.preview))
     }
 }

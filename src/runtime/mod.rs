@@ -6,13 +6,17 @@
 //! job of [`binding`] and of the stage types that call it.
 
 pub mod binding;
+mod cancel;
 mod evidence;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 mod request;
 
 use std::future::Future;
 
 use serde_json::Value;
 
+pub use cancel::{AgentInterrupter, CancellationBridge, StopKind};
 pub use evidence::{VerificationOutcome, evaluate_evidence};
 pub use request::{ActionRequest, ImageContent, Observation, ObservationScope, ProposedAction};
 
@@ -94,6 +98,13 @@ pub trait ComputerUseRuntime: Send + Sync + 'static {
         receipt: &ExecutionReceipt,
         postcondition: Option<&ActionPostcondition>,
     ) -> impl Future<Output = Result<VerificationOutcome, ComputerUseError>> + Send;
+
+    /// Told by the chain that an action has ended (it was verified, blocked,
+    /// or failed after its reservation was handled), so per-action state can
+    /// be dropped. Must not block or do I/O.
+    fn action_ended(&self, action_id: &str) {
+        let _ = action_id;
+    }
 
     /// Pauses the session, revoking mutation authority.
     fn pause_session(

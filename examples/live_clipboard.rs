@@ -1,0 +1,162 @@
+//! A plain-English request goes through the whole governed chain over MCP,
+//! then the clipboard is read back through a shadow observation as
+//! independent evidence.
+//!
+//! ```text
+//! cargo run --features sim --example live_clipboard -- \
+//!     "Place the exact public text 'ADK-Rust live prompt completed' on my clipboard."
+//! cargo run --features sim --example live_clipboard -- "..." --server <command> [args...]
+//! ```
+//!
+//! By default it spawns the bundled simulator. With `--server` it drives any
+//! other computer-use-mcp server; the principal it expects is read from
+//! `COMPUTER_USE_PRINCIPAL_ID` and the clipboard application from
+//! `COMPUTER_USE_CLIPBOARD_APP` (both default to the simulator's).
+
+#[path = "support/sim_child.rs"]
+mod sim_child;
+
+use std::sync::Arc;
+
+use adk_computer_use::auth::{ScopeAuthorizer, VerifiedIdentity};
+use adk_computer_use::clock::format_rfc3339;
+use adk_computer_use::contracts::*;
+use adk_computer_use::digest::sha256_prefixed;
+use adk_computer_use::protocol::{ChainOutcome, SealingKey, Session};
+use adk_computer_use::runtime::ProposedAction;
+use adk_computer_use::runtime::mcp::{ComputerUseMcpRuntime, McpRuntimeConfig};
+use adk_computer_use::sim::{CLIPBOARD_APP, CLIPBOARD_LABEL, CLIPBOARD_ROLE, CLIPBOARD_WINDOW};
+use serde_json::json;
+
+type Error = Box<dyn std::error::Error>;
+const DEFAULT_REQUEST: &str =
+    "Place the exact public text 'ADK-Rust live prompt completed' on my clipboard.";
+
+/// The exact text between the first and the last single quote.
+fn quoted_text(request: &str) -> Result<&str, Error> {
+    match (request.find('\''), request.rfind('\'')) {
+        (Some(start), Some(end)) if end > start + 1 => Ok(&request[start + 1..end]),
+        _ => Err(format!("the request names no exact text in single quotes: {request:?}").into()),
+    }
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> Result<(), Error> {
+    if sim_child::serve_if_asked().await? {
+        return Ok(());
+    }
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let (request, server) = match args.iter().position(|a| a == "--server") {
+        Some(at) => (args[..at].first().cloned(), Some(args[at + 1..].to_vec())),
+        None => (args.first().cloned(), None),
+    };
+    let request = request.unwrap_or_else(|| DEFAULT_REQUEST.to_owned());
+    let text = quoted_text(&request)?.to_owned();
+    let principal =
+        std::env::var("COMPUTER_USE_PRINCIPAL_ID").unwrap_or_else(|_| "principal-live".to_owned());
+    let app =
+        std::env::var("COMPUTER_USE_CLIPBOARD_APP").unwrap_or_else(|_| CLIPBOARD_APP.to_owned());
+
+    let command = match &server {
+        Some(parts) if !parts.is_empty() => {
+            let mut command = tokio::process::Command::new(&parts[0]);
+            command.args(&parts[1..]);
+            command
+        }
+        Some(_) => return Err("--server needs a command".into()),
+        None => sim_child::command(&["--principal", &principal])?,
+    };
+    let window = WindowId::Number(CLIPBOARD_WINDOW);
+    let config = McpRuntimeConfig::new(&principal)
+        .target(&app, Some(window.clone()))
+        .capability_tool("write_clipboard");
+    let runtime = Arc::new(ComputerUseMcpRuntime::spawn(command, config).await?);
+    let started = runtime.start_session(Some(&request), None).await?;
+    println!(
+        "session {} started for {}",
+        started.session_id, started.principal_id
+    );
+
+    let identity = VerifiedIdentity::new(&principal, "tenant-live")?;
+    let authorizer =
+        ScopeAuthorizer::new(identity, ["computer:plan", "computer:execute:background"])?;
+    let session = Session::builder(
+        Arc::clone(&runtime),
+        started.session_id.clone(),
+        authorizer,
+        SealingKey::new(vec![0x5a; 32])?,
+    )
+    .agent_id("live-clipboard")
+    .target(&app, Some(window.clone()))
+    .build()?;
+
+    let target = TargetEvidence {
+        platform: std::env::consts::OS.into(),
+        app_id: app.clone(),
+        pid: None,
+        window_id: Some(window),
+        window_title_digest: None,
+        display_id: None,
+        role: Some(CLIPBOARD_ROLE.into()),
+        label_digest: None,
+        bounds: None,
+        observation_id: "live-clipboard".into(),
+        screenshot_hash: None,
+        ui_tree_revision: None,
+        confidence: 1.0,
+        captured_at: format_rfc3339(time::OffsetDateTime::now_utc())?,
+    };
+    let postcondition = ActionPostcondition::try_from(PostconditionFields::UiElement {
+        role: Some(CLIPBOARD_ROLE.into()),
+        label: Some(CLIPBOARD_LABEL.into()),
+        exists: true,
+        value_digest: Some(sha256_prefixed(&text)),
+    })?;
+    let action = ProposedAction::new(
+        "write_clipboard",
+        json!({ "text": text }),
+        ExecutionMode::Background,
+    )
+    .with_target(target)
+    .with_postcondition(postcondition)
+    .with_data_labels([DataLabel::Public]);
+
+    match session.run(action).await? {
+        ChainOutcome::Completed(done) => {
+            println!("receipt {}: {}", done.receipt_id(), done.outcome());
+            let evidence = runtime.observe_shadow("read_clipboard", json!({})).await?;
+            let read_back = evidence
+                .structured
+                .get("text")
+                .and_then(|t| t.as_str())
+                .unwrap_or_default();
+            println!("clipboard read back through a shadow observation: {read_back:?}");
+            println!(
+                "committed: {}, verified: {}, independent read-back matches: {}",
+                done.committed(),
+                done.verified(),
+                read_back == text
+            );
+            if let Some(why) = done.outcome().detail() {
+                println!("why not verified: {why}");
+            }
+        }
+        ChainOutcome::NeedsApproval(pending) => {
+            println!(
+                "the server wants approval for digest {}; nothing was done",
+                pending.action_digest()
+            );
+        }
+        ChainOutcome::Blocked(blocked) => {
+            println!("blocked ({}): {:?}", blocked.blocker(), blocked.reasons());
+        }
+    }
+    let stats = session.shutdown().await;
+    println!(
+        "reservations released: {} explicit, {} leaked",
+        stats.explicit_released,
+        stats.leaked()
+    );
+    runtime.shutdown().await?;
+    Ok(())
+}

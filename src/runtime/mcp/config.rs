@@ -1,0 +1,77 @@
+//! How a `ComputerUseMcpRuntime` is set up.
+
+use crate::contracts::WindowId;
+
+/// Correlation ids recorded as `tracing` span fields on every call.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TraceContext {
+    /// The host's trace id.
+    pub trace_id: Option<String>,
+    /// The host's correlation id (a request, a conversation turn).
+    pub correlation_id: Option<String>,
+}
+
+/// Configuration of a `ComputerUseMcpRuntime`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpRuntimeConfig {
+    /// The runtime session to act in; `None` until `start_session`.
+    pub session_id: Option<String>,
+    /// The principal the host verified; every answer must name it.
+    pub principal_id: String,
+    /// The tool whose capabilities `discover_capabilities` asks for.
+    pub capability_tool: String,
+    /// The application observations look at.
+    pub target_app_id: Option<String>,
+    /// The window observations look at.
+    pub target_window_id: Option<WindowId>,
+    /// Correlation ids for tracing.
+    pub trace: TraceContext,
+    /// Most previews retained at once; the oldest is dropped beyond it.
+    pub retained_limit: usize,
+    /// Reservation time-to-live asked for, in milliseconds.
+    pub reservation_ttl_ms: u64,
+    /// Lease time-to-live asked for, in milliseconds.
+    pub lease_ttl_ms: u64,
+}
+
+impl McpRuntimeConfig {
+    /// A configuration for `principal_id`, with defaults for the rest.
+    pub fn new(principal_id: impl Into<String>) -> Self {
+        Self {
+            session_id: None,
+            principal_id: principal_id.into(),
+            capability_tool: "execute_action".into(),
+            target_app_id: None,
+            target_window_id: None,
+            trace: TraceContext::default(),
+            retained_limit: 1024,
+            reservation_ttl_ms: 30_000,
+            lease_ttl_ms: 30_000,
+        }
+    }
+
+    /// Acts in an existing runtime session.
+    pub fn session(mut self, session_id: impl Into<String>) -> Self {
+        self.session_id = Some(session_id.into());
+        self
+    }
+
+    /// Observes this application and window.
+    pub fn target(mut self, app_id: impl Into<String>, window_id: Option<WindowId>) -> Self {
+        self.target_app_id = Some(app_id.into());
+        self.target_window_id = window_id;
+        self
+    }
+
+    /// Asks for the capabilities of `tool`.
+    pub fn capability_tool(mut self, tool: impl Into<String>) -> Self {
+        self.capability_tool = tool.into();
+        self
+    }
+
+    /// Records these correlation ids on every call's span.
+    pub fn trace(mut self, trace: TraceContext) -> Self {
+        self.trace = trace;
+        self
+    }
+}

@@ -1,0 +1,822 @@
+//! `ComputerUseMcpRuntime`: the runtime trait over a live `computer-use-mcp`
+//! server, spoken through rmcp.
+//!
+//! Arguments go out flat and snake_case; answers come back camelCase under
+//! their keys in `structuredContent`. A text-only answer where a typed one was
+//! expected is a decode error, never a guess, and an `isError` refusal becomes
+//! [`ComputerUseError::Refused`] keeping the server's code. The adapter does
+//! not rely on the chain above it: it repeats the binding checks at its own
+//! boundary and keeps the exact previewed arguments and envelope, so a direct
+//! `execute_action` with an envelope that differs from the preview in any
+//! field is refused.
+
+mod config;
+mod retained;
+
+use std::sync::Mutex;
+
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::service::{Peer, RunningService};
+use rmcp::transport::{IntoTransport, TokioChildProcess};
+use rmcp::{RoleClient, ServiceExt};
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value, json};
+use tracing::Instrument;
+
+pub use config::{McpRuntimeConfig, TraceContext};
+use retained::{Retained, RetainedPreviews};
+
+use super::binding;
+use super::{
+    ActionRequest, ComputerUseRuntime, ImageContent, Observation, ObservationScope,
+    VerificationOutcome,
+};
+use crate::ComputerUseError;
+use crate::contracts::case::to_snake_keys;
+use crate::contracts::*;
+
+/// A `ComputerUseRuntime` backed by an MCP server.
+pub struct ComputerUseMcpRuntime {
+    peer: Peer<RoleClient>,
+    service: tokio::sync::Mutex<Option<RunningService<RoleClient, ()>>>,
+    config: McpRuntimeConfig,
+    session_id: Mutex<Option<String>>,
+    retained: Mutex<RetainedPreviews>,
+    child_pid: Option<u32>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn transport_error(operation: &str, err: impl ToString) -> ComputerUseError {
+    ComputerUseError::Transport {
+        operation: operation.to_owned(),
+        message: err.to_string(),
+    }
+}
+
+fn decode<T: DeserializeOwned>(
+    tool: &str,
+    key: &str,
+    answer: &Value,
+) -> Result<T, ComputerUseError> {
+    let value = answer.get(key).cloned().ok_or_else(|| {
+        ComputerUseError::decode(format!("{tool} answer"), format!("expected a {key:?} key"))
+    })?;
+    serde_json::from_value(value)
+        .map_err(|err| ComputerUseError::decode(format!("{tool} answer.{key}"), err))
+}
+
+fn mismatch(
+    object: &'static str,
+    field: &'static str,
+    expected: &str,
+    actual: &str,
+) -> Result<(), ComputerUseError> {
+    if expected == actual {
+        return Ok(());
+    }
+    Err(ComputerUseError::IdentityMismatch {
+        object,
+        field,
+        expected: expected.to_owned(),
+        actual: actual.to_owned(),
+    })
+}
+
+/// Turns a tool result into its structured answer, or the typed refusal it carries.
+pub(crate) fn structured_answer(
+    tool: &str,
+    result: CallToolResult,
+) -> Result<(Value, Vec<ImageContent>), ComputerUseError> {
+    let images = result
+        .content
+        .iter()
+        .filter_map(|block| block.as_image())
+        .map(|image| ImageContent {
+            data: image.data.clone(),
+            mime_type: image.mime_type.clone(),
+        })
+        .collect();
+    let text = || {
+        result
+            .content
+            .iter()
+            .filter_map(|b| b.as_text().map(|t| t.text.clone()))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    if result.is_error == Some(true) {
+        let structured = result.structured_content.as_ref();
+        let code = structured
+            .and_then(|s| s.get("error"))
+            .and_then(Value::as_str);
+        return Err(match code {
+            Some(code) => ComputerUseError::Refused {
+                operation: tool.to_owned(),
+                code: code.to_owned(),
+                message: structured
+                    .and_then(|s| s.get("message"))
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned(),
+            },
+            None => ComputerUseError::InvalidRequest {
+                field: tool.to_owned(),
+                message: text(),
+            },
+        });
+    }
+    match result.structured_content {
+        Some(value @ Value::Object(_)) => Ok((value, images)),
+        Some(other) => Err(ComputerUseError::decode(
+            format!("{tool} answer"),
+            format!("expected an object, got {other}"),
+        )),
+        None => Err(ComputerUseError::decode(
+            format!("{tool} answer"),
+            format!(
+                "expected structured content, got text only: {:?}",
+                text().chars().take(200).collect::<String>()
+            ),
+        )),
+    }
+}
+
+fn object(value: Value) -> Map<String, Value> {
+    match value {
+        Value::Object(map) => map,
+        _ => Map::new(),
+    }
+}
+
+impl ComputerUseMcpRuntime {
+    /// Spawns `command` as a child process and speaks MCP on its stdio.
+    pub async fn spawn(
+        command: tokio::process::Command,
+        config: McpRuntimeConfig,
+    ) -> Result<Self, ComputerUseError> {
+        let (transport, _stderr) = TokioChildProcess::builder(command)
+            .spawn()
+            .map_err(|err| transport_error("spawn", err))?;
+        let pid = transport.id();
+        let mut runtime = Self::connect(transport, config).await?;
+        runtime.child_pid = pid;
+        Ok(runtime)
+    }
+
+    /// Speaks MCP over any rmcp client transport.
+    pub async fn connect<T, E, A>(
+        transport: T,
+        config: McpRuntimeConfig,
+    ) -> Result<Self, ComputerUseError>
+    where
+        T: IntoTransport<RoleClient, E, A>,
+        E: std::error::Error + Send + Sync + 'static,
+    {
+        let service = ().serve(transport).await.map_err(|err| transport_error("initialize", err))?;
+        Ok(Self {
+            peer: service.peer().clone(),
+            service: tokio::sync::Mutex::new(Some(service)),
+            session_id: Mutex::new(config.session_id.clone()),
+            retained: Mutex::new(RetainedPreviews::new(config.retained_limit)),
+            config,
+            child_pid: None,
+        })
+    }
+
+    /// The child process's id, when this runtime spawned one.
+    pub fn child_pid(&self) -> Option<u32> {
+        self.child_pid
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &McpRuntimeConfig {
+        &self.config
+    }
+
+    /// The runtime session this adapter acts in.
+    pub fn session_id(&self) -> Result<String, ComputerUseError> {
+        lock(&self.session_id)
+            .clone()
+            .ok_or_else(|| ComputerUseError::InvalidRequest {
+                field: "sessionId".into(),
+                message: "no runtime session: configure one or call start_session".into(),
+            })
+    }
+
+    /// How many previews are retained right now.
+    pub fn retained_len(&self) -> usize {
+        lock(&self.retained).len()
+    }
+
+    /// Drops the retained preview of an action that will not run (it was
+    /// blocked, or its approval was refused).
+    pub fn forget(&self, action_id: &str) {
+        lock(&self.retained).remove(action_id);
+    }
+
+    /// Calls `tool` with `arguments` and returns its structured answer and images.
+    pub async fn call(
+        &self,
+        tool: &str,
+        arguments: Map<String, Value>,
+    ) -> Result<(Value, Vec<ImageContent>), ComputerUseError> {
+        let session = lock(&self.session_id).clone();
+        let span = tracing::info_span!(
+            "computer_use.call",
+            tool,
+            session_id = session.as_deref().unwrap_or(""),
+            trace_id = self.config.trace.trace_id.as_deref().unwrap_or(""),
+            correlation_id = self.config.trace.correlation_id.as_deref().unwrap_or(""),
+        );
+        async {
+            let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
+            let result = self
+                .peer
+                .call_tool(params)
+                .await
+                .map_err(|err| transport_error(tool, err))?;
+            structured_answer(tool, result)
+        }
+        .instrument(span)
+        .await
+    }
+
+    async fn call_json(&self, tool: &str, arguments: Value) -> Result<Value, ComputerUseError> {
+        Ok(self.call(tool, object(arguments)).await?.0)
+    }
+
+    fn check_session(
+        &self,
+        object: &'static str,
+        session_id: &str,
+        principal_id: &str,
+    ) -> Result<(), ComputerUseError> {
+        mismatch(object, "sessionId", &self.session_id()?, session_id)?;
+        mismatch(
+            object,
+            "principalId",
+            &self.config.principal_id,
+            principal_id,
+        )
+    }
+
+    /// Starts a runtime session and acts in it from now on.
+    pub async fn start_session(
+        &self,
+        objective: Option<&str>,
+        execution_group_id: Option<&str>,
+    ) -> Result<RuntimeSession, ComputerUseError> {
+        let answer = self
+            .call_json(
+                "start_session",
+                json!({ "objective": objective, "execution_group_id": execution_group_id }),
+            )
+            .await?;
+        let session: RuntimeSession = decode("start_session", "session", &answer)?;
+        mismatch(
+            "RuntimeSession",
+            "principalId",
+            &self.config.principal_id,
+            &session.principal_id,
+        )?;
+        if session.state != "running" {
+            return Err(ComputerUseError::invalid(
+                "RuntimeSession",
+                "state",
+                "running",
+                session.state.clone(),
+            ));
+        }
+        *lock(&self.session_id) = Some(session.session_id.clone());
+        Ok(session)
+    }
+
+    /// Reads the session.
+    pub async fn get_session(&self) -> Result<RuntimeSession, ComputerUseError> {
+        let answer = self
+            .call_json("get_session", json!({ "session_id": self.session_id()? }))
+            .await?;
+        let session: RuntimeSession = decode("get_session", "session", &answer)?;
+        self.check_session("RuntimeSession", &session.session_id, &session.principal_id)?;
+        Ok(session)
+    }
+
+    /// Reads a page of the session's events; every event must be this
+    /// session's and this principal's.
+    pub async fn get_session_events(
+        &self,
+        after_sequence: Option<u64>,
+        limit: Option<u32>,
+    ) -> Result<SessionEventPage, ComputerUseError> {
+        let answer = self
+            .call_json(
+                "get_session_events",
+                json!({ "session_id": self.session_id()?, "after_sequence": after_sequence, "limit": limit }),
+            )
+            .await?;
+        let page: SessionEventPage = serde_json::from_value(answer)
+            .map_err(|err| ComputerUseError::decode("get_session_events answer", err))?;
+        for event in &page.events {
+            self.check_session("SessionEvent", &event.session_id, &event.principal_id)?;
+        }
+        Ok(page)
+    }
+
+    /// Reads every event of the session, page by page.
+    pub async fn all_session_events(&self) -> Result<Vec<SessionEvent>, ComputerUseError> {
+        let mut events = Vec::new();
+        let mut after = 0;
+        loop {
+            let page = self.get_session_events(Some(after), Some(1000)).await?;
+            if page.events.is_empty() || page.next_sequence <= after {
+                return Ok(events);
+            }
+            after = page.next_sequence;
+            events.extend(page.events);
+        }
+    }
+
+    /// Adds an instruction to the session.
+    pub async fn submit_follow_up(
+        &self,
+        instruction: &str,
+    ) -> Result<SessionFollowUp, ComputerUseError> {
+        let answer = self
+            .call_json(
+                "submit_follow_up",
+                json!({ "session_id": self.session_id()?, "instruction": instruction }),
+            )
+            .await?;
+        let follow_up: SessionFollowUp = decode("submit_follow_up", "follow_up", &answer)?;
+        self.check_session(
+            "SessionFollowUp",
+            &follow_up.session_id,
+            &follow_up.principal_id,
+        )?;
+        Ok(follow_up)
+    }
+
+    /// Reads a page of the session's follow-ups.
+    pub async fn get_follow_ups(
+        &self,
+        after_sequence: Option<u64>,
+        limit: Option<u32>,
+    ) -> Result<FollowUpPage, ComputerUseError> {
+        let answer = self
+            .call_json(
+                "get_follow_ups",
+                json!({ "session_id": self.session_id()?, "after_sequence": after_sequence, "limit": limit }),
+            )
+            .await?;
+        let page: FollowUpPage = serde_json::from_value(answer)
+            .map_err(|err| ComputerUseError::decode("get_follow_ups answer", err))?;
+        for follow_up in &page.follow_ups {
+            self.check_session(
+                "SessionFollowUp",
+                &follow_up.session_id,
+                &follow_up.principal_id,
+            )?;
+        }
+        Ok(page)
+    }
+
+    /// Asks the server for an approval grant for a previewed action.
+    pub async fn approve_action(
+        &self,
+        action_id: &str,
+        scope: ApprovalScope,
+        uses: Option<u32>,
+    ) -> Result<ApprovalGrant, ComputerUseError> {
+        let answer = self
+            .call_json(
+                "approve_action",
+                json!({ "session_id": self.session_id()?, "action_id": action_id, "scope": scope, "uses": uses }),
+            )
+            .await?;
+        let grant: ApprovalGrant = decode("approve_action", "grant", &answer)?;
+        let fields = grant.fields();
+        self.check_session("ApprovalGrant", &fields.session_id, &fields.principal_id)?;
+        if let Some(retained) = lock(&self.retained).get(action_id) {
+            mismatch(
+                "ApprovalGrant",
+                "actionDigest",
+                &retained.envelope.args_digest,
+                &fields.action_digest,
+            )?;
+        }
+        Ok(grant)
+    }
+
+    /// Deletes a terminal session.
+    pub async fn delete_session(
+        &self,
+        session_id: &str,
+    ) -> Result<SessionDeletionResult, ComputerUseError> {
+        let answer = self
+            .call_json(
+                "delete_session",
+                json!({ "session_id": session_id, "confirm": true }),
+            )
+            .await?;
+        let deletion: SessionDeletionResult = decode("delete_session", "deletion", &answer)?;
+        mismatch(
+            "SessionDeletionResult",
+            "sessionId",
+            session_id,
+            &deletion.session_id,
+        )?;
+        Ok(deletion)
+    }
+
+    /// Deletes terminal sessions last changed before `older_than` (RFC 3339).
+    pub async fn prune_sessions(
+        &self,
+        older_than: &str,
+        limit: Option<u32>,
+    ) -> Result<Vec<SessionDeletionResult>, ComputerUseError> {
+        crate::clock::parse_rfc3339("prune_sessions", "olderThan", older_than)?;
+        let answer = self
+            .call_json(
+                "prune_sessions",
+                json!({ "older_than": older_than, "limit": limit, "confirm": true }),
+            )
+            .await?;
+        decode("prune_sessions", "deletions", &answer)
+    }
+
+    /// Resumes a paused session.
+    pub async fn resume_session(
+        &self,
+        reason: Option<&str>,
+    ) -> Result<RuntimeSession, ComputerUseError> {
+        self.session_state_call("resume_session", reason).await
+    }
+
+    async fn session_state_call(
+        &self,
+        tool: &str,
+        reason: Option<&str>,
+    ) -> Result<RuntimeSession, ComputerUseError> {
+        let answer = self
+            .call_json(
+                tool,
+                json!({ "session_id": self.session_id()?, "reason": reason }),
+            )
+            .await?;
+        let session: RuntimeSession = decode(tool, "session", &answer)?;
+        self.check_session("RuntimeSession", &session.session_id, &session.principal_id)?;
+        Ok(session)
+    }
+
+    /// A read-only observation: `tool` run through `execute_action` in shadow mode.
+    pub async fn observe_shadow(
+        &self,
+        tool: &str,
+        arguments: Value,
+    ) -> Result<Observation, ComputerUseError> {
+        let session_id = self.session_id()?;
+        let (answer, images) = self
+            .call(
+                "execute_action",
+                object(json!({ "session_id": session_id, "tool": tool, "arguments": arguments, "mode": "shadow" })),
+            )
+            .await?;
+        let receipt: ExecutionReceipt = decode("execute_action", "receipt", &answer)?;
+        mismatch(
+            "ExecutionReceipt",
+            "sessionId",
+            &session_id,
+            &receipt.session_id,
+        )?;
+        let output = answer.get("output").cloned().unwrap_or(Value::Null);
+        let observation_id = output
+            .get("observationId")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        Ok(Observation {
+            observation_id,
+            structured: output,
+            images,
+        })
+    }
+
+    /// Closes the connection and, for a spawned server, waits for the child
+    /// to exit (it is killed if it does not), so no orphan or zombie remains.
+    pub async fn shutdown(&self) -> Result<(), ComputerUseError> {
+        let service = self.service.lock().await.take();
+        if let Some(service) = service {
+            service
+                .cancel()
+                .await
+                .map_err(|err| transport_error("shutdown", err))?;
+        }
+        Ok(())
+    }
+
+    fn action_arguments(request: &ActionRequest) -> Map<String, Value> {
+        let action = &request.action;
+        let mut args = Map::new();
+        let mut put = |key: &str, value: Value| {
+            if !value.is_null() {
+                args.insert(key.to_owned(), value);
+            }
+        };
+        put("session_id", json!(request.session_id));
+        put("action_id", json!(action.action_id));
+        put("tool", json!(action.tool));
+        put("arguments", action.arguments.clone());
+        put("mode", json!(action.mode));
+        put("operation", json!(action.operation));
+        put("execution_group_id", json!(request.execution_group_id));
+        put("agent_id", json!(request.agent_id));
+        if !action.data_labels.is_empty() {
+            put("data_labels", json!(action.data_labels));
+        }
+        put("expires_in_ms", json!(action.expires_in_ms));
+        put("attempt", json!(action.attempt));
+        put("certification_id", json!(action.certification_id));
+        if let Some(provenance) = &action.provenance {
+            put("provenance", to_snake_keys(&json!(provenance)));
+        }
+        if let Some(target) = &action.target {
+            put("target", to_snake_keys(&json!(target)));
+        }
+        if let Some(postcondition) = &action.postcondition {
+            put("postcondition", postcondition.to_input());
+        }
+        args
+    }
+}
+
+impl ComputerUseRuntime for ComputerUseMcpRuntime {
+    async fn discover_capabilities(
+        &self,
+        scope: &ObservationScope,
+    ) -> Result<Vec<ExecutionCapability>, ComputerUseError> {
+        let tool = scope
+            .tool
+            .clone()
+            .unwrap_or_else(|| self.config.capability_tool.clone());
+        let app = scope
+            .app_id
+            .clone()
+            .or_else(|| self.config.target_app_id.clone());
+        let answer = self
+            .call_json(
+                "get_execution_capabilities",
+                json!({ "tool": tool, "app_id": app }),
+            )
+            .await?;
+        decode("get_execution_capabilities", "capabilities", &answer)
+    }
+
+    async fn observe_visual(
+        &self,
+        _scope: &ObservationScope,
+    ) -> Result<Observation, ComputerUseError> {
+        self.observe_shadow("snapshot", json!({})).await
+    }
+
+    async fn observe_semantic(
+        &self,
+        scope: &ObservationScope,
+    ) -> Result<Observation, ComputerUseError> {
+        let window = scope
+            .window_id
+            .clone()
+            .or_else(|| self.config.target_window_id.clone());
+        let app = scope
+            .app_id
+            .clone()
+            .or_else(|| self.config.target_app_id.clone());
+        match window {
+            Some(window) => {
+                self.observe_shadow("get_ui_tree", json!({ "window_id": window, "app_id": app }))
+                    .await
+            }
+            None => self.observe_shadow("list_windows", json!({})).await,
+        }
+    }
+
+    async fn preview_action(
+        &self,
+        request: &ActionRequest,
+    ) -> Result<ActionPreview, ComputerUseError> {
+        mismatch(
+            "ActionRequest",
+            "sessionId",
+            &self.session_id()?,
+            &request.session_id,
+        )?;
+        let arguments = Self::action_arguments(request);
+        let (answer, _) = self.call("preview_action", arguments.clone()).await?;
+        let preview: ActionPreview = serde_json::from_value(answer)
+            .map_err(|err| ComputerUseError::decode("preview_action answer", err))?;
+        let envelope = &preview.envelope;
+        self.check_session(
+            "ActionEnvelope",
+            &envelope.session_id,
+            &envelope.principal_id,
+        )?;
+        if let Some(action_id) = &request.action.action_id {
+            mismatch("ActionEnvelope", "actionId", action_id, &envelope.action_id)?;
+        }
+        binding::validate_envelope_freshness(envelope)?;
+        let mut arguments = arguments;
+        arguments.insert("action_id".into(), json!(envelope.action_id));
+        lock(&self.retained).insert(
+            envelope.action_id.clone(),
+            Retained {
+                arguments,
+                envelope: envelope.clone(),
+            },
+        );
+        Ok(preview)
+    }
+
+    async fn reserve_target(
+        &self,
+        envelope: &ActionEnvelope,
+    ) -> Result<Option<TargetReservation>, ComputerUseError> {
+        let Some(target) = &envelope.target else {
+            return Ok(None);
+        };
+        let answer = self
+            .call_json(
+                "reserve_target",
+                json!({
+                    "session_id": envelope.session_id,
+                    "intent_id": envelope.action_id,
+                    "app_id": target.app_id,
+                    "window_id": target.window_id,
+                    "ttl_ms": self.config.reservation_ttl_ms,
+                    "execution_group_id": envelope.execution_group_id,
+                    "agent_id": envelope.agent_id,
+                }),
+            )
+            .await?;
+        let reservation: TargetReservation = decode("reserve_target", "reservation", &answer)?;
+        if let Err(err) = binding::validate_reservation(&reservation, envelope) {
+            // Refused at this boundary: give the reservation back now, as the
+            // chain would, and report both failures when that fails too.
+            let cleanup = self.release_target(&reservation).await;
+            return Err(ComputerUseError::with_cleanup(err, cleanup));
+        }
+        Ok(Some(reservation))
+    }
+
+    async fn release_target(
+        &self,
+        reservation: &TargetReservation,
+    ) -> Result<(), ComputerUseError> {
+        lock(&self.retained).remove(&reservation.intent_id);
+        let answer = self
+            .call_json(
+                "release_target_reservation",
+                json!({ "session_id": self.session_id()?, "reservation_id": reservation.reservation_id }),
+            )
+            .await?;
+        let released: TargetReservation =
+            decode("release_target_reservation", "reservation", &answer)?;
+        mismatch(
+            "TargetReservation",
+            "reservationId",
+            &reservation.reservation_id,
+            &released.reservation_id,
+        )?;
+        if released.state != ReservationState::Released {
+            return Err(ComputerUseError::invalid(
+                "TargetReservation",
+                "state",
+                "released",
+                format!("{:?}", released.state).to_lowercase(),
+            ));
+        }
+        Ok(())
+    }
+
+    async fn acquire_lease(
+        &self,
+        envelope: &ActionEnvelope,
+    ) -> Result<ControlLease, ComputerUseError> {
+        let kind = if envelope.requested_mode == ExecutionMode::Foreground {
+            "exclusive"
+        } else {
+            "cooperative"
+        };
+        let target = envelope.target.as_ref();
+        let answer = self
+            .call_json(
+                "acquire_control_lease",
+                json!({
+                    "session_id": envelope.session_id,
+                    "kind": kind,
+                    "mode": envelope.requested_mode,
+                    "ttl_ms": self.config.lease_ttl_ms,
+                    "action_budget": 1,
+                    "agent_id": envelope.agent_id,
+                    "app_ids": target.map(|t| vec![t.app_id.clone()]),
+                    "window_ids": target.and_then(|t| t.window_id.clone()).map(|w| vec![w]),
+                }),
+            )
+            .await?;
+        let lease: ControlLease = decode("acquire_control_lease", "lease", &answer)?;
+        binding::validate_lease(&lease, envelope)?;
+        Ok(lease)
+    }
+
+    async fn execute_action(
+        &self,
+        envelope: &ActionEnvelope,
+        lease: &ControlLease,
+        approval_grant_id: Option<&str>,
+    ) -> Result<ExecutionReceipt, ComputerUseError> {
+        let arguments = {
+            let retained = lock(&self.retained);
+            let entry = retained.get(&envelope.action_id).ok_or_else(|| {
+                ComputerUseError::InvalidRequest {
+                    field: "actionId".into(),
+                    message: format!(
+                        "{} has no retained preview; preview it before executing",
+                        envelope.action_id
+                    ),
+                }
+            })?;
+            if &entry.envelope != envelope {
+                return Err(ComputerUseError::InvalidRequest {
+                    field: "envelope".into(),
+                    message: format!(
+                        "the envelope for {} differs from the one the runtime previewed; refusing to execute",
+                        envelope.action_id
+                    ),
+                });
+            }
+            let mut arguments = entry.arguments.clone();
+            arguments.insert("lease_id".into(), json!(lease.lease_id));
+            if let Some(grant) = approval_grant_id {
+                arguments.insert("approval_grant_id".into(), json!(grant));
+            }
+            arguments
+        };
+        binding::validate_envelope_freshness(envelope)?;
+        binding::validate_lease(lease, envelope)?;
+        let answer = match self.call("execute_action", arguments).await {
+            Ok((answer, _)) => answer,
+            Err(err) => {
+                // The one-writer lease is no use after a failed mutation; give
+                // it back so the next writer is not held up until its TTL.
+                let _ = self
+                    .call_json(
+                        "release_control_lease",
+                        json!({ "lease_id": lease.lease_id }),
+                    )
+                    .await;
+                return Err(err);
+            }
+        };
+        let receipt: ExecutionReceipt = decode("execute_action", "receipt", &answer)?;
+        binding::validate_receipt(&receipt, envelope)?;
+        Ok(receipt)
+    }
+
+    async fn verify(
+        &self,
+        receipt: &ExecutionReceipt,
+        postcondition: Option<&ActionPostcondition>,
+    ) -> Result<VerificationOutcome, ComputerUseError> {
+        lock(&self.retained).remove(&receipt.action_id);
+        Ok(super::evaluate_evidence(receipt, postcondition))
+    }
+
+    fn action_ended(&self, action_id: &str) {
+        self.forget(action_id);
+    }
+
+    async fn pause_session(&self, reason: Option<&str>) -> Result<(), ComputerUseError> {
+        self.session_state_call("pause_session", reason)
+            .await
+            .map(|_| ())
+    }
+
+    async fn stop_session(&self, reason: Option<&str>) -> Result<(), ComputerUseError> {
+        self.session_state_call("stop_session", reason)
+            .await
+            .map(|_| ())
+    }
+
+    async fn emergency_stop(&self, reason: Option<&str>) -> Result<(), ComputerUseError> {
+        let answer = self
+            .call_json("emergency_stop", json!({ "reason": reason }))
+            .await?;
+        match answer.get("stopped") {
+            Some(Value::Bool(true)) => Ok(()),
+            other => Err(ComputerUseError::decode(
+                "emergency_stop answer",
+                format!("expected stopped: true, got {other:?}"),
+            )),
+        }
+    }
+}

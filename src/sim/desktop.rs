@@ -1,0 +1,366 @@
+//! The simulated desktop: applications, windows, elements, a clipboard, a
+//! small filesystem, a cursor and focus. Deterministic: the same calls give
+//! the same state, so digests computed from it are stable.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Value, json};
+
+use super::SimError;
+use crate::contracts::{ActionPostcondition, PostconditionFields, TargetEvidence, WindowId};
+use crate::digest::sha256_prefixed;
+
+/// One accessibility element.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Element {
+    /// Stable id.
+    pub id: String,
+    /// Accessibility role (`AXTextField`, ...).
+    pub role: String,
+    /// Label.
+    pub label: String,
+    /// Current value.
+    pub value: String,
+    /// A password field: its value is never shown.
+    pub secure: bool,
+}
+
+/// One window.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Window {
+    /// Numeric id.
+    pub id: u64,
+    /// Title.
+    pub title: String,
+    /// Elements, in order.
+    pub elements: Vec<Element>,
+}
+
+/// One application.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct App {
+    /// Bundle-style id.
+    pub id: String,
+    /// Windows.
+    pub windows: Vec<Window>,
+}
+
+/// The whole desktop.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Desktop {
+    /// Running applications.
+    pub apps: Vec<App>,
+    /// Clipboard text.
+    pub clipboard: String,
+    /// Files by path.
+    pub files: BTreeMap<String, String>,
+    /// Pointer position.
+    pub cursor: (i64, i64),
+    /// Focused application and window.
+    pub focus: Option<(String, u64)>,
+    /// Bumped on every change; observations carry it.
+    pub revision: u64,
+}
+
+/// The clipboard viewer application, whose text area mirrors the clipboard.
+pub const CLIPBOARD_APP: &str = "org.example.Clipboard";
+/// The clipboard viewer's window.
+pub const CLIPBOARD_WINDOW: u64 = 1;
+/// Role of the clipboard viewer's text area.
+pub const CLIPBOARD_ROLE: &str = "AXTextArea";
+/// Label of the clipboard viewer's text area.
+pub const CLIPBOARD_LABEL: &str = "Clipboard contents";
+
+fn element(id: &str, role: &str, label: &str, secure: bool) -> Element {
+    Element {
+        id: id.into(),
+        role: role.into(),
+        label: label.into(),
+        value: String::new(),
+        secure,
+    }
+}
+
+impl Default for Desktop {
+    fn default() -> Self {
+        Self {
+            apps: vec![
+                App {
+                    id: CLIPBOARD_APP.into(),
+                    windows: vec![Window {
+                        id: CLIPBOARD_WINDOW,
+                        title: "Clipboard".into(),
+                        elements: vec![element(
+                            "clipboard-text",
+                            CLIPBOARD_ROLE,
+                            CLIPBOARD_LABEL,
+                            false,
+                        )],
+                    }],
+                },
+                App {
+                    id: "com.example.Notes".into(),
+                    windows: vec![Window {
+                        id: 7,
+                        title: "Notes".into(),
+                        elements: vec![
+                            element("notes-title", "AXTextField", "Title", false),
+                            element("notes-body", "AXTextArea", "Body", false),
+                            element("notes-status", "AXStaticText", "Status", false),
+                        ],
+                    }],
+                },
+                App {
+                    id: "com.example.Login".into(),
+                    windows: vec![Window {
+                        id: 9,
+                        title: "Sign in".into(),
+                        elements: vec![
+                            element("login-user", "AXTextField", "User", false),
+                            element("login-password", "AXSecureTextField", "Password", true),
+                        ],
+                    }],
+                },
+            ],
+            clipboard: String::new(),
+            files: BTreeMap::new(),
+            cursor: (0, 0),
+            focus: Some((CLIPBOARD_APP.into(), CLIPBOARD_WINDOW)),
+            revision: 1,
+        }
+    }
+}
+
+fn invalid(message: impl Into<String>) -> SimError {
+    SimError::refusal("invalid_arguments", message)
+}
+
+fn text_arg<'a>(args: &'a Value, key: &str) -> Result<&'a str, SimError> {
+    args.get(key)
+        .and_then(Value::as_str)
+        .ok_or_else(|| invalid(format!("arguments.{key} must be a string")))
+}
+
+impl Desktop {
+    /// The window `window_id` of `app_id`, if it exists.
+    pub fn window(&self, app_id: &str, window_id: Option<&WindowId>) -> Option<&Window> {
+        let app = self.apps.iter().find(|a| a.id == app_id)?;
+        match window_id {
+            Some(WindowId::Number(id)) => app.windows.iter().find(|w| w.id == *id),
+            Some(WindowId::Name(_)) => None,
+            None => app.windows.first(),
+        }
+    }
+
+    fn window_mut(&mut self, app_id: &str, window_id: Option<&WindowId>) -> Option<&mut Window> {
+        let app = self.apps.iter_mut().find(|a| a.id == app_id)?;
+        match window_id {
+            Some(WindowId::Number(id)) => app.windows.iter_mut().find(|w| w.id == *id),
+            Some(WindowId::Name(_)) => None,
+            None => app.windows.first_mut(),
+        }
+    }
+
+    /// Whether the evidence still describes a window on this desktop.
+    pub fn is_current(&self, target: &TargetEvidence) -> bool {
+        self.window(&target.app_id, target.window_id.as_ref())
+            .is_some()
+    }
+
+    /// Whether the element the target points at is a password field.
+    pub fn targets_secure_field(&self, target: Option<&TargetEvidence>, args: &Value) -> bool {
+        let Some(target) = target else { return false };
+        let Some(window) = self.window(&target.app_id, target.window_id.as_ref()) else {
+            return false;
+        };
+        let wanted = args.get("element_id").and_then(Value::as_str);
+        window.elements.iter().any(|e| {
+            e.secure && (wanted == Some(e.id.as_str()) || target.role.as_deref() == Some(&e.role))
+        })
+    }
+
+    fn set_clipboard(&mut self, text: &str) {
+        self.clipboard = text.to_owned();
+        if let Some(window) =
+            self.window_mut(CLIPBOARD_APP, Some(&WindowId::Number(CLIPBOARD_WINDOW)))
+        {
+            for element in &mut window.elements {
+                element.value = text.to_owned();
+            }
+        }
+    }
+
+    /// Performs a mutating tool on the target. Returns the tool's output.
+    pub fn apply(
+        &mut self,
+        tool: &str,
+        args: &Value,
+        target: Option<&TargetEvidence>,
+    ) -> Result<Value, SimError> {
+        let output = match tool {
+            "write_clipboard" => {
+                let text = text_arg(args, "text")?;
+                self.set_clipboard(text);
+                json!({ "written": text.chars().count() })
+            }
+            "set_value" | "fill_form" => {
+                let target = target.ok_or_else(|| invalid("set_value needs a target"))?;
+                let value = text_arg(args, "value")?;
+                let id = text_arg(args, "element_id")?;
+                let window = self
+                    .window_mut(&target.app_id, target.window_id.as_ref())
+                    .ok_or_else(|| {
+                        SimError::refusal("stale_target", "the target window is gone")
+                    })?;
+                let element = window
+                    .elements
+                    .iter_mut()
+                    .find(|e| e.id == id)
+                    .ok_or_else(|| SimError::refusal("stale_target", format!("no element {id}")))?;
+                element.value = value.to_owned();
+                json!({ "elementId": id })
+            }
+            "focus_window" => {
+                let target = target.ok_or_else(|| invalid("focus_window needs a target"))?;
+                let window_id = self
+                    .window(&target.app_id, target.window_id.as_ref())
+                    .ok_or_else(|| SimError::refusal("stale_target", "the target window is gone"))?
+                    .id;
+                self.focus = Some((target.app_id.clone(), window_id));
+                json!({ "focused": window_id })
+            }
+            "left_click" | "move_cursor" => {
+                let x = args
+                    .get("x")
+                    .and_then(Value::as_i64)
+                    .ok_or_else(|| invalid("arguments.x must be an integer"))?;
+                let y = args
+                    .get("y")
+                    .and_then(Value::as_i64)
+                    .ok_or_else(|| invalid("arguments.y must be an integer"))?;
+                self.cursor = (x, y);
+                json!({ "cursor": [x, y] })
+            }
+            "write_file" => {
+                let path = text_arg(args, "path")?;
+                let content = text_arg(args, "content")?;
+                self.files.insert(path.to_owned(), content.to_owned());
+                json!({ "bytes": content.len() })
+            }
+            "delete_file" => {
+                let path = text_arg(args, "path")?;
+                let existed = self.files.remove(path).is_some();
+                json!({ "deleted": existed })
+            }
+            other => {
+                return Err(SimError::refusal(
+                    "tool_outside_host_profile",
+                    format!("{other} is not a mutating tool here"),
+                ));
+            }
+        };
+        self.revision += 1;
+        Ok(output)
+    }
+
+    /// The windows, as `list_windows` shows them.
+    pub fn list_windows(&self) -> Value {
+        let windows: Vec<Value> = self
+            .apps
+            .iter()
+            .flat_map(|app| {
+                app.windows
+                    .iter()
+                    .map(move |w| json!({ "appId": app.id, "windowId": w.id, "title": w.title }))
+            })
+            .collect();
+        json!({ "windows": windows, "revision": self.revision })
+    }
+
+    /// A window's elements, with secure values withheld.
+    pub fn ui_tree(&self, app_id: Option<&str>, window_id: Option<u64>) -> Result<Value, SimError> {
+        let window = self
+            .apps
+            .iter()
+            .filter(|a| app_id.is_none_or(|id| a.id == id))
+            .find_map(|app| {
+                app.windows
+                    .iter()
+                    .find(|w| window_id.is_none_or(|id| w.id == id))
+                    .map(|w| (app, w))
+            });
+        let (app, window) =
+            window.ok_or_else(|| SimError::refusal("stale_target", "no such window"))?;
+        let elements: Vec<Value> = window
+            .elements
+            .iter()
+            .map(|e| {
+                let value = if e.secure { Value::Null } else { Value::String(e.value.clone()) };
+                json!({ "id": e.id, "role": e.role, "label": e.label, "value": value, "secure": e.secure })
+            })
+            .collect();
+        Ok(
+            json!({ "appId": app.id, "windowId": window.id, "elements": elements, "revision": self.revision }),
+        )
+    }
+
+    /// What the desktop shows for a postcondition: `(satisfied, observedDigest)`.
+    pub fn observe_postcondition(
+        &self,
+        postcondition: &ActionPostcondition,
+        target: Option<&TargetEvidence>,
+    ) -> (bool, Option<String>) {
+        match postcondition.fields() {
+            PostconditionFields::UiElement {
+                role,
+                label,
+                exists,
+                value_digest,
+            } => {
+                let scope: Vec<&Window> = match target {
+                    Some(t) => self
+                        .window(&t.app_id, t.window_id.as_ref())
+                        .into_iter()
+                        .collect(),
+                    None => self.apps.iter().flat_map(|a| a.windows.iter()).collect(),
+                };
+                let found = scope.iter().flat_map(|w| w.elements.iter()).find(|e| {
+                    role.as_ref().is_none_or(|r| r == &e.role)
+                        && label.as_ref().is_none_or(|l| l == &e.label)
+                });
+                let observed = found
+                    .filter(|e| !e.secure)
+                    .map(|e| sha256_prefixed(&e.value));
+                let satisfied = found.is_some() == *exists
+                    && value_digest
+                        .as_ref()
+                        .is_none_or(|d| observed.as_deref() == Some(d.as_str()));
+                (satisfied, observed)
+            }
+            PostconditionFields::Filesystem {
+                path,
+                exists,
+                content_digest,
+            } => {
+                let content = self.files.get(path);
+                let observed = content.map(sha256_prefixed);
+                let satisfied = content.is_some() == *exists
+                    && content_digest
+                        .as_ref()
+                        .is_none_or(|d| observed.as_deref() == Some(d.as_str()));
+                (satisfied, observed)
+            }
+            PostconditionFields::Window { window_id, exists } => {
+                let found = self
+                    .apps
+                    .iter()
+                    .flat_map(|a| a.windows.iter())
+                    .any(|w| w.id == *window_id);
+                (found == *exists, None)
+            }
+            // The simulated desktop runs no processes and has no registry.
+            PostconditionFields::Process { .. } => (true, None),
+            PostconditionFields::Registry { exists, .. } => (!*exists, None),
+        }
+    }
+}

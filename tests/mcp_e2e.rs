@@ -1,0 +1,460 @@
+//! The governed chain over MCP against the real `computer-use-sim` child
+//! process: no in-process shortcut.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod sim_support;
+
+use adk_computer_use::contracts::ApprovalScope;
+use adk_computer_use::protocol::{Approval, ChainOutcome, Verified};
+use adk_computer_use::runtime::{
+    AgentInterrupter, CancellationBridge, ComputerUseRuntime, StopKind,
+};
+use adk_computer_use::{ComputerUseError, VerificationOutcome};
+use serde_json::json;
+use sim_support::*;
+
+fn completed<R: ComputerUseRuntime>(outcome: ChainOutcome<R>) -> Verified {
+    match outcome {
+        ChainOutcome::Completed(verified) => verified,
+        ChainOutcome::NeedsApproval(_) => panic!("unexpected approval"),
+        ChainOutcome::Blocked(b) => panic!("unexpected block: {} {:?}", b.blocker(), b.reasons()),
+    }
+}
+
+#[tokio::test]
+async fn a_digest_postcondition_reaches_verified() {
+    let runtime = spawn_sim(&[]).await;
+    let session = session(&runtime, "agent-a");
+    let verified = completed(
+        session
+            .run(write_clipboard("a-1", "exact public text", true))
+            .await
+            .unwrap(),
+    );
+    assert_eq!(verified.outcome(), &VerificationOutcome::Verified);
+    let clipboard = runtime
+        .observe_shadow("read_clipboard", json!({}))
+        .await
+        .unwrap();
+    assert_eq!(clipboard.structured["text"], "exact public text");
+    let stats = stats(&runtime).await;
+    assert_eq!(
+        (
+            stats["totalEffects"].as_u64(),
+            stats["activeReservations"].as_u64()
+        ),
+        (Some(1), Some(0))
+    );
+    assert_eq!(runtime.retained_len(), 0);
+    assert_eq!(session.shutdown().await.leaked(), 0);
+    runtime.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn no_postcondition_is_committed_but_unverified() {
+    let runtime = spawn_sim(&[]).await;
+    let session = session(&runtime, "agent-a");
+    let verified = completed(
+        session
+            .run(write_clipboard("a-2", "text", false))
+            .await
+            .unwrap(),
+    );
+    assert_eq!(verified.outcome().status(), "committed_unverified");
+    assert!(verified.committed() && !verified.verified());
+    runtime.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn the_approval_path_uses_an_approve_action_grant() {
+    let runtime = spawn_sim(&["--confirm-tool", "write_clipboard"]).await;
+    let session = session(&runtime, "agent-a");
+    let pending = match session
+        .run(write_clipboard("a-3", "approved", true))
+        .await
+        .unwrap()
+    {
+        ChainOutcome::NeedsApproval(pending) => pending,
+        _ => panic!("expected approval to be required"),
+    };
+    assert_eq!(stats(&runtime).await["totalEffects"], 0);
+    let grant = runtime
+        .approve_action("a-3", ApprovalScope::ExactAction, None)
+        .await
+        .unwrap();
+    assert_eq!(grant.fields().action_digest, pending.action_digest());
+    let verified = pending
+        .approve(Approval::from_grant(&grant))
+        .unwrap()
+        .complete()
+        .await
+        .unwrap();
+    assert!(verified.verified());
+    // Without a grant the server refuses: the approval really is checked there too.
+    let pending = match session
+        .run(write_clipboard("a-4", "unapproved", false))
+        .await
+        .unwrap()
+    {
+        ChainOutcome::NeedsApproval(pending) => pending,
+        _ => panic!("expected approval to be required"),
+    };
+    let approval = Approval::runtime_held(pending.action_digest(), pending.policy_digest());
+    let err = pending
+        .approve(approval)
+        .unwrap()
+        .complete()
+        .await
+        .err()
+        .unwrap();
+    assert_eq!(err.refusal_code(), Some("approval_required"), "{err}");
+    assert_eq!(stats(&runtime).await["activeReservations"], 0);
+    runtime.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn every_injected_fault_is_refused_with_the_field_named_and_the_reservation_released() {
+    let cases = [
+        ("lease.sessionId", "sessionId", false),
+        ("lease.principalId", "principalId", false),
+        ("lease.agentId", "agentId", false),
+        ("lease.appIds", "boundaries.appIds", false),
+        ("lease.windowIds", "boundaries.windowIds", false),
+        ("lease.expiresAt", "expiresAt", false),
+        ("reservation.sessionId", "sessionId", false),
+        ("reservation.principalId", "principalId", false),
+        ("reservation.agentId", "agentId", false),
+        ("reservation.intentId", "intentId", false),
+        ("reservation.appId", "scope.appId", false),
+        ("reservation.windowId", "scope.windowId", false),
+        ("receipt.actionDigest", "actionDigest", true),
+        ("receipt.sessionId", "sessionId", true),
+    ];
+    for (fault, field, mutated) in cases {
+        let runtime = spawn_sim(&["--fault", fault]).await;
+        let session = session(&runtime, "agent-a");
+        let err = session
+            .run(write_clipboard("a-5", "text", false))
+            .await
+            .err()
+            .unwrap_or_else(|| panic!("{fault} was accepted"));
+        assert_eq!(err.field(), Some(field), "{fault}: {err}");
+        assert!(
+            !matches!(err, ComputerUseError::WithCleanup { .. }),
+            "{fault}: the release failed: {err}"
+        );
+        let stats = stats(&runtime).await;
+        assert_eq!(stats["activeReservations"], 0, "{fault} left a reservation");
+        assert_eq!(stats["totalEffects"], u64::from(mutated), "{fault}");
+        assert_eq!(runtime.retained_len(), 0, "{fault}");
+        assert_eq!(session.shutdown().await.leaked(), 0);
+        runtime.shutdown().await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn server_refusal_codes_arrive_typed() {
+    let runtime = spawn_sim(&[]).await;
+    let session = session(&runtime, "agent-a");
+    runtime.pause_session(Some("test")).await.unwrap();
+    let err = session
+        .run(write_clipboard("a-6", "text", false))
+        .await
+        .err()
+        .unwrap();
+    assert_eq!(err.refusal_code(), Some("session_not_running"), "{err}");
+    let err = runtime
+        .delete_session(&runtime.session_id().unwrap())
+        .await
+        .unwrap_err();
+    assert_eq!(err.refusal_code(), Some("session_not_terminal"));
+    // Arguments that fail the server's schema come back as text: an invalid request.
+    let err = runtime
+        .call("reserve_target", serde_json::Map::new())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, ComputerUseError::InvalidRequest { .. }),
+        "{err}"
+    );
+    runtime.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_failing_release_after_success_is_reported() {
+    let runtime = spawn_sim(&["--fault", "release.fails"]).await;
+    let session = session(&runtime, "agent-a");
+    let err = session
+        .run(write_clipboard("a-7", "text", true))
+        .await
+        .err()
+        .unwrap();
+    match err {
+        ComputerUseError::CleanupAfterSuccess {
+            status, cleanup, ..
+        } => {
+            assert_eq!(status, "completed");
+            assert_eq!(cleanup.refusal_code(), Some("release_failed"));
+        }
+        other => panic!("expected the release failure, got {other}"),
+    }
+    runtime.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn killing_the_server_mid_chain_is_a_transport_error_with_nothing_leaked() {
+    let runtime = spawn_sim(&[]).await;
+    let pid = runtime.child_pid().unwrap();
+    let session = session(&runtime, "agent-a");
+    let previewed = session
+        .observe()
+        .await
+        .unwrap()
+        .preview(write_clipboard("a-8", "text", false))
+        .await
+        .unwrap();
+    let approved = match previewed.route() {
+        adk_computer_use::Route::Allowed(approved) => approved,
+        _ => panic!("expected the action to be allowed"),
+    };
+    let reserved = approved.reserve().await.unwrap();
+    assert!(reserved.reservation().is_some());
+    std::process::Command::new("kill")
+        .arg("-9")
+        .arg(pid.to_string())
+        .status()
+        .unwrap();
+    let err = reserved.lease().await.err().unwrap();
+    match &err {
+        ComputerUseError::WithCleanup { primary, cleanup } => {
+            assert!(
+                matches!(**primary, ComputerUseError::Transport { .. }),
+                "{err}"
+            );
+            assert!(
+                matches!(**cleanup, ComputerUseError::Transport { .. }),
+                "{err}"
+            );
+        }
+        other => panic!("expected a transport failure and a failed release, got {other}"),
+    }
+    let stats = session.shutdown().await;
+    assert_eq!(
+        (stats.queued, stats.leaked(), stats.explicit_failed),
+        (0, 0, 1)
+    );
+    assert_eq!(runtime.retained_len(), 0);
+    runtime.shutdown().await.unwrap();
+    assert!(
+        wait_gone(pid).await,
+        "the killed server was left as a zombie"
+    );
+}
+
+#[tokio::test]
+async fn shutdown_leaves_no_orphan_or_zombie() {
+    let runtime = spawn_sim(&[]).await;
+    let pid = runtime.child_pid().unwrap();
+    assert!(!process_gone(pid));
+    runtime.shutdown().await.unwrap();
+    assert!(wait_gone(pid).await);
+}
+
+#[tokio::test]
+async fn retained_previews_are_dropped_when_actions_end() {
+    let runtime = spawn_sim(&["--allow-destructive"]).await;
+    let session = session(&runtime, "agent-a");
+    for i in 0..5 {
+        let _verified = completed(
+            session
+                .run(write_clipboard(&format!("r-{i}"), "x", i % 2 == 0))
+                .await
+                .unwrap(),
+        );
+    }
+    // A blocked action ends at its route.
+    let shadow = write_clipboard("r-blocked", "x", false);
+    let shadow = adk_computer_use::ProposedAction {
+        mode: adk_computer_use::contracts::ExecutionMode::Shadow,
+        ..shadow
+    };
+    assert!(matches!(
+        session.run(shadow).await.unwrap(),
+        ChainOutcome::Blocked(_)
+    ));
+    assert_eq!(runtime.retained_len(), 0);
+    runtime.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_direct_execute_with_a_changed_envelope_is_refused() {
+    let runtime = spawn_sim(&[]).await;
+    let request = adk_computer_use::runtime::ActionRequest {
+        session_id: runtime.session_id().unwrap(),
+        agent_id: Some("agent-a".into()),
+        execution_group_id: None,
+        action: write_clipboard("a-9", "text", false),
+    };
+    let preview = runtime.preview_action(&request).await.unwrap();
+    let reservation = runtime
+        .reserve_target(&preview.envelope)
+        .await
+        .unwrap()
+        .unwrap();
+    let lease = runtime.acquire_lease(&preview.envelope).await.unwrap();
+    let mut changed = preview.envelope.clone();
+    changed.data_labels.clear();
+    let err = runtime
+        .execute_action(&changed, &lease, None)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, ComputerUseError::InvalidRequest { field, .. } if field == "envelope"),
+        "{err}"
+    );
+    assert_eq!(stats(&runtime).await["totalEffects"], 0);
+    // The previewed envelope itself still executes.
+    runtime
+        .execute_action(&preview.envelope, &lease, None)
+        .await
+        .unwrap();
+    runtime.release_target(&reservation).await.unwrap();
+    runtime.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn session_calls_events_follow_ups_and_deletion() {
+    let runtime = spawn_sim(&[]).await;
+    let session = session(&runtime, "agent-a");
+    let _verified = completed(
+        session
+            .run(write_clipboard("a-10", "text", true))
+            .await
+            .unwrap(),
+    );
+    let events = runtime.all_session_events().await.unwrap();
+    let started = events
+        .iter()
+        .find(|e| e.event_type == "action.started")
+        .unwrap();
+    assert!(started.payload.as_ref().unwrap().get("leaseId").is_some());
+    assert!(events.iter().any(|e| e.event_type == "action.committed"));
+    assert!(events.iter().any(|e| e.event_type == "action.verified"));
+
+    let follow_up = runtime.submit_follow_up("keep the original").await.unwrap();
+    let page = runtime.get_follow_ups(None, None).await.unwrap();
+    assert_eq!(page.follow_ups, vec![follow_up]);
+
+    let id = runtime.session_id().unwrap();
+    runtime.stop_session(Some("done")).await.unwrap();
+    let deletion = runtime.delete_session(&id).await.unwrap();
+    assert!(deletion.deleted && deletion.deleted_receipts == 1);
+    runtime.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn answers_for_another_principal_are_rejected() {
+    // The server authenticates its principal; an adapter configured for a
+    // different verified principal refuses every answer bound to the server's.
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_computer-use-sim"));
+    command.arg("--principal").arg("someone-else");
+    let config = adk_computer_use::runtime::mcp::McpRuntimeConfig::new(PRINCIPAL);
+    let runtime = adk_computer_use::runtime::mcp::ComputerUseMcpRuntime::spawn(command, config)
+        .await
+        .unwrap();
+    let err = runtime.start_session(None, None).await.unwrap_err();
+    assert_eq!(err.field(), Some("principalId"));
+    runtime.shutdown().await.unwrap();
+}
+
+struct Recorder {
+    runtime: std::sync::Arc<adk_computer_use::runtime::mcp::ComputerUseMcpRuntime>,
+    seen_state: std::sync::Mutex<Option<String>>,
+}
+
+impl AgentInterrupter for &Recorder {
+    async fn interrupt(&self, _reason: &str) {
+        let state = self
+            .runtime
+            .get_session()
+            .await
+            .map(|s| s.state)
+            .unwrap_or_default();
+        *self.seen_state.lock().unwrap() = Some(state);
+    }
+}
+
+#[tokio::test]
+async fn cancellation_revokes_desktop_authority_before_interrupting_the_agent() {
+    let runtime = spawn_sim(&[]).await;
+    let recorder = Recorder {
+        runtime: std::sync::Arc::clone(&runtime),
+        seen_state: std::sync::Mutex::new(None),
+    };
+    let bridge = CancellationBridge::new(std::sync::Arc::clone(&runtime), &recorder);
+    bridge
+        .cancel(StopKind::Pause, "user pressed stop")
+        .await
+        .unwrap();
+    assert_eq!(
+        recorder.seen_state.lock().unwrap().as_deref(),
+        Some("paused")
+    );
+    bridge
+        .cancel(StopKind::Emergency, "panic button")
+        .await
+        .unwrap();
+    assert_eq!(
+        recorder.seen_state.lock().unwrap().as_deref(),
+        Some("stopped")
+    );
+    runtime.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn injected_crashes_are_transport_errors() {
+    for fault in ["crash.beforeEffect", "crash.afterCommit"] {
+        let runtime = spawn_sim(&["--fault", fault]).await;
+        let pid = runtime.child_pid().unwrap();
+        let session = session(&runtime, "agent-a");
+        let err = session
+            .run(write_clipboard("a-11", "text", false))
+            .await
+            .err()
+            .unwrap();
+        // The server died: the mutation's answer and the release both fail in transit.
+        match &err {
+            ComputerUseError::WithCleanup { primary, cleanup } => {
+                assert!(
+                    matches!(**primary, ComputerUseError::Transport { .. }),
+                    "{fault}: {err}"
+                );
+                assert!(
+                    matches!(**cleanup, ComputerUseError::Transport { .. }),
+                    "{fault}: {err}"
+                );
+            }
+            other => panic!("{fault}: expected a transport failure, got {other}"),
+        }
+        assert_eq!(session.shutdown().await.leaked(), 0);
+        runtime.shutdown().await.unwrap();
+        assert!(wait_gone(pid).await);
+    }
+}
+
+#[tokio::test]
+async fn the_retained_preview_map_is_bounded() {
+    let runtime = spawn_sim(&[]).await;
+    let limit = runtime.config().retained_limit;
+    for i in 0..(limit + 200) {
+        let request = adk_computer_use::runtime::ActionRequest {
+            session_id: runtime.session_id().unwrap(),
+            agent_id: None,
+            execution_group_id: None,
+            action: write_clipboard(&format!("p-{i}"), "x", false),
+        };
+        runtime.preview_action(&request).await.unwrap();
+    }
+    assert_eq!(runtime.retained_len(), limit);
+    runtime.shutdown().await.unwrap();
+}

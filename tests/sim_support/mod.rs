@@ -1,0 +1,136 @@
+//! Starting the `computer-use-sim` binary and a governed session over it.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+
+use adk_computer_use::auth::{ScopeAuthorizer, VerifiedIdentity};
+use adk_computer_use::contracts::*;
+use adk_computer_use::digest::sha256_prefixed;
+use adk_computer_use::protocol::{SealingKey, Session};
+use adk_computer_use::runtime::ProposedAction;
+use adk_computer_use::runtime::mcp::{ComputerUseMcpRuntime, McpRuntimeConfig};
+use adk_computer_use::sim::{CLIPBOARD_APP, CLIPBOARD_LABEL, CLIPBOARD_ROLE, CLIPBOARD_WINDOW};
+use serde_json::{Value, json};
+
+pub const PRINCIPAL: &str = "principal-e2e";
+
+pub async fn spawn_sim(flags: &[&str]) -> Arc<ComputerUseMcpRuntime> {
+    spawn_sim_as(flags, PRINCIPAL).await
+}
+
+pub async fn spawn_sim_as(flags: &[&str], principal: &str) -> Arc<ComputerUseMcpRuntime> {
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_computer-use-sim"));
+    command.arg("--principal").arg(PRINCIPAL).args(flags);
+    let config = McpRuntimeConfig::new(principal)
+        .target(CLIPBOARD_APP, Some(WindowId::Number(CLIPBOARD_WINDOW)))
+        .capability_tool("write_clipboard");
+    let runtime = ComputerUseMcpRuntime::spawn(command, config).await.unwrap();
+    runtime
+        .start_session(Some("e2e"), Some("group-e2e"))
+        .await
+        .unwrap();
+    Arc::new(runtime)
+}
+
+pub fn session(
+    runtime: &Arc<ComputerUseMcpRuntime>,
+    agent: &str,
+) -> Session<ComputerUseMcpRuntime> {
+    let identity = VerifiedIdentity::new(PRINCIPAL, "tenant-e2e").unwrap();
+    let authorizer = ScopeAuthorizer::new(
+        identity,
+        [
+            "computer:plan",
+            "computer:execute:background",
+            "computer:execute:foreground",
+        ],
+    )
+    .unwrap();
+    Session::builder(
+        Arc::clone(runtime),
+        runtime.session_id().unwrap(),
+        authorizer,
+        SealingKey::new(vec![3u8; 32]).unwrap(),
+    )
+    .agent_id(agent)
+    .execution_group_id("group-e2e")
+    .target(CLIPBOARD_APP, Some(WindowId::Number(CLIPBOARD_WINDOW)))
+    .build()
+    .unwrap()
+}
+
+pub fn clipboard_target() -> TargetEvidence {
+    TargetEvidence {
+        platform: "linux".into(),
+        app_id: CLIPBOARD_APP.into(),
+        pid: None,
+        window_id: Some(WindowId::Number(CLIPBOARD_WINDOW)),
+        window_title_digest: None,
+        display_id: None,
+        role: Some(CLIPBOARD_ROLE.into()),
+        label_digest: None,
+        bounds: None,
+        observation_id: "observation-e2e".into(),
+        screenshot_hash: None,
+        ui_tree_revision: None,
+        confidence: 1.0,
+        captured_at: adk_computer_use::clock::format_rfc3339(time::OffsetDateTime::now_utc())
+            .unwrap(),
+    }
+}
+
+/// "Place this text on the clipboard", with or without a digest postcondition.
+pub fn write_clipboard(action_id: &str, text: &str, with_postcondition: bool) -> ProposedAction {
+    let mut action = ProposedAction::new(
+        "write_clipboard",
+        json!({ "text": text }),
+        ExecutionMode::Background,
+    )
+    .with_action_id(action_id)
+    .with_target(clipboard_target())
+    .with_data_labels([DataLabel::Public]);
+    if with_postcondition {
+        action = action.with_postcondition(
+            ActionPostcondition::try_from(PostconditionFields::UiElement {
+                role: Some(CLIPBOARD_ROLE.into()),
+                label: Some(CLIPBOARD_LABEL.into()),
+                exists: true,
+                value_digest: Some(sha256_prefixed(text)),
+            })
+            .unwrap(),
+        );
+    }
+    action
+}
+
+pub async fn stats(runtime: &ComputerUseMcpRuntime) -> Value {
+    runtime
+        .call("sim_stats", serde_json::Map::new())
+        .await
+        .unwrap()
+        .0
+}
+
+/// True when `pid` is neither running nor a zombie.
+pub fn process_gone(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => {
+            let state = stat
+                .rsplit(')')
+                .next()
+                .and_then(|rest| rest.split_whitespace().next());
+            state == Some("X")
+        }
+    }
+}
+
+pub async fn wait_gone(pid: u32) -> bool {
+    for _ in 0..100 {
+        if process_gone(pid) {
+            return true;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    false
+}
