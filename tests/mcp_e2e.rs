@@ -458,3 +458,44 @@ async fn the_retained_preview_map_is_bounded() {
     assert_eq!(runtime.retained_len(), limit);
     runtime.shutdown().await.unwrap();
 }
+
+#[tokio::test]
+async fn the_journal_of_a_chain_over_mcp_and_the_servers_own_events_evaluate_clean() {
+    use adk_computer_use::eval::{
+        ComputerUseEvaluator, Journal, MemoryJournal, journal_events, verify_journal,
+    };
+    use std::sync::Arc;
+    let runtime = spawn_sim(&[]).await;
+    let sink = Arc::new(MemoryJournal::new());
+    let identity = adk_computer_use::VerifiedIdentity::new(PRINCIPAL, "tenant-e2e").unwrap();
+    let authorizer = adk_computer_use::ScopeAuthorizer::new(
+        identity,
+        ["computer:plan", "computer:execute:background"],
+    )
+    .unwrap();
+    let session = adk_computer_use::Session::builder(
+        Arc::clone(&runtime),
+        runtime.session_id().unwrap(),
+        authorizer,
+        adk_computer_use::protocol::SealingKey::new(vec![4u8; 32]).unwrap(),
+    )
+    .agent_id("agent-j")
+    .journal(Arc::new(Journal::new(sink.clone())))
+    .build()
+    .unwrap();
+    for (i, with_post) in [true, false].into_iter().enumerate() {
+        let _done = completed(
+            session
+                .run(write_clipboard(&format!("j-{i}"), "journaled", with_post))
+                .await
+                .unwrap(),
+        );
+    }
+    let entries = sink.entries();
+    verify_journal(&entries, None).unwrap();
+    let ours = ComputerUseEvaluator::new().evaluate(&journal_events(&entries));
+    assert!(ours.violations.is_empty(), "{:?}", ours.violations);
+    let theirs = ComputerUseEvaluator::new().evaluate(&runtime.all_session_events().await.unwrap());
+    assert!(theirs.violations.is_empty(), "{:?}", theirs.violations);
+    runtime.shutdown().await.unwrap();
+}

@@ -7,8 +7,11 @@ use super::approval::Authority;
 use super::guard::ReservationGuard;
 use super::session::Core;
 use super::witness::{BoundReservation, FreshPreview};
+use serde_json::json;
+
 use crate::ComputerUseError;
 use crate::contracts::ActionPreview;
+use crate::eval::journal_types;
 use crate::runtime::ComputerUseRuntime;
 
 /// An action with authority to run, not yet holding its target.
@@ -53,12 +56,22 @@ impl<R: ComputerUseRuntime> Approved<R> {
         let answer = match answer {
             Ok(answer) => answer,
             Err(err) => {
+                self.core.recorder.refusal(&envelope.action_id, &err);
                 self.core.runtime.action_ended(&envelope.action_id);
                 return Err(err);
             }
         };
         let guard = ReservationGuard::arm(Arc::clone(&self.core), &envelope.action_id, answer);
-        match BoundReservation::check(guard.reservation(), envelope, self.core.now()) {
+        let bound = BoundReservation::check(guard.reservation(), envelope, self.core.now())
+            .and_then(|bound| {
+                let id = guard.reservation().map(|r| r.reservation_id.as_str());
+                let payload = json!({ "reservationId": id });
+                self.core
+                    .recorder
+                    .record(&envelope.action_id, journal_types::RESERVED, payload)?;
+                Ok(bound)
+            });
+        match bound {
             Ok(bound) => Ok(Reserved::new(
                 self.core,
                 self.preview,

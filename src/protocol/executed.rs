@@ -6,8 +6,11 @@ use super::Verified;
 use super::guard::ReservationGuard;
 use super::session::Core;
 use super::witness::{BoundLease, BoundReceipt, FreshPreview};
+use serde_json::json;
+
 use crate::ComputerUseError;
 use crate::contracts::ExecutionReceipt;
+use crate::eval::journal_types;
 use crate::runtime::ComputerUseRuntime;
 
 /// A mutation with a bound receipt, not yet verified.
@@ -56,6 +59,16 @@ impl<R: ComputerUseRuntime> Executed<R> {
             Ok(outcome) => outcome,
             Err(err) => return Err(self.guard.fail(err).await),
         };
+        self.core.recorder.note(
+            &envelope.action_id,
+            journal_types::VERIFIED,
+            json!({
+                "status": outcome.status(),
+                "verified": outcome.is_verified(),
+                "committed": outcome.is_committed(),
+                "receiptId": self.receipt.get().receipt_id,
+            }),
+        );
         let released = self.guard.release().await;
         self.core.runtime.action_ended(&envelope.action_id);
         if let Err(cleanup) = released {

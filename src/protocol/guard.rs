@@ -14,7 +14,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use tokio::sync::{mpsc, oneshot};
 
-use super::session::Core;
+use super::recorder::Recorder;
+use super::session::{Core, release_note};
 use crate::ComputerUseError;
 use crate::contracts::TargetReservation;
 use crate::runtime::ComputerUseRuntime;
@@ -79,15 +80,21 @@ pub(crate) fn spawn_reaper<R: ComputerUseRuntime>(
     handle: &tokio::runtime::Handle,
     runtime: Arc<R>,
     counters: Arc<ReleaseCounters>,
+    recorder: Recorder,
 ) -> mpsc::UnboundedSender<ReaperMessage> {
     let (sender, mut receiver) = mpsc::unbounded_channel();
     handle.spawn(async move {
         while let Some(message) = receiver.recv().await {
             match message {
                 ReaperMessage::Release(reservation) => match runtime.release_target(&reservation).await {
-                    Ok(()) => bump(&counters.reaped),
+                    Ok(()) => {
+                        bump(&counters.reaped);
+                        release_note(&recorder, &reservation, "reaper", None);
+                        runtime.action_ended(&reservation.intent_id);
+                    }
                     Err(err) => {
                         bump(&counters.reap_failed);
+                        release_note(&recorder, &reservation, "reaper", Some(&err));
                         tracing::warn!(
                             reservation_id = %reservation.reservation_id,
                             error = %err,
@@ -156,6 +163,7 @@ impl<R: ComputerUseRuntime> ReservationGuard<R> {
     pub(crate) async fn fail(self, primary: ComputerUseError) -> ComputerUseError {
         let core = Arc::clone(&self.core);
         let action_id = self.action_id.clone();
+        core.recorder.refusal(&action_id, &primary);
         let cleanup = self.release().await;
         core.runtime.action_ended(&action_id);
         ComputerUseError::with_cleanup(primary, cleanup)
@@ -168,7 +176,6 @@ impl<R: ComputerUseRuntime> Drop for ReservationGuard<R> {
             return;
         };
         bump(&self.core.counters.queued);
-        self.core.journal_released(&reservation, "queued", None);
         if self
             .core
             .reaper

@@ -7,8 +7,12 @@ use super::approval::Authority;
 use super::guard::ReservationGuard;
 use super::session::Core;
 use super::witness::{BoundLease, BoundReceipt, FreshPreview};
+use serde_json::json;
+
 use crate::ComputerUseError;
+use crate::contracts::ReceiptStatus;
 use crate::contracts::{ActionPreview, ControlLease};
+use crate::eval::journal_types;
 use crate::runtime::{ComputerUseRuntime, binding};
 
 /// An action holding its reservation and a validated lease.
@@ -67,10 +71,19 @@ impl<R: ComputerUseRuntime> Leased<R> {
     /// scope; immediately after, it binds the receipt. Any failure releases
     /// the reservation.
     pub async fn execute(self) -> Result<Executed<R>, ComputerUseError> {
-        if let Err(err) = self.revalidate() {
+        let envelope = self.preview.envelope();
+        let lease_id = &self.lease.get().lease_id;
+        // The start is recorded before the call: if it cannot be, the
+        // mutation does not happen.
+        let ready = self.revalidate().and_then(|()| {
+            let payload = json!({ "leaseId": lease_id });
+            self.core
+                .recorder
+                .record(&envelope.action_id, journal_types::STARTED, payload)
+        });
+        if let Err(err) = ready {
             return Err(self.guard.fail(err).await);
         }
-        let envelope = self.preview.envelope();
         let answer = self
             .core
             .runtime
@@ -80,6 +93,17 @@ impl<R: ComputerUseRuntime> Leased<R> {
             Ok(receipt) => receipt,
             Err(err) => return Err(self.guard.fail(err).await),
         };
+        let bound = receipt.get();
+        let event_type = if bound.status == ReceiptStatus::Committed {
+            journal_types::COMMITTED
+        } else {
+            journal_types::RECEIPT
+        };
+        self.core.recorder.note(
+            &envelope.action_id,
+            event_type,
+            json!({ "receiptId": bound.receipt_id, "leaseId": lease_id, "status": bound.status }),
+        );
         Ok(Executed::new(
             self.core,
             self.preview,

@@ -25,6 +25,7 @@ mod leased;
 mod observed;
 mod pending;
 mod previewed;
+mod recorder;
 mod reserved;
 mod route;
 mod session;

@@ -5,7 +5,11 @@ use std::sync::Arc;
 use super::Previewed;
 use super::session::Core;
 use super::witness::FreshPreview;
+use serde_json::json;
+
 use crate::ComputerUseError;
+use crate::contracts::ActionEnvelope;
+use crate::eval::journal_types;
 use crate::runtime::{ActionRequest, ComputerUseRuntime, Observations, ProposedAction};
 
 /// The result of one observation round, ready to preview an action.
@@ -46,44 +50,73 @@ impl<R: ComputerUseRuntime> Observed<R> {
             action,
         };
         let preview = core.runtime.preview_action(&request).await?;
-        let envelope = &preview.envelope;
-        let proposed = &request.action;
-        if let Some(action_id) = &proposed.action_id
-            && action_id != &envelope.action_id
-        {
-            return Err(mismatch("actionId", action_id, &envelope.action_id));
-        }
-        if proposed.tool != envelope.tool {
-            return Err(mismatch("tool", &proposed.tool, &envelope.tool));
-        }
-        if proposed.mode != envelope.requested_mode {
-            return Err(mismatch(
-                "requestedMode",
-                proposed.mode.as_str(),
-                envelope.requested_mode.as_str(),
-            ));
-        }
-        for (field, expected, actual) in [
-            ("agentId", &request.agent_id, &envelope.agent_id),
-            (
-                "executionGroupId",
-                &request.execution_group_id,
-                &envelope.execution_group_id,
-            ),
-        ] {
-            if let (Some(expected), Some(actual)) = (expected, actual)
-                && expected != actual
-            {
-                return Err(mismatch(field, expected, actual));
+        let action_id = preview.envelope.action_id.clone();
+        let bound = bind_to_request(&request, &preview.envelope).and_then(|()| {
+            FreshPreview::check(
+                preview,
+                &core.session_id,
+                core.identity().principal_id(),
+                core.now(),
+            )
+        });
+        let fresh = match bound {
+            Ok(fresh) => fresh,
+            Err(err) => {
+                core.recorder.refusal(&action_id, &err);
+                core.runtime.action_ended(&action_id);
+                return Err(err);
             }
-        }
-        let now = core.now();
-        let fresh = FreshPreview::check(
-            preview,
-            &core.session_id,
-            core.identity().principal_id(),
-            now,
+        };
+        let previewed = fresh.get();
+        core.recorder.record(
+            &action_id,
+            journal_types::PREVIEWED,
+            json!({
+                "argsDigest": previewed.envelope.args_digest,
+                "policyDigest": previewed.policy.policy_digest,
+                "executable": previewed.executable,
+                "blocker": previewed.blocker,
+            }),
         )?;
         Ok(Previewed::new(core, fresh))
     }
+}
+
+/// The envelope is about the action that was proposed: same id (when one was
+/// given), tool and mode, and the same agent and group when both name one.
+fn bind_to_request(
+    request: &ActionRequest,
+    envelope: &ActionEnvelope,
+) -> Result<(), ComputerUseError> {
+    let proposed = &request.action;
+    if let Some(action_id) = &proposed.action_id
+        && action_id != &envelope.action_id
+    {
+        return Err(mismatch("actionId", action_id, &envelope.action_id));
+    }
+    if proposed.tool != envelope.tool {
+        return Err(mismatch("tool", &proposed.tool, &envelope.tool));
+    }
+    if proposed.mode != envelope.requested_mode {
+        return Err(mismatch(
+            "requestedMode",
+            proposed.mode.as_str(),
+            envelope.requested_mode.as_str(),
+        ));
+    }
+    for (field, expected, actual) in [
+        ("agentId", &request.agent_id, &envelope.agent_id),
+        (
+            "executionGroupId",
+            &request.execution_group_id,
+            &envelope.execution_group_id,
+        ),
+    ] {
+        if let (Some(expected), Some(actual)) = (expected, actual)
+            && expected != actual
+        {
+            return Err(mismatch(field, expected, actual));
+        }
+    }
+    Ok(())
 }

@@ -3,12 +3,15 @@
 use std::sync::Arc;
 
 use super::Approved;
-use super::approval::{Approval, Authority};
+use super::approval::{Approval, ApprovalSource, Authority};
 use super::checkpoint::{CheckpointBody, CheckpointId, CheckpointStore, seal_record};
 use super::session::Core;
 use super::witness::FreshPreview;
+use serde_json::json;
+
 use crate::ComputerUseError;
 use crate::contracts::{ActionPreview, blockers};
+use crate::eval::journal_types;
 use crate::runtime::ComputerUseRuntime;
 
 /// An action that needs approval. Nothing has been reserved, leased or run.
@@ -68,10 +71,22 @@ impl<R: ComputerUseRuntime> PendingApproval<R> {
     /// Adds the approval. Both digests must match this preview, and the
     /// preview must still be fresh (the wait for a person can outlast it).
     pub fn approve(self, approval: Approval) -> Result<Approved<R>, ComputerUseError> {
-        approval.check_against(self.preview.get())?;
-        crate::runtime::binding::validate_envelope_freshness_at(
-            self.preview.envelope(),
-            self.core.now(),
+        let envelope = self.preview.envelope();
+        let checked = approval.check_against(self.preview.get()).and_then(|()| {
+            crate::runtime::binding::validate_envelope_freshness_at(envelope, self.core.now())
+        });
+        if let Err(err) = checked {
+            self.core.recorder.refusal(&envelope.action_id, &err);
+            return Err(err);
+        }
+        let authority = match approval.source() {
+            ApprovalSource::Grant(_) => "grant",
+            ApprovalSource::RuntimeHeld => "runtime",
+        };
+        self.core.recorder.record(
+            &envelope.action_id,
+            journal_types::APPROVED,
+            json!({ "authority": authority, "grantId": approval.grant_id() }),
         )?;
         Ok(Approved::new(
             self.core,

@@ -7,7 +7,10 @@ use super::route::{Blocked, Route};
 use super::session::Core;
 use super::witness::FreshPreview;
 use super::{Approved, PendingApproval};
+use serde_json::json;
+
 use crate::contracts::{ActionPreview, PolicyVerdict, blockers};
+use crate::eval::journal_types;
 use crate::runtime::ComputerUseRuntime;
 
 /// A bound, fresh preview waiting to be routed.
@@ -32,14 +35,34 @@ impl<R: ComputerUseRuntime> Previewed<R> {
     /// anything else is blocked, with the blocker and the policy's reasons.
     pub fn route(self) -> Route<R> {
         let preview = self.preview.get();
+        let action_id = preview.envelope.action_id.clone();
+        let recorder = &self.core.recorder;
         let denied = preview.policy.decision == PolicyVerdict::Deny;
         if preview.executable && !denied {
+            recorder.note(
+                &action_id,
+                journal_types::APPROVED,
+                json!({ "authority": "policy" }),
+            );
             return Route::Allowed(Approved::new(self.core, self.preview, Authority::Policy));
         }
         if !denied && preview.blocker.as_deref() == Some(blockers::APPROVAL_REQUIRED) {
+            recorder.note(
+                &action_id,
+                journal_types::APPROVAL_REQUIRED,
+                json!({
+                    "actionDigest": preview.envelope.args_digest,
+                    "policyDigest": preview.policy.policy_digest,
+                }),
+            );
             return Route::NeedsApproval(PendingApproval::new(self.core, self.preview));
         }
-        self.core.runtime.action_ended(&preview.envelope.action_id);
+        recorder.note(
+            &action_id,
+            journal_types::BLOCKED,
+            json!({ "blocker": preview.blocker, "reasons": preview.policy.reasons }),
+        );
+        self.core.runtime.action_ended(&action_id);
         Route::Blocked(Blocked::new(self.preview))
     }
 }

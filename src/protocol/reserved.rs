@@ -7,8 +7,11 @@ use super::approval::Authority;
 use super::guard::ReservationGuard;
 use super::session::Core;
 use super::witness::{BoundLease, BoundReservation, FreshPreview};
+use serde_json::json;
+
 use crate::ComputerUseError;
 use crate::contracts::{ActionPreview, TargetReservation};
+use crate::eval::journal_types;
 use crate::runtime::ComputerUseRuntime;
 
 /// An action holding a validated reservation of its target.
@@ -56,7 +59,14 @@ impl<R: ComputerUseRuntime> Reserved<R> {
             Ok(lease) => lease,
             Err(err) => return Err(self.guard.fail(err).await),
         };
-        match BoundLease::check(lease, envelope, self.core.now()) {
+        let bound = BoundLease::check(lease, envelope, self.core.now()).and_then(|bound| {
+            let payload = json!({ "leaseId": bound.get().lease_id });
+            self.core
+                .recorder
+                .record(&envelope.action_id, journal_types::LEASED, payload)?;
+            Ok(bound)
+        });
+        match bound {
             Ok(bound) => Ok(Leased::new(
                 self.core,
                 self.preview,

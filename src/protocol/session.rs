@@ -7,10 +7,12 @@ use tokio::sync::{mpsc, oneshot};
 use super::approval::Approval;
 use super::checkpoint::{CheckpointId, CheckpointStore, SealingKey, open_record};
 use super::guard::{ReaperMessage, ReleaseCounters, ReleaseStats, spawn_reaper};
+use super::recorder::Recorder;
 use super::{Approved, Observed, PendingApproval};
 use crate::auth::{Scope, ScopeAuthorizer};
 use crate::clock::{Clock, SystemClock};
 use crate::contracts::{ExecutionMode, TargetReservation, WindowId};
+use crate::eval::Journal;
 use crate::runtime::{ComputerUseRuntime, ObservationScope, Observations};
 use crate::{ComputerUseError, VerifiedIdentity};
 
@@ -27,6 +29,7 @@ pub(crate) struct Core<R: ComputerUseRuntime> {
     pub(crate) key: SealingKey,
     pub(crate) reaper: mpsc::UnboundedSender<ReaperMessage>,
     pub(crate) counters: Arc<ReleaseCounters>,
+    pub(crate) recorder: Recorder,
 }
 
 impl<R: ComputerUseRuntime> Core<R> {
@@ -51,15 +54,35 @@ impl<R: ComputerUseRuntime> Core<R> {
         how: &str,
         error: Option<&ComputerUseError>,
     ) {
-        match error {
-            None => {
-                tracing::debug!(reservation_id = %reservation.reservation_id, how, "reservation released")
-            }
-            Some(err) => {
-                tracing::warn!(reservation_id = %reservation.reservation_id, how, error = %err, "reservation release failed")
-            }
+        release_note(&self.recorder, reservation, how, error);
+    }
+}
+
+/// Logs and journals one release (explicit, or by the reaper).
+pub(crate) fn release_note(
+    recorder: &Recorder,
+    reservation: &TargetReservation,
+    how: &str,
+    error: Option<&ComputerUseError>,
+) {
+    match error {
+        None => {
+            tracing::debug!(reservation_id = %reservation.reservation_id, how, "reservation released")
+        }
+        Some(err) => {
+            tracing::warn!(reservation_id = %reservation.reservation_id, how, error = %err, "reservation release failed")
         }
     }
+    recorder.note(
+        &reservation.intent_id,
+        crate::eval::journal_types::RELEASED,
+        serde_json::json!({
+            "reservationId": reservation.reservation_id,
+            "how": how,
+            "ok": error.is_none(),
+            "errorClass": error.map(ComputerUseError::class),
+        }),
+    );
 }
 
 /// One governed session with a runtime. Start chains with
@@ -82,9 +105,16 @@ pub struct SessionBuilder<R: ComputerUseRuntime> {
     execution_group_id: Option<String>,
     target_app_id: Option<String>,
     target_window_id: Option<WindowId>,
+    journal: Option<Arc<Journal>>,
 }
 
 impl<R: ComputerUseRuntime> SessionBuilder<R> {
+    /// Records every transition in `journal`.
+    pub fn journal(mut self, journal: Arc<Journal>) -> Self {
+        self.journal = Some(journal);
+        self
+    }
+
     /// Reads time from `clock` instead of the system clock.
     pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.clock = clock;
@@ -126,7 +156,18 @@ impl<R: ComputerUseRuntime> SessionBuilder<R> {
             }
         })?;
         let counters = Arc::new(ReleaseCounters::default());
-        let reaper = spawn_reaper(&handle, Arc::clone(&self.runtime), Arc::clone(&counters));
+        let recorder = Recorder::new(
+            self.journal,
+            self.runtime_session_id.clone(),
+            self.authorizer.identity().principal_id().to_owned(),
+            Arc::clone(&self.clock),
+        );
+        let reaper = spawn_reaper(
+            &handle,
+            Arc::clone(&self.runtime),
+            Arc::clone(&counters),
+            recorder.clone(),
+        );
         Ok(Session {
             core: Arc::new(Core {
                 runtime: self.runtime,
@@ -140,6 +181,7 @@ impl<R: ComputerUseRuntime> SessionBuilder<R> {
                 key: self.key,
                 reaper,
                 counters,
+                recorder,
             }),
         })
     }
@@ -165,6 +207,7 @@ impl<R: ComputerUseRuntime> Session<R> {
             execution_group_id: None,
             target_app_id: None,
             target_window_id: None,
+            journal: None,
         }
     }
 
@@ -245,6 +288,12 @@ impl<R: ComputerUseRuntime> Session<R> {
         }
         let pending = PendingApproval::restore(Arc::clone(&self.core), body.preview)?;
         pending.approve(approval)
+    }
+
+    /// Journal writes that failed after a mutation had already happened
+    /// (before it, a failed write stops the chain instead).
+    pub fn journal_failures(&self) -> u64 {
+        self.core.recorder.failures()
     }
 
     /// How this session's reservations were released so far.

@@ -1060,14 +1060,19 @@ impl SimState {
             "action.committed",
             json!({ "receiptId": receipt.receipt_id, "leaseId": lease_id }),
         );
-        if let Some(verification) = result.get("verification") {
-            self.event(
-                &action.session_id,
-                Some(&action_id),
-                "action.verified",
-                json!({ "verified": verification["satisfied"], "method": "simulated_state", "receiptId": receipt.receipt_id }),
-            );
-        }
+        // The server always reports its own check; without a postcondition
+        // there is nothing it could observe, and it says so.
+        let (verified, method) = match result.get("verification") {
+            Some(verification) => (verification["satisfied"].clone(), "simulated_state"),
+            None => (json!(false), "no_postcondition"),
+        };
+        self.event(
+            &action.session_id,
+            Some(&action_id),
+            "action.verified",
+            json!({ "verified": verified, "method": method, "receiptId": receipt.receipt_id }),
+        );
+
         if self.config.has(Fault::CrashAfterCommit) {
             return Err(SimError::crash("injected crash after the commit"));
         }

@@ -1,0 +1,318 @@
+//! The audit journal: every transition of a session, hash-chained.
+//!
+//! Each entry carries the digest of the one before it, so editing, deleting
+//! or reordering an entry breaks the chain at that point, and truncating the
+//! end is caught by comparing the last digest (the head) with one stored
+//! elsewhere. Entries hold ids, digests and outcomes only: never action
+//! arguments, never values, never a bearer token.
+//!
+//! # Event types, in the order a correct chain writes them
+//!
+//! | type | payload | written |
+//! | --- | --- | --- |
+//! | `action.previewed` | `argsDigest`, `policyDigest`, `executable`, `blocker` | when a preview is bound |
+//! | `action.approval_required` | `actionDigest`, `policyDigest` | when the route waits for a person |
+//! | `action.blocked` | `blocker`, `reasons` | when the route blocks |
+//! | `action.approved` | `authority` (`policy`, `grant`, `runtime`), `grantId` | when the action may run |
+//! | `target.reserved` | `reservationId` (absent when none was needed) | after the reservation is bound |
+//! | `lease.acquired` | `leaseId` | after the lease is bound |
+//! | `action.started` | `leaseId` | immediately before the single mutation |
+//! | `action.committed` | `receiptId`, `leaseId`, `status` | after the receipt is bound |
+//! | `action.verified` | `status`, `verified`, `committed`, `receiptId` | after verification |
+//! | `target.released` | `reservationId`, `how` (`explicit`, `reaper`), `ok`, `errorClass` | after each release |
+//! | `action.refused` | `errorClass`, `field`, `refusalCode` | when a transition fails |
+//!
+//! A correct chain therefore evaluates clean under
+//! [`super::ComputerUseEvaluator`]: its `action.started` carries the lease,
+//! its one `action.committed` follows the start and is followed by
+//! `action.verified`.
+
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::ComputerUseError;
+use crate::contracts::SessionEvent;
+use crate::digest::{canonical_json_of, sha256_prefixed};
+
+/// Event type names the journal writes.
+pub mod journal_types {
+    #![allow(missing_docs)]
+    pub const PREVIEWED: &str = "action.previewed";
+    pub const APPROVAL_REQUIRED: &str = "action.approval_required";
+    pub const BLOCKED: &str = "action.blocked";
+    pub const APPROVED: &str = "action.approved";
+    pub const RESERVED: &str = "target.reserved";
+    pub const LEASED: &str = "lease.acquired";
+    pub const STARTED: &str = "action.started";
+    pub const COMMITTED: &str = "action.committed";
+    pub const RECEIPT: &str = "action.receipt";
+    pub const VERIFIED: &str = "action.verified";
+    pub const RELEASED: &str = "target.released";
+    pub const REFUSED: &str = "action.refused";
+}
+
+/// The `previous` of the first entry.
+pub const GENESIS: &str = "sha256:0000000000000000000000000000000000000000000000000000000000000000";
+
+/// One journal entry.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct JournalEntry {
+    /// The digest of the entry before this one ([`GENESIS`] for the first).
+    pub previous: String,
+    /// What happened.
+    pub event: SessionEvent,
+    /// `sha256:` of the canonical JSON of `{previous, event}`.
+    pub digest: String,
+}
+
+fn entry_digest(previous: &str, event: &SessionEvent) -> Result<String, ComputerUseError> {
+    Ok(sha256_prefixed(canonical_json_of(
+        &json!({ "previous": previous, "event": event }),
+    )?))
+}
+
+/// Where entries go.
+pub trait JournalSink: Send + Sync {
+    /// Stores one entry durably before returning.
+    fn append(&self, entry: &JournalEntry) -> Result<(), ComputerUseError>;
+}
+
+/// Entries kept in memory.
+#[derive(Debug, Default)]
+pub struct MemoryJournal {
+    entries: Mutex<Vec<JournalEntry>>,
+}
+
+impl MemoryJournal {
+    /// An empty journal.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Every entry so far.
+    pub fn entries(&self) -> Vec<JournalEntry> {
+        self.entries
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+}
+
+impl JournalSink for MemoryJournal {
+    fn append(&self, entry: &JournalEntry) -> Result<(), ComputerUseError> {
+        self.entries
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(entry.clone());
+        Ok(())
+    }
+}
+
+/// Entries appended to a JSON-lines file, flushed and synced per entry.
+#[derive(Debug)]
+pub struct FileJournal {
+    file: Mutex<File>,
+    path: String,
+}
+
+fn io(path: &str, doing: &str, err: std::io::Error) -> ComputerUseError {
+    ComputerUseError::Transport {
+        operation: format!("journal {doing} {path}"),
+        message: err.to_string(),
+    }
+}
+
+impl FileJournal {
+    /// Opens `path` for appending, creating it if needed.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, ComputerUseError> {
+        let display = path.as_ref().display().to_string();
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .map_err(|e| io(&display, "open", e))?;
+        Ok(Self {
+            file: Mutex::new(file),
+            path: display,
+        })
+    }
+}
+
+impl JournalSink for FileJournal {
+    fn append(&self, entry: &JournalEntry) -> Result<(), ComputerUseError> {
+        let mut line = serde_json::to_string(entry)
+            .map_err(|e| ComputerUseError::decode("journal entry", e))?;
+        line.push('\n');
+        let mut file = self.file.lock().unwrap_or_else(|p| p.into_inner());
+        file.write_all(line.as_bytes())
+            .map_err(|e| io(&self.path, "write", e))?;
+        file.flush().map_err(|e| io(&self.path, "flush", e))?;
+        file.sync_data().map_err(|e| io(&self.path, "sync", e))
+    }
+}
+
+/// Reads every entry of a journal file.
+pub fn read_journal(path: impl AsRef<Path>) -> Result<Vec<JournalEntry>, ComputerUseError> {
+    let display = path.as_ref().display().to_string();
+    let file = File::open(&path).map_err(|e| io(&display, "open", e))?;
+    let mut entries = Vec::new();
+    for (index, line) in BufReader::new(file).lines().enumerate() {
+        let line = line.map_err(|e| io(&display, "read", e))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let entry = serde_json::from_str(&line)
+            .map_err(|e| ComputerUseError::decode(format!("{display} line {}", index + 1), e))?;
+        entries.push(entry);
+    }
+    Ok(entries)
+}
+
+/// Checks the chain: sequence numbers 1, 2, 3, …, each `previous` equal to
+/// the digest before it, each digest recomputed. With `expected_head`, the
+/// last digest must equal it (this catches truncation). Returns the head.
+pub fn verify_journal(
+    entries: &[JournalEntry],
+    expected_head: Option<&str>,
+) -> Result<String, ComputerUseError> {
+    let mut previous = GENESIS.to_owned();
+    for (index, entry) in entries.iter().enumerate() {
+        let position = index as u64 + 1;
+        let broken = |field: &'static str, expected: String, actual: String| {
+            ComputerUseError::IdentityMismatch {
+                object: "JournalEntry",
+                field,
+                expected,
+                actual: format!("{actual} (entry {position})"),
+            }
+        };
+        if entry.event.sequence != position {
+            return Err(broken(
+                "sequence",
+                position.to_string(),
+                entry.event.sequence.to_string(),
+            ));
+        }
+        if entry.previous != previous {
+            return Err(broken("previous", previous, entry.previous.clone()));
+        }
+        let digest = entry_digest(&entry.previous, &entry.event)?;
+        if digest != entry.digest {
+            return Err(broken("digest", digest, entry.digest.clone()));
+        }
+        previous = digest;
+    }
+    if let Some(head) = expected_head
+        && head != previous
+    {
+        return Err(ComputerUseError::IdentityMismatch {
+            object: "Journal",
+            field: "head",
+            expected: head.to_owned(),
+            actual: previous,
+        });
+    }
+    Ok(previous)
+}
+
+/// The events of `entries`, for the evaluator.
+pub fn journal_events(entries: &[JournalEntry]) -> Vec<SessionEvent> {
+    entries.iter().map(|e| e.event.clone()).collect()
+}
+
+struct ChainState {
+    sequence: u64,
+    head: String,
+}
+
+/// Appends hash-chained entries to a sink.
+pub struct Journal {
+    sink: Arc<dyn JournalSink>,
+    state: Mutex<ChainState>,
+}
+
+impl std::fmt::Debug for Journal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Journal")
+            .field("head", &self.head())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Journal {
+    /// A new chain in `sink`.
+    pub fn new(sink: Arc<dyn JournalSink>) -> Self {
+        Self {
+            sink,
+            state: Mutex::new(ChainState {
+                sequence: 0,
+                head: GENESIS.to_owned(),
+            }),
+        }
+    }
+
+    /// Continues the chain of `existing` (verified first) in `sink`.
+    pub fn continuing(
+        sink: Arc<dyn JournalSink>,
+        existing: &[JournalEntry],
+    ) -> Result<Self, ComputerUseError> {
+        let head = verify_journal(existing, None)?;
+        Ok(Self {
+            sink,
+            state: Mutex::new(ChainState {
+                sequence: existing.len() as u64,
+                head,
+            }),
+        })
+    }
+
+    /// The digest of the last entry (store it elsewhere to detect truncation).
+    pub fn head(&self) -> String {
+        self.state
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .head
+            .clone()
+    }
+
+    /// Appends one event. The sink has stored it when this returns `Ok`.
+    pub fn record(
+        &self,
+        session_id: &str,
+        principal_id: &str,
+        action_id: Option<&str>,
+        event_type: &str,
+        at: String,
+        payload: Value,
+    ) -> Result<(), ComputerUseError> {
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let sequence = state.sequence + 1;
+        let event = SessionEvent {
+            schema_version: 1,
+            event_id: format!("journal-{sequence}"),
+            sequence,
+            session_id: session_id.to_owned(),
+            action_id: action_id.map(str::to_owned),
+            event_type: event_type.to_owned(),
+            at,
+            principal_id: principal_id.to_owned(),
+            payload: Some(payload),
+        };
+        let digest = entry_digest(&state.head, &event)?;
+        let entry = JournalEntry {
+            previous: state.head.clone(),
+            event,
+            digest,
+        };
+        self.sink.append(&entry)?;
+        state.sequence = sequence;
+        state.head = entry.digest;
+        Ok(())
+    }
+}
