@@ -301,7 +301,10 @@ async fn a_preview_that_expires_while_waiting_for_approval_is_refused() {
 #[tokio::test]
 async fn expiry_during_lease_acquisition_is_caught_at_execute() {
     let rig = rig();
-    rig.runtime.script().advance_clock_on_lease = Some(Duration::seconds(31));
+    rig.runtime
+        .script()
+        .advance_clock_on
+        .insert(Call::Lease, Duration::seconds(31));
     rig.runtime.script().lease = Some(Arc::new(|l: &mut ControlLease| {
         l.expires_at = "2026-07-13T10:05:00Z".into();
     }));

@@ -8,6 +8,7 @@
 //! holds it on decoding *and* on construction: the validated type is built
 //! only through `TryFrom` its plain `*Fields` form, and serde goes the same way.
 
+pub mod bounds;
 pub mod case;
 mod corpus;
 mod envelope;

@@ -46,9 +46,10 @@ impl<R: ComputerUseRuntime> Approved<R> {
     /// checks is still released.
     pub async fn reserve(self) -> Result<Reserved<R>, ComputerUseError> {
         let envelope = self.preview.envelope();
-        let checked = self.core.authorize(envelope.requested_mode).and_then(|()| {
-            crate::runtime::binding::validate_envelope_freshness_at(envelope, self.core.now())
-        });
+        let checked = self
+            .core
+            .authorize(envelope.requested_mode)
+            .and_then(|()| self.preview.recheck(self.core.now()));
         let answer = match checked {
             Ok(()) => self.core.runtime.reserve_target(envelope).await,
             Err(err) => Err(err),
@@ -65,7 +66,7 @@ impl<R: ComputerUseRuntime> Approved<R> {
         let bound = BoundReservation::check(guard.reservation(), envelope, self.core.now())
             .and_then(|bound| {
                 let id = guard.reservation().map(|r| r.reservation_id.as_str());
-                let payload = json!({ "reservationId": id });
+                let payload = || json!({ "reservationId": id });
                 self.core
                     .recorder
                     .record(&envelope.action_id, journal_types::RESERVED, payload)?;

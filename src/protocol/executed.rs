@@ -59,16 +59,16 @@ impl<R: ComputerUseRuntime> Executed<R> {
             Ok(outcome) => outcome,
             Err(err) => return Err(self.guard.fail(err).await),
         };
-        self.core.recorder.note(
-            &envelope.action_id,
-            journal_types::VERIFIED,
-            json!({
-                "status": outcome.status(),
-                "verified": outcome.is_verified(),
-                "committed": outcome.is_committed(),
-                "receiptId": self.receipt.get().receipt_id,
-            }),
-        );
+        self.core
+            .recorder
+            .note(&envelope.action_id, journal_types::VERIFIED, || {
+                json!({
+                    "status": outcome.status(),
+                    "verified": outcome.is_verified(),
+                    "committed": outcome.is_committed(),
+                    "receiptId": self.receipt.get().receipt_id,
+                })
+            });
         let released = self.guard.release().await;
         self.core.runtime.action_ended(&envelope.action_id);
         if let Err(cleanup) = released {

@@ -114,7 +114,7 @@ pub(crate) fn spawn_reaper<R: ComputerUseRuntime>(
 /// Holds an accepted reservation until it is released.
 #[must_use = "dropping a reservation guard queues the release on the session's reaper instead of awaiting it"]
 pub(crate) struct ReservationGuard<R: ComputerUseRuntime> {
-    reservation: Option<TargetReservation>,
+    reservation: Option<Box<TargetReservation>>,
     action_id: String,
     core: Arc<Core<R>>,
 }
@@ -127,20 +127,20 @@ impl<R: ComputerUseRuntime> ReservationGuard<R> {
         reservation: Option<TargetReservation>,
     ) -> Self {
         Self {
-            reservation,
+            reservation: reservation.map(Box::new),
             action_id: action_id.to_owned(),
             core,
         }
     }
 
     pub(crate) fn reservation(&self) -> Option<&TargetReservation> {
-        self.reservation.as_ref()
+        self.reservation.as_deref()
     }
 
     /// Releases the reservation and reports how that went. A guard with no
     /// reservation releases nothing and succeeds.
     pub(crate) async fn release(mut self) -> Result<(), ComputerUseError> {
-        let Some(reservation) = self.reservation.as_ref() else {
+        let Some(reservation) = self.reservation.as_deref() else {
             return Ok(());
         };
         // The reservation stays in the guard while the call is in flight: if
@@ -179,7 +179,7 @@ impl<R: ComputerUseRuntime> Drop for ReservationGuard<R> {
         if self
             .core
             .reaper
-            .send(ReaperMessage::Release(Box::new(reservation)))
+            .send(ReaperMessage::Release(reservation))
             .is_err()
         {
             bump(&self.core.counters.lost);

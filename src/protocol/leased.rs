@@ -6,14 +6,14 @@ use super::Executed;
 use super::approval::Authority;
 use super::guard::ReservationGuard;
 use super::session::Core;
-use super::witness::{BoundLease, BoundReceipt, FreshPreview};
+use super::witness::{BoundLease, BoundReceipt, BoundReservation, FreshPreview};
 use serde_json::json;
 
 use crate::ComputerUseError;
 use crate::contracts::ReceiptStatus;
 use crate::contracts::{ActionPreview, ControlLease};
 use crate::eval::journal_types;
-use crate::runtime::{ComputerUseRuntime, binding};
+use crate::runtime::ComputerUseRuntime;
 
 /// An action holding its reservation and a validated lease.
 #[must_use = "dropping a leased action queues its reservation on the session's reaper"]
@@ -22,6 +22,7 @@ pub struct Leased<R: ComputerUseRuntime> {
     preview: FreshPreview,
     authority: Authority,
     guard: ReservationGuard<R>,
+    reservation: BoundReservation,
     lease: BoundLease,
 }
 
@@ -31,6 +32,7 @@ impl<R: ComputerUseRuntime> Leased<R> {
         preview: FreshPreview,
         authority: Authority,
         guard: ReservationGuard<R>,
+        reservation: BoundReservation,
         lease: BoundLease,
     ) -> Self {
         Self {
@@ -38,6 +40,7 @@ impl<R: ComputerUseRuntime> Leased<R> {
             preview,
             authority,
             guard,
+            reservation,
             lease,
         }
     }
@@ -57,11 +60,10 @@ impl<R: ComputerUseRuntime> Leased<R> {
     fn revalidate(&self) -> Result<(), ComputerUseError> {
         let now = self.core.now();
         let envelope = self.preview.envelope();
-        binding::validate_envelope_freshness_at(envelope, now)?;
+        self.preview.recheck(now)?;
         self.lease.recheck(envelope, now)?;
-        if let Some(reservation) = self.guard.reservation() {
-            binding::validate_reservation_at(reservation, envelope, now)?;
-        }
+        self.reservation
+            .recheck(self.guard.reservation(), envelope, now)?;
         self.authority.check(self.preview.get())?;
         self.core.authorize(envelope.requested_mode)
     }
@@ -76,7 +78,7 @@ impl<R: ComputerUseRuntime> Leased<R> {
         // The start is recorded before the call: if it cannot be, the
         // mutation does not happen.
         let ready = self.revalidate().and_then(|()| {
-            let payload = json!({ "leaseId": lease_id });
+            let payload = || json!({ "leaseId": lease_id });
             self.core
                 .recorder
                 .record(&envelope.action_id, journal_types::STARTED, payload)
@@ -102,7 +104,7 @@ impl<R: ComputerUseRuntime> Leased<R> {
         self.core.recorder.note(
             &envelope.action_id,
             event_type,
-            json!({ "receiptId": bound.receipt_id, "leaseId": lease_id, "status": bound.status }),
+            || json!({ "receiptId": bound.receipt_id, "leaseId": lease_id, "status": bound.status }),
         );
         Ok(Executed::new(
             self.core,

@@ -68,16 +68,15 @@ impl<R: ComputerUseRuntime> Observed<R> {
             }
         };
         let previewed = fresh.get();
-        core.recorder.record(
-            &action_id,
-            journal_types::PREVIEWED,
-            json!({
-                "argsDigest": previewed.envelope.args_digest,
-                "policyDigest": previewed.policy.policy_digest,
-                "executable": previewed.executable,
-                "blocker": previewed.blocker,
-            }),
-        )?;
+        core.recorder
+            .record(&action_id, journal_types::PREVIEWED, || {
+                json!({
+                    "argsDigest": previewed.envelope.args_digest,
+                    "policyDigest": previewed.policy.policy_digest,
+                    "executable": previewed.executable,
+                    "blocker": previewed.blocker,
+                })
+            })?;
         Ok(Previewed::new(core, fresh))
     }
 }

@@ -72,9 +72,9 @@ impl<R: ComputerUseRuntime> PendingApproval<R> {
     /// preview must still be fresh (the wait for a person can outlast it).
     pub fn approve(self, approval: Approval) -> Result<Approved<R>, ComputerUseError> {
         let envelope = self.preview.envelope();
-        let checked = approval.check_against(self.preview.get()).and_then(|()| {
-            crate::runtime::binding::validate_envelope_freshness_at(envelope, self.core.now())
-        });
+        let checked = approval
+            .check_against(self.preview.get())
+            .and_then(|()| self.preview.recheck(self.core.now()));
         if let Err(err) = checked {
             self.core.recorder.refusal(&envelope.action_id, &err);
             return Err(err);
@@ -86,7 +86,7 @@ impl<R: ComputerUseRuntime> PendingApproval<R> {
         self.core.recorder.record(
             &envelope.action_id,
             journal_types::APPROVED,
-            json!({ "authority": authority, "grantId": approval.grant_id() }),
+            || json!({ "authority": authority, "grantId": approval.grant_id() }),
         )?;
         Ok(Approved::new(
             self.core,

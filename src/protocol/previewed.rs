@@ -42,25 +42,23 @@ impl<R: ComputerUseRuntime> Previewed<R> {
             recorder.note(
                 &action_id,
                 journal_types::APPROVED,
-                json!({ "authority": "policy" }),
+                || json!({ "authority": "policy" }),
             );
             return Route::Allowed(Approved::new(self.core, self.preview, Authority::Policy));
         }
         if !denied && preview.blocker.as_deref() == Some(blockers::APPROVAL_REQUIRED) {
-            recorder.note(
-                &action_id,
-                journal_types::APPROVAL_REQUIRED,
+            recorder.note(&action_id, journal_types::APPROVAL_REQUIRED, || {
                 json!({
                     "actionDigest": preview.envelope.args_digest,
                     "policyDigest": preview.policy.policy_digest,
-                }),
-            );
+                })
+            });
             return Route::NeedsApproval(PendingApproval::new(self.core, self.preview));
         }
         recorder.note(
             &action_id,
             journal_types::BLOCKED,
-            json!({ "blocker": preview.blocker, "reasons": preview.policy.reasons }),
+            || json!({ "blocker": preview.blocker, "reasons": preview.policy.reasons }),
         );
         self.core.runtime.action_ended(&action_id);
         Route::Blocked(Blocked::new(self.preview))

@@ -44,7 +44,7 @@ impl Recorder {
         &self,
         action_id: &str,
         event_type: &str,
-        payload: Value,
+        payload: impl FnOnce() -> Value,
     ) -> Result<(), ComputerUseError> {
         let Some(journal) = &self.journal else {
             return Ok(());
@@ -56,12 +56,12 @@ impl Recorder {
             Some(action_id),
             event_type,
             at,
-            payload,
+            payload(),
         )
     }
 
     /// Records an event whose loss must not change the chain's result.
-    pub(crate) fn note(&self, action_id: &str, event_type: &str, payload: Value) {
+    pub(crate) fn note(&self, action_id: &str, event_type: &str, payload: impl FnOnce() -> Value) {
         if let Err(err) = self.record(action_id, event_type, payload) {
             self.failures.fetch_add(1, Ordering::Relaxed);
             tracing::error!(action_id, event_type, error = %err, "the audit journal could not record an event");
@@ -70,15 +70,13 @@ impl Recorder {
 
     /// Records why a transition failed.
     pub(crate) fn refusal(&self, action_id: &str, err: &ComputerUseError) {
-        self.note(
-            action_id,
-            journal_types::REFUSED,
+        self.note(action_id, journal_types::REFUSED, || {
             json!({
                 "errorClass": err.class(),
                 "field": err.field(),
                 "refusalCode": err.refusal_code(),
-            }),
-        );
+            })
+        });
     }
 
     /// Journal writes that failed after the point of no return.

@@ -21,7 +21,7 @@ pub struct Reserved<R: ComputerUseRuntime> {
     preview: FreshPreview,
     authority: Authority,
     guard: ReservationGuard<R>,
-    _reservation: BoundReservation,
+    reservation: BoundReservation,
 }
 
 impl<R: ComputerUseRuntime> Reserved<R> {
@@ -37,7 +37,7 @@ impl<R: ComputerUseRuntime> Reserved<R> {
             preview,
             authority,
             guard,
-            _reservation: reservation,
+            reservation,
         }
     }
 
@@ -60,7 +60,7 @@ impl<R: ComputerUseRuntime> Reserved<R> {
             Err(err) => return Err(self.guard.fail(err).await),
         };
         let bound = BoundLease::check(lease, envelope, self.core.now()).and_then(|bound| {
-            let payload = json!({ "leaseId": bound.get().lease_id });
+            let payload = || json!({ "leaseId": bound.get().lease_id });
             self.core
                 .recorder
                 .record(&envelope.action_id, journal_types::LEASED, payload)?;
@@ -72,6 +72,7 @@ impl<R: ComputerUseRuntime> Reserved<R> {
                 self.preview,
                 self.authority,
                 self.guard,
+                self.reservation,
                 bound,
             )),
             Err(err) => Err(self.guard.fail(err).await),

@@ -76,12 +76,14 @@ pub(crate) fn release_note(
     recorder.note(
         &reservation.intent_id,
         crate::eval::journal_types::RELEASED,
-        serde_json::json!({
-            "reservationId": reservation.reservation_id,
-            "how": how,
-            "ok": error.is_none(),
-            "errorClass": error.map(ComputerUseError::class),
-        }),
+        || {
+            serde_json::json!({
+                "reservationId": reservation.reservation_id,
+                "how": how,
+                "ok": error.is_none(),
+                "errorClass": error.map(ComputerUseError::class),
+            })
+        },
     );
 }
 

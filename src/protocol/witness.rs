@@ -16,7 +16,10 @@ use crate::runtime::binding;
 /// fresh when checked.
 #[derive(Debug)]
 pub struct FreshPreview {
-    preview: ActionPreview,
+    // Boxed: the preview travels through every stage, and moving a pointer
+    // is cheaper than moving the whole envelope at each transition.
+    preview: Box<ActionPreview>,
+    expires: OffsetDateTime,
 }
 
 impl FreshPreview {
@@ -40,8 +43,16 @@ impl FreshPreview {
                 });
             }
         }
-        binding::validate_envelope_freshness_at(envelope, now)?;
-        Ok(Self { preview })
+        let expires = binding::envelope_expiry(envelope, now)?;
+        Ok(Self {
+            preview: Box::new(preview),
+            expires,
+        })
+    }
+
+    /// Checks freshness again, at a later time, without re-parsing.
+    pub(crate) fn recheck(&self, now: OffsetDateTime) -> Result<(), ComputerUseError> {
+        binding::recheck_envelope(&self.preview.envelope, now, self.expires)
     }
 
     /// The preview.
@@ -58,7 +69,7 @@ impl FreshPreview {
 /// A reservation bound to its envelope.
 #[derive(Debug)]
 pub struct BoundReservation {
-    _checked: (),
+    expiry: Option<OffsetDateTime>,
 }
 
 impl BoundReservation {
@@ -67,17 +78,39 @@ impl BoundReservation {
         envelope: &ActionEnvelope,
         now: OffsetDateTime,
     ) -> Result<Self, ComputerUseError> {
-        if let Some(reservation) = reservation {
-            binding::validate_reservation_at(reservation, envelope, now)?;
+        let expiry = match reservation {
+            Some(reservation) => Some(binding::reservation_checks(
+                reservation,
+                envelope,
+                now,
+                None,
+            )?),
+            None => None,
+        };
+        Ok(Self { expiry })
+    }
+
+    /// Checks the same reservation again, at a later time.
+    pub(crate) fn recheck(
+        &self,
+        reservation: Option<&TargetReservation>,
+        envelope: &ActionEnvelope,
+        now: OffsetDateTime,
+    ) -> Result<(), ComputerUseError> {
+        match reservation {
+            Some(reservation) => {
+                binding::reservation_checks(reservation, envelope, now, self.expiry).map(drop)
+            }
+            None => Ok(()),
         }
-        Ok(Self { _checked: () })
     }
 }
 
 /// A control lease bound to its envelope.
 #[derive(Debug)]
 pub struct BoundLease {
-    lease: ControlLease,
+    lease: Box<ControlLease>,
+    expiry: OffsetDateTime,
 }
 
 impl BoundLease {
@@ -86,8 +119,11 @@ impl BoundLease {
         envelope: &ActionEnvelope,
         now: OffsetDateTime,
     ) -> Result<Self, ComputerUseError> {
-        binding::validate_lease_at(&lease, envelope, now)?;
-        Ok(Self { lease })
+        let expiry = binding::lease_checks(&lease, envelope, now, None)?;
+        Ok(Self {
+            lease: Box::new(lease),
+            expiry,
+        })
     }
 
     /// Checks the same lease again, at a later time.
@@ -96,7 +132,7 @@ impl BoundLease {
         envelope: &ActionEnvelope,
         now: OffsetDateTime,
     ) -> Result<(), ComputerUseError> {
-        binding::validate_lease_at(&self.lease, envelope, now)
+        binding::lease_checks(&self.lease, envelope, now, Some(self.expiry)).map(drop)
     }
 
     /// The lease.
@@ -108,7 +144,7 @@ impl BoundLease {
 /// A receipt bound to its envelope (session, action and digest).
 #[derive(Debug, Clone)]
 pub struct BoundReceipt {
-    receipt: ExecutionReceipt,
+    receipt: Box<ExecutionReceipt>,
 }
 
 impl BoundReceipt {
@@ -117,7 +153,9 @@ impl BoundReceipt {
         envelope: &ActionEnvelope,
     ) -> Result<Self, ComputerUseError> {
         binding::validate_receipt(&receipt, envelope)?;
-        Ok(Self { receipt })
+        Ok(Self {
+            receipt: Box::new(receipt),
+        })
     }
 
     /// The receipt.

@@ -56,8 +56,12 @@ fn check_unexpired(
     object: &'static str,
     expires_at: &str,
     now: OffsetDateTime,
+    parsed: Option<OffsetDateTime>,
 ) -> Result<OffsetDateTime, ComputerUseError> {
-    let expiry = parse_rfc3339(object, "expiresAt", expires_at)?;
+    let expiry = match parsed {
+        Some(expiry) => expiry,
+        None => parse_rfc3339(object, "expiresAt", expires_at)?,
+    };
     if now >= expiry {
         return Err(ComputerUseError::Expired {
             object,
@@ -84,6 +88,15 @@ pub fn validate_envelope_freshness_at(
     envelope: &ActionEnvelope,
     now: OffsetDateTime,
 ) -> Result<(), ComputerUseError> {
+    envelope_expiry(envelope, now).map(drop)
+}
+
+/// Checks freshness and returns the parsed expiry, so a later re-check of the
+/// same (immutable) envelope compares instead of parsing again.
+pub(crate) fn envelope_expiry(
+    envelope: &ActionEnvelope,
+    now: OffsetDateTime,
+) -> Result<OffsetDateTime, ComputerUseError> {
     let proposed = parse_rfc3339(ENVELOPE, "proposedAt", &envelope.proposed_at)?;
     let expires = parse_rfc3339(ENVELOPE, "expiresAt", &envelope.expires_at)?;
     if expires <= proposed {
@@ -94,8 +107,16 @@ pub fn validate_envelope_freshness_at(
             envelope.expires_at.clone(),
         ));
     }
-    check_unexpired(ENVELOPE, &envelope.expires_at, now)?;
-    Ok(())
+    check_unexpired(ENVELOPE, &envelope.expires_at, now, Some(expires))
+}
+
+/// Re-checks an envelope whose timestamps were validated by [`envelope_expiry`].
+pub(crate) fn recheck_envelope(
+    envelope: &ActionEnvelope,
+    now: OffsetDateTime,
+    expiry: OffsetDateTime,
+) -> Result<(), ComputerUseError> {
+    check_unexpired(ENVELOPE, &envelope.expires_at, now, Some(expiry)).map(drop)
 }
 
 /// The lease belongs to this envelope's session, principal, agent and mode; it
@@ -113,6 +134,17 @@ pub fn validate_lease_at(
     envelope: &ActionEnvelope,
     now: OffsetDateTime,
 ) -> Result<(), ComputerUseError> {
+    lease_checks(lease, envelope, now, None).map(drop)
+}
+
+/// Every lease rule; with `parsed`, the expiry is compared without parsing
+/// again. Returns the parsed expiry.
+pub(crate) fn lease_checks(
+    lease: &ControlLease,
+    envelope: &ActionEnvelope,
+    now: OffsetDateTime,
+    parsed: Option<OffsetDateTime>,
+) -> Result<OffsetDateTime, ComputerUseError> {
     bind(LEASE, "sessionId", &envelope.session_id, &lease.session_id)?;
     bind(
         LEASE,
@@ -140,7 +172,7 @@ pub fn validate_lease_at(
             format!("{:?}", lease.state).to_lowercase(),
         ));
     }
-    check_unexpired(LEASE, &lease.expires_at, now)?;
+    let expiry = check_unexpired(LEASE, &lease.expires_at, now, parsed)?;
     if lease.actions_used >= lease.action_budget {
         return Err(ComputerUseError::invalid(
             LEASE,
@@ -187,7 +219,7 @@ pub fn validate_lease_at(
             ),
         ));
     }
-    Ok(())
+    Ok(expiry)
 }
 
 /// The reservation belongs to this envelope's session, principal, agent and
@@ -206,6 +238,17 @@ pub fn validate_reservation_at(
     envelope: &ActionEnvelope,
     now: OffsetDateTime,
 ) -> Result<(), ComputerUseError> {
+    reservation_checks(reservation, envelope, now, None).map(drop)
+}
+
+/// Every reservation rule; with `parsed`, the expiry is compared without
+/// parsing again. Returns the parsed expiry.
+pub(crate) fn reservation_checks(
+    reservation: &TargetReservation,
+    envelope: &ActionEnvelope,
+    now: OffsetDateTime,
+    parsed: Option<OffsetDateTime>,
+) -> Result<OffsetDateTime, ComputerUseError> {
     bind(
         RESERVATION,
         "sessionId",
@@ -244,7 +287,7 @@ pub fn validate_reservation_at(
             format!("{:?}", reservation.state).to_lowercase(),
         ));
     }
-    check_unexpired(RESERVATION, &reservation.expires_at, now)?;
+    let expiry = check_unexpired(RESERVATION, &reservation.expires_at, now, parsed)?;
     let target = envelope.target.as_ref();
     bind(
         RESERVATION,
@@ -263,7 +306,7 @@ pub fn validate_reservation_at(
             });
         }
     }
-    Ok(())
+    Ok(expiry)
 }
 
 /// The receipt is about this envelope's session and action, and about the

@@ -126,7 +126,7 @@ impl SimServer {
             message: err,
         };
         let running = self
-            .serve(rmcp::transport::stdio())
+            .serve(rmcp::transport::io::stdio_pipes())
             .await
             .map_err(|e| transport(e.to_string()))?;
         running

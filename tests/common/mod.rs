@@ -53,7 +53,7 @@ pub enum Crash {
     AfterCommit,
 }
 
-type Tweak<T> = Option<Arc<dyn Fn(&mut T) + Send + Sync>>;
+pub type Tweak<T> = Option<Arc<dyn Fn(&mut T) + Send + Sync>>;
 
 #[derive(Default)]
 pub struct Script {
@@ -65,7 +65,9 @@ pub struct Script {
     pub receipt: Tweak<ExecutionReceipt>,
     pub fail: BTreeMap<Call, ComputerUseError>,
     pub crash_once: Option<Crash>,
-    pub advance_clock_on_lease: Option<Duration>,
+    pub advance_clock_on: BTreeMap<Call, Duration>,
+    pub hold_after_effect: bool,
+    pub delay: Option<std::time::Duration>,
     pub hold: BTreeSet<Call>,
     pub evidence: Option<Value>,
 }
@@ -79,6 +81,10 @@ pub struct Truth {
     pub calls: Vec<Call>,
     pub grants: BTreeMap<String, String>,
     pub grant_ids_seen: Vec<Option<String>>,
+    /// For each effect: was the lease it ran under valid at that moment?
+    pub effects_with_valid_lease: Vec<bool>,
+    /// For each `execute_action` call: was the lease valid when the chain called?
+    pub executes_with_valid_lease: Vec<bool>,
     pub next_id: u64,
 }
 
@@ -144,6 +150,14 @@ impl FakeRuntime {
 
     async fn enter(&self, call: Call) -> Result<(), ComputerUseError> {
         self.truth().calls.push(call);
+        let delay = self.script().delay;
+        if let Some(delay) = delay {
+            tokio::time::sleep(delay).await;
+        }
+        let advance = self.script().advance_clock_on.get(&call).copied();
+        if let Some(by) = advance {
+            self.clock.advance(by);
+        }
         let hold = self.script().hold.contains(&call);
         if hold {
             self.held.notify_one();
@@ -353,9 +367,6 @@ impl ComputerUseRuntime for FakeRuntime {
         envelope: &ActionEnvelope,
     ) -> Result<ControlLease, ComputerUseError> {
         self.enter(Call::Lease).await?;
-        if let Some(by) = self.script().advance_clock_on_lease {
-            self.clock.advance(by);
-        }
         let mut lease = ControlLease {
             lease_id: "lease-1".into(),
             revision: 1,
@@ -388,6 +399,14 @@ impl ComputerUseRuntime for FakeRuntime {
         _lease: &ControlLease,
         approval_grant_id: Option<&str>,
     ) -> Result<ExecutionReceipt, ComputerUseError> {
+        // Whether the chain called with a lease that was valid when it called.
+        let valid_at_call = adk_computer_use::runtime::binding::validate_lease_at(
+            _lease,
+            envelope,
+            self.clock.now(),
+        )
+        .is_ok();
+        self.truth().executes_with_valid_lease.push(valid_at_call);
         self.enter(Call::Execute).await?;
         self.truth()
             .grant_ids_seen
@@ -429,11 +448,25 @@ impl ComputerUseRuntime for FakeRuntime {
                         .map(|v| json!({ "verification": v })),
                     error: None,
                 };
-                let mut truth = self.truth();
-                *truth.effects.entry(envelope.action_id.clone()).or_default() += 1;
-                truth
-                    .receipts
-                    .insert(envelope.action_id.clone(), receipt.clone());
+                let valid = adk_computer_use::runtime::binding::validate_lease_at(
+                    _lease,
+                    envelope,
+                    self.clock.now(),
+                )
+                .is_ok();
+                {
+                    let mut truth = self.truth();
+                    *truth.effects.entry(envelope.action_id.clone()).or_default() += 1;
+                    truth
+                        .receipts
+                        .insert(envelope.action_id.clone(), receipt.clone());
+                    truth.effects_with_valid_lease.push(valid);
+                }
+                let hold = self.script().hold_after_effect;
+                if hold {
+                    self.held.notify_one();
+                    self.gate.notified().await;
+                }
                 receipt
             }
         };

@@ -134,3 +134,39 @@ pub async fn wait_gone(pid: u32) -> bool {
     }
     false
 }
+
+/// Runs one action to completion, retrying the same action id (so a retry is
+/// idempotent) with jittered exponential backoff while another agent holds
+/// the window or the lease. Returns the verified action and the retries.
+pub async fn run_until_done(
+    session: &Session<ComputerUseMcpRuntime>,
+    action_id: &str,
+    seed: u64,
+) -> (adk_computer_use::protocol::Verified, u32) {
+    use adk_computer_use::protocol::ChainOutcome;
+    let mut retries = 0u32;
+    loop {
+        match session
+            .run(write_clipboard(action_id, action_id, true))
+            .await
+        {
+            Ok(ChainOutcome::Completed(done)) => return (done, retries),
+            Ok(_) => panic!("{action_id}: the simulator did not allow the action"),
+            Err(err)
+                if matches!(
+                    err.refusal_code(),
+                    Some("target_conflict" | "lease_conflict")
+                ) =>
+            {
+                retries += 1;
+                let ceiling = 1u64 << retries.min(7);
+                let jitter = seed
+                    .wrapping_mul(2_654_435_761)
+                    .wrapping_add(u64::from(retries))
+                    % ceiling;
+                tokio::time::sleep(std::time::Duration::from_millis(1 + jitter)).await;
+            }
+            Err(err) => panic!("{action_id}: {err}"),
+        }
+    }
+}

@@ -1,10 +1,13 @@
 // Invariant: a lease enters a stage only through the binding validator;
-// `BoundLease` has a private field, so a struct literal is refused (E0451).
+// `BoundLease` has private fields, so a struct literal is refused (E0451).
 use adk_computer_use::contracts::ControlLease;
 use adk_computer_use::protocol::BoundLease;
 
-fn forge(lease: ControlLease) -> BoundLease {
-    BoundLease { lease }
+fn forge(lease: ControlLease, expiry: time::OffsetDateTime) -> BoundLease {
+    BoundLease {
+        lease: Box::new(lease),
+        expiry,
+    }
 }
 
 fn main() {}

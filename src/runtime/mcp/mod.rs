@@ -25,6 +25,8 @@ use tracing::Instrument;
 
 pub use config::{McpRuntimeConfig, TraceContext};
 use retained::{Retained, RetainedPreviews};
+/// The rmcp crate this adapter speaks through, for building custom transports.
+pub use rmcp;
 
 use super::binding;
 use super::{
@@ -85,11 +87,39 @@ fn mismatch(
     })
 }
 
-/// Turns a tool result into its structured answer, or the typed refusal it carries.
-pub(crate) fn structured_answer(
+/// A refusal's text, cut to a length fit for an error message.
+fn clip(text: &str) -> String {
+    const MAX_MESSAGE_CHARS: usize = 1024;
+    text.chars().take(MAX_MESSAGE_CHARS).collect()
+}
+
+/// Turns a tool result into its structured answer and images, or the typed
+/// refusal it carries. Oversized or over-deep answers are decode errors.
+pub fn decode_tool_result(
     tool: &str,
     result: CallToolResult,
 ) -> Result<(Value, Vec<ImageContent>), ComputerUseError> {
+    use crate::contracts::bounds::{MAX_ARRAY_ITEMS, MAX_STRING_BYTES, check_bounds};
+    let what = format!("{tool} answer");
+    if result.content.len() > MAX_ARRAY_ITEMS {
+        return Err(ComputerUseError::decode(
+            &what,
+            format!("{} content blocks", result.content.len()),
+        ));
+    }
+    for block in &result.content {
+        let size = block.as_text().map_or(0, |t| t.text.len())
+            + block.as_image().map_or(0, |i| i.data.len());
+        if size > MAX_STRING_BYTES {
+            return Err(ComputerUseError::decode(
+                &what,
+                format!("a content block of {size} bytes"),
+            ));
+        }
+    }
+    if let Some(structured) = &result.structured_content {
+        check_bounds(&what, structured)?;
+    }
     let images = result
         .content
         .iter()
@@ -115,16 +145,17 @@ pub(crate) fn structured_answer(
         return Err(match code {
             Some(code) => ComputerUseError::Refused {
                 operation: tool.to_owned(),
-                code: code.to_owned(),
-                message: structured
-                    .and_then(|s| s.get("message"))
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned(),
+                code: clip(code),
+                message: clip(
+                    structured
+                        .and_then(|s| s.get("message"))
+                        .and_then(Value::as_str)
+                        .unwrap_or_default(),
+                ),
             },
             None => ComputerUseError::InvalidRequest {
                 field: tool.to_owned(),
-                message: text(),
+                message: clip(&text()),
             },
         });
     }
@@ -238,7 +269,7 @@ impl ComputerUseMcpRuntime {
                 .call_tool(params)
                 .await
                 .map_err(|err| transport_error(tool, err))?;
-            structured_answer(tool, result)
+            decode_tool_result(tool, result)
         }
         .instrument(span)
         .await

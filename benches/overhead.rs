@@ -1,0 +1,462 @@
+//! What governance costs, measured against the same runtime calls made raw
+//! in the same run (no timed assertions: the figures are printed).
+//!
+//! `cargo bench --features sim --bench overhead`
+//!
+//! 1. In process: the whole chain for one action against a no-op runtime,
+//!    versus the same nine runtime calls made raw with no checks.
+//! 2. Over MCP stdio to the simulator: the chain versus the same tool calls.
+//! 3. Concurrency: 1, 8 and 64 agents against one simulator.
+//!
+//! Set `OVERHEAD_IN_PROCESS_ONLY=1` to run only the first part (for a profiler).
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "../tests/sim_support/mod.rs"]
+mod sim_support;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use adk_computer_use::ComputerUseError;
+use adk_computer_use::auth::{ScopeAuthorizer, VerifiedIdentity};
+use adk_computer_use::contracts::*;
+use adk_computer_use::protocol::{ChainOutcome, SealingKey, Session};
+use adk_computer_use::runtime::mcp::ComputerUseMcpRuntime;
+use adk_computer_use::runtime::*;
+use adk_computer_use::sim::{CLIPBOARD_APP, CLIPBOARD_WINDOW};
+use serde_json::{Map, Value, json};
+
+use sim_support::PRINCIPAL;
+const FAR: &str = "2099-01-01T00:00:00Z";
+const NOW: &str = "2026-01-01T00:00:00Z";
+
+fn session<R: ComputerUseRuntime>(runtime: Arc<R>, session_id: &str, agent: &str) -> Session<R> {
+    let identity = VerifiedIdentity::new(PRINCIPAL, "tenant").unwrap();
+    let authorizer =
+        ScopeAuthorizer::new(identity, ["computer:plan", "computer:execute:background"]).unwrap();
+    Session::builder(
+        runtime,
+        session_id,
+        authorizer,
+        SealingKey::new(vec![9; 32]).unwrap(),
+    )
+    .agent_id(agent)
+    .build()
+    .unwrap()
+}
+
+fn median(mut samples: Vec<f64>) -> f64 {
+    samples.sort_by(|a, b| a.total_cmp(b));
+    samples[samples.len() / 2]
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    let index = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[index.min(sorted.len() - 1)]
+}
+
+// ---- 1. in process ----------------------------------------------------------
+
+/// Answers every call with a prepared value: the cheapest runtime there is.
+struct NoopRuntime {
+    preview: ActionPreview,
+    reservation: TargetReservation,
+    lease: ControlLease,
+    receipt: ExecutionReceipt,
+}
+
+impl NoopRuntime {
+    fn new() -> Self {
+        let envelope = ActionEnvelope {
+            action_id: "a".into(),
+            session_id: "s".into(),
+            execution_group_id: None,
+            principal_id: PRINCIPAL.into(),
+            agent_id: Some("agent".into()),
+            tool: "write_clipboard".into(),
+            operation: "write_clipboard".into(),
+            action_class: ActionClass::EditReversible,
+            requested_mode: ExecutionMode::Background,
+            target: Some(sim_support::clipboard_target()),
+            resource: None,
+            provenance: None,
+            target_sensitivity: None,
+            data_labels: vec![DataLabel::Public],
+            postcondition: None,
+            reversible: true,
+            external_side_effect: false,
+            proposed_at: NOW.into(),
+            expires_at: FAR.into(),
+            args_digest: "ab".repeat(32),
+            attempt: None,
+            certification_id: None,
+        };
+        let reservation = TargetReservation {
+            reservation_id: "r".into(),
+            revision: 1,
+            intent_id: "a".into(),
+            session_id: "s".into(),
+            principal_id: PRINCIPAL.into(),
+            execution_group_id: None,
+            agent_id: Some("agent".into()),
+            scope: ReservationScope {
+                app_id: CLIPBOARD_APP.into(),
+                window_id: Some(WindowId::Number(CLIPBOARD_WINDOW)),
+            },
+            state: ReservationState::Active,
+            acquired_at: NOW.into(),
+            expires_at: FAR.into(),
+            terminal_reason: None,
+        };
+        let lease = ControlLease {
+            lease_id: "l".into(),
+            revision: 1,
+            session_id: "s".into(),
+            principal_id: PRINCIPAL.into(),
+            agent_id: Some("agent".into()),
+            kind: LeaseKind::Cooperative,
+            execution_mode: ExecutionMode::Background,
+            state: LeaseState::Active,
+            acquired_at: NOW.into(),
+            expires_at: FAR.into(),
+            action_budget: 1,
+            actions_used: 0,
+            boundaries: LeaseBoundaries {
+                app_ids: vec![CLIPBOARD_APP.into()],
+                window_ids: vec![],
+                display_ids: vec![],
+            },
+            terminal_reason: None,
+        };
+        let receipt = ExecutionReceipt {
+            receipt_id: "rc".into(),
+            session_id: "s".into(),
+            action_id: "a".into(),
+            action_digest: envelope.args_digest.clone(),
+            attempt: 1,
+            status: ReceiptStatus::Committed,
+            created_at: NOW.into(),
+            updated_at: NOW.into(),
+            result: None,
+            error: None,
+        };
+        let preview = ActionPreview {
+            envelope,
+            capability: ExecutionCapability {
+                app_id: CLIPBOARD_APP.into(),
+                operation: "write_clipboard".into(),
+                backend: ExecutionBackend::Scripting,
+                supported_modes: vec![ExecutionMode::Background],
+                interference: Interference::None,
+                confidence: 1.0,
+                verified_at: None,
+                verification_source: VerificationSource::PlatformRule,
+                certification: None,
+            },
+            policy: PolicyDecision {
+                decision: PolicyVerdict::Allow,
+                policy_digest: "p".into(),
+                reasons: vec![],
+            },
+            executable: true,
+            blocker: None,
+        };
+        Self {
+            preview,
+            reservation,
+            lease,
+            receipt,
+        }
+    }
+}
+
+impl ComputerUseRuntime for NoopRuntime {
+    async fn discover_capabilities(
+        &self,
+        _: &ObservationScope,
+    ) -> Result<Vec<ExecutionCapability>, ComputerUseError> {
+        Ok(vec![])
+    }
+    async fn observe_visual(&self, _: &ObservationScope) -> Result<Observation, ComputerUseError> {
+        Ok(Observation::default())
+    }
+    async fn observe_semantic(
+        &self,
+        _: &ObservationScope,
+    ) -> Result<Observation, ComputerUseError> {
+        Ok(Observation::default())
+    }
+    async fn preview_action(&self, _: &ActionRequest) -> Result<ActionPreview, ComputerUseError> {
+        Ok(self.preview.clone())
+    }
+    async fn reserve_target(
+        &self,
+        _: &ActionEnvelope,
+    ) -> Result<Option<TargetReservation>, ComputerUseError> {
+        Ok(Some(self.reservation.clone()))
+    }
+    async fn release_target(&self, _: &TargetReservation) -> Result<(), ComputerUseError> {
+        Ok(())
+    }
+    async fn acquire_lease(&self, _: &ActionEnvelope) -> Result<ControlLease, ComputerUseError> {
+        Ok(self.lease.clone())
+    }
+    async fn execute_action(
+        &self,
+        _: &ActionEnvelope,
+        _: &ControlLease,
+        _: Option<&str>,
+    ) -> Result<ExecutionReceipt, ComputerUseError> {
+        Ok(self.receipt.clone())
+    }
+    async fn verify(
+        &self,
+        receipt: &ExecutionReceipt,
+        post: Option<&ActionPostcondition>,
+    ) -> Result<VerificationOutcome, ComputerUseError> {
+        Ok(evaluate_evidence(receipt, post))
+    }
+}
+
+async fn raw_in_process(runtime: &NoopRuntime, action: &ProposedAction, scope: &ObservationScope) {
+    // The agent hands over a fresh proposal for every action, as it does to the chain.
+    let request = ActionRequest {
+        session_id: "s".into(),
+        agent_id: None,
+        execution_group_id: None,
+        action: action.clone(),
+    };
+    let _ = tokio::join!(
+        runtime.discover_capabilities(scope),
+        runtime.observe_visual(scope),
+        runtime.observe_semantic(scope)
+    );
+    let preview = runtime.preview_action(&request).await.unwrap();
+    let reservation = runtime
+        .reserve_target(&preview.envelope)
+        .await
+        .unwrap()
+        .unwrap();
+    let lease = runtime.acquire_lease(&preview.envelope).await.unwrap();
+    let receipt = runtime
+        .execute_action(&preview.envelope, &lease, None)
+        .await
+        .unwrap();
+    let _ = runtime.verify(&receipt, None).await.unwrap();
+    runtime.release_target(&reservation).await.unwrap();
+}
+
+fn in_process(rt: &tokio::runtime::Runtime) -> f64 {
+    const N: usize = 20_000;
+    let runtime = Arc::new(NoopRuntime::new());
+    let session = rt.block_on(async { session(Arc::clone(&runtime), "s", "agent") });
+    let action = ProposedAction::new(
+        "write_clipboard",
+        json!({ "text": "x" }),
+        ExecutionMode::Background,
+    )
+    .with_action_id("a")
+    .with_target(sim_support::clipboard_target());
+    let scope = ObservationScope::default();
+    let (mut governed, mut raw) = (Vec::new(), Vec::new());
+    for _ in 0..7 {
+        let start = Instant::now();
+        rt.block_on(async {
+            for _ in 0..N {
+                match session.run(action.clone()).await.unwrap() {
+                    ChainOutcome::Completed(done) => assert!(done.committed()),
+                    _ => unreachable!(),
+                }
+            }
+        });
+        governed.push(start.elapsed().as_nanos() as f64 / N as f64);
+        let start = Instant::now();
+        rt.block_on(async {
+            for _ in 0..N {
+                raw_in_process(&runtime, &action, &scope).await;
+            }
+        });
+        raw.push(start.elapsed().as_nanos() as f64 / N as f64);
+    }
+    let (governed, raw) = (median(governed), median(raw));
+    println!(
+        "in process  | governed chain {governed:>9.0} ns/action | raw calls {raw:>9.0} ns/action | ratio {:.2}x",
+        governed / raw
+    );
+    governed / raw
+}
+
+// ---- 2. over MCP stdio ------------------------------------------------------------
+
+fn obj(value: Value) -> Map<String, Value> {
+    match value {
+        Value::Object(map) => map,
+        _ => Map::new(),
+    }
+}
+
+/// The same tool calls the adapter makes for one chain, with no checks.
+async fn raw_mcp(runtime: &ComputerUseMcpRuntime, session_id: &str, id: &str) {
+    let window = json!(CLIPBOARD_WINDOW);
+    let shadow = |tool: &str, arguments: Value| {
+        obj(
+            json!({ "session_id": session_id, "tool": tool, "arguments": arguments, "mode": "shadow" }),
+        )
+    };
+    let _ = tokio::join!(
+        runtime.call(
+            "get_execution_capabilities",
+            obj(json!({ "tool": "write_clipboard", "app_id": CLIPBOARD_APP }))
+        ),
+        runtime.call("execute_action", shadow("snapshot", json!({}))),
+        runtime.call(
+            "execute_action",
+            shadow(
+                "get_ui_tree",
+                json!({ "window_id": window, "app_id": CLIPBOARD_APP })
+            )
+        ),
+    );
+    let action = sim_support::write_clipboard(id, id, true);
+    let mut args = obj(json!({
+        "session_id": session_id,
+        "action_id": id,
+        "tool": "write_clipboard",
+        "arguments": action.arguments,
+        "mode": "background",
+        "agent_id": "agent",
+        "target": adk_computer_use::contracts::case::to_snake_keys(&json!(action.target)),
+        "postcondition": action.postcondition.as_ref().map(|p| p.to_input()),
+    }));
+    runtime.call("preview_action", args.clone()).await.unwrap();
+    let (reservation, _) = runtime
+        .call("reserve_target", obj(json!({ "session_id": session_id, "intent_id": id, "app_id": CLIPBOARD_APP, "window_id": window, "ttl_ms": 30000, "agent_id": "agent" })))
+        .await
+        .unwrap();
+    let (lease, _) = runtime
+        .call("acquire_control_lease", obj(json!({ "session_id": session_id, "kind": "cooperative", "mode": "background", "ttl_ms": 30000, "action_budget": 1, "agent_id": "agent", "app_ids": [CLIPBOARD_APP], "window_ids": [window] })))
+        .await
+        .unwrap();
+    args.insert("lease_id".into(), lease["lease"]["leaseId"].clone());
+    runtime.call("execute_action", args).await.unwrap();
+    runtime
+        .call("release_target_reservation", obj(json!({ "session_id": session_id, "reservation_id": reservation["reservation"]["reservationId"] })))
+        .await
+        .unwrap();
+}
+
+fn over_mcp(rt: &tokio::runtime::Runtime) -> f64 {
+    const N: usize = 300;
+    let runtime = rt.block_on(sim_support::spawn_sim(&[]));
+    let session_id = runtime.session_id().unwrap();
+    let governed_session = rt.block_on(async { sim_support::session(&runtime, "agent") });
+    let (mut governed, mut raw) = (Vec::new(), Vec::new());
+    for round in 0..5 {
+        let start = Instant::now();
+        rt.block_on(async {
+            for i in 0..N {
+                let id = format!("g-{round}-{i}");
+                match governed_session
+                    .run(sim_support::write_clipboard(&id, &id, true))
+                    .await
+                    .unwrap()
+                {
+                    ChainOutcome::Completed(done) => assert!(done.verified()),
+                    _ => unreachable!(),
+                }
+            }
+        });
+        governed.push(start.elapsed().as_nanos() as f64 / N as f64);
+        let start = Instant::now();
+        rt.block_on(async {
+            for i in 0..N {
+                raw_mcp(&runtime, &session_id, &format!("r-{round}-{i}")).await;
+            }
+        });
+        raw.push(start.elapsed().as_nanos() as f64 / N as f64);
+    }
+    let (governed, raw) = (median(governed), median(raw));
+    println!(
+        "over MCP    | governed chain {:>9.1} µs/action | raw calls {:>9.1} µs/action | ratio {:.3}x",
+        governed / 1e3,
+        raw / 1e3,
+        governed / raw
+    );
+    rt.block_on(runtime.shutdown()).unwrap();
+    governed / raw
+}
+
+// ---- 3. concurrency -------------------------------------------------------------------
+
+fn concurrency(rt: &tokio::runtime::Runtime, agents: usize, chains_per_agent: usize) {
+    let runtime = rt.block_on(sim_support::spawn_sim(&[]));
+    let baseline = runtime.retained_len();
+    let start = Instant::now();
+    let latencies = rt.block_on(async {
+        let mut tasks = Vec::new();
+        for agent in 0..agents {
+            let runtime = Arc::clone(&runtime);
+            tasks.push(tokio::spawn(async move {
+                let session = sim_support::session(&runtime, &format!("agent-{agent}"));
+                let mut latencies = Vec::new();
+                for n in 0..chains_per_agent {
+                    let id = format!("c-{agent}-{n}");
+                    let began = Instant::now();
+                    let (done, _retries) =
+                        sim_support::run_until_done(&session, &id, (agent * 7919 + n) as u64).await;
+                    assert!(done.verified());
+                    latencies.push(began.elapsed());
+                }
+                let _ = session.shutdown().await;
+                latencies
+            }));
+        }
+        let mut all = Vec::new();
+        for task in tasks {
+            all.extend(task.await.unwrap());
+        }
+        all
+    });
+    let elapsed = start.elapsed();
+    let mut sorted = latencies;
+    sorted.sort();
+    let stats = rt
+        .block_on(runtime.call("sim_stats", Map::new()))
+        .unwrap()
+        .0;
+    println!(
+        "{agents:>3} agents | {:>5} actions in {:>6.2} s | {:>7.1} actions/s | p50 {:>8.2} ms | p99 {:>8.2} ms | max effects/action {} | retained {} -> {}",
+        sorted.len(),
+        elapsed.as_secs_f64(),
+        sorted.len() as f64 / elapsed.as_secs_f64(),
+        percentile(&sorted, 0.5).as_secs_f64() * 1e3,
+        percentile(&sorted, 0.99).as_secs_f64() * 1e3,
+        stats["maxEffectsPerAction"],
+        baseline,
+        runtime.retained_len(),
+    );
+    rt.block_on(runtime.shutdown()).unwrap();
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; nothing else is read.
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    println!("adk-computer-use overhead (medians; ratio = governed / raw, measured in this run)");
+    let local = in_process(&rt);
+    if std::env::var_os("OVERHEAD_IN_PROCESS_ONLY").is_some() {
+        return;
+    }
+    let mcp = over_mcp(&rt);
+    println!(
+        "targets     | in process <= 1.50x: {} | over MCP <= 1.10x: {}",
+        local <= 1.5,
+        mcp <= 1.1
+    );
+    concurrency(&rt, 1, 100);
+    concurrency(&rt, 8, 25);
+    concurrency(&rt, 64, 4);
+}
