@@ -499,3 +499,109 @@ async fn the_journal_of_a_chain_over_mcp_and_the_servers_own_events_evaluate_cle
     assert!(theirs.violations.is_empty(), "{:?}", theirs.violations);
     runtime.shutdown().await.unwrap();
 }
+
+#[tokio::test]
+async fn the_visual_observation_keeps_its_png_image_block() {
+    let runtime = spawn_sim(&[]).await;
+    let frame = runtime
+        .observe_visual(&adk_computer_use::runtime::ObservationScope::default())
+        .await
+        .unwrap();
+    assert_eq!(frame.images.len(), 1);
+    assert_eq!(frame.images[0].mime_type, "image/png");
+    // "iVBORw0KGgo" is the base64 of the PNG signature.
+    assert!(frame.images[0].data.starts_with("iVBORw0KGgo"));
+    assert!(frame.observation_id.is_some());
+    assert!(frame.structured.get("screenshotHash").is_some());
+    runtime.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_chain_timed_out_against_a_slow_server_leaks_nothing() {
+    let runtime = spawn_sim(&["--slow-ms", "40"]).await;
+    let session = session(&runtime, "agent-slow");
+    // Long enough to get past the reservation, too short for the whole chain.
+    let attempt = tokio::time::timeout(
+        std::time::Duration::from_millis(200),
+        session.run(write_clipboard("slow-1", "text", true)),
+    )
+    .await;
+    assert!(attempt.is_err(), "the chain should not finish in time");
+    let stats = session.shutdown().await;
+    assert_eq!(stats.leaked(), 0, "{stats:?}");
+    let sim = sim_support::stats(&runtime).await;
+    assert_eq!(sim["activeReservations"], 0);
+    assert!(sim["totalEffects"].as_u64().unwrap() <= 1);
+    runtime.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn terminal_sessions_can_be_pruned() {
+    let runtime = spawn_sim(&[]).await;
+    let first = runtime.session_id().unwrap();
+    runtime.stop_session(Some("done")).await.unwrap();
+    runtime.start_session(Some("second"), None).await.unwrap();
+    let later = adk_computer_use::clock::format_rfc3339(
+        time::OffsetDateTime::now_utc() + time::Duration::seconds(5),
+    )
+    .unwrap();
+    let deletions = runtime.prune_sessions(&later, None).await.unwrap();
+    assert_eq!(deletions.len(), 1);
+    assert_eq!(deletions[0].session_id, first);
+    // The running session is not terminal and stays.
+    runtime.get_session().await.unwrap();
+    runtime.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_suspended_approval_resumes_over_mcp_after_the_adapter_lost_its_state() {
+    use adk_computer_use::protocol::{FileCheckpointStore, SealingKey};
+    let runtime = spawn_sim(&["--confirm-tool", "write_clipboard"]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let store = FileCheckpointStore::new(dir.path()).unwrap();
+    let id = {
+        let session = session(&runtime, "agent-a");
+        let pending = match session
+            .run(write_clipboard("resume-1", "resumed", true))
+            .await
+            .unwrap()
+        {
+            ChainOutcome::NeedsApproval(pending) => pending,
+            _ => panic!("expected approval to be required"),
+        };
+        pending.suspend(&store).unwrap()
+    };
+    // A new process's adapter has no retained preview for the action.
+    runtime.forget("resume-1");
+    assert_eq!(runtime.retained_len(), 0);
+    let grant = runtime
+        .approve_action("resume-1", ApprovalScope::ExactAction, None)
+        .await
+        .unwrap();
+    let session = session(&runtime, "agent-a");
+    let verified = session
+        .resume(&store, &id, Approval::from_grant(&grant))
+        .unwrap()
+        .complete()
+        .await
+        .unwrap();
+    assert!(verified.verified(), "{}", verified.outcome());
+    assert_eq!(sim_support::stats(&runtime).await["totalEffects"], 1);
+    // A checkpoint sealed under another key is refused before anything runs.
+    let identity = adk_computer_use::VerifiedIdentity::new(PRINCIPAL, "tenant-e2e").unwrap();
+    let authorizer = adk_computer_use::ScopeAuthorizer::new(identity, ["computer:plan"]).unwrap();
+    let foreign = adk_computer_use::Session::builder(
+        std::sync::Arc::clone(&runtime),
+        runtime.session_id().unwrap(),
+        authorizer,
+        SealingKey::new(vec![8u8; 32]).unwrap(),
+    )
+    .build()
+    .unwrap();
+    assert!(
+        foreign
+            .resume(&store, &id, Approval::from_grant(&grant))
+            .is_err()
+    );
+    runtime.shutdown().await.unwrap();
+}

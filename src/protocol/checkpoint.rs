@@ -253,6 +253,9 @@ pub(crate) struct CheckpointBody {
     pub(crate) principal_id: String,
     pub(crate) tenant_id: String,
     pub(crate) preview: ActionPreview,
+    /// What the runtime needs to execute the preview later, if anything.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) runtime_state: Option<Value>,
 }
 
 #[derive(Serialize, Deserialize)]

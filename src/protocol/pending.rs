@@ -107,6 +107,10 @@ impl<R: ComputerUseRuntime> PendingApproval<R> {
             principal_id: identity.principal_id().to_owned(),
             tenant_id: identity.tenant_id().to_owned(),
             preview: self.preview.get().clone(),
+            runtime_state: self
+                .core
+                .runtime
+                .preview_state(&self.preview.envelope().action_id),
         };
         store.create(&id, &seal_record(&self.core.key, &body)?)?;
         Ok(id)

@@ -289,7 +289,15 @@ impl<R: ComputerUseRuntime> Session<R> {
             return Err(fail("sealed for another principal or tenant".into()));
         }
         let pending = PendingApproval::restore(Arc::clone(&self.core), body.preview)?;
-        pending.approve(approval)
+        let approved = pending.approve(approval)?;
+        if let Some(state) = body.runtime_state {
+            let envelope = &approved.preview().envelope;
+            if let Err(err) = self.core.runtime.restore_preview_state(envelope, state) {
+                self.core.recorder.refusal(&envelope.action_id, &err);
+                return Err(err);
+            }
+        }
+        Ok(approved)
     }
 
     /// Journal writes that failed after a mutation had already happened

@@ -106,6 +106,26 @@ pub trait ComputerUseRuntime: Send + Sync + 'static {
         let _ = action_id;
     }
 
+    /// What this runtime must keep to execute a previewed action later, to be
+    /// sealed into a checkpoint with the preview (for example the exact
+    /// arguments an MCP server was sent). Must not block or do I/O.
+    fn preview_state(&self, action_id: &str) -> Option<Value> {
+        let _ = action_id;
+        None
+    }
+
+    /// Restores what [`ComputerUseRuntime::preview_state`] returned, after a
+    /// sealed checkpoint was resumed, possibly in another process. Must not
+    /// block or do I/O.
+    fn restore_preview_state(
+        &self,
+        envelope: &ActionEnvelope,
+        state: Value,
+    ) -> Result<(), ComputerUseError> {
+        let _ = (envelope, state);
+        Ok(())
+    }
+
     /// Pauses the session, revoking mutation authority.
     fn pause_session(
         &self,

@@ -826,6 +826,51 @@ impl ComputerUseRuntime for ComputerUseMcpRuntime {
         self.forget(action_id);
     }
 
+    fn preview_state(&self, action_id: &str) -> Option<Value> {
+        let retained = lock(&self.retained);
+        let entry = retained.get(action_id)?;
+        Some(json!({ "arguments": entry.arguments, "envelope": entry.envelope }))
+    }
+
+    fn restore_preview_state(
+        &self,
+        envelope: &ActionEnvelope,
+        state: Value,
+    ) -> Result<(), ComputerUseError> {
+        let arguments = match state.get("arguments") {
+            Some(Value::Object(arguments)) => arguments.clone(),
+            _ => {
+                return Err(ComputerUseError::decode(
+                    "retained preview",
+                    "expected an arguments object",
+                ));
+            }
+        };
+        let sealed: ActionEnvelope =
+            serde_json::from_value(state.get("envelope").cloned().unwrap_or(Value::Null))
+                .map_err(|err| ComputerUseError::decode("retained preview envelope", err))?;
+        if &sealed != envelope {
+            return Err(ComputerUseError::InvalidRequest {
+                field: "envelope".into(),
+                message: "the retained preview does not match the checkpointed envelope".into(),
+            });
+        }
+        mismatch(
+            "ActionEnvelope",
+            "sessionId",
+            &self.session_id()?,
+            &envelope.session_id,
+        )?;
+        lock(&self.retained).insert(
+            envelope.action_id.clone(),
+            Retained {
+                arguments,
+                envelope: sealed,
+            },
+        );
+        Ok(())
+    }
+
     async fn pause_session(&self, reason: Option<&str>) -> Result<(), ComputerUseError> {
         self.session_state_call("pause_session", reason)
             .await
