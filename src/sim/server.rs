@@ -84,7 +84,9 @@ impl SimServer {
         }
     }
 
-    /// Answers one call as the MCP result the client will see.
+    /// Answers one call as the MCP result the client will see. An injected
+    /// crash fault (`crash.beforeEffect`, `crash.afterCommit`) exits the
+    /// process here, as a crashing server would.
     pub fn answer(&self, tool: &str, arguments: Value) -> CallToolResult {
         let outcome = {
             let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
