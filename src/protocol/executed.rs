@@ -78,11 +78,6 @@ impl<R: ComputerUseRuntime> Executed<R> {
                 cleanup: Box::new(cleanup),
             });
         }
-        Ok(Verified::new(
-            envelope.action_id.clone(),
-            self.lease.get().lease_id.clone(),
-            self.receipt,
-            outcome,
-        ))
+        Ok(Verified::new(self.lease, self.receipt, outcome))
     }
 }

@@ -23,8 +23,8 @@ pub(crate) struct Core<R: ComputerUseRuntime> {
     pub(crate) session_id: String,
     pub(crate) agent_id: Option<String>,
     pub(crate) execution_group_id: Option<String>,
-    pub(crate) target_app_id: Option<String>,
-    pub(crate) target_window_id: Option<WindowId>,
+    /// Where observations look; built once, lent to every observation round.
+    pub(crate) scope: ObservationScope,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) key: SealingKey,
     pub(crate) reaper: mpsc::UnboundedSender<ReaperMessage>,
@@ -174,11 +174,15 @@ impl<R: ComputerUseRuntime> SessionBuilder<R> {
             core: Arc::new(Core {
                 runtime: self.runtime,
                 authorizer: self.authorizer,
-                session_id: self.runtime_session_id,
+                session_id: self.runtime_session_id.clone(),
                 agent_id: self.agent_id,
                 execution_group_id: self.execution_group_id,
-                target_app_id: self.target_app_id,
-                target_window_id: self.target_window_id,
+                scope: ObservationScope {
+                    session_id: self.runtime_session_id,
+                    tool: None,
+                    app_id: self.target_app_id,
+                    window_id: self.target_window_id,
+                },
                 clock: self.clock,
                 key: self.key,
                 reaper,
@@ -240,17 +244,12 @@ impl<R: ComputerUseRuntime> Session<R> {
                 },
                 other => other,
             })?;
-        let scope = ObservationScope {
-            session_id: self.core.session_id.clone(),
-            tool: None,
-            app_id: self.core.target_app_id.clone(),
-            window_id: self.core.target_window_id.clone(),
-        };
+        let scope = &self.core.scope;
         let runtime = &self.core.runtime;
         let (capabilities, visual, semantic) = tokio::try_join!(
-            runtime.discover_capabilities(&scope),
-            runtime.observe_visual(&scope),
-            runtime.observe_semantic(&scope),
+            runtime.discover_capabilities(scope),
+            runtime.observe_visual(scope),
+            runtime.observe_semantic(scope),
         )?;
         Ok(Observed::new(
             Arc::clone(&self.core),

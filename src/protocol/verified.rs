@@ -1,6 +1,6 @@
 //! `Verified`: the end of a chain that ran.
 
-use super::witness::BoundReceipt;
+use super::witness::{BoundLease, BoundReceipt};
 use crate::contracts::ExecutionReceipt;
 use crate::runtime::VerificationOutcome;
 
@@ -9,22 +9,19 @@ use crate::runtime::VerificationOutcome;
 #[must_use = "the verification outcome says whether the action's effect was observed"]
 #[derive(Debug)]
 pub struct Verified {
-    action_id: String,
-    lease_id: String,
+    lease: BoundLease,
     receipt: BoundReceipt,
     outcome: VerificationOutcome,
 }
 
 impl Verified {
     pub(crate) fn new(
-        action_id: String,
-        lease_id: String,
+        lease: BoundLease,
         receipt: BoundReceipt,
         outcome: VerificationOutcome,
     ) -> Self {
         Self {
-            action_id,
-            lease_id,
+            lease,
             receipt,
             outcome,
         }
@@ -37,12 +34,13 @@ impl Verified {
 
     /// The action's id.
     pub fn action_id(&self) -> &str {
-        &self.action_id
+        // The receipt was bound to the envelope's action id.
+        &self.receipt.get().action_id
     }
 
     /// The lease the mutation ran under.
     pub fn lease_id(&self) -> &str {
-        &self.lease_id
+        &self.lease.get().lease_id
     }
 
     /// The receipt's id.

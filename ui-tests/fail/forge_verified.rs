@@ -1,12 +1,11 @@
 // Invariant: a verification outcome cannot be written by hand; `Verified`
 // has private fields, so a struct literal is refused (E0451).
 use adk_computer_use::VerificationOutcome;
-use adk_computer_use::protocol::{BoundReceipt, Verified};
+use adk_computer_use::protocol::{BoundLease, BoundReceipt, Verified};
 
-fn forge(receipt: BoundReceipt) -> Verified {
+fn forge(lease: BoundLease, receipt: BoundReceipt) -> Verified {
     Verified {
-        action_id: String::new(),
-        lease_id: String::new(),
+        lease,
         receipt,
         outcome: VerificationOutcome::Verified,
     }
