@@ -50,6 +50,27 @@ fn median(mut samples: Vec<f64>) -> f64 {
     samples[samples.len() / 2]
 }
 
+/// Runs `rounds` rounds of both measurements, alternating which goes first
+/// so neither always meets a warmer cache or a busier server, and returns
+/// the medians (governed, raw).
+fn alternate(
+    rounds: usize,
+    mut governed: impl FnMut() -> f64,
+    mut raw: impl FnMut() -> f64,
+) -> (f64, f64) {
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    for round in 0..rounds {
+        if round % 2 == 0 {
+            a.push(governed());
+            b.push(raw());
+        } else {
+            b.push(raw());
+            a.push(governed());
+        }
+    }
+    (median(a), median(b))
+}
+
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     let index = ((sorted.len() as f64 - 1.0) * p).round() as usize;
     sorted[index.min(sorted.len() - 1)]
@@ -258,8 +279,7 @@ fn in_process(rt: &tokio::runtime::Runtime) -> f64 {
     .with_action_id("a")
     .with_target(sim_support::clipboard_target());
     let scope = ObservationScope::default();
-    let (mut governed, mut raw) = (Vec::new(), Vec::new());
-    for _ in 0..7 {
+    let governed = || {
         let start = Instant::now();
         rt.block_on(async {
             for _ in 0..N {
@@ -269,16 +289,18 @@ fn in_process(rt: &tokio::runtime::Runtime) -> f64 {
                 }
             }
         });
-        governed.push(start.elapsed().as_nanos() as f64 / N as f64);
+        start.elapsed().as_nanos() as f64 / N as f64
+    };
+    let raw = || {
         let start = Instant::now();
         rt.block_on(async {
             for _ in 0..N {
                 raw_in_process(&runtime, &action, &scope).await;
             }
         });
-        raw.push(start.elapsed().as_nanos() as f64 / N as f64);
-    }
-    let (governed, raw) = (median(governed), median(raw));
+        start.elapsed().as_nanos() as f64 / N as f64
+    };
+    let (governed, raw) = alternate(9, governed, raw);
     println!(
         "in process  | governed chain {governed:>9.0} ns/action | raw calls {raw:>9.0} ns/action | ratio {:.2}x",
         governed / raw
@@ -346,16 +368,17 @@ async fn raw_mcp(runtime: &ComputerUseMcpRuntime, session_id: &str, id: &str) {
 }
 
 fn over_mcp(rt: &tokio::runtime::Runtime) -> f64 {
-    const N: usize = 300;
+    const N: usize = 200;
     let runtime = rt.block_on(sim_support::spawn_sim(&[]));
     let session_id = runtime.session_id().unwrap();
     let governed_session = rt.block_on(async { sim_support::session(&runtime, "agent") });
-    let (mut governed, mut raw) = (Vec::new(), Vec::new());
-    for round in 0..5 {
+    let mut governed_round = 0;
+    let governed = || {
+        governed_round += 1;
         let start = Instant::now();
         rt.block_on(async {
             for i in 0..N {
-                let id = format!("g-{round}-{i}");
+                let id = format!("g-{governed_round}-{i}");
                 match governed_session
                     .run(sim_support::write_clipboard(&id, &id, true))
                     .await
@@ -366,16 +389,20 @@ fn over_mcp(rt: &tokio::runtime::Runtime) -> f64 {
                 }
             }
         });
-        governed.push(start.elapsed().as_nanos() as f64 / N as f64);
+        start.elapsed().as_nanos() as f64 / N as f64
+    };
+    let mut raw_round = 0;
+    let raw = || {
+        raw_round += 1;
         let start = Instant::now();
         rt.block_on(async {
             for i in 0..N {
-                raw_mcp(&runtime, &session_id, &format!("r-{round}-{i}")).await;
+                raw_mcp(&runtime, &session_id, &format!("r-{raw_round}-{i}")).await;
             }
         });
-        raw.push(start.elapsed().as_nanos() as f64 / N as f64);
-    }
-    let (governed, raw) = (median(governed), median(raw));
+        start.elapsed().as_nanos() as f64 / N as f64
+    };
+    let (governed, raw) = alternate(9, governed, raw);
     println!(
         "over MCP    | governed chain {:>9.1} µs/action | raw calls {:>9.1} µs/action | ratio {:.3}x",
         governed / 1e3,

@@ -49,8 +49,13 @@ pub struct SimState {
     events: BTreeMap<String, Vec<SessionEvent>>,
     follow_ups: BTreeMap<String, Vec<SessionFollowUp>>,
     grants: BTreeMap<String, ApprovalGrantFields>,
+    /// Active leases only: ended ones move to `ended_leases`, so every scan
+    /// stays as small as the number of live leases.
     leases: BTreeMap<String, ControlLease>,
+    ended_leases: BTreeMap<String, ControlLease>,
+    /// Active reservations only (see `leases`).
     reservations: BTreeMap<String, TargetReservation>,
+    ended_reservations: BTreeMap<String, TargetReservation>,
     previews: BTreeMap<(String, String), PreviewRecord>,
     receipts: BTreeMap<(String, String), ExecutionReceipt>,
     effects: BTreeMap<String, u64>,
@@ -206,7 +211,9 @@ impl SimState {
             follow_ups: BTreeMap::new(),
             grants: BTreeMap::new(),
             leases: BTreeMap::new(),
+            ended_leases: BTreeMap::new(),
             reservations: BTreeMap::new(),
+            ended_reservations: BTreeMap::new(),
             previews: BTreeMap::new(),
             receipts: BTreeMap::new(),
             effects: BTreeMap::new(),
@@ -251,6 +258,33 @@ impl SimState {
                 && parse_time(&reservation.expires_at).is_none_or(|at| at <= now)
             {
                 reservation.state = ReservationState::Expired;
+            }
+        }
+    }
+
+    /// Moves leases and reservations that are no longer active out of the
+    /// scanned maps.
+    fn settle(&mut self) {
+        let ended: Vec<String> = self
+            .leases
+            .iter()
+            .filter(|(_, l)| l.state != LeaseState::Active)
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in ended {
+            if let Some(lease) = self.leases.remove(&id) {
+                self.ended_leases.insert(id, lease);
+            }
+        }
+        let ended: Vec<String> = self
+            .reservations
+            .iter()
+            .filter(|(_, r)| r.state != ReservationState::Active)
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in ended {
+            if let Some(reservation) = self.reservations.remove(&id) {
+                self.ended_reservations.insert(id, reservation);
             }
         }
     }
@@ -332,7 +366,8 @@ impl SimState {
             return Err(SimError::schema("arguments must be an object"));
         }
         self.expire();
-        match tool {
+        self.settle();
+        let answer = match tool {
             "start_session" => self.start_session(args),
             "get_session" => Ok(SimAnswer::of(json!({ "session": self.session(args)? }))),
             "get_execution_capabilities" => self.capabilities(args),
@@ -356,7 +391,9 @@ impl SimState {
             "emergency_stop" => self.emergency_stop(args),
             "sim_stats" => Ok(SimAnswer::of(self.stats())),
             other => Err(SimError::schema(format!("unknown tool {other}"))),
-        }
+        };
+        self.settle();
+        answer
     }
 
     /// Counters the simulator keeps about itself, for tests to check against.
