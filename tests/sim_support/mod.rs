@@ -159,6 +159,11 @@ pub async fn run_until_done(
                 ) =>
             {
                 retries += 1;
+                // A bound, so a livelock fails the test instead of hanging it.
+                assert!(
+                    retries < 5_000,
+                    "{action_id}: still refused after {retries} retries: {err}"
+                );
                 let ceiling = 1u64 << retries.min(7);
                 let jitter = seed
                     .wrapping_mul(2_654_435_761)
