@@ -605,3 +605,85 @@ async fn a_suspended_approval_resumes_over_mcp_after_the_adapter_lost_its_state(
     );
     runtime.shutdown().await.unwrap();
 }
+
+fn file_action(
+    id: &str,
+    tool: &str,
+    arguments: serde_json::Value,
+) -> adk_computer_use::ProposedAction {
+    adk_computer_use::ProposedAction::new(
+        tool,
+        arguments,
+        adk_computer_use::contracts::ExecutionMode::Background,
+    )
+    .with_action_id(id)
+    .with_target(clipboard_target())
+}
+
+#[tokio::test]
+async fn the_simulators_policy_denies_destructive_actions_unless_configured() {
+    let strict = spawn_sim(&[]).await;
+    let strict_session = session(&strict, "agent-a");
+    match strict_session
+        .run(file_action(
+            "d-1",
+            "delete_file",
+            json!({ "path": "/tmp/x" }),
+        ))
+        .await
+        .unwrap()
+    {
+        ChainOutcome::Blocked(blocked) => assert_eq!(blocked.blocker(), "policy_denied"),
+        _ => panic!("a destructive action was not blocked"),
+    }
+    assert_eq!(sim_support::stats(&strict).await["totalEffects"], 0);
+    strict.shutdown().await.unwrap();
+
+    let permissive = spawn_sim(&["--allow-destructive"]).await;
+    let permissive_session = session(&permissive, "agent-a");
+    let done = completed(
+        permissive_session
+            .run(file_action(
+                "d-2",
+                "delete_file",
+                json!({ "path": "/tmp/x" }),
+            ))
+            .await
+            .unwrap(),
+    );
+    assert!(done.committed());
+    permissive.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_password_field_target_needs_approval() {
+    let runtime = spawn_sim(&[]).await;
+    let session = session(&runtime, "agent-a");
+    let mut target = clipboard_target();
+    target.app_id = "com.example.Login".into();
+    target.window_id = Some(adk_computer_use::contracts::WindowId::Number(9));
+    target.role = Some("AXSecureTextField".into());
+    let action = adk_computer_use::ProposedAction::new(
+        "set_value",
+        json!({ "element_id": "login-password", "value": "hunter2" }),
+        adk_computer_use::contracts::ExecutionMode::Background,
+    )
+    .with_action_id("pw-1")
+    .with_target(target);
+    match session.run(action).await.unwrap() {
+        ChainOutcome::NeedsApproval(pending) => {
+            let sensitivity = pending
+                .preview()
+                .envelope
+                .target_sensitivity
+                .clone()
+                .unwrap();
+            assert_eq!(
+                sensitivity.fields().assessment,
+                adk_computer_use::contracts::SensitivityAssessment::Sensitive
+            );
+        }
+        _ => panic!("a password field was not routed to approval"),
+    }
+    runtime.shutdown().await.unwrap();
+}
