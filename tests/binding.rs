@@ -357,3 +357,16 @@ fn system_clock_twins_read_the_real_time() {
         Err(ComputerUseError::Expired { .. })
     ));
 }
+
+#[test]
+fn a_reservation_scoped_more_narrowly_than_the_target_is_a_mismatch() {
+    let reserved: TargetReservation = serde_json::from_value(reservation_json()).unwrap();
+    let mut windowless = envelope();
+    windowless.target.as_mut().unwrap().window_id = None;
+    let err = validate_reservation_at(&reserved, &windowless, NOW).unwrap_err();
+    assert_eq!(err.field(), Some("scope.windowId"));
+    let mut untargeted = envelope();
+    untargeted.target = None;
+    let err = validate_reservation_at(&reserved, &untargeted, NOW).unwrap_err();
+    assert_eq!(err.field(), Some("scope.appId"));
+}

@@ -594,3 +594,36 @@ async fn an_envelope_bound_to_another_principal_is_rejected_at_preview() {
         Some("actionId")
     );
 }
+
+#[test]
+fn a_session_needs_a_tokio_runtime_and_a_session_id() {
+    let clock = adk_computer_use::ManualClock::new(start());
+    let runtime = FakeRuntime::new(clock);
+    let outside = Session::builder(Arc::clone(&runtime), SESSION, full_authorizer(), key()).build();
+    assert!(
+        matches!(outside, Err(ComputerUseError::InvalidRequest { ref field, .. }) if field == "runtime")
+    );
+    let tokio = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    tokio.block_on(async {
+        let empty = Session::builder(runtime, "", full_authorizer(), key()).build();
+        assert!(matches!(empty, Err(ComputerUseError::InvalidRequest { ref field, .. }) if field == "sessionId"));
+    });
+}
+
+#[tokio::test]
+async fn session_controls_default_to_unsupported() {
+    use adk_computer_use::ComputerUseRuntime;
+    let rig = rig();
+    for result in [
+        rig.runtime.pause_session(None).await,
+        rig.runtime.stop_session(Some("done")).await,
+        rig.runtime.emergency_stop(None).await,
+    ] {
+        assert!(
+            matches!(result, Err(ComputerUseError::Unsupported { .. })),
+            "{result:?}"
+        );
+    }
+}

@@ -395,3 +395,69 @@ async fn a_file_journal_appends_and_the_command_checks_it() {
     assert_eq!(flagged.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&flagged.stdout).contains("mutation_without_lease"));
 }
+
+/// A sink that refuses to store one event type.
+struct RefusingSink {
+    refused: &'static str,
+    inner: MemoryJournal,
+}
+
+impl JournalSink for RefusingSink {
+    fn append(&self, entry: &JournalEntry) -> Result<(), ComputerUseError> {
+        if entry.event.event_type == self.refused {
+            return Err(ComputerUseError::Transport {
+                operation: "journal".into(),
+                message: "disk full".into(),
+            });
+        }
+        self.inner.append(entry)
+    }
+}
+
+fn rig_with_sink(sink: Arc<RefusingSink>) -> Rig {
+    let mut rig = rig();
+    rig.session = Session::builder(Arc::clone(&rig.runtime), SESSION, full_authorizer(), key())
+        .clock(Arc::new(rig.clock.clone()))
+        .journal(Arc::new(Journal::new(sink)))
+        .build()
+        .unwrap();
+    rig
+}
+
+#[tokio::test]
+async fn a_start_that_cannot_be_journaled_does_not_mutate() {
+    let sink = Arc::new(RefusingSink {
+        refused: "action.started",
+        inner: MemoryJournal::new(),
+    });
+    let rig = rig_with_sink(Arc::clone(&sink));
+    let err = rig.session.run(action("j-7")).await.err().unwrap();
+    assert!(
+        matches!(err, ComputerUseError::Transport { ref operation, .. } if operation == "journal"),
+        "{err}"
+    );
+    assert_eq!(rig.runtime.count(Call::Execute), 0);
+    assert_eq!(rig.runtime.mutations(), 0);
+    assert_eq!(rig.runtime.active_reservations(), 0);
+    // The refusal and the release are still recorded.
+    let kinds = types(&sink.inner.entries());
+    assert!(
+        kinds.ends_with(&["action.refused".to_owned(), "target.released".to_owned()]),
+        "{kinds:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_commit_that_cannot_be_journaled_is_counted_not_hidden() {
+    let sink = Arc::new(RefusingSink {
+        refused: "action.committed",
+        inner: MemoryJournal::new(),
+    });
+    let rig = rig_with_sink(sink);
+    match rig.session.run(action("j-8")).await.unwrap() {
+        ChainOutcome::Completed(done) => assert!(done.committed()),
+        _ => panic!("expected completion"),
+    }
+    assert_eq!(rig.runtime.mutations(), 1);
+    assert_eq!(rig.session.journal_failures(), 1);
+}

@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use crate::ComputerUseError;
 use crate::contracts::{ActionPreview, ApprovalGrant};
+use crate::runtime::binding::bind;
 
 /// Where the authority for an approved action lives.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -146,28 +147,18 @@ impl Approval {
 
     /// Refuses unless this approval is for exactly this preview's action and policy.
     pub fn check_against(&self, preview: &ActionPreview) -> Result<(), ComputerUseError> {
-        for (field, expected, actual) in [
-            (
-                "actionDigest",
-                &preview.envelope.args_digest,
-                &self.action_digest,
-            ),
-            (
-                "policyDigest",
-                &preview.policy.policy_digest,
-                &self.policy_digest,
-            ),
-        ] {
-            if expected != actual {
-                return Err(ComputerUseError::IdentityMismatch {
-                    object: "Approval",
-                    field,
-                    expected: expected.clone(),
-                    actual: actual.clone(),
-                });
-            }
-        }
-        Ok(())
+        bind(
+            "Approval",
+            "actionDigest",
+            &preview.envelope.args_digest,
+            &self.action_digest,
+        )?;
+        bind(
+            "Approval",
+            "policyDigest",
+            &preview.policy.policy_digest,
+            &self.policy_digest,
+        )
     }
 }
 

@@ -152,8 +152,12 @@ impl<R: ComputerUseRuntime> ReservationGuard<R> {
             Err(_) => bump(&self.core.counters.explicit_failed),
         }
         if let Some(released) = released {
-            self.core
-                .journal_released(&released, "explicit", result.as_ref().err());
+            release_note(
+                &self.core.recorder,
+                &released,
+                "explicit",
+                result.as_ref().err(),
+            );
         }
         result
     }

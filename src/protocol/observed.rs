@@ -10,6 +10,7 @@ use serde_json::json;
 use crate::ComputerUseError;
 use crate::contracts::ActionEnvelope;
 use crate::eval::journal_types;
+use crate::runtime::binding::{bind, bind_optional};
 use crate::runtime::{ActionRequest, ComputerUseRuntime, Observations, ProposedAction};
 
 /// The result of one observation round, ready to preview an action.
@@ -17,15 +18,6 @@ use crate::runtime::{ActionRequest, ComputerUseRuntime, Observations, ProposedAc
 pub struct Observed<R: ComputerUseRuntime> {
     core: Arc<Core<R>>,
     observations: Observations,
-}
-
-fn mismatch(field: &'static str, expected: &str, actual: &str) -> ComputerUseError {
-    ComputerUseError::IdentityMismatch {
-        object: "ActionEnvelope",
-        field,
-        expected: expected.to_owned(),
-        actual: actual.to_owned(),
-    }
 }
 
 impl<R: ComputerUseRuntime> Observed<R> {
@@ -87,35 +79,31 @@ fn bind_to_request(
     request: &ActionRequest,
     envelope: &ActionEnvelope,
 ) -> Result<(), ComputerUseError> {
+    const OBJECT: &str = "ActionEnvelope";
     let proposed = &request.action;
-    if let Some(action_id) = &proposed.action_id
-        && action_id != &envelope.action_id
-    {
-        return Err(mismatch("actionId", action_id, &envelope.action_id));
-    }
-    if proposed.tool != envelope.tool {
-        return Err(mismatch("tool", &proposed.tool, &envelope.tool));
-    }
-    if proposed.mode != envelope.requested_mode {
-        return Err(mismatch(
-            "requestedMode",
-            proposed.mode.as_str(),
-            envelope.requested_mode.as_str(),
-        ));
-    }
-    for (field, expected, actual) in [
-        ("agentId", &request.agent_id, &envelope.agent_id),
-        (
-            "executionGroupId",
-            &request.execution_group_id,
-            &envelope.execution_group_id,
-        ),
-    ] {
-        if let (Some(expected), Some(actual)) = (expected, actual)
-            && expected != actual
-        {
-            return Err(mismatch(field, expected, actual));
-        }
-    }
-    Ok(())
+    bind_optional(
+        OBJECT,
+        "actionId",
+        proposed.action_id.as_deref(),
+        Some(&envelope.action_id),
+    )?;
+    bind(OBJECT, "tool", &proposed.tool, &envelope.tool)?;
+    bind(
+        OBJECT,
+        "requestedMode",
+        proposed.mode.as_str(),
+        envelope.requested_mode.as_str(),
+    )?;
+    bind_optional(
+        OBJECT,
+        "agentId",
+        request.agent_id.as_deref(),
+        envelope.agent_id.as_deref(),
+    )?;
+    bind_optional(
+        OBJECT,
+        "executionGroupId",
+        request.execution_group_id.as_deref(),
+        envelope.execution_group_id.as_deref(),
+    )
 }

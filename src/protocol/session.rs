@@ -47,15 +47,6 @@ impl<R: ComputerUseRuntime> Core<R> {
         self.authorizer
             .authorize(identity.principal_id(), identity.tenant_id(), mode)
     }
-
-    pub(crate) fn journal_released(
-        &self,
-        reservation: &TargetReservation,
-        how: &str,
-        error: Option<&ComputerUseError>,
-    ) {
-        release_note(&self.recorder, reservation, how, error);
-    }
 }
 
 /// Logs and journals one release (explicit, or by the reaper).

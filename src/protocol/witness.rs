@@ -30,19 +30,18 @@ impl FreshPreview {
         now: OffsetDateTime,
     ) -> Result<Self, ComputerUseError> {
         let envelope = &preview.envelope;
-        for (field, expected, actual) in [
-            ("sessionId", session_id, envelope.session_id.as_str()),
-            ("principalId", principal_id, envelope.principal_id.as_str()),
-        ] {
-            if expected != actual {
-                return Err(ComputerUseError::IdentityMismatch {
-                    object: "ActionEnvelope",
-                    field,
-                    expected: expected.to_owned(),
-                    actual: actual.to_owned(),
-                });
-            }
-        }
+        binding::bind(
+            "ActionEnvelope",
+            "sessionId",
+            session_id,
+            &envelope.session_id,
+        )?;
+        binding::bind(
+            "ActionEnvelope",
+            "principalId",
+            principal_id,
+            &envelope.principal_id,
+        )?;
         let expires = binding::envelope_expiry(envelope, now)?;
         Ok(Self {
             preview: Box::new(preview),

@@ -22,7 +22,8 @@ const RESERVATION: &str = "TargetReservation";
 const RECEIPT: &str = "ExecutionReceipt";
 const ENVELOPE: &str = "ActionEnvelope";
 
-fn bind(
+/// `expected == actual`, or an [`ComputerUseError::IdentityMismatch`] naming the field.
+pub(crate) fn bind(
     object: &'static str,
     field: &'static str,
     expected: &str,
@@ -40,7 +41,8 @@ fn bind(
     }
 }
 
-fn bind_optional(
+/// [`bind`] when both sides are present; an absent side is under-specification.
+pub(crate) fn bind_optional(
     object: &'static str,
     field: &'static str,
     expected: Option<&str>,

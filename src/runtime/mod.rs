@@ -173,12 +173,4 @@ impl Observations {
             .filter_map(|o| o.observation_id.clone())
             .collect()
     }
-
-    /// The structured parts of the frames as one JSON object.
-    pub fn to_value(&self) -> Value {
-        serde_json::json!({
-            "visual": self.visual.structured,
-            "semantic": self.semantic.structured,
-        })
-    }
 }

@@ -144,21 +144,27 @@ fn text_arg<'a>(args: &'a Value, key: &str) -> Result<&'a str, SimError> {
 impl Desktop {
     /// The window `window_id` of `app_id`, if it exists.
     pub fn window(&self, app_id: &str, window_id: Option<&WindowId>) -> Option<&Window> {
-        let app = self.apps.iter().find(|a| a.id == app_id)?;
-        match window_id {
-            Some(WindowId::Number(id)) => app.windows.iter().find(|w| w.id == *id),
-            Some(WindowId::Name(_)) => None,
-            None => app.windows.first(),
-        }
+        let (app, window) = self.locate(app_id, window_id)?;
+        Some(&self.apps[app].windows[window])
     }
 
     fn window_mut(&mut self, app_id: &str, window_id: Option<&WindowId>) -> Option<&mut Window> {
-        let app = self.apps.iter_mut().find(|a| a.id == app_id)?;
-        match window_id {
-            Some(WindowId::Number(id)) => app.windows.iter_mut().find(|w| w.id == *id),
-            Some(WindowId::Name(_)) => None,
-            None => app.windows.first_mut(),
-        }
+        let (app, window) = self.locate(app_id, window_id)?;
+        Some(&mut self.apps[app].windows[window])
+    }
+
+    /// Positions of the application and of its window (its first window when
+    /// none is named; a textual id names no window here).
+    fn locate(&self, app_id: &str, window_id: Option<&WindowId>) -> Option<(usize, usize)> {
+        let app = self.apps.iter().position(|a| a.id == app_id)?;
+        let windows = &self.apps[app].windows;
+        let window = match window_id {
+            Some(WindowId::Number(id)) => windows.iter().position(|w| w.id == *id)?,
+            Some(WindowId::Name(_)) => return None,
+            None if windows.is_empty() => return None,
+            None => 0,
+        };
+        Some((app, window))
     }
 
     /// Whether the evidence still describes a window on this desktop.

@@ -200,6 +200,80 @@ impl ActionArgs {
     }
 }
 
+/// A fault and how it changes an answer.
+type Forgery<T> = (Fault, fn(&mut T));
+
+/// How each answer-forging fault changes a reservation.
+const RESERVATION_FORGERIES: [Forgery<TargetReservation>; 6] = [
+    (Fault::ReservationSession, |r| {
+        r.session_id = "session-forged".into()
+    }),
+    (Fault::ReservationPrincipal, |r| {
+        r.principal_id = "principal-forged".into()
+    }),
+    (Fault::ReservationAgent, |r| {
+        r.agent_id = Some("agent-forged".into())
+    }),
+    (Fault::ReservationIntent, |r| {
+        r.intent_id = "intent-forged".into()
+    }),
+    (Fault::ReservationApp, |r| {
+        r.scope.app_id = "com.example.Forged".into()
+    }),
+    (Fault::ReservationWindow, |r| {
+        r.scope.window_id = Some(WindowId::Number(999_999))
+    }),
+];
+
+/// How each answer-forging fault changes a lease.
+const LEASE_FORGERIES: [Forgery<ControlLease>; 6] = [
+    (Fault::LeaseSession, |l| {
+        l.session_id = "session-forged".into()
+    }),
+    (Fault::LeasePrincipal, |l| {
+        l.principal_id = "principal-forged".into()
+    }),
+    (Fault::LeaseAgent, |l| {
+        l.agent_id = Some("agent-forged".into())
+    }),
+    (Fault::LeaseApp, |l| {
+        l.boundaries.app_ids = vec!["com.example.Forged".into()]
+    }),
+    (Fault::LeaseWindow, |l| {
+        l.boundaries.window_ids = vec![WindowId::Number(999_999)]
+    }),
+    (Fault::LeaseExpired, |l| {
+        l.expires_at = stamp(now() - Duration::seconds(1))
+    }),
+];
+
+/// How each answer-forging fault changes a receipt.
+const RECEIPT_FORGERIES: [Forgery<ExecutionReceipt>; 2] = [
+    (Fault::ReceiptDigest, |r| r.action_digest = "0".repeat(64)),
+    (Fault::ReceiptSession, |r| {
+        r.session_id = "session-forged".into()
+    }),
+];
+
+/// What the simulated desktop can do: every operation, scripted, in every mode.
+fn capability(app_id: String, operation: String) -> ExecutionCapability {
+    ExecutionCapability {
+        app_id,
+        operation,
+        backend: ExecutionBackend::Scripting,
+        supported_modes: vec![
+            ExecutionMode::Shadow,
+            ExecutionMode::Background,
+            ExecutionMode::Foreground,
+        ],
+        interference: Interference::None,
+        confidence: 1.0,
+        verified_at: None,
+        verification_source: VerificationSource::PlatformRule,
+        certification: None,
+    }
+}
+
 impl SimState {
     /// A fresh desktop and an empty server.
     pub fn new(config: SimConfig) -> Self {
@@ -447,21 +521,7 @@ impl SimState {
             .apps
             .iter()
             .filter(|a| app.as_ref().is_none_or(|id| id == &a.id))
-            .map(|a| ExecutionCapability {
-                app_id: a.id.clone(),
-                operation: tool.clone(),
-                backend: ExecutionBackend::Scripting,
-                supported_modes: vec![
-                    ExecutionMode::Shadow,
-                    ExecutionMode::Background,
-                    ExecutionMode::Foreground,
-                ],
-                interference: Interference::None,
-                confidence: 1.0,
-                verified_at: None,
-                verification_source: VerificationSource::PlatformRule,
-                certification: None,
-            })
+            .map(|a| capability(a.id.clone(), tool.clone()))
             .collect();
         Ok(SimAnswer::of(json!({ "capabilities": capabilities })))
     }
@@ -574,24 +634,13 @@ impl SimState {
         };
         let denied = verdict == PolicyVerdict::Deny;
         let preview = ActionPreview {
-            capability: ExecutionCapability {
-                app_id: action
+            capability: capability(
+                action
                     .target
                     .as_ref()
                     .map_or_else(|| "desktop".to_owned(), |t| t.app_id.clone()),
-                operation: action.operation.clone(),
-                backend: ExecutionBackend::Scripting,
-                supported_modes: vec![
-                    ExecutionMode::Shadow,
-                    ExecutionMode::Background,
-                    ExecutionMode::Foreground,
-                ],
-                interference: Interference::None,
-                confidence: 1.0,
-                verified_at: None,
-                verification_source: VerificationSource::PlatformRule,
-                certification: None,
-            },
+                action.operation.clone(),
+            ),
             policy: PolicyDecision {
                 decision: verdict,
                 policy_digest: self.policy_digest(),
@@ -758,25 +807,7 @@ impl SimState {
             json!({ "reservationId": reservation.reservation_id }),
         );
         let mut answer = reservation;
-        let faults = &self.config;
-        if faults.has(Fault::ReservationSession) {
-            answer.session_id = "session-forged".into();
-        }
-        if faults.has(Fault::ReservationPrincipal) {
-            answer.principal_id = "principal-forged".into();
-        }
-        if faults.has(Fault::ReservationAgent) {
-            answer.agent_id = Some("agent-forged".into());
-        }
-        if faults.has(Fault::ReservationIntent) {
-            answer.intent_id = "intent-forged".into();
-        }
-        if faults.has(Fault::ReservationApp) {
-            answer.scope.app_id = "com.example.Forged".into();
-        }
-        if faults.has(Fault::ReservationWindow) {
-            answer.scope.window_id = Some(WindowId::Number(999_999));
-        }
+        self.forge(&RESERVATION_FORGERIES, &mut answer);
         Ok(SimAnswer::of(json!({ "reservation": answer })))
     }
 
@@ -889,25 +920,7 @@ impl SimState {
             json!({ "leaseId": lease.lease_id }),
         );
         let mut answer = lease;
-        let faults = &self.config;
-        if faults.has(Fault::LeaseSession) {
-            answer.session_id = "session-forged".into();
-        }
-        if faults.has(Fault::LeasePrincipal) {
-            answer.principal_id = "principal-forged".into();
-        }
-        if faults.has(Fault::LeaseAgent) {
-            answer.agent_id = Some("agent-forged".into());
-        }
-        if faults.has(Fault::LeaseApp) {
-            answer.boundaries.app_ids = vec!["com.example.Forged".into()];
-        }
-        if faults.has(Fault::LeaseWindow) {
-            answer.boundaries.window_ids = vec![WindowId::Number(999_999)];
-        }
-        if faults.has(Fault::LeaseExpired) {
-            answer.expires_at = stamp(at - Duration::seconds(1));
-        }
+        self.forge(&LEASE_FORGERIES, &mut answer);
         Ok(SimAnswer::of(json!({ "lease": answer })))
     }
 
@@ -1120,13 +1133,18 @@ impl SimState {
     }
 
     fn forge_receipt(&self, mut receipt: ExecutionReceipt) -> ExecutionReceipt {
-        if self.config.has(Fault::ReceiptDigest) {
-            receipt.action_digest = "0".repeat(64);
-        }
-        if self.config.has(Fault::ReceiptSession) {
-            receipt.session_id = "session-forged".into();
-        }
+        self.forge(&RECEIPT_FORGERIES, &mut receipt);
         receipt
+    }
+
+    /// Applies every injected forgery of `table` to an answer (never to the
+    /// server's own record, so releases by the true id still work).
+    fn forge<T>(&self, table: &[Forgery<T>], answer: &mut T) {
+        for (fault, forge) in table {
+            if self.config.has(*fault) {
+                forge(answer);
+            }
+        }
     }
 
     fn check_lease(&self, lease_id: &str, action: &ActionArgs) -> Result<(), SimError> {

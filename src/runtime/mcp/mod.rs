@@ -28,7 +28,7 @@ use retained::{Retained, RetainedPreviews};
 /// The rmcp crate this adapter speaks through, for building custom transports.
 pub use rmcp;
 
-use super::binding;
+use super::binding::{self, bind};
 use super::{
     ActionRequest, ComputerUseRuntime, ImageContent, Observation, ObservationScope,
     VerificationOutcome,
@@ -68,23 +68,6 @@ fn decode<T: DeserializeOwned>(
     })?;
     serde_json::from_value(value)
         .map_err(|err| ComputerUseError::decode(format!("{tool} answer.{key}"), err))
-}
-
-fn mismatch(
-    object: &'static str,
-    field: &'static str,
-    expected: &str,
-    actual: &str,
-) -> Result<(), ComputerUseError> {
-    if expected == actual {
-        return Ok(());
-    }
-    Err(ComputerUseError::IdentityMismatch {
-        object,
-        field,
-        expected: expected.to_owned(),
-        actual: actual.to_owned(),
-    })
 }
 
 /// A refusal's text, cut to a length fit for an error message.
@@ -285,8 +268,8 @@ impl ComputerUseMcpRuntime {
         session_id: &str,
         principal_id: &str,
     ) -> Result<(), ComputerUseError> {
-        mismatch(object, "sessionId", &self.session_id()?, session_id)?;
-        mismatch(
+        bind(object, "sessionId", &self.session_id()?, session_id)?;
+        bind(
             object,
             "principalId",
             &self.config.principal_id,
@@ -307,7 +290,7 @@ impl ComputerUseMcpRuntime {
             )
             .await?;
         let session: RuntimeSession = decode("start_session", "session", &answer)?;
-        mismatch(
+        bind(
             "RuntimeSession",
             "principalId",
             &self.config.principal_id,
@@ -431,7 +414,7 @@ impl ComputerUseMcpRuntime {
         let fields = grant.fields();
         self.check_session("ApprovalGrant", &fields.session_id, &fields.principal_id)?;
         if let Some(retained) = lock(&self.retained).get(action_id) {
-            mismatch(
+            bind(
                 "ApprovalGrant",
                 "actionDigest",
                 &retained.envelope.args_digest,
@@ -453,7 +436,7 @@ impl ComputerUseMcpRuntime {
             )
             .await?;
         let deletion: SessionDeletionResult = decode("delete_session", "deletion", &answer)?;
-        mismatch(
+        bind(
             "SessionDeletionResult",
             "sessionId",
             session_id,
@@ -516,7 +499,7 @@ impl ComputerUseMcpRuntime {
             )
             .await?;
         let receipt: ExecutionReceipt = decode("execute_action", "receipt", &answer)?;
-        mismatch(
+        bind(
             "ExecutionReceipt",
             "sessionId",
             &session_id,
@@ -636,7 +619,7 @@ impl ComputerUseRuntime for ComputerUseMcpRuntime {
         &self,
         request: &ActionRequest,
     ) -> Result<ActionPreview, ComputerUseError> {
-        mismatch(
+        bind(
             "ActionRequest",
             "sessionId",
             &self.session_id()?,
@@ -653,7 +636,7 @@ impl ComputerUseRuntime for ComputerUseMcpRuntime {
             &envelope.principal_id,
         )?;
         if let Some(action_id) = &request.action.action_id {
-            mismatch("ActionEnvelope", "actionId", action_id, &envelope.action_id)?;
+            bind("ActionEnvelope", "actionId", action_id, &envelope.action_id)?;
         }
         binding::validate_envelope_freshness(envelope)?;
         let mut arguments = arguments;
@@ -712,7 +695,7 @@ impl ComputerUseRuntime for ComputerUseMcpRuntime {
             .await?;
         let released: TargetReservation =
             decode("release_target_reservation", "reservation", &answer)?;
-        mismatch(
+        bind(
             "TargetReservation",
             "reservationId",
             &reservation.reservation_id,
@@ -855,7 +838,7 @@ impl ComputerUseRuntime for ComputerUseMcpRuntime {
                 message: "the retained preview does not match the checkpointed envelope".into(),
             });
         }
-        mismatch(
+        bind(
             "ActionEnvelope",
             "sessionId",
             &self.session_id()?,
