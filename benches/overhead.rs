@@ -8,7 +8,9 @@
 //! 2. Over MCP stdio to the simulator: the chain versus the same tool calls.
 //! 3. Concurrency: 1, 8 and 64 agents against one simulator.
 //!
-//! Set `OVERHEAD_IN_PROCESS_ONLY=1` to run only the first part (for a profiler).
+//! Set `OVERHEAD_IN_PROCESS_ONLY=1` to run only the first part, or
+//! `OVERHEAD_ONE_SIDE=governed` (or `raw`) to run one side of it once, for
+//! an instruction-counting profiler such as `valgrind --tool=callgrind`.
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
 #[path = "../tests/sim_support/mod.rs"]
@@ -51,24 +53,29 @@ fn median(mut samples: Vec<f64>) -> f64 {
 }
 
 /// Runs `rounds` rounds of both measurements, alternating which goes first
-/// so neither always meets a warmer cache or a busier server, and returns
-/// the medians (governed, raw).
+/// so neither always meets a warmer cache or a busier server. Returns the
+/// medians (governed, raw) and the median of the per-round ratios: the two
+/// halves of a round run back to back, so their ratio is the least disturbed
+/// by a neighbour that slows the whole machine for a while.
 fn alternate(
     rounds: usize,
     mut governed: impl FnMut() -> f64,
     mut raw: impl FnMut() -> f64,
-) -> (f64, f64) {
-    let (mut a, mut b) = (Vec::new(), Vec::new());
+) -> (f64, f64, f64) {
+    let (mut a, mut b, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
     for round in 0..rounds {
-        if round % 2 == 0 {
-            a.push(governed());
-            b.push(raw());
+        let (g, r) = if round % 2 == 0 {
+            let g = governed();
+            (g, raw())
         } else {
-            b.push(raw());
-            a.push(governed());
-        }
+            let r = raw();
+            (governed(), r)
+        };
+        a.push(g);
+        b.push(r);
+        ratios.push(g / r);
     }
-    (median(a), median(b))
+    (median(a), median(b), median(ratios))
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
@@ -162,7 +169,7 @@ impl NoopRuntime {
             error: None,
         };
         let preview = ActionPreview {
-            envelope,
+            envelope: Box::new(envelope),
             capability: ExecutionCapability {
                 app_id: CLIPBOARD_APP.into(),
                 operation: "write_clipboard".into(),
@@ -207,7 +214,10 @@ impl ComputerUseRuntime for NoopRuntime {
     ) -> Result<Observation, ComputerUseError> {
         Ok(Observation::default())
     }
-    async fn preview_action(&self, _: &ActionRequest) -> Result<ActionPreview, ComputerUseError> {
+    async fn preview_action(
+        &self,
+        _: &ActionRequest<'_>,
+    ) -> Result<ActionPreview, ComputerUseError> {
         Ok(self.preview.clone())
     }
     async fn reserve_target(
@@ -241,11 +251,12 @@ impl ComputerUseRuntime for NoopRuntime {
 
 async fn raw_in_process(runtime: &NoopRuntime, action: &ProposedAction, scope: &ObservationScope) {
     // The agent hands over a fresh proposal for every action, as it does to the chain.
+    let action = action.clone();
     let request = ActionRequest {
-        session_id: "s".into(),
+        session_id: "s",
         agent_id: None,
         execution_group_id: None,
-        action: action.clone(),
+        action: &action,
     };
     let _ = tokio::join!(
         runtime.discover_capabilities(scope),
@@ -268,7 +279,7 @@ async fn raw_in_process(runtime: &NoopRuntime, action: &ProposedAction, scope: &
 }
 
 fn in_process(rt: &tokio::runtime::Runtime) -> f64 {
-    const N: usize = 20_000;
+    const N: usize = 10_000;
     let runtime = Arc::new(NoopRuntime::new());
     let session = rt.block_on(async { session(Arc::clone(&runtime), "s", "agent") });
     let action = ProposedAction::new(
@@ -300,12 +311,21 @@ fn in_process(rt: &tokio::runtime::Runtime) -> f64 {
         });
         start.elapsed().as_nanos() as f64 / N as f64
     };
-    let (governed, raw) = alternate(9, governed, raw);
+    // One side alone, once, for an instruction-counting profiler.
+    if let Ok(side) = std::env::var("OVERHEAD_ONE_SIDE") {
+        let ns = match side.as_str() {
+            "governed" => governed(),
+            "raw" => raw(),
+            other => panic!("OVERHEAD_ONE_SIDE is governed or raw, not {other:?}"),
+        };
+        println!("{side} alone: {ns:.0} ns/action over {N} actions");
+        std::process::exit(0);
+    }
+    let (governed, raw, ratio) = alternate(21, governed, raw);
     println!(
-        "in process  | governed chain {governed:>9.0} ns/action | raw calls {raw:>9.0} ns/action | ratio {:.2}x",
-        governed / raw
+        "in process  | governed chain {governed:>9.0} ns/action | raw calls {raw:>9.0} ns/action | ratio {ratio:.2}x"
     );
-    governed / raw
+    ratio
 }
 
 // ---- 2. over MCP stdio ------------------------------------------------------------
@@ -402,15 +422,14 @@ fn over_mcp(rt: &tokio::runtime::Runtime) -> f64 {
         });
         start.elapsed().as_nanos() as f64 / N as f64
     };
-    let (governed, raw) = alternate(9, governed, raw);
+    let (governed, raw, ratio) = alternate(9, governed, raw);
     println!(
-        "over MCP    | governed chain {:>9.1} µs/action | raw calls {:>9.1} µs/action | ratio {:.3}x",
+        "over MCP    | governed chain {:>9.1} µs/action | raw calls {:>9.1} µs/action | ratio {ratio:.3}x",
         governed / 1e3,
         raw / 1e3,
-        governed / raw
     );
     rt.block_on(runtime.shutdown()).unwrap();
-    governed / raw
+    ratio
 }
 
 // ---- 3. concurrency -------------------------------------------------------------------

@@ -46,7 +46,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         ExecutionMode::Background,
     )
     .with_target(desktop::clipboard_target(&seen));
-    let previewed = observed.preview(action).await?;
+    let previewed = observed.preview(&action).await?;
     let envelope = &previewed.preview().envelope;
     println!(
         "previewed: action {} digest {}",

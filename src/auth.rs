@@ -173,20 +173,28 @@ impl ScopeAuthorizer {
                 ),
             });
         }
-        if !self.holds(required) {
-            return Err(ComputerUseError::Unauthorized {
-                required: required.to_string(),
-                reason: format!(
-                    "{:?} holds only [{}]",
-                    self.identity.principal_id,
-                    self.scopes
-                        .iter()
-                        .map(|s| s.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            });
+        self.require(mode)
+    }
+
+    /// Refuses unless the verified identity itself holds the scope `mode`
+    /// needs: [`ScopeAuthorizer::authorize`] for a caller already known to be
+    /// that identity, as every stage of a session is.
+    pub(crate) fn require(&self, mode: ExecutionMode) -> Result<(), ComputerUseError> {
+        let required = Scope::for_mode(mode);
+        if self.holds(required) {
+            return Ok(());
         }
-        Ok(())
+        Err(ComputerUseError::Unauthorized {
+            required: required.to_string(),
+            reason: format!(
+                "{:?} holds only [{}]",
+                self.identity.principal_id,
+                self.scopes
+                    .iter()
+                    .map(|s| s.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        })
     }
 }

@@ -4,6 +4,7 @@
 //! are RFC 3339; one that does not parse is an error, never "no expiry".
 
 use std::sync::{Arc, Mutex};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use time::format_description::well_known::Rfc3339;
 use time::{Duration, OffsetDateTime};
@@ -14,6 +15,14 @@ use crate::error::ComputerUseError;
 pub trait Clock: Send + Sync + 'static {
     /// The current instant.
     fn now(&self) -> OffsetDateTime;
+
+    /// The current instant in nanoseconds since the Unix epoch: the form the
+    /// chain compares expiries in, since it reads the clock at every stage.
+    /// The default derives it from [`Clock::now`]; override it only with the
+    /// same instant read more cheaply.
+    fn now_unix_nanos(&self) -> i128 {
+        self.now().unix_timestamp_nanos()
+    }
 }
 
 /// The operating system's wall clock.
@@ -23,6 +32,14 @@ pub struct SystemClock;
 impl Clock for SystemClock {
     fn now(&self) -> OffsetDateTime {
         OffsetDateTime::now_utc()
+    }
+
+    fn now_unix_nanos(&self) -> i128 {
+        // The system time without building a calendar date from it.
+        match SystemTime::now().duration_since(UNIX_EPOCH) {
+            Ok(after) => i128::try_from(after.as_nanos()).unwrap_or(i128::MAX),
+            Err(before) => i128::try_from(before.duration().as_nanos()).map_or(i128::MIN, |n| -n),
+        }
     }
 }
 
@@ -80,6 +97,10 @@ impl<C: Clock + ?Sized> Clock for Arc<C> {
     fn now(&self) -> OffsetDateTime {
         (**self).now()
     }
+
+    fn now_unix_nanos(&self) -> i128 {
+        (**self).now_unix_nanos()
+    }
 }
 
 /// Parses an RFC 3339 timestamp from `object.field`.
@@ -100,6 +121,16 @@ pub fn parse_rfc3339(
     })
 }
 
+/// Parses an RFC 3339 timestamp from `object.field` into nanoseconds since
+/// the Unix epoch (see [`Clock::now_unix_nanos`]).
+pub(crate) fn parse_unix_nanos(
+    object: &'static str,
+    field: &'static str,
+    value: &str,
+) -> Result<i128, ComputerUseError> {
+    parse_rfc3339(object, field, value).map(OffsetDateTime::unix_timestamp_nanos)
+}
+
 /// Formats an instant as RFC 3339 (for wire fields and messages).
 ///
 /// Instants outside what RFC 3339 can write (years beyond 9999) are refused.
@@ -115,4 +146,10 @@ pub fn format_rfc3339(instant: OffsetDateTime) -> Result<String, ComputerUseErro
 /// Writes an instant for a human message; never fails.
 pub(crate) fn display(instant: OffsetDateTime) -> String {
     format_rfc3339(instant).unwrap_or_else(|_| instant.to_string())
+}
+
+/// [`display`] for nanoseconds since the Unix epoch.
+pub(crate) fn display_nanos(nanos: i128) -> String {
+    OffsetDateTime::from_unix_timestamp_nanos(nanos)
+        .map_or_else(|_| format!("{nanos} ns after the Unix epoch"), display)
 }

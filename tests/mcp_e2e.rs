@@ -210,7 +210,7 @@ async fn killing_the_server_mid_chain_is_a_transport_error_with_nothing_leaked()
         .observe()
         .await
         .unwrap()
-        .preview(write_clipboard("a-8", "text", false))
+        .preview(&write_clipboard("a-8", "text", false))
         .await
         .unwrap();
     let approved = match previewed.route() {
@@ -289,11 +289,12 @@ async fn retained_previews_are_dropped_when_actions_end() {
 #[tokio::test]
 async fn a_direct_execute_with_a_changed_envelope_is_refused() {
     let runtime = spawn_sim(&[]).await;
+    let session_id = runtime.session_id().unwrap();
     let request = adk_computer_use::runtime::ActionRequest {
-        session_id: runtime.session_id().unwrap(),
-        agent_id: Some("agent-a".into()),
+        session_id: &session_id,
+        agent_id: Some("agent-a"),
         execution_group_id: None,
-        action: write_clipboard("a-9", "text", false),
+        action: &write_clipboard("a-9", "text", false),
     };
     let preview = runtime.preview_action(&request).await.unwrap();
     let reservation = runtime
@@ -446,12 +447,13 @@ async fn injected_crashes_are_transport_errors() {
 async fn the_retained_preview_map_is_bounded() {
     let runtime = spawn_sim(&[]).await;
     let limit = runtime.config().retained_limit;
+    let session_id = runtime.session_id().unwrap();
     for i in 0..(limit + 200) {
         let request = adk_computer_use::runtime::ActionRequest {
-            session_id: runtime.session_id().unwrap(),
+            session_id: &session_id,
             agent_id: None,
             execution_group_id: None,
-            action: write_clipboard(&format!("p-{i}"), "x", false),
+            action: &write_clipboard(&format!("p-{i}"), "x", false),
         };
         runtime.preview_action(&request).await.unwrap();
     }

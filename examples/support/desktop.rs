@@ -162,7 +162,7 @@ impl ComputerUseRuntime for InProcessDesktop {
 
     async fn preview_action(
         &self,
-        request: &ActionRequest,
+        request: &ActionRequest<'_>,
     ) -> Result<ActionPreview, ComputerUseError> {
         let action = &request.action;
         let digest = sha256_hex(canonical_json(&json!({
@@ -183,12 +183,12 @@ impl ComputerUseRuntime for InProcessDesktop {
             .insert(action_id.clone(), action.arguments.clone());
         self.save()?;
         Ok(ActionPreview {
-            envelope: ActionEnvelope {
+            envelope: Box::new(ActionEnvelope {
                 action_id,
-                session_id: request.session_id.clone(),
-                execution_group_id: request.execution_group_id.clone(),
+                session_id: request.session_id.to_owned(),
+                execution_group_id: request.execution_group_id.map(str::to_owned),
                 principal_id: PRINCIPAL.into(),
-                agent_id: request.agent_id.clone(),
+                agent_id: request.agent_id.map(str::to_owned),
                 tool: action.tool.clone(),
                 operation: action.tool.clone(),
                 action_class: ActionClass::EditReversible,
@@ -206,7 +206,7 @@ impl ComputerUseRuntime for InProcessDesktop {
                 args_digest: digest,
                 attempt: None,
                 certification_id: None,
-            },
+            }),
             capability: self
                 .discover_capabilities(&ObservationScope::default())
                 .await?

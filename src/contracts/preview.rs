@@ -131,8 +131,9 @@ pub mod blockers {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ActionPreview {
-    /// The authoritative envelope.
-    pub envelope: ActionEnvelope,
+    /// The authoritative envelope. Boxed: it is most of a preview's size,
+    /// and a preview is moved through every stage of a chain.
+    pub envelope: Box<ActionEnvelope>,
     /// The capability that would be used.
     pub capability: ExecutionCapability,
     /// The policy decision.

@@ -168,7 +168,7 @@ pub enum Authority {
     /// The policy allowed it outright (the preview was executable).
     Policy,
     /// A person approved it.
-    Approved(Approval),
+    Approved(Box<Approval>),
 }
 
 impl Authority {

@@ -62,7 +62,7 @@ impl<R: ComputerUseRuntime> Approved<R> {
                 return Err(err);
             }
         };
-        let guard = ReservationGuard::arm(Arc::clone(&self.core), &envelope.action_id, answer);
+        let guard = ReservationGuard::arm(Arc::clone(&self.core), answer);
         let bound = BoundReservation::check(guard.reservation(), envelope, self.core.now())
             .and_then(|bound| {
                 let id = guard.reservation().map(|r| r.reservation_id.as_str());
@@ -80,7 +80,7 @@ impl<R: ComputerUseRuntime> Approved<R> {
                 guard,
                 bound,
             )),
-            Err(err) => Err(guard.fail(err).await),
+            Err(err) => Err(guard.fail(&envelope.action_id, err).await),
         }
     }
 

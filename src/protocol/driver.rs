@@ -20,7 +20,7 @@ impl<R: ComputerUseRuntime> Session<R> {
     /// Observes, previews `action`, routes it and, when policy allows it,
     /// reserves, leases, executes and verifies.
     pub async fn run(&self, action: ProposedAction) -> Result<ChainOutcome<R>, ComputerUseError> {
-        let previewed = self.observe().await?.preview(action).await?;
+        let previewed = self.observe().await?.preview(&action).await?;
         Ok(match previewed.route() {
             Route::Allowed(approved) => ChainOutcome::Completed(approved.complete().await?),
             Route::NeedsApproval(pending) => ChainOutcome::NeedsApproval(pending),

@@ -57,7 +57,7 @@ impl<R: ComputerUseRuntime> Executed<R> {
             .await;
         let outcome = match outcome {
             Ok(outcome) => outcome,
-            Err(err) => return Err(self.guard.fail(err).await),
+            Err(err) => return Err(self.guard.fail(&envelope.action_id, err).await),
         };
         self.core
             .recorder

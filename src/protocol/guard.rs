@@ -9,6 +9,8 @@
 //! has worked through everything queued before it. The server-side TTL
 //! remains the ground truth if the process dies.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -115,20 +117,14 @@ pub(crate) fn spawn_reaper<R: ComputerUseRuntime>(
 #[must_use = "dropping a reservation guard queues the release on the session's reaper instead of awaiting it"]
 pub(crate) struct ReservationGuard<R: ComputerUseRuntime> {
     reservation: Option<Box<TargetReservation>>,
-    action_id: String,
     core: Arc<Core<R>>,
 }
 
 impl<R: ComputerUseRuntime> ReservationGuard<R> {
     /// Arms a guard over what the runtime returned (possibly nothing).
-    pub(crate) fn arm(
-        core: Arc<Core<R>>,
-        action_id: &str,
-        reservation: Option<TargetReservation>,
-    ) -> Self {
+    pub(crate) fn arm(core: Arc<Core<R>>, reservation: Option<TargetReservation>) -> Self {
         Self {
             reservation: reservation.map(Box::new),
-            action_id: action_id.to_owned(),
             core,
         }
     }
@@ -163,14 +159,23 @@ impl<R: ComputerUseRuntime> ReservationGuard<R> {
     }
 
     /// Releases after a failure: the primary error stays first, and a failed
-    /// release is attached to it. The action has ended.
-    pub(crate) async fn fail(self, primary: ComputerUseError) -> ComputerUseError {
-        let core = Arc::clone(&self.core);
-        let action_id = self.action_id.clone();
-        core.recorder.refusal(&action_id, &primary);
-        let cleanup = self.release().await;
-        core.runtime.action_ended(&action_id);
-        ComputerUseError::with_cleanup(primary, cleanup)
+    /// release is attached to it. The action (`action_id`) has ended.
+    ///
+    /// The future is boxed: failure is the rare path, and a future stored
+    /// inline would enlarge every stage's future, which the chain moves on
+    /// each transition, by the size of the release call.
+    pub(crate) fn fail(
+        self,
+        action_id: &str,
+        primary: ComputerUseError,
+    ) -> Pin<Box<dyn Future<Output = ComputerUseError> + Send + '_>> {
+        Box::pin(async move {
+            let core = Arc::clone(&self.core);
+            core.recorder.refusal(action_id, &primary);
+            let cleanup = self.release().await;
+            core.runtime.action_ended(action_id);
+            ComputerUseError::with_cleanup(primary, cleanup)
+        })
     }
 }
 

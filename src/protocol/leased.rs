@@ -84,7 +84,7 @@ impl<R: ComputerUseRuntime> Leased<R> {
                 .record(&envelope.action_id, journal_types::STARTED, payload)
         });
         if let Err(err) = ready {
-            return Err(self.guard.fail(err).await);
+            return Err(self.guard.fail(&envelope.action_id, err).await);
         }
         let answer = self
             .core
@@ -93,7 +93,7 @@ impl<R: ComputerUseRuntime> Leased<R> {
             .await;
         let receipt = match answer.and_then(|receipt| BoundReceipt::check(receipt, envelope)) {
             Ok(receipt) => receipt,
-            Err(err) => return Err(self.guard.fail(err).await),
+            Err(err) => return Err(self.guard.fail(&envelope.action_id, err).await),
         };
         let bound = receipt.get();
         let event_type = if bound.status == ReceiptStatus::Committed {

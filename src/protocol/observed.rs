@@ -33,42 +33,50 @@ impl<R: ComputerUseRuntime> Observed<R> {
     /// Asks the runtime to preview `action` and binds the envelope it returns
     /// to this session, this principal and this proposal; an envelope that is
     /// already expired stops here.
-    pub async fn preview(self, action: ProposedAction) -> Result<Previewed<R>, ComputerUseError> {
+    pub async fn preview(self, action: &ProposedAction) -> Result<Previewed<R>, ComputerUseError> {
         let core = self.core;
         let request = ActionRequest {
-            session_id: core.session_id.clone(),
-            agent_id: core.agent_id.clone(),
-            execution_group_id: core.execution_group_id.clone(),
+            session_id: &core.session_id,
+            agent_id: core.agent_id.as_deref(),
+            execution_group_id: core.execution_group_id.as_deref(),
             action,
         };
         let preview = core.runtime.preview_action(&request).await?;
-        let action_id = preview.envelope.action_id.clone();
-        let bound = bind_to_request(&request, &preview.envelope).and_then(|()| {
-            FreshPreview::check(
-                preview,
+        let bound = match bind_to_request(&request, &preview.envelope) {
+            Ok(()) => FreshPreview::check(
+                Box::new(preview),
                 &core.session_id,
                 core.identity().principal_id(),
                 core.now(),
-            )
-        });
+            ),
+            Err(err) => Err((err, Box::new(preview))),
+        };
         let fresh = match bound {
             Ok(fresh) => fresh,
-            Err(err) => {
-                core.recorder.refusal(&action_id, &err);
-                core.runtime.action_ended(&action_id);
+            Err((err, preview)) => {
+                let action_id = &preview.envelope.action_id;
+                core.recorder.refusal(action_id, &err);
+                core.runtime.action_ended(action_id);
                 return Err(err);
             }
         };
         let previewed = fresh.get();
-        core.recorder
-            .record(&action_id, journal_types::PREVIEWED, || {
+        let action_id = &previewed.envelope.action_id;
+        let recorded = core
+            .recorder
+            .record(action_id, journal_types::PREVIEWED, || {
                 json!({
                     "argsDigest": previewed.envelope.args_digest,
                     "policyDigest": previewed.policy.policy_digest,
                     "executable": previewed.executable,
                     "blocker": previewed.blocker,
                 })
-            })?;
+            });
+        if let Err(err) = recorded {
+            // The chain stops here; the runtime may forget the preview.
+            core.runtime.action_ended(action_id);
+            return Err(err);
+        }
         Ok(Previewed::new(core, fresh))
     }
 }
@@ -76,7 +84,7 @@ impl<R: ComputerUseRuntime> Observed<R> {
 /// The envelope is about the action that was proposed: same id (when one was
 /// given), tool and mode, and the same agent and group when both name one.
 fn bind_to_request(
-    request: &ActionRequest,
+    request: &ActionRequest<'_>,
     envelope: &ActionEnvelope,
 ) -> Result<(), ComputerUseError> {
     const OBJECT: &str = "ActionEnvelope";
@@ -97,13 +105,13 @@ fn bind_to_request(
     bind_optional(
         OBJECT,
         "agentId",
-        request.agent_id.as_deref(),
+        request.agent_id,
         envelope.agent_id.as_deref(),
     )?;
     bind_optional(
         OBJECT,
         "executionGroupId",
-        request.execution_group_id.as_deref(),
+        request.execution_group_id,
         envelope.execution_group_id.as_deref(),
     )
 }

@@ -42,11 +42,12 @@ impl<R: ComputerUseRuntime> PendingApproval<R> {
         }
         let now = core.now();
         let fresh = FreshPreview::check(
-            preview,
+            Box::new(preview),
             &core.session_id,
             core.identity().principal_id(),
             now,
-        )?;
+        )
+        .map_err(|(err, _)| err)?;
         Ok(Self {
             core,
             preview: fresh,
@@ -91,7 +92,7 @@ impl<R: ComputerUseRuntime> PendingApproval<R> {
         Ok(Approved::new(
             self.core,
             self.preview,
-            Authority::Approved(approval),
+            Authority::Approved(Box::new(approval)),
         ))
     }
 

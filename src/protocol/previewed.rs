@@ -34,33 +34,62 @@ impl<R: ComputerUseRuntime> Previewed<R> {
     /// allowed; a preview blocked by `approval_required` waits for a person;
     /// anything else is blocked, with the blocker and the policy's reasons.
     pub fn route(self) -> Route<R> {
+        let way = self.way();
+        // Recorded while the preview is still borrowed, before it moves on.
         let preview = self.preview.get();
-        let action_id = preview.envelope.action_id.clone();
+        let action_id = preview.envelope.action_id.as_str();
         let recorder = &self.core.recorder;
-        let denied = preview.policy.decision == PolicyVerdict::Deny;
-        if preview.executable && !denied {
-            recorder.note(
-                &action_id,
+        match way {
+            Way::Allowed => recorder.note(
+                action_id,
                 journal_types::APPROVED,
                 || json!({ "authority": "policy" }),
-            );
-            return Route::Allowed(Approved::new(self.core, self.preview, Authority::Policy));
-        }
-        if !denied && preview.blocker.as_deref() == Some(blockers::APPROVAL_REQUIRED) {
-            recorder.note(&action_id, journal_types::APPROVAL_REQUIRED, || {
-                json!({
-                    "actionDigest": preview.envelope.args_digest,
-                    "policyDigest": preview.policy.policy_digest,
+            ),
+            Way::NeedsApproval => {
+                recorder.note(action_id, journal_types::APPROVAL_REQUIRED, || {
+                    json!({
+                        "actionDigest": preview.envelope.args_digest,
+                        "policyDigest": preview.policy.policy_digest,
+                    })
                 })
-            });
-            return Route::NeedsApproval(PendingApproval::new(self.core, self.preview));
+            }
+            Way::Blocked => {
+                recorder.note(
+                    action_id,
+                    journal_types::BLOCKED,
+                    || json!({ "blocker": preview.blocker, "reasons": preview.policy.reasons }),
+                );
+                self.core.runtime.action_ended(action_id);
+            }
         }
-        recorder.note(
-            &action_id,
-            journal_types::BLOCKED,
-            || json!({ "blocker": preview.blocker, "reasons": preview.policy.reasons }),
-        );
-        self.core.runtime.action_ended(&action_id);
-        Route::Blocked(Blocked::new(self.preview))
+        match way {
+            Way::Allowed => {
+                Route::Allowed(Approved::new(self.core, self.preview, Authority::Policy))
+            }
+            Way::NeedsApproval => {
+                Route::NeedsApproval(PendingApproval::new(self.core, self.preview))
+            }
+            Way::Blocked => Route::Blocked(Blocked::new(self.preview)),
+        }
     }
+
+    fn way(&self) -> Way {
+        let preview = self.preview.get();
+        let denied = preview.policy.decision == PolicyVerdict::Deny;
+        if preview.executable && !denied {
+            Way::Allowed
+        } else if !denied && preview.blocker.as_deref() == Some(blockers::APPROVAL_REQUIRED) {
+            Way::NeedsApproval
+        } else {
+            Way::Blocked
+        }
+    }
+}
+
+/// Which of the three routes a preview takes.
+#[derive(Clone, Copy)]
+enum Way {
+    Allowed,
+    NeedsApproval,
+    Blocked,
 }

@@ -39,16 +39,28 @@ impl Recorder {
         }
     }
 
-    /// Records an event; the caller decides what a failure means.
+    /// Records an event; the caller decides what a failure means. Without a
+    /// journal this is one branch, and the payload is never built.
+    #[inline]
     pub(crate) fn record(
         &self,
         action_id: &str,
         event_type: &str,
         payload: impl FnOnce() -> Value,
     ) -> Result<(), ComputerUseError> {
-        let Some(journal) = &self.journal else {
-            return Ok(());
-        };
+        match &self.journal {
+            None => Ok(()),
+            Some(journal) => self.write(journal, action_id, event_type, payload()),
+        }
+    }
+
+    fn write(
+        &self,
+        journal: &Journal,
+        action_id: &str,
+        event_type: &str,
+        payload: Value,
+    ) -> Result<(), ComputerUseError> {
         let at = display(self.clock.now());
         journal.record(
             &self.session_id,
@@ -56,16 +68,22 @@ impl Recorder {
             Some(action_id),
             event_type,
             at,
-            payload(),
+            payload,
         )
     }
 
     /// Records an event whose loss must not change the chain's result.
+    #[inline]
     pub(crate) fn note(&self, action_id: &str, event_type: &str, payload: impl FnOnce() -> Value) {
         if let Err(err) = self.record(action_id, event_type, payload) {
-            self.failures.fetch_add(1, Ordering::Relaxed);
-            tracing::error!(action_id, event_type, error = %err, "the audit journal could not record an event");
+            self.lost(action_id, event_type, &err);
         }
+    }
+
+    #[cold]
+    fn lost(&self, action_id: &str, event_type: &str, err: &ComputerUseError) {
+        self.failures.fetch_add(1, Ordering::Relaxed);
+        tracing::error!(action_id, event_type, error = %err, "the audit journal could not record an event");
     }
 
     /// Records why a transition failed.

@@ -57,7 +57,7 @@ impl<R: ComputerUseRuntime> Reserved<R> {
         let envelope = self.preview.envelope();
         let lease = match self.core.runtime.acquire_lease(envelope).await {
             Ok(lease) => lease,
-            Err(err) => return Err(self.guard.fail(err).await),
+            Err(err) => return Err(self.guard.fail(&envelope.action_id, err).await),
         };
         let bound = BoundLease::check(lease, envelope, self.core.now()).and_then(|bound| {
             let payload = || json!({ "leaseId": bound.get().lease_id });
@@ -75,7 +75,7 @@ impl<R: ComputerUseRuntime> Reserved<R> {
                 self.reservation,
                 bound,
             )),
-            Err(err) => Err(self.guard.fail(err).await),
+            Err(err) => Err(self.guard.fail(&envelope.action_id, err).await),
         }
     }
 }

@@ -37,15 +37,14 @@ impl<R: ComputerUseRuntime> Core<R> {
         self.authorizer.identity()
     }
 
-    pub(crate) fn now(&self) -> time::OffsetDateTime {
-        self.clock.now()
+    /// The clock, read in the form expiries are compared in.
+    pub(crate) fn now(&self) -> i128 {
+        self.clock.now_unix_nanos()
     }
 
     /// Refuses unless the verified identity holds the scope for `mode`.
     pub(crate) fn authorize(&self, mode: ExecutionMode) -> Result<(), ComputerUseError> {
-        let identity = self.identity();
-        self.authorizer
-            .authorize(identity.principal_id(), identity.tenant_id(), mode)
+        self.authorizer.require(mode)
     }
 }
 

@@ -4,8 +4,6 @@
 //! checked the value it holds, so a stage that holds a `BoundLease` holds a
 //! lease that was bound to its envelope — a fact about the type, not a flag.
 
-use time::OffsetDateTime;
-
 use crate::ComputerUseError;
 use crate::contracts::{
     ActionEnvelope, ActionPreview, ControlLease, ExecutionReceipt, TargetReservation,
@@ -19,16 +17,31 @@ pub struct FreshPreview {
     // Boxed: the preview travels through every stage, and moving a pointer
     // is cheaper than moving the whole envelope at each transition.
     preview: Box<ActionPreview>,
-    expires: OffsetDateTime,
+    expires: i128,
 }
 
 impl FreshPreview {
+    /// Binds `preview` to the session and principal and checks it is fresh at
+    /// `now`. A preview that fails comes back with the error, so the caller
+    /// can still say which action was refused.
     pub(crate) fn check(
-        preview: ActionPreview,
+        preview: Box<ActionPreview>,
         session_id: &str,
         principal_id: &str,
-        now: OffsetDateTime,
-    ) -> Result<Self, ComputerUseError> {
+        now: i128,
+    ) -> Result<Self, (ComputerUseError, Box<ActionPreview>)> {
+        match Self::expiry(&preview, session_id, principal_id, now) {
+            Ok(expires) => Ok(Self { preview, expires }),
+            Err(err) => Err((err, preview)),
+        }
+    }
+
+    fn expiry(
+        preview: &ActionPreview,
+        session_id: &str,
+        principal_id: &str,
+        now: i128,
+    ) -> Result<i128, ComputerUseError> {
         let envelope = &preview.envelope;
         binding::bind(
             "ActionEnvelope",
@@ -42,15 +55,11 @@ impl FreshPreview {
             principal_id,
             &envelope.principal_id,
         )?;
-        let expires = binding::envelope_expiry(envelope, now)?;
-        Ok(Self {
-            preview: Box::new(preview),
-            expires,
-        })
+        binding::envelope_expiry(envelope, now)
     }
 
     /// Checks freshness again, at a later time, without re-parsing.
-    pub(crate) fn recheck(&self, now: OffsetDateTime) -> Result<(), ComputerUseError> {
+    pub(crate) fn recheck(&self, now: i128) -> Result<(), ComputerUseError> {
         binding::recheck_envelope(&self.preview.envelope, now, self.expires)
     }
 
@@ -68,14 +77,14 @@ impl FreshPreview {
 /// A reservation bound to its envelope.
 #[derive(Debug)]
 pub struct BoundReservation {
-    expiry: Option<OffsetDateTime>,
+    expiry: Option<i128>,
 }
 
 impl BoundReservation {
     pub(crate) fn check(
         reservation: Option<&TargetReservation>,
         envelope: &ActionEnvelope,
-        now: OffsetDateTime,
+        now: i128,
     ) -> Result<Self, ComputerUseError> {
         let expiry = match reservation {
             Some(reservation) => Some(binding::reservation_checks(
@@ -94,7 +103,7 @@ impl BoundReservation {
         &self,
         reservation: Option<&TargetReservation>,
         envelope: &ActionEnvelope,
-        now: OffsetDateTime,
+        now: i128,
     ) -> Result<(), ComputerUseError> {
         match reservation {
             Some(reservation) => {
@@ -109,14 +118,14 @@ impl BoundReservation {
 #[derive(Debug)]
 pub struct BoundLease {
     lease: Box<ControlLease>,
-    expiry: OffsetDateTime,
+    expiry: i128,
 }
 
 impl BoundLease {
     pub(crate) fn check(
         lease: ControlLease,
         envelope: &ActionEnvelope,
-        now: OffsetDateTime,
+        now: i128,
     ) -> Result<Self, ComputerUseError> {
         let expiry = binding::lease_checks(&lease, envelope, now, None)?;
         Ok(Self {
@@ -129,7 +138,7 @@ impl BoundLease {
     pub(crate) fn recheck(
         &self,
         envelope: &ActionEnvelope,
-        now: OffsetDateTime,
+        now: i128,
     ) -> Result<(), ComputerUseError> {
         binding::lease_checks(&self.lease, envelope, now, Some(self.expiry)).map(drop)
     }

@@ -11,7 +11,7 @@
 use time::OffsetDateTime;
 
 use crate::ComputerUseError;
-use crate::clock::{display, parse_rfc3339};
+use crate::clock::{display_nanos, parse_unix_nanos};
 use crate::contracts::{
     ActionEnvelope, ControlLease, ExecutionReceipt, LeaseState, ReservationState,
     TargetReservation, WindowId,
@@ -23,6 +23,10 @@ const RECEIPT: &str = "ExecutionReceipt";
 const ENVELOPE: &str = "ActionEnvelope";
 
 /// `expected == actual`, or an [`ComputerUseError::IdentityMismatch`] naming the field.
+///
+/// Inlined: a chain binds some twenty fields, and the match is the hot path;
+/// building the error is kept out of line.
+#[inline]
 pub(crate) fn bind(
     object: &'static str,
     field: &'static str,
@@ -32,16 +36,28 @@ pub(crate) fn bind(
     if expected == actual {
         Ok(())
     } else {
-        Err(ComputerUseError::IdentityMismatch {
-            object,
-            field,
-            expected: expected.to_owned(),
-            actual: actual.to_owned(),
-        })
+        Err(mismatch(object, field, expected, actual))
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn mismatch(
+    object: &'static str,
+    field: &'static str,
+    expected: &str,
+    actual: &str,
+) -> ComputerUseError {
+    ComputerUseError::IdentityMismatch {
+        object,
+        field,
+        expected: expected.to_owned(),
+        actual: actual.to_owned(),
     }
 }
 
 /// [`bind`] when both sides are present; an absent side is under-specification.
+#[inline]
 pub(crate) fn bind_optional(
     object: &'static str,
     field: &'static str,
@@ -54,22 +70,24 @@ pub(crate) fn bind_optional(
     }
 }
 
+/// `now < expiresAt`, both in nanoseconds since the Unix epoch; `parsed` is
+/// the expiry when it was parsed before. Returns the expiry.
 fn check_unexpired(
     object: &'static str,
     expires_at: &str,
-    now: OffsetDateTime,
-    parsed: Option<OffsetDateTime>,
-) -> Result<OffsetDateTime, ComputerUseError> {
+    now: i128,
+    parsed: Option<i128>,
+) -> Result<i128, ComputerUseError> {
     let expiry = match parsed {
         Some(expiry) => expiry,
-        None => parse_rfc3339(object, "expiresAt", expires_at)?,
+        None => parse_unix_nanos(object, "expiresAt", expires_at)?,
     };
     if now >= expiry {
         return Err(ComputerUseError::Expired {
             object,
             field: "expiresAt",
             expires_at: expires_at.to_owned(),
-            now: display(now),
+            now: display_nanos(now),
         });
     }
     Ok(expiry)
@@ -90,17 +108,17 @@ pub fn validate_envelope_freshness_at(
     envelope: &ActionEnvelope,
     now: OffsetDateTime,
 ) -> Result<(), ComputerUseError> {
-    envelope_expiry(envelope, now).map(drop)
+    envelope_expiry(envelope, now.unix_timestamp_nanos()).map(drop)
 }
 
 /// Checks freshness and returns the parsed expiry, so a later re-check of the
 /// same (immutable) envelope compares instead of parsing again.
 pub(crate) fn envelope_expiry(
     envelope: &ActionEnvelope,
-    now: OffsetDateTime,
-) -> Result<OffsetDateTime, ComputerUseError> {
-    let proposed = parse_rfc3339(ENVELOPE, "proposedAt", &envelope.proposed_at)?;
-    let expires = parse_rfc3339(ENVELOPE, "expiresAt", &envelope.expires_at)?;
+    now: i128,
+) -> Result<i128, ComputerUseError> {
+    let proposed = parse_unix_nanos(ENVELOPE, "proposedAt", &envelope.proposed_at)?;
+    let expires = parse_unix_nanos(ENVELOPE, "expiresAt", &envelope.expires_at)?;
     if expires <= proposed {
         return Err(ComputerUseError::invalid(
             ENVELOPE,
@@ -115,8 +133,8 @@ pub(crate) fn envelope_expiry(
 /// Re-checks an envelope whose timestamps were validated by [`envelope_expiry`].
 pub(crate) fn recheck_envelope(
     envelope: &ActionEnvelope,
-    now: OffsetDateTime,
-    expiry: OffsetDateTime,
+    now: i128,
+    expiry: i128,
 ) -> Result<(), ComputerUseError> {
     check_unexpired(ENVELOPE, &envelope.expires_at, now, Some(expiry)).map(drop)
 }
@@ -136,7 +154,7 @@ pub fn validate_lease_at(
     envelope: &ActionEnvelope,
     now: OffsetDateTime,
 ) -> Result<(), ComputerUseError> {
-    lease_checks(lease, envelope, now, None).map(drop)
+    lease_checks(lease, envelope, now.unix_timestamp_nanos(), None).map(drop)
 }
 
 /// Every lease rule; with `parsed`, the expiry is compared without parsing
@@ -144,9 +162,9 @@ pub fn validate_lease_at(
 pub(crate) fn lease_checks(
     lease: &ControlLease,
     envelope: &ActionEnvelope,
-    now: OffsetDateTime,
-    parsed: Option<OffsetDateTime>,
-) -> Result<OffsetDateTime, ComputerUseError> {
+    now: i128,
+    parsed: Option<i128>,
+) -> Result<i128, ComputerUseError> {
     bind(LEASE, "sessionId", &envelope.session_id, &lease.session_id)?;
     bind(
         LEASE,
@@ -240,7 +258,7 @@ pub fn validate_reservation_at(
     envelope: &ActionEnvelope,
     now: OffsetDateTime,
 ) -> Result<(), ComputerUseError> {
-    reservation_checks(reservation, envelope, now, None).map(drop)
+    reservation_checks(reservation, envelope, now.unix_timestamp_nanos(), None).map(drop)
 }
 
 /// Every reservation rule; with `parsed`, the expiry is compared without
@@ -248,9 +266,9 @@ pub fn validate_reservation_at(
 pub(crate) fn reservation_checks(
     reservation: &TargetReservation,
     envelope: &ActionEnvelope,
-    now: OffsetDateTime,
-    parsed: Option<OffsetDateTime>,
-) -> Result<OffsetDateTime, ComputerUseError> {
+    now: i128,
+    parsed: Option<i128>,
+) -> Result<i128, ComputerUseError> {
     bind(
         RESERVATION,
         "sessionId",

@@ -60,7 +60,7 @@ pub trait ComputerUseRuntime: Send + Sync + 'static {
     /// whether it may run.
     fn preview_action(
         &self,
-        request: &ActionRequest,
+        request: &ActionRequest<'_>,
     ) -> impl Future<Output = Result<ActionPreview, ComputerUseError>> + Send;
 
     /// Reserves the envelope's target. `None` means the runtime does not use

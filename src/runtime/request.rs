@@ -123,14 +123,17 @@ impl ProposedAction {
 }
 
 /// A proposal placed in a session by the chain, as the runtime receives it.
+///
+/// Everything is borrowed from the chain that sends the request: a request
+/// lives only as long as the `preview_action` call it is made for.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ActionRequest {
+pub struct ActionRequest<'a> {
     /// The runtime session.
-    pub session_id: String,
+    pub session_id: &'a str,
     /// The agent proposing it.
-    pub agent_id: Option<String>,
+    pub agent_id: Option<&'a str>,
     /// The agents' execution group.
-    pub execution_group_id: Option<String>,
+    pub execution_group_id: Option<&'a str>,
     /// The proposal.
-    pub action: ProposedAction,
+    pub action: &'a ProposedAction,
 }

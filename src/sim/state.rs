@@ -650,7 +650,7 @@ impl SimState {
             blocker: blocker
                 .map(str::to_owned)
                 .or(denied.then(|| "policy_denied".to_owned())),
-            envelope: envelope.clone(),
+            envelope: Box::new(envelope.clone()),
         };
         self.event(
             &session.session_id,

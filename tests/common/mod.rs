@@ -205,7 +205,7 @@ pub fn target() -> TargetEvidence {
     }
 }
 
-pub fn args_digest(request: &ActionRequest) -> String {
+pub fn args_digest(request: &ActionRequest<'_>) -> String {
     let a = &request.action;
     sha256_hex(canonical_json(
         &json!({ "tool": a.tool, "arguments": a.arguments, "mode": a.mode }),
@@ -237,7 +237,7 @@ impl ComputerUseRuntime for FakeRuntime {
 
     async fn preview_action(
         &self,
-        request: &ActionRequest,
+        request: &ActionRequest<'_>,
     ) -> Result<ActionPreview, ComputerUseError> {
         self.enter(Call::Preview).await?;
         let route = self.script().route.unwrap_or(PreviewRoute::Executable);
@@ -249,10 +249,10 @@ impl ComputerUseRuntime for FakeRuntime {
         let now = self.clock.now();
         let mut envelope = ActionEnvelope {
             action_id,
-            session_id: request.session_id.clone(),
-            execution_group_id: request.execution_group_id.clone(),
+            session_id: request.session_id.to_owned(),
+            execution_group_id: request.execution_group_id.map(str::to_owned),
             principal_id: PRINCIPAL.into(),
-            agent_id: request.agent_id.clone(),
+            agent_id: request.agent_id.map(str::to_owned),
             tool: request.action.tool.clone(),
             operation: request
                 .action
@@ -288,7 +288,7 @@ impl ComputerUseRuntime for FakeRuntime {
             PreviewRoute::Blocked(code) => (false, Some(code.to_owned()), PolicyVerdict::Deny),
         };
         Ok(ActionPreview {
-            envelope,
+            envelope: Box::new(envelope),
             capability: ExecutionCapability {
                 app_id: APP.into(),
                 operation: request.action.tool.clone(),

@@ -3,7 +3,7 @@
 use adk_computer_use::contracts::ControlLease;
 use adk_computer_use::protocol::BoundLease;
 
-fn forge(lease: ControlLease, expiry: time::OffsetDateTime) -> BoundLease {
+fn forge(lease: ControlLease, expiry: i128) -> BoundLease {
     BoundLease {
         lease: Box::new(lease),
         expiry,

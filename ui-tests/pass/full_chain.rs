@@ -4,7 +4,7 @@ use adk_computer_use::protocol::{Route, Session, Verified};
 use adk_computer_use::{ComputerUseError, ComputerUseRuntime, ProposedAction};
 
 async fn run<R: ComputerUseRuntime>(session: &Session<R>, action: ProposedAction) -> Result<Option<Verified>, ComputerUseError> {
-    let previewed = session.observe().await?.preview(action).await?;
+    let previewed = session.observe().await?.preview(&action).await?;
     match previewed.route() {
         Route::Allowed(approved) => {
             let reserved = approved.reserve().await?;

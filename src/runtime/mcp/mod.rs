@@ -530,7 +530,7 @@ impl ComputerUseMcpRuntime {
         Ok(())
     }
 
-    fn action_arguments(request: &ActionRequest) -> Map<String, Value> {
+    fn action_arguments(request: &ActionRequest<'_>) -> Map<String, Value> {
         let action = &request.action;
         let mut args = Map::new();
         let mut put = |key: &str, value: Value| {
@@ -617,13 +617,13 @@ impl ComputerUseRuntime for ComputerUseMcpRuntime {
 
     async fn preview_action(
         &self,
-        request: &ActionRequest,
+        request: &ActionRequest<'_>,
     ) -> Result<ActionPreview, ComputerUseError> {
         bind(
             "ActionRequest",
             "sessionId",
             &self.session_id()?,
-            &request.session_id,
+            request.session_id,
         )?;
         let arguments = Self::action_arguments(request);
         let (answer, _) = self.call("preview_action", arguments.clone()).await?;
@@ -645,7 +645,7 @@ impl ComputerUseRuntime for ComputerUseMcpRuntime {
             envelope.action_id.clone(),
             Retained {
                 arguments,
-                envelope: envelope.clone(),
+                envelope: ActionEnvelope::clone(envelope),
             },
         );
         Ok(preview)
