@@ -1,7 +1,16 @@
 //! Time, read through a trait so tests move it instead of sleeping.
 //!
-//! Every expiry check in the chain asks the `Session`'s clock. Wire timestamps
-//! are RFC 3339; one that does not parse is an error, never "no expiry".
+//! Every expiry check in the chain asks the `Session`'s clock, at every
+//! stage, whether a deadline is still ahead. Wire timestamps are RFC 3339;
+//! one that does not parse is an error, never "no expiry".
+//!
+//! The system clock answers that question from the kernel's coarse clock
+//! when the deadline is far away, and reads the precise clock only near it:
+//! a chain asks about seven times per action, and the precise read is most of
+//! what those questions would otherwise cost. The coarse clock lags the true
+//! time by at most one scheduler tick (1–10 ms); it is trusted only with a
+//! margin of [`COARSE_MARGIN`], so it can answer "still ahead" early but
+//! never late.
 
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -16,12 +25,27 @@ pub trait Clock: Send + Sync + 'static {
     /// The current instant.
     fn now(&self) -> OffsetDateTime;
 
-    /// The current instant in nanoseconds since the Unix epoch: the form the
-    /// chain compares expiries in, since it reads the clock at every stage.
-    /// The default derives it from [`Clock::now`]; override it only with the
-    /// same instant read more cheaply.
-    fn now_unix_nanos(&self) -> i128 {
-        self.now().unix_timestamp_nanos()
+    /// Whether the current instant is strictly before `deadline`, given in
+    /// nanoseconds since the Unix epoch. The default compares [`Clock::now`].
+    /// An implementation may answer from a cheaper source, provided it never
+    /// answers `true` once the deadline has passed.
+    fn is_before(&self, deadline: i128) -> bool {
+        self.now().unix_timestamp_nanos() < deadline
+    }
+}
+
+/// How far ahead of the coarse clock a deadline must be for
+/// [`SystemClock`] to call it ahead without a precise read: five ticks of the
+/// slowest common scheduler (100 Hz), many times the coarse clock's lag.
+pub const COARSE_MARGIN: Duration = Duration::milliseconds(50);
+
+/// A clock stopped at one instant: how a validator given an explicit time
+/// asks its questions.
+pub(crate) struct FixedClock(pub(crate) OffsetDateTime);
+
+impl Clock for FixedClock {
+    fn now(&self) -> OffsetDateTime {
+        self.0
     }
 }
 
@@ -34,12 +58,32 @@ impl Clock for SystemClock {
         OffsetDateTime::now_utc()
     }
 
-    fn now_unix_nanos(&self) -> i128 {
-        // The system time without building a calendar date from it.
-        match SystemTime::now().duration_since(UNIX_EPOCH) {
-            Ok(after) => i128::try_from(after.as_nanos()).unwrap_or(i128::MAX),
-            Err(before) => i128::try_from(before.duration().as_nanos()).map_or(i128::MIN, |n| -n),
+    fn is_before(&self, deadline: i128) -> bool {
+        let margin = COARSE_MARGIN.whole_nanoseconds();
+        if coarse_unix_nanos().is_some_and(|coarse| coarse.saturating_add(margin) < deadline) {
+            return true;
         }
+        precise_unix_nanos() < deadline
+    }
+}
+
+/// The kernel's coarse wall clock (the time of the last tick), where there is one.
+#[cfg(target_os = "linux")]
+fn coarse_unix_nanos() -> Option<i128> {
+    let now = rustix::time::clock_gettime(rustix::time::ClockId::RealtimeCoarse);
+    Some(i128::from(now.tv_sec) * 1_000_000_000 + i128::from(now.tv_nsec))
+}
+
+#[cfg(not(target_os = "linux"))]
+fn coarse_unix_nanos() -> Option<i128> {
+    None
+}
+
+/// The system time, without building a calendar date from it.
+fn precise_unix_nanos() -> i128 {
+    match SystemTime::now().duration_since(UNIX_EPOCH) {
+        Ok(after) => i128::try_from(after.as_nanos()).unwrap_or(i128::MAX),
+        Err(before) => i128::try_from(before.duration().as_nanos()).map_or(i128::MIN, |n| -n),
     }
 }
 
@@ -98,8 +142,8 @@ impl<C: Clock + ?Sized> Clock for Arc<C> {
         (**self).now()
     }
 
-    fn now_unix_nanos(&self) -> i128 {
-        (**self).now_unix_nanos()
+    fn is_before(&self, deadline: i128) -> bool {
+        (**self).is_before(deadline)
     }
 }
 
@@ -122,7 +166,7 @@ pub fn parse_rfc3339(
 }
 
 /// Parses an RFC 3339 timestamp from `object.field` into nanoseconds since
-/// the Unix epoch (see [`Clock::now_unix_nanos`]).
+/// the Unix epoch (the form [`Clock::is_before`] takes).
 pub(crate) fn parse_unix_nanos(
     object: &'static str,
     field: &'static str,
@@ -146,10 +190,4 @@ pub fn format_rfc3339(instant: OffsetDateTime) -> Result<String, ComputerUseErro
 /// Writes an instant for a human message; never fails.
 pub(crate) fn display(instant: OffsetDateTime) -> String {
     format_rfc3339(instant).unwrap_or_else(|_| instant.to_string())
-}
-
-/// [`display`] for nanoseconds since the Unix epoch.
-pub(crate) fn display_nanos(nanos: i128) -> String {
-    OffsetDateTime::from_unix_timestamp_nanos(nanos)
-        .map_or_else(|_| format!("{nanos} ns after the Unix epoch"), display)
 }

@@ -1,13 +1,14 @@
 //! The authorizer binds scopes to the host-verified identity; the manual
-//! clock moves only when told.
+//! clock moves only when told; the system clock never calls a passed
+//! deadline ahead.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use adk_computer_use::ComputerUseError;
 use adk_computer_use::auth::{Scope, ScopeAuthorizer, VerifiedIdentity};
-use adk_computer_use::clock::{Clock, ManualClock, parse_rfc3339};
+use adk_computer_use::clock::{COARSE_MARGIN, Clock, ManualClock, SystemClock, parse_rfc3339};
 use adk_computer_use::contracts::ExecutionMode;
-use time::Duration;
 use time::macros::datetime;
+use time::{Duration, OffsetDateTime};
 
 fn authorizer(scopes: &[&str]) -> ScopeAuthorizer {
     ScopeAuthorizer::new(
@@ -93,4 +94,61 @@ fn rfc3339_parsing_names_the_field() {
     );
     let err = parse_rfc3339("X", "at", "13/07/2026").unwrap_err();
     assert_eq!(err.field(), Some("at"));
+}
+
+#[test]
+fn manual_clock_answers_is_before_at_its_instant() {
+    let clock = ManualClock::new(datetime!(2026-07-13 10:00 UTC));
+    let at = datetime!(2026-07-13 10:00 UTC).unix_timestamp_nanos();
+    assert!(clock.is_before(at + 1));
+    assert!(
+        !clock.is_before(at),
+        "a deadline is passed at its own instant"
+    );
+    clock.advance(Duration::nanoseconds(1));
+    assert!(!clock.is_before(at + 1));
+}
+
+fn precise_now() -> i128 {
+    OffsetDateTime::now_utc().unix_timestamp_nanos()
+}
+
+/// Deadlines from a second in the past to a second ahead, densest within the
+/// coarse margin, where the system clock must read precisely. Each answer is
+/// checked against precise reads taken just before and just after it, which
+/// bound the instant it was given at: "ahead" must have been true before the
+/// call, "passed" must be true after it. Neither assertion depends on how
+/// fast the machine is.
+#[test]
+fn the_system_clock_never_calls_a_passed_deadline_ahead() {
+    let clock = SystemClock;
+    let margin = COARSE_MARGIN.whole_nanoseconds();
+    let mut offsets: Vec<i128> = (-200..=200).map(|step| step * margin / 100).collect();
+    offsets.extend([-1_000_000_000, -1, 0, 1, 1_000_000_000]);
+    let (mut ahead, mut passed) = (0, 0);
+    for _ in 0..20 {
+        for &offset in &offsets {
+            let deadline = precise_now() + offset;
+            let before = precise_now();
+            let answer = clock.is_before(deadline);
+            let after = precise_now();
+            if answer {
+                ahead += 1;
+                assert!(
+                    before < deadline,
+                    "called ahead {} ns after it passed",
+                    before - deadline
+                );
+            } else {
+                passed += 1;
+                assert!(
+                    after >= deadline,
+                    "called passed {} ns before it",
+                    deadline - after
+                );
+            }
+        }
+    }
+    // Both answers were given, so both assertions were exercised.
+    assert!(ahead > 0 && passed > 0, "ahead {ahead}, passed {passed}");
 }

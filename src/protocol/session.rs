@@ -37,9 +37,9 @@ impl<R: ComputerUseRuntime> Core<R> {
         self.authorizer.identity()
     }
 
-    /// The clock, read in the form expiries are compared in.
-    pub(crate) fn now(&self) -> i128 {
-        self.clock.now_unix_nanos()
+    /// The clock every expiry check asks.
+    pub(crate) fn now(&self) -> &dyn Clock {
+        &*self.clock
     }
 
     /// Refuses unless the verified identity holds the scope for `mode`.

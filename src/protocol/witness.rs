@@ -5,6 +5,7 @@
 //! lease that was bound to its envelope — a fact about the type, not a flag.
 
 use crate::ComputerUseError;
+use crate::clock::Clock;
 use crate::contracts::{
     ActionEnvelope, ActionPreview, ControlLease, ExecutionReceipt, TargetReservation,
 };
@@ -28,7 +29,7 @@ impl FreshPreview {
         preview: Box<ActionPreview>,
         session_id: &str,
         principal_id: &str,
-        now: i128,
+        now: &dyn Clock,
     ) -> Result<Self, (ComputerUseError, Box<ActionPreview>)> {
         match Self::expiry(&preview, session_id, principal_id, now) {
             Ok(expires) => Ok(Self { preview, expires }),
@@ -40,7 +41,7 @@ impl FreshPreview {
         preview: &ActionPreview,
         session_id: &str,
         principal_id: &str,
-        now: i128,
+        now: &dyn Clock,
     ) -> Result<i128, ComputerUseError> {
         let envelope = &preview.envelope;
         binding::bind(
@@ -59,7 +60,7 @@ impl FreshPreview {
     }
 
     /// Checks freshness again, at a later time, without re-parsing.
-    pub(crate) fn recheck(&self, now: i128) -> Result<(), ComputerUseError> {
+    pub(crate) fn recheck(&self, now: &dyn Clock) -> Result<(), ComputerUseError> {
         binding::recheck_envelope(&self.preview.envelope, now, self.expires)
     }
 
@@ -84,7 +85,7 @@ impl BoundReservation {
     pub(crate) fn check(
         reservation: Option<&TargetReservation>,
         envelope: &ActionEnvelope,
-        now: i128,
+        now: &dyn Clock,
     ) -> Result<Self, ComputerUseError> {
         let expiry = match reservation {
             Some(reservation) => Some(binding::reservation_checks(
@@ -103,7 +104,7 @@ impl BoundReservation {
         &self,
         reservation: Option<&TargetReservation>,
         envelope: &ActionEnvelope,
-        now: i128,
+        now: &dyn Clock,
     ) -> Result<(), ComputerUseError> {
         match reservation {
             Some(reservation) => {
@@ -125,7 +126,7 @@ impl BoundLease {
     pub(crate) fn check(
         lease: ControlLease,
         envelope: &ActionEnvelope,
-        now: i128,
+        now: &dyn Clock,
     ) -> Result<Self, ComputerUseError> {
         let expiry = binding::lease_checks(&lease, envelope, now, None)?;
         Ok(Self {
@@ -138,7 +139,7 @@ impl BoundLease {
     pub(crate) fn recheck(
         &self,
         envelope: &ActionEnvelope,
-        now: i128,
+        now: &dyn Clock,
     ) -> Result<(), ComputerUseError> {
         binding::lease_checks(&self.lease, envelope, now, Some(self.expiry)).map(drop)
     }

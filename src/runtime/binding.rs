@@ -11,7 +11,7 @@
 use time::OffsetDateTime;
 
 use crate::ComputerUseError;
-use crate::clock::{display_nanos, parse_unix_nanos};
+use crate::clock::{Clock, FixedClock, display, parse_unix_nanos};
 use crate::contracts::{
     ActionEnvelope, ControlLease, ExecutionReceipt, LeaseState, ReservationState,
     TargetReservation, WindowId,
@@ -70,27 +70,27 @@ pub(crate) fn bind_optional(
     }
 }
 
-/// `now < expiresAt`, both in nanoseconds since the Unix epoch; `parsed` is
-/// the expiry when it was parsed before. Returns the expiry.
+/// `now < expiresAt` by `clock`; `parsed` is the expiry (in nanoseconds since
+/// the Unix epoch) when it was parsed before. Returns the expiry.
 fn check_unexpired(
     object: &'static str,
     expires_at: &str,
-    now: i128,
+    clock: &dyn Clock,
     parsed: Option<i128>,
 ) -> Result<i128, ComputerUseError> {
     let expiry = match parsed {
         Some(expiry) => expiry,
         None => parse_unix_nanos(object, "expiresAt", expires_at)?,
     };
-    if now >= expiry {
-        return Err(ComputerUseError::Expired {
-            object,
-            field: "expiresAt",
-            expires_at: expires_at.to_owned(),
-            now: display_nanos(now),
-        });
+    if clock.is_before(expiry) {
+        return Ok(expiry);
     }
-    Ok(expiry)
+    Err(ComputerUseError::Expired {
+        object,
+        field: "expiresAt",
+        expires_at: expires_at.to_owned(),
+        now: display(clock.now()),
+    })
 }
 
 fn window_text(window: Option<&WindowId>) -> String {
@@ -108,14 +108,14 @@ pub fn validate_envelope_freshness_at(
     envelope: &ActionEnvelope,
     now: OffsetDateTime,
 ) -> Result<(), ComputerUseError> {
-    envelope_expiry(envelope, now.unix_timestamp_nanos()).map(drop)
+    envelope_expiry(envelope, &FixedClock(now)).map(drop)
 }
 
 /// Checks freshness and returns the parsed expiry, so a later re-check of the
 /// same (immutable) envelope compares instead of parsing again.
 pub(crate) fn envelope_expiry(
     envelope: &ActionEnvelope,
-    now: i128,
+    clock: &dyn Clock,
 ) -> Result<i128, ComputerUseError> {
     let proposed = parse_unix_nanos(ENVELOPE, "proposedAt", &envelope.proposed_at)?;
     let expires = parse_unix_nanos(ENVELOPE, "expiresAt", &envelope.expires_at)?;
@@ -127,16 +127,16 @@ pub(crate) fn envelope_expiry(
             envelope.expires_at.clone(),
         ));
     }
-    check_unexpired(ENVELOPE, &envelope.expires_at, now, Some(expires))
+    check_unexpired(ENVELOPE, &envelope.expires_at, clock, Some(expires))
 }
 
 /// Re-checks an envelope whose timestamps were validated by [`envelope_expiry`].
 pub(crate) fn recheck_envelope(
     envelope: &ActionEnvelope,
-    now: i128,
+    clock: &dyn Clock,
     expiry: i128,
 ) -> Result<(), ComputerUseError> {
-    check_unexpired(ENVELOPE, &envelope.expires_at, now, Some(expiry)).map(drop)
+    check_unexpired(ENVELOPE, &envelope.expires_at, clock, Some(expiry)).map(drop)
 }
 
 /// The lease belongs to this envelope's session, principal, agent and mode; it
@@ -154,7 +154,7 @@ pub fn validate_lease_at(
     envelope: &ActionEnvelope,
     now: OffsetDateTime,
 ) -> Result<(), ComputerUseError> {
-    lease_checks(lease, envelope, now.unix_timestamp_nanos(), None).map(drop)
+    lease_checks(lease, envelope, &FixedClock(now), None).map(drop)
 }
 
 /// Every lease rule; with `parsed`, the expiry is compared without parsing
@@ -162,7 +162,7 @@ pub fn validate_lease_at(
 pub(crate) fn lease_checks(
     lease: &ControlLease,
     envelope: &ActionEnvelope,
-    now: i128,
+    clock: &dyn Clock,
     parsed: Option<i128>,
 ) -> Result<i128, ComputerUseError> {
     bind(LEASE, "sessionId", &envelope.session_id, &lease.session_id)?;
@@ -192,7 +192,7 @@ pub(crate) fn lease_checks(
             format!("{:?}", lease.state).to_lowercase(),
         ));
     }
-    let expiry = check_unexpired(LEASE, &lease.expires_at, now, parsed)?;
+    let expiry = check_unexpired(LEASE, &lease.expires_at, clock, parsed)?;
     if lease.actions_used >= lease.action_budget {
         return Err(ComputerUseError::invalid(
             LEASE,
@@ -258,7 +258,7 @@ pub fn validate_reservation_at(
     envelope: &ActionEnvelope,
     now: OffsetDateTime,
 ) -> Result<(), ComputerUseError> {
-    reservation_checks(reservation, envelope, now.unix_timestamp_nanos(), None).map(drop)
+    reservation_checks(reservation, envelope, &FixedClock(now), None).map(drop)
 }
 
 /// Every reservation rule; with `parsed`, the expiry is compared without
@@ -266,7 +266,7 @@ pub fn validate_reservation_at(
 pub(crate) fn reservation_checks(
     reservation: &TargetReservation,
     envelope: &ActionEnvelope,
-    now: i128,
+    clock: &dyn Clock,
     parsed: Option<i128>,
 ) -> Result<i128, ComputerUseError> {
     bind(
@@ -307,7 +307,7 @@ pub(crate) fn reservation_checks(
             format!("{:?}", reservation.state).to_lowercase(),
         ));
     }
-    let expiry = check_unexpired(RESERVATION, &reservation.expires_at, now, parsed)?;
+    let expiry = check_unexpired(RESERVATION, &reservation.expires_at, clock, parsed)?;
     let target = envelope.target.as_ref();
     bind(
         RESERVATION,
