@@ -58,12 +58,14 @@ fn transport_error(operation: &str, err: impl ToString) -> ComputerUseError {
     }
 }
 
+/// Decodes `answer[key]` as `T`. The value is taken out of `answer` (left
+/// `null`), so its strings move into `T` instead of being copied.
 fn decode<T: DeserializeOwned>(
     tool: &str,
     key: &str,
-    answer: &Value,
+    answer: &mut Value,
 ) -> Result<T, ComputerUseError> {
-    let value = answer.get(key).cloned().ok_or_else(|| {
+    let value = answer.get_mut(key).map(Value::take).ok_or_else(|| {
         ComputerUseError::decode(format!("{tool} answer"), format!("expected a {key:?} key"))
     })?;
     serde_json::from_value(value)
@@ -283,13 +285,13 @@ impl ComputerUseMcpRuntime {
         objective: Option<&str>,
         execution_group_id: Option<&str>,
     ) -> Result<RuntimeSession, ComputerUseError> {
-        let answer = self
+        let mut answer = self
             .call_json(
                 "start_session",
                 json!({ "objective": objective, "execution_group_id": execution_group_id }),
             )
             .await?;
-        let session: RuntimeSession = decode("start_session", "session", &answer)?;
+        let session: RuntimeSession = decode("start_session", "session", &mut answer)?;
         bind(
             "RuntimeSession",
             "principalId",
@@ -310,10 +312,10 @@ impl ComputerUseMcpRuntime {
 
     /// Reads the session.
     pub async fn get_session(&self) -> Result<RuntimeSession, ComputerUseError> {
-        let answer = self
+        let mut answer = self
             .call_json("get_session", json!({ "session_id": self.session_id()? }))
             .await?;
-        let session: RuntimeSession = decode("get_session", "session", &answer)?;
+        let session: RuntimeSession = decode("get_session", "session", &mut answer)?;
         self.check_session("RuntimeSession", &session.session_id, &session.principal_id)?;
         Ok(session)
     }
@@ -358,13 +360,13 @@ impl ComputerUseMcpRuntime {
         &self,
         instruction: &str,
     ) -> Result<SessionFollowUp, ComputerUseError> {
-        let answer = self
+        let mut answer = self
             .call_json(
                 "submit_follow_up",
                 json!({ "session_id": self.session_id()?, "instruction": instruction }),
             )
             .await?;
-        let follow_up: SessionFollowUp = decode("submit_follow_up", "follow_up", &answer)?;
+        let follow_up: SessionFollowUp = decode("submit_follow_up", "follow_up", &mut answer)?;
         self.check_session(
             "SessionFollowUp",
             &follow_up.session_id,
@@ -404,13 +406,13 @@ impl ComputerUseMcpRuntime {
         scope: ApprovalScope,
         uses: Option<u32>,
     ) -> Result<ApprovalGrant, ComputerUseError> {
-        let answer = self
+        let mut answer = self
             .call_json(
                 "approve_action",
                 json!({ "session_id": self.session_id()?, "action_id": action_id, "scope": scope, "uses": uses }),
             )
             .await?;
-        let grant: ApprovalGrant = decode("approve_action", "grant", &answer)?;
+        let grant: ApprovalGrant = decode("approve_action", "grant", &mut answer)?;
         let fields = grant.fields();
         self.check_session("ApprovalGrant", &fields.session_id, &fields.principal_id)?;
         if let Some(retained) = lock(&self.retained).get(action_id) {
@@ -429,13 +431,13 @@ impl ComputerUseMcpRuntime {
         &self,
         session_id: &str,
     ) -> Result<SessionDeletionResult, ComputerUseError> {
-        let answer = self
+        let mut answer = self
             .call_json(
                 "delete_session",
                 json!({ "session_id": session_id, "confirm": true }),
             )
             .await?;
-        let deletion: SessionDeletionResult = decode("delete_session", "deletion", &answer)?;
+        let deletion: SessionDeletionResult = decode("delete_session", "deletion", &mut answer)?;
         bind(
             "SessionDeletionResult",
             "sessionId",
@@ -452,13 +454,13 @@ impl ComputerUseMcpRuntime {
         limit: Option<u32>,
     ) -> Result<Vec<SessionDeletionResult>, ComputerUseError> {
         crate::clock::parse_rfc3339("prune_sessions", "olderThan", older_than)?;
-        let answer = self
+        let mut answer = self
             .call_json(
                 "prune_sessions",
                 json!({ "older_than": older_than, "limit": limit, "confirm": true }),
             )
             .await?;
-        decode("prune_sessions", "deletions", &answer)
+        decode("prune_sessions", "deletions", &mut answer)
     }
 
     /// Resumes a paused session.
@@ -474,13 +476,13 @@ impl ComputerUseMcpRuntime {
         tool: &str,
         reason: Option<&str>,
     ) -> Result<RuntimeSession, ComputerUseError> {
-        let answer = self
+        let mut answer = self
             .call_json(
                 tool,
                 json!({ "session_id": self.session_id()?, "reason": reason }),
             )
             .await?;
-        let session: RuntimeSession = decode(tool, "session", &answer)?;
+        let session: RuntimeSession = decode(tool, "session", &mut answer)?;
         self.check_session("RuntimeSession", &session.session_id, &session.principal_id)?;
         Ok(session)
     }
@@ -492,20 +494,23 @@ impl ComputerUseMcpRuntime {
         arguments: Value,
     ) -> Result<Observation, ComputerUseError> {
         let session_id = self.session_id()?;
-        let (answer, images) = self
+        let (mut answer, images) = self
             .call(
                 "execute_action",
                 object(json!({ "session_id": session_id, "tool": tool, "arguments": arguments, "mode": "shadow" })),
             )
             .await?;
-        let receipt: ExecutionReceipt = decode("execute_action", "receipt", &answer)?;
+        let receipt: ExecutionReceipt = decode("execute_action", "receipt", &mut answer)?;
         bind(
             "ExecutionReceipt",
             "sessionId",
             &session_id,
             &receipt.session_id,
         )?;
-        let output = answer.get("output").cloned().unwrap_or(Value::Null);
+        let output = answer
+            .get_mut("output")
+            .map(Value::take)
+            .unwrap_or(Value::Null);
         let observation_id = output
             .get("observationId")
             .and_then(Value::as_str)
@@ -578,13 +583,13 @@ impl ComputerUseRuntime for ComputerUseMcpRuntime {
             .app_id
             .clone()
             .or_else(|| self.config.target_app_id.clone());
-        let answer = self
+        let mut answer = self
             .call_json(
                 "get_execution_capabilities",
                 json!({ "tool": tool, "app_id": app }),
             )
             .await?;
-        decode("get_execution_capabilities", "capabilities", &answer)
+        decode("get_execution_capabilities", "capabilities", &mut answer)
     }
 
     async fn observe_visual(
@@ -658,7 +663,7 @@ impl ComputerUseRuntime for ComputerUseMcpRuntime {
         let Some(target) = &envelope.target else {
             return Ok(None);
         };
-        let answer = self
+        let mut answer = self
             .call_json(
                 "reserve_target",
                 json!({
@@ -672,7 +677,7 @@ impl ComputerUseRuntime for ComputerUseMcpRuntime {
                 }),
             )
             .await?;
-        let reservation: TargetReservation = decode("reserve_target", "reservation", &answer)?;
+        let reservation: TargetReservation = decode("reserve_target", "reservation", &mut answer)?;
         if let Err(err) = binding::validate_reservation(&reservation, envelope) {
             // Refused at this boundary: give the reservation back now, as the
             // chain would, and report both failures when that fails too.
@@ -687,14 +692,14 @@ impl ComputerUseRuntime for ComputerUseMcpRuntime {
         reservation: &TargetReservation,
     ) -> Result<(), ComputerUseError> {
         lock(&self.retained).remove(&reservation.intent_id);
-        let answer = self
+        let mut answer = self
             .call_json(
                 "release_target_reservation",
                 json!({ "session_id": self.session_id()?, "reservation_id": reservation.reservation_id }),
             )
             .await?;
         let released: TargetReservation =
-            decode("release_target_reservation", "reservation", &answer)?;
+            decode("release_target_reservation", "reservation", &mut answer)?;
         bind(
             "TargetReservation",
             "reservationId",
@@ -722,7 +727,7 @@ impl ComputerUseRuntime for ComputerUseMcpRuntime {
             "cooperative"
         };
         let target = envelope.target.as_ref();
-        let answer = self
+        let mut answer = self
             .call_json(
                 "acquire_control_lease",
                 json!({
@@ -737,7 +742,7 @@ impl ComputerUseRuntime for ComputerUseMcpRuntime {
                 }),
             )
             .await?;
-        let lease: ControlLease = decode("acquire_control_lease", "lease", &answer)?;
+        let lease: ControlLease = decode("acquire_control_lease", "lease", &mut answer)?;
         binding::validate_lease(&lease, envelope)?;
         Ok(lease)
     }
@@ -777,7 +782,7 @@ impl ComputerUseRuntime for ComputerUseMcpRuntime {
         };
         binding::validate_envelope_freshness(envelope)?;
         binding::validate_lease(lease, envelope)?;
-        let answer = match self.call("execute_action", arguments).await {
+        let mut answer = match self.call("execute_action", arguments).await {
             Ok((answer, _)) => answer,
             Err(err) => {
                 // The one-writer lease is no use after a failed mutation; give
@@ -791,7 +796,7 @@ impl ComputerUseRuntime for ComputerUseMcpRuntime {
                 return Err(err);
             }
         };
-        let receipt: ExecutionReceipt = decode("execute_action", "receipt", &answer)?;
+        let receipt: ExecutionReceipt = decode("execute_action", "receipt", &mut answer)?;
         binding::validate_receipt(&receipt, envelope)?;
         Ok(receipt)
     }
