@@ -343,7 +343,7 @@ fn in_process(rt: &tokio::runtime::Runtime) -> f64 {
         });
         start.elapsed().as_nanos() as f64 / N as f64
     };
-    one_side(N, &governed, &raw);
+    one_side(N, governed, raw);
     let (governed, raw, ratio) = alternate(21, governed, raw);
     println!(
         "in process  | governed chain {governed:>9.0} ns/action | raw calls {raw:>9.0} ns/action | ratio {ratio:.2}x"
