@@ -51,7 +51,10 @@ impl<R: ComputerUseRuntime> Approved<R> {
             .authorize(envelope.requested_mode)
             .and_then(|()| self.preview.recheck(self.core.now()));
         let answer = match checked {
-            Ok(()) => self.core.runtime.reserve_target(envelope).await,
+            // Boxed on arrival: the answer is moved several times before the
+            // guard holds it, and a pointer is cheaper to move.
+            Ok(()) => (self.core.runtime.reserve_target(envelope).await)
+                .map(|answer| answer.map(Box::new)),
             Err(err) => Err(err),
         };
         let answer = match answer {

@@ -122,11 +122,8 @@ pub(crate) struct ReservationGuard<R: ComputerUseRuntime> {
 
 impl<R: ComputerUseRuntime> ReservationGuard<R> {
     /// Arms a guard over what the runtime returned (possibly nothing).
-    pub(crate) fn arm(core: Arc<Core<R>>, reservation: Option<TargetReservation>) -> Self {
-        Self {
-            reservation: reservation.map(Box::new),
-            core,
-        }
+    pub(crate) fn arm(core: Arc<Core<R>>, reservation: Option<Box<TargetReservation>>) -> Self {
+        Self { reservation, core }
     }
 
     pub(crate) fn reservation(&self) -> Option<&TargetReservation> {

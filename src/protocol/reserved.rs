@@ -56,7 +56,7 @@ impl<R: ComputerUseRuntime> Reserved<R> {
     pub async fn lease(self) -> Result<Leased<R>, ComputerUseError> {
         let envelope = self.preview.envelope();
         let lease = match self.core.runtime.acquire_lease(envelope).await {
-            Ok(lease) => lease,
+            Ok(lease) => Box::new(lease),
             Err(err) => return Err(self.guard.fail(&envelope.action_id, err).await),
         };
         let bound = BoundLease::check(lease, envelope, self.core.now()).and_then(|bound| {

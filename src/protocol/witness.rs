@@ -124,15 +124,12 @@ pub struct BoundLease {
 
 impl BoundLease {
     pub(crate) fn check(
-        lease: ControlLease,
+        lease: Box<ControlLease>,
         envelope: &ActionEnvelope,
         now: &dyn Clock,
     ) -> Result<Self, ComputerUseError> {
         let expiry = binding::lease_checks(&lease, envelope, now, None)?;
-        Ok(Self {
-            lease: Box::new(lease),
-            expiry,
-        })
+        Ok(Self { lease, expiry })
     }
 
     /// Checks the same lease again, at a later time.
