@@ -57,7 +57,10 @@
 //!
 //! The envelope's freshness is checked when the preview returns, at
 //! approval, at reservation and again inside `execute`, against the
-//! session's [`crate::clock::Clock`].
+//! session's [`crate::clock::Clock`]. A clock may answer "still ahead" from
+//! a cheap source only if it never does so for a passed deadline; the system
+//! clock's coarse answers keep a 50 ms margin and fall back to a precise read
+//! (`tests/auth_and_clock.rs` brackets each answer with precise reads).
 //!
 //! # Leaking a reservation
 //!
