@@ -461,3 +461,21 @@ async fn a_commit_that_cannot_be_journaled_is_counted_not_hidden() {
     assert_eq!(rig.runtime.mutations(), 1);
     assert_eq!(rig.session.journal_failures(), 1);
 }
+
+#[tokio::test]
+async fn a_preview_that_cannot_be_journaled_ends_the_action_before_reserving() {
+    let sink = Arc::new(RefusingSink {
+        refused: "action.previewed",
+        inner: MemoryJournal::new(),
+    });
+    let rig = rig_with_sink(sink);
+    let err = rig.session.run(action("j-9")).await.err().unwrap();
+    assert!(
+        matches!(err, ComputerUseError::Transport { ref operation, .. } if operation == "journal"),
+        "{err}"
+    );
+    assert_eq!(rig.runtime.count(Call::Reserve), 0);
+    assert_eq!(rig.runtime.mutations(), 0);
+    // The runtime may drop what it kept for the preview.
+    assert_eq!(rig.runtime.truth().ended, ["j-9"]);
+}

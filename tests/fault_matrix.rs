@@ -1,8 +1,9 @@
 //! The fault matrix: every fault point of the chain, with the release
 //! succeeding and failing. For each row the same guarantees are asserted: no
-//! mutation without a valid lease, the reservation released exactly once, and
-//! an error that names the primary failure and, when it happened, the cleanup
-//! failure. A new stage or field is a new row, not new code.
+//! mutation without a valid lease, the reservation released exactly once, an
+//! error that names the primary failure and, when it happened, the cleanup
+//! failure, and the runtime told exactly once that an action it previewed has
+//! ended. A new stage or field is a new row, not new code.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -226,10 +227,17 @@ async fn every_fault_point_keeps_every_guarantee() {
                         "{name}: a reservation is still active"
                     );
                 }
+
+                // 3. Every action the runtime previewed is ended, once, so it
+                //    can drop what it kept for it.
+                assert_eq!(
+                    truth.ended, truth.previews_answered,
+                    "{name}: previewed actions and ended actions differ"
+                );
                 reserved
             };
 
-            // 3. The error names the primary failure, then the cleanup failure.
+            // 4. The error names the primary failure, then the cleanup failure.
             let cleanup_failed = release_fails && reserved;
             match (row.expect, result) {
                 (Expect::Ok, Ok(_)) => {

@@ -85,6 +85,10 @@ pub struct Truth {
     pub effects_with_valid_lease: Vec<bool>,
     /// For each `execute_action` call: was the lease valid when the chain called?
     pub executes_with_valid_lease: Vec<bool>,
+    /// The action ids of the envelopes `preview_action` answered with.
+    pub previews_answered: Vec<String>,
+    /// The action ids the chain said had ended (`action_ended`).
+    pub ended: Vec<String>,
     pub next_id: u64,
 }
 
@@ -278,6 +282,9 @@ impl ComputerUseRuntime for FakeRuntime {
         if let Some(tweak) = self.script().envelope.clone() {
             tweak(&mut envelope);
         }
+        self.truth()
+            .previews_answered
+            .push(envelope.action_id.clone());
         let (executable, blocker, decision) = match route {
             PreviewRoute::Executable => (true, None, PolicyVerdict::Allow),
             PreviewRoute::NeedsApproval => (
@@ -489,6 +496,10 @@ impl ComputerUseRuntime for FakeRuntime {
     ) -> Result<VerificationOutcome, ComputerUseError> {
         self.enter(Call::Verify).await?;
         Ok(evaluate_evidence(receipt, postcondition))
+    }
+
+    fn action_ended(&self, action_id: &str) {
+        self.truth().ended.push(action_id.to_owned());
     }
 }
 
