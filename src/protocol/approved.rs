@@ -49,7 +49,7 @@ impl<R: ComputerUseRuntime> Approved<R> {
         let checked = self
             .core
             .authorize(envelope.requested_mode)
-            .and_then(|()| self.preview.recheck(self.core.now()));
+            .and_then(|()| self.preview.recheck(self.core.clock()));
         let answer = match checked {
             // Boxed on arrival: the answer is moved several times before the
             // guard holds it, and a pointer is cheaper to move.
@@ -66,7 +66,7 @@ impl<R: ComputerUseRuntime> Approved<R> {
             }
         };
         let guard = ReservationGuard::arm(Arc::clone(&self.core), answer);
-        let bound = BoundReservation::check(guard.reservation(), envelope, self.core.now())
+        let bound = BoundReservation::check(guard.reservation(), envelope, self.core.clock())
             .and_then(|bound| {
                 let id = guard.reservation().map(|r| r.reservation_id.as_str());
                 let payload = || json!({ "reservationId": id });

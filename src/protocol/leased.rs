@@ -58,12 +58,12 @@ impl<R: ComputerUseRuntime> Leased<R> {
     /// Everything the seeds' execution-time table lists, checked against the
     /// clock as it reads now.
     fn revalidate(&self) -> Result<(), ComputerUseError> {
-        let now = self.core.now();
+        let clock = self.core.clock();
         let envelope = self.preview.envelope();
-        self.preview.recheck(now)?;
-        self.lease.recheck(envelope, now)?;
+        self.preview.recheck(clock)?;
+        self.lease.recheck(envelope, clock)?;
         self.reservation
-            .recheck(self.guard.reservation(), envelope, now)?;
+            .recheck(self.guard.reservation(), envelope, clock)?;
         self.authority.check(self.preview.get())?;
         self.core.authorize(envelope.requested_mode)
     }

@@ -47,7 +47,7 @@ impl<R: ComputerUseRuntime> Observed<R> {
                 Box::new(preview),
                 &core.session_id,
                 core.identity().principal_id(),
-                core.now(),
+                core.clock(),
             ),
             Err(err) => Err((err, Box::new(preview))),
         };

@@ -40,12 +40,12 @@ impl<R: ComputerUseRuntime> PendingApproval<R> {
                 preview.blocker.as_deref().unwrap_or("none"),
             ));
         }
-        let now = core.now();
+        let clock = core.clock();
         let fresh = FreshPreview::check(
             Box::new(preview),
             &core.session_id,
             core.identity().principal_id(),
-            now,
+            clock,
         )
         .map_err(|(err, _)| err)?;
         Ok(Self {
@@ -75,7 +75,7 @@ impl<R: ComputerUseRuntime> PendingApproval<R> {
         let envelope = self.preview.envelope();
         let checked = approval
             .check_against(self.preview.get())
-            .and_then(|()| self.preview.recheck(self.core.now()));
+            .and_then(|()| self.preview.recheck(self.core.clock()));
         if let Err(err) = checked {
             self.core.recorder.refusal(&envelope.action_id, &err);
             return Err(err);

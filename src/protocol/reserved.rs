@@ -59,7 +59,7 @@ impl<R: ComputerUseRuntime> Reserved<R> {
             Ok(lease) => Box::new(lease),
             Err(err) => return Err(self.guard.fail(&envelope.action_id, err).await),
         };
-        let bound = BoundLease::check(lease, envelope, self.core.now()).and_then(|bound| {
+        let bound = BoundLease::check(lease, envelope, self.core.clock()).and_then(|bound| {
             let payload = || json!({ "leaseId": bound.get().lease_id });
             self.core
                 .recorder

@@ -38,7 +38,7 @@ impl<R: ComputerUseRuntime> Core<R> {
     }
 
     /// The clock every expiry check asks.
-    pub(crate) fn now(&self) -> &dyn Clock {
+    pub(crate) fn clock(&self) -> &dyn Clock {
         &*self.clock
     }
 

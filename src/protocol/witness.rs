@@ -18,20 +18,21 @@ pub struct FreshPreview {
     // Boxed: the preview travels through every stage, and moving a pointer
     // is cheaper than moving the whole envelope at each transition.
     preview: Box<ActionPreview>,
+    /// `expiresAt`, in nanoseconds since the Unix epoch.
     expires: i128,
 }
 
 impl FreshPreview {
-    /// Binds `preview` to the session and principal and checks it is fresh at
-    /// `now`. A preview that fails comes back with the error, so the caller
+    /// Binds `preview` to the session and principal and checks it is fresh by
+    /// `clock`. A preview that fails comes back with the error, so the caller
     /// can still say which action was refused.
     pub(crate) fn check(
         preview: Box<ActionPreview>,
         session_id: &str,
         principal_id: &str,
-        now: &dyn Clock,
+        clock: &dyn Clock,
     ) -> Result<Self, (ComputerUseError, Box<ActionPreview>)> {
-        match Self::expiry(&preview, session_id, principal_id, now) {
+        match Self::expiry(&preview, session_id, principal_id, clock) {
             Ok(expires) => Ok(Self { preview, expires }),
             Err(err) => Err((err, preview)),
         }
@@ -41,7 +42,7 @@ impl FreshPreview {
         preview: &ActionPreview,
         session_id: &str,
         principal_id: &str,
-        now: &dyn Clock,
+        clock: &dyn Clock,
     ) -> Result<i128, ComputerUseError> {
         let envelope = &preview.envelope;
         binding::bind(
@@ -56,12 +57,12 @@ impl FreshPreview {
             principal_id,
             &envelope.principal_id,
         )?;
-        binding::envelope_expiry(envelope, now)
+        binding::envelope_expiry(envelope, clock)
     }
 
     /// Checks freshness again, at a later time, without re-parsing.
-    pub(crate) fn recheck(&self, now: &dyn Clock) -> Result<(), ComputerUseError> {
-        binding::recheck_envelope(&self.preview.envelope, now, self.expires)
+    pub(crate) fn recheck(&self, clock: &dyn Clock) -> Result<(), ComputerUseError> {
+        binding::recheck_envelope(&self.preview.envelope, clock, self.expires)
     }
 
     /// The preview.
@@ -85,13 +86,13 @@ impl BoundReservation {
     pub(crate) fn check(
         reservation: Option<&TargetReservation>,
         envelope: &ActionEnvelope,
-        now: &dyn Clock,
+        clock: &dyn Clock,
     ) -> Result<Self, ComputerUseError> {
         let expiry = match reservation {
             Some(reservation) => Some(binding::reservation_checks(
                 reservation,
                 envelope,
-                now,
+                clock,
                 None,
             )?),
             None => None,
@@ -104,11 +105,11 @@ impl BoundReservation {
         &self,
         reservation: Option<&TargetReservation>,
         envelope: &ActionEnvelope,
-        now: &dyn Clock,
+        clock: &dyn Clock,
     ) -> Result<(), ComputerUseError> {
         match reservation {
             Some(reservation) => {
-                binding::reservation_checks(reservation, envelope, now, self.expiry).map(drop)
+                binding::reservation_checks(reservation, envelope, clock, self.expiry).map(drop)
             }
             None => Ok(()),
         }
@@ -126,9 +127,9 @@ impl BoundLease {
     pub(crate) fn check(
         lease: Box<ControlLease>,
         envelope: &ActionEnvelope,
-        now: &dyn Clock,
+        clock: &dyn Clock,
     ) -> Result<Self, ComputerUseError> {
-        let expiry = binding::lease_checks(&lease, envelope, now, None)?;
+        let expiry = binding::lease_checks(&lease, envelope, clock, None)?;
         Ok(Self { lease, expiry })
     }
 
@@ -136,9 +137,9 @@ impl BoundLease {
     pub(crate) fn recheck(
         &self,
         envelope: &ActionEnvelope,
-        now: &dyn Clock,
+        clock: &dyn Clock,
     ) -> Result<(), ComputerUseError> {
-        binding::lease_checks(&self.lease, envelope, now, Some(self.expiry)).map(drop)
+        binding::lease_checks(&self.lease, envelope, clock, Some(self.expiry)).map(drop)
     }
 
     /// The lease.
