@@ -414,6 +414,19 @@ impl JournalSink for RefusingSink {
     }
 }
 
+/// A rig whose journal refuses every `refused` event, and that journal.
+fn refusing(refused: &'static str) -> (Rig, Arc<RefusingSink>) {
+    let sink = Arc::new(RefusingSink {
+        refused,
+        inner: MemoryJournal::new(),
+    });
+    (rig_with_sink(Arc::clone(&sink)), sink)
+}
+
+fn is_journal_failure(err: &ComputerUseError) -> bool {
+    matches!(err, ComputerUseError::Transport { operation, .. } if operation == "journal")
+}
+
 fn rig_with_sink(sink: Arc<RefusingSink>) -> Rig {
     let mut rig = rig();
     rig.session = Session::builder(Arc::clone(&rig.runtime), SESSION, full_authorizer(), key())
@@ -426,16 +439,9 @@ fn rig_with_sink(sink: Arc<RefusingSink>) -> Rig {
 
 #[tokio::test]
 async fn a_start_that_cannot_be_journaled_does_not_mutate() {
-    let sink = Arc::new(RefusingSink {
-        refused: "action.started",
-        inner: MemoryJournal::new(),
-    });
-    let rig = rig_with_sink(Arc::clone(&sink));
+    let (rig, sink) = refusing("action.started");
     let err = rig.session.run(action("j-7")).await.err().unwrap();
-    assert!(
-        matches!(err, ComputerUseError::Transport { ref operation, .. } if operation == "journal"),
-        "{err}"
-    );
+    assert!(is_journal_failure(&err), "{err}");
     assert_eq!(rig.runtime.count(Call::Execute), 0);
     assert_eq!(rig.runtime.mutations(), 0);
     assert_eq!(rig.runtime.active_reservations(), 0);
@@ -449,11 +455,7 @@ async fn a_start_that_cannot_be_journaled_does_not_mutate() {
 
 #[tokio::test]
 async fn a_commit_that_cannot_be_journaled_is_counted_not_hidden() {
-    let sink = Arc::new(RefusingSink {
-        refused: "action.committed",
-        inner: MemoryJournal::new(),
-    });
-    let rig = rig_with_sink(sink);
+    let (rig, _) = refusing("action.committed");
     match rig.session.run(action("j-8")).await.unwrap() {
         ChainOutcome::Completed(done) => assert!(done.committed()),
         _ => panic!("expected completion"),
@@ -464,16 +466,9 @@ async fn a_commit_that_cannot_be_journaled_is_counted_not_hidden() {
 
 #[tokio::test]
 async fn a_preview_that_cannot_be_journaled_ends_the_action_before_reserving() {
-    let sink = Arc::new(RefusingSink {
-        refused: "action.previewed",
-        inner: MemoryJournal::new(),
-    });
-    let rig = rig_with_sink(sink);
+    let (rig, _) = refusing("action.previewed");
     let err = rig.session.run(action("j-9")).await.err().unwrap();
-    assert!(
-        matches!(err, ComputerUseError::Transport { ref operation, .. } if operation == "journal"),
-        "{err}"
-    );
+    assert!(is_journal_failure(&err), "{err}");
     assert_eq!(rig.runtime.count(Call::Reserve), 0);
     assert_eq!(rig.runtime.mutations(), 0);
     // The runtime may drop what it kept for the preview.
