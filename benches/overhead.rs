@@ -272,13 +272,6 @@ impl ComputerUseRuntime for NoopRuntime {
     ) -> Result<ExecutionReceipt, ComputerUseError> {
         Ok(self.receipt.clone())
     }
-    async fn verify(
-        &self,
-        receipt: &ExecutionReceipt,
-        post: Option<&ActionPostcondition>,
-    ) -> Result<VerificationOutcome, ComputerUseError> {
-        Ok(evaluate_evidence(receipt, post))
-    }
 }
 
 async fn raw_in_process(runtime: &NoopRuntime, action: &ProposedAction, scope: &ObservationScope) {

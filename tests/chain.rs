@@ -265,6 +265,16 @@ async fn checkpoint_ids_are_validated_and_keys_are_not_printed() {
     assert!(!format!("{:?}", key()).contains('7'));
 }
 
+fn envelope_expired(err: &ComputerUseError) -> bool {
+    matches!(
+        err,
+        ComputerUseError::Expired {
+            object: "ActionEnvelope",
+            ..
+        }
+    )
+}
+
 #[tokio::test]
 async fn an_expired_preview_is_rejected_before_reservation() {
     let rig = rig();
@@ -273,16 +283,7 @@ async fn an_expired_preview_is_rejected_before_reservation() {
         e.proposed_at = "2026-07-13T09:59:00Z".into();
     }));
     let err = rig.session.run(action("a-9")).await.err().unwrap();
-    assert!(
-        matches!(
-            err,
-            ComputerUseError::Expired {
-                object: "ActionEnvelope",
-                ..
-            }
-        ),
-        "{err}"
-    );
+    assert!(envelope_expired(&err), "{err}");
     assert_eq!(rig.runtime.count(Call::Reserve), 0);
 }
 
@@ -309,16 +310,7 @@ async fn expiry_during_lease_acquisition_is_caught_at_execute() {
         l.expires_at = "2026-07-13T10:05:00Z".into();
     }));
     let err = rig.session.run(action("a-11")).await.err().unwrap();
-    assert!(
-        matches!(
-            err,
-            ComputerUseError::Expired {
-                object: "ActionEnvelope",
-                ..
-            }
-        ),
-        "{err}"
-    );
+    assert!(envelope_expired(&err), "{err}");
     assert_eq!(rig.runtime.count(Call::Execute), 0);
     assert_eq!(rig.runtime.active_reservations(), 0);
 }

@@ -121,3 +121,51 @@ fn no_postcondition_is_never_verified_and_an_uncommitted_receipt_fails() {
         assert_eq!(o.status(), "verification_failed", "{status:?}");
     }
 }
+
+mod default_verify {
+    use adk_computer_use::{ComputerUseError, ComputerUseRuntime};
+
+    /// A runtime that implements only what the trait requires.
+    pub struct NeverRuntime;
+    include!("../ui-tests/pass/never_runtime.in");
+}
+
+/// A runtime that does not implement `verify` applies the evidence table.
+#[tokio::test]
+async fn the_default_verify_applies_the_evidence_table() {
+    use adk_computer_use::ComputerUseRuntime;
+    let runtime = default_verify::NeverRuntime;
+    let post = digest_post();
+    let cases = [
+        (receipt(ReceiptStatus::Committed, None), None),
+        (receipt(ReceiptStatus::Committed, None), Some(&post)),
+        (
+            receipt(
+                ReceiptStatus::Committed,
+                Some(json!({ "verification": { "satisfied": true, "observedDigest": EXPECTED } })),
+            ),
+            Some(&post),
+        ),
+        (
+            receipt(
+                ReceiptStatus::Committed,
+                Some(json!({ "verification": { "satisfied": true, "observedDigest": OTHER } })),
+            ),
+            Some(&post),
+        ),
+        (receipt(ReceiptStatus::Failed, None), Some(&post)),
+    ];
+    let mut statuses = Vec::new();
+    for (receipt, post) in cases {
+        let answered = runtime.verify(&receipt, post).await.unwrap();
+        assert_eq!(answered, evaluate_evidence(&receipt, post));
+        statuses.push(answered.status());
+    }
+    // The cases cover every outcome.
+    for status in ["completed", "committed_unverified", "verification_failed"] {
+        assert!(
+            statuses.contains(&status),
+            "{status} not covered: {statuses:?}"
+        );
+    }
+}

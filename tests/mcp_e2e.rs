@@ -202,6 +202,25 @@ async fn a_failing_release_after_success_is_reported() {
 }
 
 #[tokio::test]
+async fn a_release_answered_with_an_active_reservation_is_refused() {
+    let runtime = spawn_sim(&["--fault", "release.state"]).await;
+    let session = session(&runtime, "agent-a");
+    let err = session
+        .run(write_clipboard("a-7b", "text", true))
+        .await
+        .err()
+        .unwrap();
+    match err {
+        ComputerUseError::CleanupAfterSuccess { cleanup, .. } => {
+            assert_eq!(cleanup.field(), Some("state"), "{cleanup}");
+            assert!(cleanup.to_string().contains("active"), "{cleanup}");
+        }
+        other => panic!("expected the release to be refused, got {other}"),
+    }
+    runtime.shutdown().await.unwrap();
+}
+
+#[tokio::test]
 async fn killing_the_server_mid_chain_is_a_transport_error_with_nothing_leaked() {
     let runtime = spawn_sim(&[]).await;
     let pid = runtime.child_pid().unwrap();

@@ -340,12 +340,4 @@ impl ComputerUseRuntime for InProcessDesktop {
         self.save()?;
         Ok(receipt)
     }
-
-    async fn verify(
-        &self,
-        receipt: &ExecutionReceipt,
-        postcondition: Option<&ActionPostcondition>,
-    ) -> Result<VerificationOutcome, ComputerUseError> {
-        Ok(evaluate_evidence(receipt, postcondition))
-    }
 }

@@ -70,6 +70,29 @@ pub(crate) fn bind_optional(
     }
 }
 
+/// `actual == expected` for a wire state, or an error naming `object.state`
+/// with both values as they are written on the wire.
+pub(crate) fn require_state<S: PartialEq + serde::Serialize>(
+    object: &'static str,
+    expected: S,
+    actual: S,
+) -> Result<(), ComputerUseError> {
+    if actual == expected {
+        return Ok(());
+    }
+    let wire = |state: &S| match serde_json::to_value(state) {
+        Ok(serde_json::Value::String(text)) => text,
+        Ok(other) => other.to_string(),
+        Err(err) => err.to_string(),
+    };
+    Err(ComputerUseError::invalid(
+        object,
+        "state",
+        wire(&expected),
+        wire(&actual),
+    ))
+}
+
 /// `now < expiresAt` by `clock`; `parsed` is the expiry (in nanoseconds since
 /// the Unix epoch) when it was parsed before. Returns the expiry.
 fn check_unexpired(
@@ -184,14 +207,7 @@ pub(crate) fn lease_checks(
         envelope.requested_mode.as_str(),
         lease.execution_mode.as_str(),
     )?;
-    if lease.state != LeaseState::Active {
-        return Err(ComputerUseError::invalid(
-            LEASE,
-            "state",
-            "active",
-            format!("{:?}", lease.state).to_lowercase(),
-        ));
-    }
+    require_state(LEASE, LeaseState::Active, lease.state)?;
     let expiry = check_unexpired(LEASE, &lease.expires_at, clock, parsed)?;
     if lease.actions_used >= lease.action_budget {
         return Err(ComputerUseError::invalid(
@@ -299,14 +315,7 @@ pub(crate) fn reservation_checks(
         &envelope.action_id,
         &reservation.intent_id,
     )?;
-    if reservation.state != ReservationState::Active {
-        return Err(ComputerUseError::invalid(
-            RESERVATION,
-            "state",
-            "active",
-            format!("{:?}", reservation.state).to_lowercase(),
-        ));
-    }
+    require_state(RESERVATION, ReservationState::Active, reservation.state)?;
     let expiry = check_unexpired(RESERVATION, &reservation.expires_at, clock, parsed)?;
     let target = envelope.target.as_ref();
     bind(

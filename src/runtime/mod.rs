@@ -90,14 +90,18 @@ pub trait ComputerUseRuntime: Send + Sync + 'static {
         approval_grant_id: Option<&str>,
     ) -> impl Future<Output = Result<ExecutionReceipt, ComputerUseError>> + Send;
 
-    /// Judges whether the postcondition holds. Runtimes should answer with
-    /// [`evaluate_evidence`] over the receipt they hold, so the seeds' evidence
-    /// table is applied the same way everywhere.
+    /// Judges whether the postcondition holds. The default applies
+    /// [`evaluate_evidence`] to the receipt, so the seeds' evidence table is
+    /// applied the same way everywhere; override it to gather more evidence or
+    /// to do bookkeeping first, and answer with `evaluate_evidence` still.
     fn verify(
         &self,
         receipt: &ExecutionReceipt,
         postcondition: Option<&ActionPostcondition>,
-    ) -> impl Future<Output = Result<VerificationOutcome, ComputerUseError>> + Send;
+    ) -> impl Future<Output = Result<VerificationOutcome, ComputerUseError>> + Send {
+        let outcome = evaluate_evidence(receipt, postcondition);
+        async move { Ok(outcome) }
+    }
 
     /// Told by the chain that an action has ended (it was verified, blocked,
     /// or failed after its reservation was handled), so per-action state can

@@ -42,11 +42,13 @@ pub enum Fault {
     CrashAfterCommit,
     /// Releasing a reservation fails.
     FailRelease,
+    /// A release is answered with the reservation still active.
+    ReleaseState,
 }
 
 impl Fault {
     /// Every fault, with its command-line name.
-    pub const ALL: [(&'static str, Fault); 17] = [
+    pub const ALL: [(&'static str, Fault); 18] = [
         ("lease.sessionId", Self::LeaseSession),
         ("lease.principalId", Self::LeasePrincipal),
         ("lease.agentId", Self::LeaseAgent),
@@ -64,6 +66,7 @@ impl Fault {
         ("crash.beforeEffect", Self::CrashBeforeEffect),
         ("crash.afterCommit", Self::CrashAfterCommit),
         ("release.fails", Self::FailRelease),
+        ("release.state", Self::ReleaseState),
     ];
 
     /// The command-line name.

@@ -836,6 +836,10 @@ impl SimState {
                 format!("{id} is {:?}", reservation.state),
             ));
         }
+        if self.config.has(Fault::ReleaseState) {
+            // Answers as if released, but the reservation is still held.
+            return Ok(SimAnswer::of(json!({ "reservation": reservation })));
+        }
         reservation.state = ReservationState::Released;
         reservation.revision += 1;
         let answer = json!({ "reservation": reservation });

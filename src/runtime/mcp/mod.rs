@@ -706,15 +706,11 @@ impl ComputerUseRuntime for ComputerUseMcpRuntime {
             &reservation.reservation_id,
             &released.reservation_id,
         )?;
-        if released.state != ReservationState::Released {
-            return Err(ComputerUseError::invalid(
-                "TargetReservation",
-                "state",
-                "released",
-                format!("{:?}", released.state).to_lowercase(),
-            ));
-        }
-        Ok(())
+        binding::require_state(
+            "TargetReservation",
+            ReservationState::Released,
+            released.state,
+        )
     }
 
     async fn acquire_lease(
