@@ -619,3 +619,20 @@ async fn session_controls_default_to_unsupported() {
         );
     }
 }
+
+#[tokio::test]
+async fn an_envelope_of_another_execution_group_is_rejected_at_preview() {
+    let rig = rig();
+    let session = Session::builder(Arc::clone(&rig.runtime), SESSION, full_authorizer(), key())
+        .clock(Arc::new(rig.clock.clone()))
+        .execution_group_id("group-a")
+        .build()
+        .unwrap();
+    rig.runtime.script().envelope = Some(Arc::new(|e: &mut ActionEnvelope| {
+        e.execution_group_id = Some("group-b".into());
+    }));
+    let err = session.run(action("a-40")).await.err().unwrap();
+    assert_eq!(err.field(), Some("executionGroupId"), "{err}");
+    assert_eq!(rig.runtime.count(Call::Reserve), 0);
+    assert_eq!(rig.runtime.truth().ended, ["a-40"]);
+}

@@ -136,6 +136,7 @@ fn rows() -> Vec<Row> {
         envelope("sessionId", |e| e.session_id = "other".into()),
         envelope("actionId", |e| e.action_id = "other".into()),
         envelope("tool", |e| e.tool = "delete_file".into()),
+        envelope("agentId", |e| e.agent_id = Some("other".into())),
         envelope("requestedMode", |e| {
             e.requested_mode = ExecutionMode::Foreground
         }),

@@ -8,9 +8,8 @@ use super::witness::FreshPreview;
 use serde_json::json;
 
 use crate::ComputerUseError;
-use crate::contracts::ActionEnvelope;
 use crate::eval::journal_types;
-use crate::runtime::binding::{bind, bind_optional};
+use crate::runtime::binding::bind_to_request;
 use crate::runtime::{ActionRequest, ComputerUseRuntime, Observations, ProposedAction};
 
 /// The result of one observation round, ready to preview an action.
@@ -79,39 +78,4 @@ impl<R: ComputerUseRuntime> Observed<R> {
         }
         Ok(Previewed::new(core, fresh))
     }
-}
-
-/// The envelope is about the action that was proposed: same id (when one was
-/// given), tool and mode, and the same agent and group when both name one.
-fn bind_to_request(
-    request: &ActionRequest<'_>,
-    envelope: &ActionEnvelope,
-) -> Result<(), ComputerUseError> {
-    const OBJECT: &str = "ActionEnvelope";
-    let proposed = &request.action;
-    bind_optional(
-        OBJECT,
-        "actionId",
-        proposed.action_id.as_deref(),
-        Some(&envelope.action_id),
-    )?;
-    bind(OBJECT, "tool", &proposed.tool, &envelope.tool)?;
-    bind(
-        OBJECT,
-        "requestedMode",
-        proposed.mode.as_str(),
-        envelope.requested_mode.as_str(),
-    )?;
-    bind_optional(
-        OBJECT,
-        "agentId",
-        request.agent_id,
-        envelope.agent_id.as_deref(),
-    )?;
-    bind_optional(
-        OBJECT,
-        "executionGroupId",
-        request.execution_group_id,
-        envelope.execution_group_id.as_deref(),
-    )
 }

@@ -16,6 +16,7 @@ use crate::contracts::{
     ActionEnvelope, ControlLease, ExecutionReceipt, LeaseState, ReservationState,
     TargetReservation, WindowId,
 };
+use crate::runtime::ActionRequest;
 
 const LEASE: &str = "ControlLease";
 const RESERVATION: &str = "TargetReservation";
@@ -368,4 +369,39 @@ pub fn validate_receipt_at(
     _now: OffsetDateTime,
 ) -> Result<(), ComputerUseError> {
     validate_receipt(receipt, envelope)
+}
+
+/// The envelope is about the action that was proposed: same id (when one was
+/// given), tool and mode, and the same agent and group when both name one.
+pub(crate) fn bind_to_request(
+    request: &ActionRequest<'_>,
+    envelope: &ActionEnvelope,
+) -> Result<(), ComputerUseError> {
+    const OBJECT: &str = "ActionEnvelope";
+    let proposed = &request.action;
+    bind_optional(
+        OBJECT,
+        "actionId",
+        proposed.action_id.as_deref(),
+        Some(&envelope.action_id),
+    )?;
+    bind(OBJECT, "tool", &proposed.tool, &envelope.tool)?;
+    bind(
+        OBJECT,
+        "requestedMode",
+        proposed.mode.as_str(),
+        envelope.requested_mode.as_str(),
+    )?;
+    bind_optional(
+        OBJECT,
+        "agentId",
+        request.agent_id,
+        envelope.agent_id.as_deref(),
+    )?;
+    bind_optional(
+        OBJECT,
+        "executionGroupId",
+        request.execution_group_id,
+        envelope.execution_group_id.as_deref(),
+    )
 }

@@ -239,14 +239,20 @@ impl ComputerUseMcpRuntime {
         tool: &str,
         arguments: Map<String, Value>,
     ) -> Result<(Value, Vec<ImageContent>), ComputerUseError> {
-        let session = lock(&self.session_id).clone();
         let span = tracing::info_span!(
             "computer_use.call",
             tool,
-            session_id = session.as_deref().unwrap_or(""),
+            session_id = tracing::field::Empty,
             trace_id = self.config.trace.trace_id.as_deref().unwrap_or(""),
             correlation_id = self.config.trace.correlation_id.as_deref().unwrap_or(""),
         );
+        // Read (under the lock) only when a subscriber will keep it.
+        if !span.is_disabled() {
+            span.record(
+                "session_id",
+                lock(&self.session_id).as_deref().unwrap_or(""),
+            );
+        }
         async {
             let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
             let result = self
@@ -640,9 +646,7 @@ impl ComputerUseRuntime for ComputerUseMcpRuntime {
             &envelope.session_id,
             &envelope.principal_id,
         )?;
-        if let Some(action_id) = &request.action.action_id {
-            bind("ActionEnvelope", "actionId", action_id, &envelope.action_id)?;
-        }
+        binding::bind_to_request(request, envelope)?;
         binding::validate_envelope_freshness(envelope)?;
         let mut arguments = arguments;
         arguments.insert("action_id".into(), json!(envelope.action_id));
