@@ -5,13 +5,13 @@
 //! answer back to the envelope it was requested for, field by field, as the
 //! seeds' tables list them. An optional field that comes back absent is
 //! under-specification and accepted; present and different is a mismatch. The
-//! plain functions read the system clock; the `_at` twins take the time, so the
-//! stage types can ask their [`crate::clock::Clock`].
+//! plain functions ask the [`SystemClock`]; the `_at` twins take an explicit
+//! time; the chain's stages ask their session's [`Clock`].
 
 use time::OffsetDateTime;
 
 use crate::ComputerUseError;
-use crate::clock::{Clock, FixedClock, display, parse_unix_nanos};
+use crate::clock::{Clock, FixedClock, SystemClock, display, parse_unix_nanos};
 use crate::contracts::{
     ActionEnvelope, ControlLease, ExecutionReceipt, LeaseState, ReservationState,
     TargetReservation, WindowId,
@@ -124,7 +124,7 @@ fn window_text(window: Option<&WindowId>) -> String {
 /// The envelope is well-timed: RFC 3339 timestamps, a positive validity window,
 /// and `now < expiresAt` by the system clock.
 pub fn validate_envelope_freshness(envelope: &ActionEnvelope) -> Result<(), ComputerUseError> {
-    validate_envelope_freshness_at(envelope, OffsetDateTime::now_utc())
+    envelope_expiry(envelope, &SystemClock).map(drop)
 }
 
 /// [`validate_envelope_freshness`] at an explicit time.
@@ -169,7 +169,7 @@ pub fn validate_lease(
     lease: &ControlLease,
     envelope: &ActionEnvelope,
 ) -> Result<(), ComputerUseError> {
-    validate_lease_at(lease, envelope, OffsetDateTime::now_utc())
+    lease_checks(lease, envelope, &SystemClock, None).map(drop)
 }
 
 /// [`validate_lease`] at an explicit time.
@@ -266,7 +266,7 @@ pub fn validate_reservation(
     reservation: &TargetReservation,
     envelope: &ActionEnvelope,
 ) -> Result<(), ComputerUseError> {
-    validate_reservation_at(reservation, envelope, OffsetDateTime::now_utc())
+    reservation_checks(reservation, envelope, &SystemClock, None).map(drop)
 }
 
 /// [`validate_reservation`] at an explicit time.

@@ -326,6 +326,24 @@ impl ComputerUseMcpRuntime {
         Ok(session)
     }
 
+    /// Reads one page of a session-scoped list (`tool` answers with the page
+    /// itself); the caller checks what the page holds.
+    async fn page<P: DeserializeOwned>(
+        &self,
+        tool: &str,
+        after_sequence: Option<u64>,
+        limit: Option<u32>,
+    ) -> Result<P, ComputerUseError> {
+        let answer = self
+            .call_json(
+                tool,
+                json!({ "session_id": self.session_id()?, "after_sequence": after_sequence, "limit": limit }),
+            )
+            .await?;
+        serde_json::from_value(answer)
+            .map_err(|err| ComputerUseError::decode(format!("{tool} answer"), err))
+    }
+
     /// Reads a page of the session's events; every event must be this
     /// session's and this principal's.
     pub async fn get_session_events(
@@ -333,14 +351,9 @@ impl ComputerUseMcpRuntime {
         after_sequence: Option<u64>,
         limit: Option<u32>,
     ) -> Result<SessionEventPage, ComputerUseError> {
-        let answer = self
-            .call_json(
-                "get_session_events",
-                json!({ "session_id": self.session_id()?, "after_sequence": after_sequence, "limit": limit }),
-            )
+        let page: SessionEventPage = self
+            .page("get_session_events", after_sequence, limit)
             .await?;
-        let page: SessionEventPage = serde_json::from_value(answer)
-            .map_err(|err| ComputerUseError::decode("get_session_events answer", err))?;
         for event in &page.events {
             self.check_session("SessionEvent", &event.session_id, &event.principal_id)?;
         }
@@ -387,14 +400,7 @@ impl ComputerUseMcpRuntime {
         after_sequence: Option<u64>,
         limit: Option<u32>,
     ) -> Result<FollowUpPage, ComputerUseError> {
-        let answer = self
-            .call_json(
-                "get_follow_ups",
-                json!({ "session_id": self.session_id()?, "after_sequence": after_sequence, "limit": limit }),
-            )
-            .await?;
-        let page: FollowUpPage = serde_json::from_value(answer)
-            .map_err(|err| ComputerUseError::decode("get_follow_ups answer", err))?;
+        let page: FollowUpPage = self.page("get_follow_ups", after_sequence, limit).await?;
         for follow_up in &page.follow_ups {
             self.check_session(
                 "SessionFollowUp",
