@@ -50,8 +50,9 @@
 //!
 //! Leases, reservations and receipts enter a stage only as
 //! [`super::BoundLease`], [`super::BoundReservation`] and
-//! [`super::BoundReceipt`], which only the binding validators construct
-//! (`ui-tests/fail/forge_witness.rs`).
+//! [`super::BoundReceipt`], and a preview only as [`super::FreshPreview`],
+//! which only the binding validators construct (`ui-tests/fail/forge_*.rs`,
+//! `hidden_constructor.rs`).
 //!
 //! # Running on an expired preview
 //!
