@@ -24,7 +24,7 @@ use adk_computer_use::ComputerUseError;
 use adk_computer_use::auth::{ScopeAuthorizer, VerifiedIdentity};
 use adk_computer_use::contracts::*;
 use adk_computer_use::protocol::{ChainOutcome, SealingKey, Session};
-use adk_computer_use::runtime::mcp::ComputerUseMcpRuntime;
+use adk_computer_use::runtime::mcp::{decode_tool_result, rmcp};
 use adk_computer_use::runtime::*;
 use adk_computer_use::sim::{CLIPBOARD_APP, CLIPBOARD_WINDOW};
 use serde_json::{Map, Value, json};
@@ -230,6 +230,26 @@ impl NoopRuntime {
     }
 }
 
+/// The runtime's own answers, callable without proofs: what a raw client of
+/// this runtime would call. The trait methods below delegate to them, so
+/// both sides of the measurement reach the same code.
+impl NoopRuntime {
+    fn raw_preview(&self) -> ActionPreview {
+        self.preview.clone()
+    }
+    fn raw_reserve(&self, _: &ActionEnvelope) -> TargetReservation {
+        self.reservation.clone()
+    }
+    fn raw_lease(&self, _: &ActionEnvelope) -> ControlLease {
+        self.lease.clone()
+    }
+    fn raw_execute(&self, _: &ActionEnvelope, _: &ControlLease) -> ExecutionReceipt {
+        self.receipt.clone()
+    }
+    fn raw_release(&self, _: &TargetReservation) {}
+    fn raw_release_lease(&self, _: &ControlLease) {}
+}
+
 impl ComputerUseRuntime for NoopRuntime {
     async fn discover_capabilities(
         &self,
@@ -249,58 +269,50 @@ impl ComputerUseRuntime for NoopRuntime {
     async fn preview_action(
         &self,
         _: &ActionRequest<'_>,
-    ) -> Result<ActionPreview, ComputerUseError> {
-        Ok(self.preview.clone())
+    ) -> Result<PreviewAnswer, ComputerUseError> {
+        Ok(self.raw_preview().into())
     }
     async fn reserve_target(
         &self,
-        _: &ActionEnvelope,
+        proof: &ReserveProof<'_>,
     ) -> Result<Option<TargetReservation>, ComputerUseError> {
-        Ok(Some(self.reservation.clone()))
+        Ok(Some(self.raw_reserve(proof.envelope())))
     }
-    async fn release_target(&self, _: &TargetReservation) -> Result<(), ComputerUseError> {
+    async fn release_target(&self, proof: &ReleaseProof<'_>) -> Result<(), ComputerUseError> {
+        self.raw_release(proof.reservation());
         Ok(())
     }
-    async fn acquire_lease(&self, _: &ActionEnvelope) -> Result<ControlLease, ComputerUseError> {
-        Ok(self.lease.clone())
+    async fn acquire_lease(&self, proof: &LeaseProof<'_>) -> Result<ControlLease, ComputerUseError> {
+        Ok(self.raw_lease(proof.envelope()))
+    }
+    async fn release_lease(&self, proof: &LeaseReleaseProof<'_>) -> Result<(), ComputerUseError> {
+        self.raw_release_lease(proof.lease());
+        Ok(())
     }
     async fn execute_action(
         &self,
-        _: &ActionEnvelope,
-        _: &ControlLease,
-        _: Option<&str>,
+        proof: &ExecuteProof<'_>,
     ) -> Result<ExecutionReceipt, ComputerUseError> {
-        Ok(self.receipt.clone())
+        Ok(self.raw_execute(proof.envelope(), proof.lease()))
     }
 }
 
 async fn raw_in_process(runtime: &NoopRuntime, action: &ProposedAction, scope: &ObservationScope) {
     // The agent hands over a fresh proposal for every action, as it does to the chain.
-    let action = action.clone();
-    let request = ActionRequest {
-        session_id: "s",
-        agent_id: None,
-        execution_group_id: None,
-        action: &action,
-    };
+    let action = std::hint::black_box(action.clone());
     let _ = tokio::join!(
         runtime.discover_capabilities(scope),
         runtime.observe_visual(scope),
         runtime.observe_semantic(scope)
     );
-    let preview = runtime.preview_action(&request).await.unwrap();
-    let reservation = runtime
-        .reserve_target(&preview.envelope)
-        .await
-        .unwrap()
-        .unwrap();
-    let lease = runtime.acquire_lease(&preview.envelope).await.unwrap();
-    let receipt = runtime
-        .execute_action(&preview.envelope, &lease, None)
-        .await
-        .unwrap();
+    let preview = runtime.raw_preview();
+    let reservation = runtime.raw_reserve(&preview.envelope);
+    let lease = runtime.raw_lease(&preview.envelope);
+    let receipt = runtime.raw_execute(&preview.envelope, &lease);
     let _ = runtime.verify(&receipt, None).await.unwrap();
-    runtime.release_target(&reservation).await.unwrap();
+    runtime.raw_release_lease(&lease);
+    runtime.raw_release(&reservation);
+    drop(action);
 }
 
 fn in_process(rt: &tokio::runtime::Runtime) -> f64 {
@@ -320,7 +332,7 @@ fn in_process(rt: &tokio::runtime::Runtime) -> f64 {
         rt.block_on(async {
             for _ in 0..N {
                 match session.run(action.clone()).await.unwrap() {
-                    ChainOutcome::Completed(done) => assert!(done.committed()),
+                    ChainOutcome::Completed(done) => assert!(done.performed()),
                     _ => unreachable!(),
                 }
             }
@@ -353,21 +365,52 @@ fn obj(value: Value) -> Map<String, Value> {
     }
 }
 
+/// A plain MCP client of its own simulator, with no governance at all: the
+/// raw floor. (The adapter's own raw call speaks read-only tools only.)
+struct RawClient {
+    service: rmcp::service::RunningService<rmcp::RoleClient, ()>,
+    session_id: String,
+}
+
+impl RawClient {
+    async fn spawn() -> Self {
+        use rmcp::ServiceExt;
+        let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_computer-use-sim"));
+        command.arg("--principal").arg(PRINCIPAL);
+        let transport = rmcp::transport::TokioChildProcess::new(command).unwrap();
+        let service = ().serve(transport).await.unwrap();
+        let mut client = Self {
+            service,
+            session_id: String::new(),
+        };
+        let answer = client
+            .tool("start_session", json!({ "objective": "raw", "execution_group_id": "group-e2e" }))
+            .await;
+        client.session_id = answer["session"]["sessionId"].as_str().unwrap().to_owned();
+        client
+    }
+
+    async fn tool(&self, name: &'static str, arguments: Value) -> Value {
+        let params = rmcp::model::CallToolRequestParams::new(name).with_arguments(obj(arguments));
+        let result = self.service.peer().call_tool(params).await.unwrap();
+        decode_tool_result(name, result).unwrap().0
+    }
+}
+
 /// The same tool calls the adapter makes for one chain, with no checks.
-async fn raw_mcp(runtime: &ComputerUseMcpRuntime, session_id: &str, id: &str) {
+async fn raw_mcp(client: &RawClient, id: &str) {
+    let session_id = client.session_id.as_str();
     let window = json!(CLIPBOARD_WINDOW);
     let shadow = |tool: &str, arguments: Value| {
-        obj(
-            json!({ "session_id": session_id, "tool": tool, "arguments": arguments, "mode": "shadow" }),
-        )
+        json!({ "session_id": session_id, "tool": tool, "arguments": arguments, "mode": "shadow" })
     };
     let _ = tokio::join!(
-        runtime.call(
+        client.tool(
             "get_execution_capabilities",
-            obj(json!({ "tool": "write_clipboard", "app_id": CLIPBOARD_APP }))
+            json!({ "tool": "write_clipboard", "app_id": CLIPBOARD_APP })
         ),
-        runtime.call("execute_action", shadow("snapshot", json!({}))),
-        runtime.call(
+        client.tool("execute_action", shadow("snapshot", json!({}))),
+        client.tool(
             "execute_action",
             shadow(
                 "get_ui_tree",
@@ -376,38 +419,41 @@ async fn raw_mcp(runtime: &ComputerUseMcpRuntime, session_id: &str, id: &str) {
         ),
     );
     let action = sim_support::write_clipboard(id, id, true);
-    let mut args = obj(json!({
+    let mut args = json!({
         "session_id": session_id,
         "action_id": id,
         "tool": "write_clipboard",
         "arguments": action.arguments,
         "mode": "background",
         "agent_id": "agent",
+        "execution_group_id": "group-e2e",
+        "data_labels": ["public"],
         "target": adk_computer_use::contracts::case::to_snake_keys(&json!(action.target)),
         "postcondition": action.postcondition.as_ref().map(|p| p.to_input()),
-    }));
-    runtime.call("preview_action", args.clone()).await.unwrap();
-    let (reservation, _) = runtime
-        .call("reserve_target", obj(json!({ "session_id": session_id, "intent_id": id, "app_id": CLIPBOARD_APP, "window_id": window, "ttl_ms": 30000, "agent_id": "agent" })))
-        .await
-        .unwrap();
-    let (lease, _) = runtime
-        .call("acquire_control_lease", obj(json!({ "session_id": session_id, "kind": "cooperative", "mode": "background", "ttl_ms": 30000, "action_budget": 1, "agent_id": "agent", "app_ids": [CLIPBOARD_APP], "window_ids": [window] })))
-        .await
-        .unwrap();
-    args.insert("lease_id".into(), lease["lease"]["leaseId"].clone());
-    runtime.call("execute_action", args).await.unwrap();
-    runtime
-        .call("release_target_reservation", obj(json!({ "session_id": session_id, "reservation_id": reservation["reservation"]["reservationId"] })))
-        .await
-        .unwrap();
+    });
+    client.tool("preview_action", args.clone()).await;
+    let reservation = client
+        .tool("reserve_target", json!({ "session_id": session_id, "intent_id": id, "app_id": CLIPBOARD_APP, "window_id": window, "ttl_ms": 30000, "agent_id": "agent", "execution_group_id": "group-e2e" }))
+        .await;
+    let lease = client
+        .tool("acquire_control_lease", json!({ "session_id": session_id, "kind": "cooperative", "mode": "background", "ttl_ms": 30000, "action_budget": 1, "agent_id": "agent", "app_ids": [CLIPBOARD_APP], "window_ids": [window] }))
+        .await;
+    let lease_id = lease["lease"]["leaseId"].clone();
+    args["lease_id"] = lease_id.clone();
+    client.tool("execute_action", args).await;
+    client
+        .tool("release_control_lease", json!({ "lease_id": lease_id }))
+        .await;
+    client
+        .tool("release_target_reservation", json!({ "session_id": session_id, "reservation_id": reservation["reservation"]["reservationId"] }))
+        .await;
 }
 
 fn over_mcp(rt: &tokio::runtime::Runtime) -> f64 {
     const N: usize = 100;
     const ROUNDS: usize = 21;
     let runtime = rt.block_on(sim_support::spawn_sim(&[]));
-    let session_id = runtime.session_id().unwrap();
+    let client = rt.block_on(RawClient::spawn());
     let governed_session = rt.block_on(async { sim_support::session(&runtime, "agent") });
     let governed = |id: &str| {
         let start = Instant::now();
@@ -425,7 +471,7 @@ fn over_mcp(rt: &tokio::runtime::Runtime) -> f64 {
     };
     let raw = |id: &str| {
         let start = Instant::now();
-        rt.block_on(raw_mcp(&runtime, &session_id, id));
+        rt.block_on(raw_mcp(&client, id));
         start.elapsed().as_nanos() as f64
     };
     one_side(
@@ -462,6 +508,7 @@ fn over_mcp(rt: &tokio::runtime::Runtime) -> f64 {
         raw / 1e3,
     );
     rt.block_on(runtime.shutdown()).unwrap();
+    rt.block_on(client.service.cancel()).unwrap();
     ratio
 }
 
@@ -469,7 +516,6 @@ fn over_mcp(rt: &tokio::runtime::Runtime) -> f64 {
 
 fn concurrency(rt: &tokio::runtime::Runtime, agents: usize, chains_per_agent: usize) {
     let runtime = rt.block_on(sim_support::spawn_sim(&[]));
-    let baseline = runtime.retained_len();
     let start = Instant::now();
     let latencies = rt.block_on(async {
         let mut tasks = Vec::new();
@@ -504,15 +550,14 @@ fn concurrency(rt: &tokio::runtime::Runtime, agents: usize, chains_per_agent: us
         .unwrap()
         .0;
     println!(
-        "{agents:>3} agents | {:>5} actions in {:>6.2} s | {:>7.1} actions/s | p50 {:>8.2} ms | p99 {:>8.2} ms | max effects/action {} | retained {} -> {}",
+        "{agents:>3} agents | {:>5} actions in {:>6.2} s | {:>7.1} actions/s | p50 {:>8.2} ms | p99 {:>8.2} ms | max effects/action {} | leases left {}",
         sorted.len(),
         elapsed.as_secs_f64(),
         sorted.len() as f64 / elapsed.as_secs_f64(),
         percentile(&sorted, 0.5).as_secs_f64() * 1e3,
         percentile(&sorted, 0.99).as_secs_f64() * 1e3,
         stats["maxEffectsPerAction"],
-        baseline,
-        runtime.retained_len(),
+        stats["activeLeases"],
     );
     rt.block_on(runtime.shutdown()).unwrap();
 }

@@ -73,17 +73,17 @@ async fn suspend(dir: &Path) -> Result<CheckpointId, Error> {
         _ => return Err("expected the demo policy to ask for approval".into()),
     };
     let store = FileCheckpointStore::new(dir)?;
-    let id = pending.suspend(&store)?;
+    println!("suspended: approval required for {}", pending.action_id());
     println!(
-        "suspended: approval required for {}",
-        pending.preview().envelope.action_id
-    );
-    println!("  checkpoint {id} in {}", store.path_of(&id).display());
-    println!(
-        "  approve with {{\"actionDigest\": \"{}\", \"policyDigest\": \"{}\", \"runtimeApproved\": true}}",
+        "  approve with {{\"actionId\": \"{}\", \"actionDigest\": \"{}\", \"policyDigest\": \"{}\", \"runtimeApproved\": true}}",
+        pending.action_id(),
         pending.action_digest(),
         pending.policy_digest()
     );
+    // Suspending gives the pending approval up: the checkpoint is now the
+    // only way to approve this action, once.
+    let id = pending.suspend(&store)?;
+    println!("  checkpoint {id} in {}", store.path_of(&id).display());
     let _ = session.shutdown().await;
     Ok(id)
 }
@@ -97,6 +97,7 @@ async fn resume(dir: &Path, id: &CheckpointId) -> Result<(), Error> {
     let sealed: serde_json::Value = serde_json::from_str(record.trim())?;
     let preview = &sealed["body"]["preview"];
     let approval = Approval::from_json(&json!({
+        "actionId": preview["envelope"]["actionId"],
         "actionDigest": preview["envelope"]["argsDigest"],
         "policyDigest": preview["policy"]["policyDigest"],
         "runtimeApproved": true,
@@ -109,8 +110,8 @@ async fn resume(dir: &Path, id: &CheckpointId) -> Result<(), Error> {
     );
     println!("  clipboard now holds {:?}", runtime.clipboard());
     println!(
-        "  committed: {}, verified: {}",
-        verified.committed(),
+        "  performed: {}, verified: {}",
+        verified.performed(),
         verified.verified()
     );
     let _ = session.shutdown().await;
@@ -128,7 +129,7 @@ async fn tamper(dir: &Path, id: &CheckpointId) -> Result<(), Error> {
             .replace("\"set_value\"", "\"delete\""),
     )?;
     let (_, session) = session(dir)?;
-    let approval = Approval::runtime_held("0".repeat(64), "demo-policy-v1");
+    let approval = Approval::runtime_held("any", "0".repeat(64), "demo-policy-v1");
     match session.resume(&store, id, approval) {
         Ok(_) => Err("a tampered checkpoint was accepted".into()),
         Err(err) => {
@@ -158,6 +159,10 @@ async fn main() -> Result<(), Error> {
             let id = suspend(&dir).await?;
             tamper(&dir, &id).await?;
             resume(&dir, &id).await?;
+            match resume(&dir, &id).await {
+                Ok(()) => return Err("a checkpoint was resumed twice".into()),
+                Err(err) => println!("resumed again: refused, nothing ran: {err}"),
+            }
             std::fs::remove_dir_all(&dir)?;
             Ok(())
         }

@@ -132,8 +132,8 @@ async fn main() -> Result<(), Error> {
                 .unwrap_or_default();
             println!("clipboard read back through a shadow observation: {read_back:?}");
             println!(
-                "committed: {}, verified: {}, independent read-back matches: {}",
-                done.committed(),
+                "performed: {}, verified: {}, independent read-back matches: {}",
+                done.performed(),
                 done.verified(),
                 read_back == text
             );
@@ -154,7 +154,7 @@ async fn main() -> Result<(), Error> {
     let stats = session.shutdown().await;
     println!(
         "reservations released: {} explicit, {} leaked",
-        stats.explicit_released,
+        stats.reservations.explicit_released,
         stats.leaked()
     );
     runtime.shutdown().await?;

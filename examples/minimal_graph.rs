@@ -2,7 +2,7 @@
 //! network, no desktop. Each stage is printed as it passes.
 //!
 //! The action declares no postcondition, so the chain reports
-//! `committed: true, verified: false` instead of claiming an observation it
+//! `performed: true, verified: false` instead of claiming an observation it
 //! never made.
 //!
 //! Run it with `cargo run --example minimal_graph`.
@@ -87,12 +87,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("clipboard now holds {:?}", runtime.clipboard());
     println!(
         "released: {} explicit, {} leaked",
-        stats.explicit_released,
+        stats.reservations.explicit_released,
         stats.leaked()
     );
     println!(
-        "committed: {}, verified: {}",
-        verified.committed(),
+        "performed: {}, verified: {}",
+        verified.performed(),
         verified.verified()
     );
     Ok(())

@@ -118,6 +118,21 @@ pub enum ComputerUseError {
         reason: String,
     },
 
+    /// The mutating call failed in a way that leaves its effect in doubt: the
+    /// connection broke while it was in flight, or its answer could not be
+    /// read. The runtime may or may not have acted. A retry must reuse
+    /// `action_id`, so that a runtime that did act replays its receipt
+    /// instead of acting twice.
+    #[error(
+        "the outcome of action {action_id} is unknown (the runtime may have performed it): {cause}; retry only with the same action id"
+    )]
+    OutcomeUnknown {
+        /// The action whose outcome is unknown; the safe retry reuses it.
+        action_id: String,
+        /// What broke.
+        cause: Box<ComputerUseError>,
+    },
+
     /// The primary failure happened and the cleanup that followed it (the
     /// release of the reservation) failed too. The primary always comes first.
     #[error("{primary}; cleanup also failed: {cleanup}")]
@@ -152,6 +167,7 @@ impl ComputerUseError {
             | Self::Expired { field, .. } => Some(field),
             Self::InvalidRequest { field, .. } => Some(field),
             Self::WithCleanup { primary, .. } => primary.field(),
+            Self::OutcomeUnknown { cause, .. } => cause.field(),
             _ => None,
         }
     }
@@ -172,6 +188,7 @@ impl ComputerUseError {
             Self::Checkpoint { .. } => "checkpoint",
             Self::WithCleanup { .. } => "with_cleanup",
             Self::CleanupAfterSuccess { .. } => "cleanup_after_success",
+            Self::OutcomeUnknown { .. } => "outcome_unknown",
         }
     }
 
@@ -195,6 +212,20 @@ impl ComputerUseError {
                 primary: Box::new(primary),
                 cleanup: Box::new(cleanup),
             },
+        }
+    }
+
+    /// Classifies a failure of the mutating call: one that leaves the effect
+    /// in doubt (transport, undecodable answer) becomes
+    /// [`ComputerUseError::OutcomeUnknown`]; a typed refusal or a local check
+    /// stays as it is (nothing was performed).
+    pub(crate) fn after_mutation(action_id: &str, err: Self) -> Self {
+        match err {
+            Self::Transport { .. } | Self::Decode { .. } => Self::OutcomeUnknown {
+                action_id: action_id.to_owned(),
+                cause: Box::new(err),
+            },
+            other => other,
         }
     }
 

@@ -26,7 +26,7 @@ async fn retry_completes(
     session: &adk_computer_use::Session<FakeRuntime>,
 ) {
     match session.run(action("c-1")).await.unwrap() {
-        ChainOutcome::Completed(done) => assert!(done.committed()),
+        ChainOutcome::Completed(done) => assert!(done.performed()),
         _ => panic!("the retry did not complete"),
     }
     assert_eq!(

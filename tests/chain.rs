@@ -38,13 +38,13 @@ async fn observations_run_concurrently_and_exactly_one_mutation_happens() {
     assert_eq!(rig.runtime.mutations(), 1);
     assert_eq!(rig.runtime.count(Call::Execute), 1);
     assert_eq!(verified.outcome().status(), "committed_unverified");
-    assert!(verified.committed() && !verified.verified());
+    assert!(verified.performed() && !verified.verified());
     assert_eq!(
         rig.runtime.active_reservations(),
         0,
         "the reservation is released after verification"
     );
-    assert_eq!(rig.session.release_stats().explicit_released, 1);
+    assert_eq!(rig.session.release_stats().reservations.explicit_released, 1);
 }
 
 #[tokio::test]
@@ -101,18 +101,17 @@ async fn resume_executes_only_the_original_digest_with_the_exact_grant() {
     let rig = rig();
     let pending = pending(&rig, "a-5").await;
     let store = MemoryCheckpointStore::new();
-    let id = pending.suspend(&store).unwrap();
     let digest = pending.action_digest().to_owned();
+    let id = pending.suspend(&store).unwrap();
     let grant = rig.runtime.grant(&digest);
-    drop(pending);
 
     let approved = rig
         .session
-        .resume(&store, &id, Approval::with_grant(&digest, POLICY, &grant))
+        .resume(&store, &id, Approval::with_grant("a-5", &digest, POLICY, &grant))
         .unwrap();
     assert_eq!(approved.preview().envelope.args_digest, digest);
     let verified = approved.complete().await.unwrap();
-    assert!(verified.committed());
+    assert!(verified.performed());
     assert_eq!(rig.runtime.truth().grant_ids_seen, vec![Some(grant)]);
     assert_eq!(rig.runtime.mutations(), 1);
 }
@@ -122,6 +121,7 @@ async fn runtime_held_approval_passes_no_grant() {
     let rig = rig();
     let pending = pending(&rig, "a-6").await;
     let approval = Approval::from_json(&json!({
+        "actionId": pending.action_id(),
         "actionDigest": pending.action_digest(),
         "policyDigest": pending.policy_digest(),
         "runtimeApproved": true,
@@ -136,7 +136,7 @@ async fn changed_digests_are_rejected_before_any_mutation() {
     let rig = rig();
     let p = pending(&rig, "a-7").await;
     let err = p
-        .approve(Approval::runtime_held("f".repeat(64), POLICY))
+        .approve(Approval::runtime_held("a-7", "f".repeat(64), POLICY))
         .err()
         .unwrap();
     assert!(matches!(
@@ -151,7 +151,7 @@ async fn changed_digests_are_rejected_before_any_mutation() {
     let p = pending(&rig, "a-7").await;
     let digest = p.action_digest().to_owned();
     let err = p
-        .approve(Approval::runtime_held(digest, "policy-v2"))
+        .approve(Approval::runtime_held("a-7", digest, "policy-v2"))
         .err()
         .unwrap();
     assert!(
@@ -171,16 +171,16 @@ async fn changed_digests_are_rejected_before_any_mutation() {
 #[tokio::test]
 async fn ambiguous_authority_is_rejected() {
     let digest = "a".repeat(64);
-    let both = json!({"actionDigest": digest, "policyDigest": POLICY, "grantId": "g", "runtimeApproved": true});
-    let neither = json!({"actionDigest": digest, "policyDigest": POLICY});
-    let unknown =
-        json!({"actionDigest": digest, "policyDigest": POLICY, "grantId": "g", "token": "secret"});
-    let falsy = json!({"actionDigest": digest, "policyDigest": POLICY, "runtimeApproved": false});
-    for bad in [both, neither, unknown, falsy] {
+    let both = json!({"actionId": "a", "actionDigest": digest, "policyDigest": POLICY, "grantId": "g", "runtimeApproved": true});
+    let neither = json!({"actionId": "a", "actionDigest": digest, "policyDigest": POLICY});
+    let unknown = json!({"actionId": "a", "actionDigest": digest, "policyDigest": POLICY, "grantId": "g", "token": "secret"});
+    let falsy = json!({"actionId": "a", "actionDigest": digest, "policyDigest": POLICY, "runtimeApproved": false});
+    let anonymous = json!({"actionDigest": digest, "policyDigest": POLICY, "grantId": "g"});
+    for bad in [both, neither, unknown, falsy, anonymous] {
         assert!(Approval::from_json(&bad).is_err(), "{bad}");
     }
     let grant = Approval::from_json(
-        &json!({"actionDigest": digest, "policyDigest": POLICY, "grantId": "g"}),
+        &json!({"actionId": "a", "actionDigest": digest, "policyDigest": POLICY, "grantId": "g"}),
     )
     .unwrap();
     assert_eq!(grant.grant_id(), Some("g"));
@@ -191,13 +191,18 @@ async fn replaced_or_tampered_checkpoints_are_rejected_before_reservation() {
     let rig = rig();
     let dir = tempfile::tempdir().unwrap();
     let store = FileCheckpointStore::new(dir.path()).unwrap();
-    let pending = pending(&rig, "a-8").await;
-    let id = pending.suspend(&store).unwrap();
-    let approval = Approval::runtime_held(pending.action_digest(), pending.policy_digest());
+    let pending_a = pending(&rig, "a-8").await;
+    let approval = Approval::runtime_held(
+        pending_a.action_id(),
+        pending_a.action_digest(),
+        pending_a.policy_digest(),
+    );
+    let id = pending_a.suspend(&store).unwrap();
 
     // A second preview for the same id is never written over the first.
+    let again = pending(&rig, "a-8").await;
     assert!(matches!(
-        pending.suspend(&store),
+        again.suspend(&store),
         Err(ComputerUseError::Checkpoint { .. })
     ));
 
@@ -291,7 +296,11 @@ async fn an_expired_preview_is_rejected_before_reservation() {
 async fn a_preview_that_expires_while_waiting_for_approval_is_refused() {
     let rig = rig();
     let pending = pending(&rig, "a-10").await;
-    let approval = Approval::runtime_held(pending.action_digest(), pending.policy_digest());
+    let approval = Approval::runtime_held(
+        pending.action_id(),
+        pending.action_digest(),
+        pending.policy_digest(),
+    );
     rig.clock.advance(Duration::seconds(31));
     assert!(matches!(
         pending.approve(approval).err().unwrap(),
@@ -407,7 +416,7 @@ async fn release_runs_on_lease_failure_and_on_verification_failure() {
         );
         assert_eq!(err.refusal_code(), Some("lease_conflict"));
         assert_eq!(rig.runtime.active_reservations(), 0);
-        assert_eq!(rig.session.release_stats().explicit_released, 1);
+        assert_eq!(rig.session.release_stats().reservations.explicit_released, 1);
     }
 }
 
@@ -472,14 +481,20 @@ async fn a_cleanup_failure_after_success_is_reported() {
 async fn a_retry_after_a_post_commit_crash_does_not_duplicate_the_mutation() {
     let rig = rig();
     rig.runtime.script().crash_once = Some(Crash::AfterCommit);
-    assert!(matches!(
-        rig.session.run(action("a-16")).await,
-        Err(ComputerUseError::Transport { .. })
-    ));
+    // The connection broke during the mutating call: the outcome is unknown,
+    // and the error says so and names the action id a safe retry reuses.
+    match rig.session.run(action("a-16")).await {
+        Err(ComputerUseError::OutcomeUnknown { action_id, cause }) => {
+            assert_eq!(action_id, "a-16");
+            assert!(matches!(*cause, ComputerUseError::Transport { .. }));
+        }
+        Err(other) => panic!("expected an unknown outcome, got {other}"),
+        Ok(_) => panic!("expected an unknown outcome, the chain succeeded"),
+    }
     assert_eq!(rig.runtime.mutations(), 1);
     assert_eq!(rig.runtime.active_reservations(), 0);
     let verified = completed(rig.session.run(action("a-16")).await.unwrap());
-    assert!(verified.committed());
+    assert!(verified.performed());
     assert_eq!(
         rig.runtime.mutations(),
         1,
@@ -514,8 +529,8 @@ async fn a_dropped_chain_still_has_its_reservation_released_by_the_reaper() {
     assert!(chain.await.unwrap_err().is_cancelled());
     let session = Arc::try_unwrap(session).unwrap();
     let stats = session.shutdown().await;
-    assert_eq!(stats.queued, 1);
-    assert_eq!(stats.reaped, 1);
+    assert_eq!(stats.reservations.queued, 1);
+    assert_eq!(stats.reservations.reaped, 1);
     assert_eq!(stats.leaked(), 0);
     assert_eq!(runtime.active_reservations(), 0);
     assert_eq!(runtime.mutations(), 0);
@@ -535,7 +550,7 @@ async fn a_timed_out_chain_leaks_nothing_after_shutdown() {
     assert!(timed_out.is_err());
     assert_eq!(runtime.mutations(), 1, "execute ran before the hold");
     let stats = session.shutdown().await;
-    assert_eq!((stats.queued, stats.reaped, stats.leaked()), (1, 1, 0));
+    assert_eq!((stats.reservations.queued, stats.reservations.reaped, stats.leaked()), (1, 1, 0));
     assert_eq!(runtime.active_reservations(), 0);
 }
 
@@ -634,5 +649,4 @@ async fn an_envelope_of_another_execution_group_is_rejected_at_preview() {
     let err = session.run(action("a-40")).await.err().unwrap();
     assert_eq!(err.field(), Some("executionGroupId"), "{err}");
     assert_eq!(rig.runtime.count(Call::Reserve), 0);
-    assert_eq!(rig.runtime.truth().ended, ["a-40"]);
 }

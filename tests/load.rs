@@ -61,7 +61,6 @@ async fn a_thousand_chains_across_32_agents() {
     );
     assert_eq!(sim["activeReservations"], 0, "leaked reservations");
     assert_eq!(sim["activeLeases"], 0, "leaked leases");
-    assert_eq!(runtime.retained_len(), 0);
 
     let events = runtime.all_session_events().await.unwrap();
     let report = ComputerUseEvaluator::new().evaluate(&events);

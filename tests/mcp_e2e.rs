@@ -45,7 +45,6 @@ async fn a_digest_postcondition_reaches_verified() {
         ),
         (Some(1), Some(0))
     );
-    assert_eq!(runtime.retained_len(), 0);
     assert_eq!(session.shutdown().await.leaked(), 0);
     runtime.shutdown().await.unwrap();
 }
@@ -61,7 +60,7 @@ async fn no_postcondition_is_committed_but_unverified() {
             .unwrap(),
     );
     assert_eq!(verified.outcome().status(), "committed_unverified");
-    assert!(verified.committed() && !verified.verified());
+    assert!(verified.performed() && !verified.verified());
     runtime.shutdown().await.unwrap();
 }
 
@@ -79,12 +78,13 @@ async fn the_approval_path_uses_an_approve_action_grant() {
     };
     assert_eq!(stats(&runtime).await["totalEffects"], 0);
     let grant = runtime
+        .approver()
         .approve_action("a-3", ApprovalScope::ExactAction, None)
         .await
         .unwrap();
     assert_eq!(grant.fields().action_digest, pending.action_digest());
     let verified = pending
-        .approve(Approval::from_grant(&grant))
+        .approve(Approval::from_grant("a-3", &grant))
         .unwrap()
         .complete()
         .await
@@ -99,7 +99,11 @@ async fn the_approval_path_uses_an_approve_action_grant() {
         ChainOutcome::NeedsApproval(pending) => pending,
         _ => panic!("expected approval to be required"),
     };
-    let approval = Approval::runtime_held(pending.action_digest(), pending.policy_digest());
+    let approval = Approval::runtime_held(
+        pending.action_id(),
+        pending.action_digest(),
+        pending.policy_digest(),
+    );
     let err = pending
         .approve(approval)
         .unwrap()
@@ -146,7 +150,6 @@ async fn every_injected_fault_is_refused_with_the_field_named_and_the_reservatio
         let stats = stats(&runtime).await;
         assert_eq!(stats["activeReservations"], 0, "{fault} left a reservation");
         assert_eq!(stats["totalEffects"], u64::from(mutated), "{fault}");
-        assert_eq!(runtime.retained_len(), 0, "{fault}");
         assert_eq!(session.shutdown().await.leaked(), 0);
         runtime.shutdown().await.unwrap();
     }
@@ -168,15 +171,24 @@ async fn server_refusal_codes_arrive_typed() {
         .await
         .unwrap_err();
     assert_eq!(err.refusal_code(), Some("session_not_terminal"));
-    // Arguments that fail the server's schema come back as text: an invalid request.
-    let err = runtime
-        .call("reserve_target", serde_json::Map::new())
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(err, ComputerUseError::InvalidRequest { .. }),
-        "{err}"
-    );
+    // The raw call speaks read-only tools only: a state-changing tool is
+    // refused before anything is sent.
+    let before = stats(&runtime).await;
+    for tool in [
+        "reserve_target",
+        "acquire_control_lease",
+        "execute_action",
+        "approve_action",
+        "release_control_lease",
+        "release_target_reservation",
+    ] {
+        let err = runtime.call(tool, serde_json::Map::new()).await.unwrap_err();
+        assert!(
+            matches!(&err, ComputerUseError::InvalidRequest { field, .. } if field == "tool"),
+            "{tool}: {err}"
+        );
+    }
+    assert_eq!(stats(&runtime).await, before);
     runtime.shutdown().await.unwrap();
 }
 
@@ -259,10 +271,9 @@ async fn killing_the_server_mid_chain_is_a_transport_error_with_nothing_leaked()
     }
     let stats = session.shutdown().await;
     assert_eq!(
-        (stats.queued, stats.leaked(), stats.explicit_failed),
+        (stats.reservations.queued, stats.leaked(), stats.reservations.explicit_failed),
         (0, 0, 1)
     );
-    assert_eq!(runtime.retained_len(), 0);
     runtime.shutdown().await.unwrap();
     assert!(
         wait_gone(pid).await,
@@ -277,69 +288,6 @@ async fn shutdown_leaves_no_orphan_or_zombie() {
     assert!(!process_gone(pid));
     runtime.shutdown().await.unwrap();
     assert!(wait_gone(pid).await);
-}
-
-#[tokio::test]
-async fn retained_previews_are_dropped_when_actions_end() {
-    let runtime = spawn_sim(&["--allow-destructive"]).await;
-    let session = session(&runtime, "agent-a");
-    for i in 0..5 {
-        let _verified = completed(
-            session
-                .run(write_clipboard(&format!("r-{i}"), "x", i % 2 == 0))
-                .await
-                .unwrap(),
-        );
-    }
-    // A blocked action ends at its route.
-    let shadow = write_clipboard("r-blocked", "x", false);
-    let shadow = adk_computer_use::ProposedAction {
-        mode: adk_computer_use::contracts::ExecutionMode::Shadow,
-        ..shadow
-    };
-    assert!(matches!(
-        session.run(shadow).await.unwrap(),
-        ChainOutcome::Blocked(_)
-    ));
-    assert_eq!(runtime.retained_len(), 0);
-    runtime.shutdown().await.unwrap();
-}
-
-#[tokio::test]
-async fn a_direct_execute_with_a_changed_envelope_is_refused() {
-    let runtime = spawn_sim(&[]).await;
-    let session_id = runtime.session_id().unwrap();
-    let request = adk_computer_use::runtime::ActionRequest {
-        session_id: &session_id,
-        agent_id: Some("agent-a"),
-        execution_group_id: None,
-        action: &write_clipboard("a-9", "text", false),
-    };
-    let preview = runtime.preview_action(&request).await.unwrap();
-    let reservation = runtime
-        .reserve_target(&preview.envelope)
-        .await
-        .unwrap()
-        .unwrap();
-    let lease = runtime.acquire_lease(&preview.envelope).await.unwrap();
-    let mut changed = preview.envelope.clone();
-    changed.data_labels.clear();
-    let err = runtime
-        .execute_action(&changed, &lease, None)
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(&err, ComputerUseError::InvalidRequest { field, .. } if field == "envelope"),
-        "{err}"
-    );
-    assert_eq!(stats(&runtime).await["totalEffects"], 0);
-    // The previewed envelope itself still executes.
-    runtime
-        .execute_action(&preview.envelope, &lease, None)
-        .await
-        .unwrap();
-    runtime.release_target(&reservation).await.unwrap();
-    runtime.shutdown().await.unwrap();
 }
 
 #[tokio::test]
@@ -432,7 +380,7 @@ async fn cancellation_revokes_desktop_authority_before_interrupting_the_agent() 
 }
 
 #[tokio::test]
-async fn injected_crashes_are_transport_errors() {
+async fn injected_crashes_leave_the_outcome_unknown_and_name_the_action() {
     for fault in ["crash.beforeEffect", "crash.afterCommit"] {
         let runtime = spawn_sim(&["--fault", fault]).await;
         let pid = runtime.child_pid().unwrap();
@@ -442,42 +390,29 @@ async fn injected_crashes_are_transport_errors() {
             .await
             .err()
             .unwrap();
-        // The server died: the mutation's answer and the release both fail in transit.
+        // The server died during the mutating call: its outcome is unknown
+        // (the error names the action a safe retry reuses), and the releases
+        // that follow fail in transit.
         match &err {
             ComputerUseError::WithCleanup { primary, cleanup } => {
                 assert!(
-                    matches!(**primary, ComputerUseError::Transport { .. }),
+                    matches!(&**primary, ComputerUseError::OutcomeUnknown { action_id, cause }
+                        if action_id == "a-11" && matches!(**cause, ComputerUseError::Transport { .. })),
                     "{fault}: {err}"
                 );
                 assert!(
-                    matches!(**cleanup, ComputerUseError::Transport { .. }),
-                    "{fault}: {err}"
+                    matches!(&**cleanup, ComputerUseError::WithCleanup { primary, cleanup }
+                        if matches!(**primary, ComputerUseError::Transport { .. })
+                            && matches!(**cleanup, ComputerUseError::Transport { .. })),
+                    "{fault}: the lease's and the reservation's releases: {err}"
                 );
             }
-            other => panic!("{fault}: expected a transport failure, got {other}"),
+            other => panic!("{fault}: expected an unknown outcome, got {other}"),
         }
         assert_eq!(session.shutdown().await.leaked(), 0);
         runtime.shutdown().await.unwrap();
         assert!(wait_gone(pid).await);
     }
-}
-
-#[tokio::test]
-async fn the_retained_preview_map_is_bounded() {
-    let runtime = spawn_sim(&[]).await;
-    let limit = runtime.config().retained_limit;
-    let session_id = runtime.session_id().unwrap();
-    for i in 0..(limit + 200) {
-        let request = adk_computer_use::runtime::ActionRequest {
-            session_id: &session_id,
-            agent_id: None,
-            execution_group_id: None,
-            action: &write_clipboard(&format!("p-{i}"), "x", false),
-        };
-        runtime.preview_action(&request).await.unwrap();
-    }
-    assert_eq!(runtime.retained_len(), limit);
-    runtime.shutdown().await.unwrap();
 }
 
 #[tokio::test]
@@ -575,7 +510,7 @@ async fn terminal_sessions_can_be_pruned() {
 }
 
 #[tokio::test]
-async fn a_suspended_approval_resumes_over_mcp_after_the_adapter_lost_its_state() {
+async fn a_suspended_approval_resumes_over_mcp_once_with_its_sealed_arguments() {
     use adk_computer_use::protocol::{FileCheckpointStore, SealingKey};
     let runtime = spawn_sim(&["--confirm-tool", "write_clipboard"]).await;
     let dir = tempfile::tempdir().unwrap();
@@ -592,22 +527,13 @@ async fn a_suspended_approval_resumes_over_mcp_after_the_adapter_lost_its_state(
         };
         pending.suspend(&store).unwrap()
     };
-    // A new process's adapter has no retained preview for the action.
-    runtime.forget("resume-1");
-    assert_eq!(runtime.retained_len(), 0);
+    // The adapter keeps nothing per preview: the exact previewed arguments
+    // travel in the sealed checkpoint.
     let grant = runtime
+        .approver()
         .approve_action("resume-1", ApprovalScope::ExactAction, None)
         .await
         .unwrap();
-    let session = session(&runtime, "agent-a");
-    let verified = session
-        .resume(&store, &id, Approval::from_grant(&grant))
-        .unwrap()
-        .complete()
-        .await
-        .unwrap();
-    assert!(verified.verified(), "{}", verified.outcome());
-    assert_eq!(sim_support::stats(&runtime).await["totalEffects"], 1);
     // A checkpoint sealed under another key is refused before anything runs.
     let identity = adk_computer_use::VerifiedIdentity::new(PRINCIPAL, "tenant-e2e").unwrap();
     let authorizer = adk_computer_use::ScopeAuthorizer::new(identity, ["computer:plan"]).unwrap();
@@ -621,9 +547,26 @@ async fn a_suspended_approval_resumes_over_mcp_after_the_adapter_lost_its_state(
     .unwrap();
     assert!(
         foreign
-            .resume(&store, &id, Approval::from_grant(&grant))
+            .resume(&store, &id, Approval::from_grant("resume-1", &grant))
             .is_err()
     );
+    let session = session(&runtime, "agent-a");
+    let verified = session
+        .resume(&store, &id, Approval::from_grant("resume-1", &grant))
+        .unwrap()
+        .complete()
+        .await
+        .unwrap();
+    assert!(verified.verified(), "{}", verified.outcome());
+    assert_eq!(sim_support::stats(&runtime).await["totalEffects"], 1);
+    // Resumed once, the checkpoint is spent: a second resume is refused
+    // before any runtime call.
+    let err = session
+        .resume(&store, &id, Approval::from_grant("resume-1", &grant))
+        .err()
+        .unwrap();
+    assert!(err.to_string().contains("already resumed"), "{err}");
+    assert_eq!(sim_support::stats(&runtime).await["totalEffects"], 1);
     runtime.shutdown().await.unwrap();
 }
 
@@ -672,7 +615,7 @@ async fn the_simulators_policy_denies_destructive_actions_unless_configured() {
             .await
             .unwrap(),
     );
-    assert!(done.committed());
+    assert!(done.performed());
     permissive.shutdown().await.unwrap();
 }
 

@@ -163,7 +163,7 @@ impl ComputerUseRuntime for InProcessDesktop {
     async fn preview_action(
         &self,
         request: &ActionRequest<'_>,
-    ) -> Result<ActionPreview, ComputerUseError> {
+    ) -> Result<PreviewAnswer, ComputerUseError> {
         let action = &request.action;
         let digest = sha256_hex(canonical_json(&json!({
             "tool": action.tool, "arguments": action.arguments, "mode": action.mode,
@@ -182,7 +182,7 @@ impl ComputerUseRuntime for InProcessDesktop {
             .previewed
             .insert(action_id.clone(), action.arguments.clone());
         self.save()?;
-        Ok(ActionPreview {
+        Ok(PreviewAnswer::from(ActionPreview {
             envelope: Box::new(ActionEnvelope {
                 action_id,
                 session_id: request.session_id.to_owned(),
@@ -229,13 +229,14 @@ impl ComputerUseRuntime for InProcessDesktop {
             },
             executable: !needs_approval,
             blocker: needs_approval.then(|| blockers::APPROVAL_REQUIRED.to_owned()),
-        })
+        }))
     }
 
     async fn reserve_target(
         &self,
-        envelope: &ActionEnvelope,
+        proof: &ReserveProof<'_>,
     ) -> Result<Option<TargetReservation>, ComputerUseError> {
+        let envelope = proof.envelope();
         let id = self.next_id("reservation");
         self.state().reservations.insert(id.clone());
         let at = now();
@@ -261,20 +262,20 @@ impl ComputerUseRuntime for InProcessDesktop {
         }))
     }
 
-    async fn release_target(
-        &self,
-        reservation: &TargetReservation,
-    ) -> Result<(), ComputerUseError> {
+    async fn release_target(&self, proof: &ReleaseProof<'_>) -> Result<(), ComputerUseError> {
         self.state()
             .reservations
-            .remove(&reservation.reservation_id);
+            .remove(&proof.reservation().reservation_id);
         Ok(())
     }
 
-    async fn acquire_lease(
-        &self,
-        envelope: &ActionEnvelope,
-    ) -> Result<ControlLease, ComputerUseError> {
+    async fn release_lease(&self, _: &LeaseReleaseProof<'_>) -> Result<(), ComputerUseError> {
+        // Leases here are single-use and end with their action.
+        Ok(())
+    }
+
+    async fn acquire_lease(&self, proof: &LeaseProof<'_>) -> Result<ControlLease, ComputerUseError> {
+        let envelope = proof.envelope();
         let at = now();
         Ok(ControlLease {
             lease_id: self.next_id("lease"),
@@ -296,10 +297,9 @@ impl ComputerUseRuntime for InProcessDesktop {
 
     async fn execute_action(
         &self,
-        envelope: &ActionEnvelope,
-        _lease: &ControlLease,
-        _approval_grant_id: Option<&str>,
+        proof: &ExecuteProof<'_>,
     ) -> Result<ExecutionReceipt, ComputerUseError> {
+        let envelope = proof.envelope();
         if let Some(replayed) = self.state().receipts.get(&envelope.action_id) {
             return Ok(replayed.clone());
         }

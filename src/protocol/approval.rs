@@ -1,7 +1,7 @@
 //! Approvals: who said yes, to which action, under which policy.
 //!
-//! An approval names the action digest and the policy digest it was given
-//! for, and exactly one authority: a grant id, or the runtime holding the
+//! An approval names the action (its id), the action digest and the policy
+//! digest it was given for, and exactly one authority: a grant id, or the runtime holding the
 //! approval itself. The enum makes "both" and "neither" unwritable in Rust;
 //! the JSON form is parsed strictly to the same effect. The bearer token of a
 //! grant never passes through here.
@@ -12,6 +12,8 @@ use serde_json::Value;
 use crate::ComputerUseError;
 use crate::contracts::{ActionPreview, ApprovalGrant};
 use crate::runtime::binding::bind;
+
+use super::route::Way;
 
 /// Where the authority for an approved action lives.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,6 +27,7 @@ pub enum ApprovalSource {
 /// A person's approval of one previewed action.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Approval {
+    action_id: String,
     action_digest: String,
     policy_digest: String,
     source: ApprovalSource,
@@ -33,6 +36,7 @@ pub struct Approval {
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct ApprovalJson {
+    action_id: String,
     action_digest: String,
     policy_digest: String,
     #[serde(default)]
@@ -42,43 +46,49 @@ struct ApprovalJson {
 }
 
 impl Approval {
-    /// An approval backed by a grant id.
+    /// An approval of action `action_id`, backed by a grant id.
     pub fn with_grant(
+        action_id: impl Into<String>,
         action_digest: impl Into<String>,
         policy_digest: impl Into<String>,
         grant_id: impl Into<String>,
     ) -> Self {
         Self {
+            action_id: action_id.into(),
             action_digest: action_digest.into(),
             policy_digest: policy_digest.into(),
             source: ApprovalSource::Grant(grant_id.into()),
         }
     }
 
-    /// An approval the runtime holds.
+    /// An approval of action `action_id` that the runtime holds.
     pub fn runtime_held(
+        action_id: impl Into<String>,
         action_digest: impl Into<String>,
         policy_digest: impl Into<String>,
     ) -> Self {
         Self {
+            action_id: action_id.into(),
             action_digest: action_digest.into(),
             policy_digest: policy_digest.into(),
             source: ApprovalSource::RuntimeHeld,
         }
     }
 
-    /// The approval a runtime grant stands for.
-    pub fn from_grant(grant: &ApprovalGrant) -> Self {
+    /// The approval a runtime grant stands for, for the action the grant
+    /// was asked for (a grant names the action's digest, not its id).
+    pub fn from_grant(action_id: impl Into<String>, grant: &ApprovalGrant) -> Self {
         let fields = grant.fields();
         Self::with_grant(
+            action_id,
             &fields.action_digest,
             &fields.policy_digest,
             &fields.grant_id,
         )
     }
 
-    /// Reads `{ "actionDigest", "policyDigest", "grantId" }` or
-    /// `{ "actionDigest", "policyDigest", "runtimeApproved": true }`.
+    /// Reads `{ "actionId", "actionDigest", "policyDigest", "grantId" }` or
+    /// `{ "actionId", "actionDigest", "policyDigest", "runtimeApproved": true }`.
     ///
     /// Both authorities, neither, `runtimeApproved: false`, an empty grant id
     /// or an unknown field is an error.
@@ -116,10 +126,16 @@ impl Approval {
             }
         };
         Ok(Self {
+            action_id: parsed.action_id,
             action_digest: parsed.action_digest,
             policy_digest: parsed.policy_digest,
             source,
         })
+    }
+
+    /// The approved action's id.
+    pub fn action_id(&self) -> &str {
+        &self.action_id
     }
 
     /// The approved action digest.
@@ -145,8 +161,15 @@ impl Approval {
         }
     }
 
-    /// Refuses unless this approval is for exactly this preview's action and policy.
+    /// Refuses unless this approval is for exactly this preview's action
+    /// (id and digest) and policy.
     pub fn check_against(&self, preview: &ActionPreview) -> Result<(), ComputerUseError> {
+        bind(
+            "Approval",
+            "actionId",
+            &preview.envelope.action_id,
+            &self.action_id,
+        )?;
         bind(
             "Approval",
             "actionDigest",
@@ -173,29 +196,26 @@ pub enum Authority {
 
 impl Authority {
     /// Re-checks the route and the approval against the preview: a policy
-    /// authority needs an executable preview; an approval needs an
-    /// approval-required preview and both digests to match.
+    /// authority needs a preview the route table allows; an approval needs
+    /// one the table sends to a person, and must name this action, its
+    /// digest and its policy.
     pub(crate) fn check(&self, preview: &ActionPreview) -> Result<(), ComputerUseError> {
-        match self {
-            Self::Policy if preview.executable => Ok(()),
-            Self::Policy => Err(ComputerUseError::invalid(
+        let way = super::route::way(preview);
+        match (self, way) {
+            (Self::Policy, Way::Allowed) => Ok(()),
+            (Self::Approved(approval), Way::NeedsApproval) => approval.check_against(preview),
+            (Self::Policy, _) => Err(ComputerUseError::invalid(
                 "ActionPreview",
                 "executable",
-                "true for an action allowed by policy",
-                "false",
+                "a preview policy allows (allow, executable, no blocker) for an action allowed by policy",
+                format!("{way:?}"),
             )),
-            Self::Approved(approval) => {
-                let blocker = preview.blocker.as_deref();
-                if blocker != Some(crate::contracts::blockers::APPROVAL_REQUIRED) {
-                    return Err(ComputerUseError::invalid(
-                        "ActionPreview",
-                        "blocker",
-                        "approval_required for an approved action",
-                        blocker.unwrap_or("none"),
-                    ));
-                }
-                approval.check_against(preview)
-            }
+            (Self::Approved(_), _) => Err(ComputerUseError::invalid(
+                "ActionPreview",
+                "blocker",
+                "a preview that needs approval for an approved action",
+                format!("{way:?}"),
+            )),
         }
     }
 

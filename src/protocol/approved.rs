@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use super::Reserved;
 use super::approval::Authority;
-use super::guard::ReservationGuard;
+use super::guard::ActionGuard;
 use super::session::Core;
 use super::witness::{BoundReservation, FreshPreview};
 use serde_json::json;
@@ -12,7 +12,7 @@ use serde_json::json;
 use crate::ComputerUseError;
 use crate::contracts::ActionPreview;
 use crate::eval::journal_types;
-use crate::runtime::ComputerUseRuntime;
+use crate::runtime::{ComputerUseRuntime, ReserveProof};
 
 /// An action with authority to run, not yet holding its target.
 #[must_use = "an approved action does nothing until it reserves its target"]
@@ -41,9 +41,9 @@ impl<R: ComputerUseRuntime> Approved<R> {
         &self.authority
     }
 
-    /// Reserves the target. The guard is armed as soon as the runtime answers,
-    /// before the reservation is checked, so a reservation that fails its
-    /// checks is still released.
+    /// Reserves the target. The guard takes the reservation as soon as the
+    /// runtime answers, before it is checked, so a reservation that fails
+    /// its checks is still released.
     pub async fn reserve(self) -> Result<Reserved<R>, ComputerUseError> {
         let envelope = self.preview.envelope();
         let checked = self
@@ -51,30 +51,37 @@ impl<R: ComputerUseRuntime> Approved<R> {
             .authorize(envelope.requested_mode)
             .and_then(|()| self.preview.recheck(self.core.clock()));
         let answer = match checked {
-            // Boxed on arrival: the answer is moved several times before the
-            // guard holds it, and a pointer is cheaper to move.
-            Ok(()) => (self.core.runtime.reserve_target(envelope).await)
-                .map(|answer| answer.map(Box::new)),
+            Ok(()) => {
+                let proof = ReserveProof::new(envelope);
+                self.core.runtime.reserve_target(&proof).await
+            }
             Err(err) => Err(err),
         };
         let answer = match answer {
             Ok(answer) => answer,
             Err(err) => {
                 self.core.recorder.refusal(&envelope.action_id, &err);
-                self.core.runtime.action_ended(&envelope.action_id);
                 return Err(err);
             }
         };
-        let guard = ReservationGuard::arm(Arc::clone(&self.core), answer);
-        let bound = BoundReservation::check(guard.reservation(), envelope, self.core.clock())
-            .and_then(|bound| {
-                let id = guard.reservation().map(|r| r.reservation_id.as_str());
-                let payload = || json!({ "reservationId": id });
-                self.core
-                    .recorder
-                    .record(&envelope.action_id, journal_types::RESERVED, payload)?;
-                Ok(bound)
-            });
+        let mut guard = ActionGuard::new(Arc::clone(&self.core));
+        if let Some(reservation) = answer {
+            guard.hold_reservation(reservation);
+        }
+        let bound = BoundReservation::check(
+            guard.reservation(),
+            envelope,
+            &self.core.acting(),
+            self.core.clock(),
+        )
+        .and_then(|bound| {
+            let id = guard.reservation().map(|r| r.reservation_id.as_str());
+            let payload = || json!({ "reservationId": id });
+            self.core
+                .recorder
+                .record(&envelope.action_id, journal_types::RESERVED, payload)?;
+            Ok(bound)
+        });
         match bound {
             Ok(bound) => Ok(Reserved::new(
                 self.core,

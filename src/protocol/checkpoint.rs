@@ -28,9 +28,10 @@ type HmacSha256 = Hmac<Sha256>;
 pub const MIN_KEY_LEN: usize = 32;
 
 /// The secret a session seals its checkpoints with. Its bytes are never
-/// printed.
+/// printed, and it is keyed once, when it is built: there is no path on
+/// which sealing falls back to any other key.
 #[derive(Clone)]
-pub struct SealingKey(Vec<u8>);
+pub struct SealingKey(HmacSha256);
 
 impl SealingKey {
     /// A key of at least [`MIN_KEY_LEN`] bytes.
@@ -42,13 +43,17 @@ impl SealingKey {
                 message: format!("expected at least {MIN_KEY_LEN} bytes, got {}", bytes.len()),
             });
         }
-        Ok(Self(bytes))
+        let mac = HmacSha256::new_from_slice(&bytes).map_err(|err| {
+            ComputerUseError::InvalidRequest {
+                field: "sealingKey".into(),
+                message: format!("expected a key HMAC-SHA256 accepts: {err}"),
+            }
+        })?;
+        Ok(Self(mac))
     }
 
     fn mac(&self) -> HmacSha256 {
-        // HMAC accepts keys of any length, so this cannot fail; the fallback
-        // keeps the code free of panics all the same.
-        HmacSha256::new_from_slice(&self.0).unwrap_or_else(|_| HmacSha256::new(&Default::default()))
+        self.0.clone()
     }
 
     fn seal(&self, body: &str) -> String {
@@ -119,14 +124,29 @@ impl FromStr for CheckpointId {
 }
 
 /// Where sealed checkpoints are kept. Writes never overwrite: `create`
-/// refuses an id that already holds a record, and `load` returns every record
-/// the id holds, so a replacement shows up as a second record.
+/// refuses an id that holds or ever held a record, and `load` returns every
+/// record the id holds, so a replacement shows up as a second record. A
+/// checkpoint is single-use: `consume` retires it atomically, and a
+/// consumed id can be neither loaded nor created again.
 pub trait CheckpointStore: Send + Sync {
-    /// Stores the first record for `id`; refuses if `id` holds one already.
+    /// Stores the first record for `id`; refuses if `id` holds one already
+    /// or was consumed.
     fn create(&self, id: &CheckpointId, record: &str) -> Result<(), ComputerUseError>;
 
     /// Every record stored under `id`, oldest first.
     fn load(&self, id: &CheckpointId) -> Result<Vec<String>, ComputerUseError>;
+
+    /// Retires `id` for good. Atomic: when two callers (threads or
+    /// processes) consume the same id, exactly one succeeds and the other
+    /// gets [`ComputerUseError::Checkpoint`] saying it was already used.
+    fn consume(&self, id: &CheckpointId) -> Result<(), ComputerUseError>;
+}
+
+fn consumed(id: &CheckpointId) -> ComputerUseError {
+    ComputerUseError::Checkpoint {
+        id: id.to_string(),
+        reason: "this checkpoint was already resumed; a checkpoint approves one execution".into(),
+    }
 }
 
 fn exists(id: &CheckpointId) -> ComputerUseError {
@@ -147,6 +167,7 @@ fn missing(id: &CheckpointId) -> ComputerUseError {
 #[derive(Debug, Default)]
 pub struct MemoryCheckpointStore {
     records: Mutex<HashMap<CheckpointId, Vec<String>>>,
+    consumed: Mutex<std::collections::HashSet<CheckpointId>>,
 }
 
 impl MemoryCheckpointStore {
@@ -159,7 +180,8 @@ impl MemoryCheckpointStore {
 impl CheckpointStore for MemoryCheckpointStore {
     fn create(&self, id: &CheckpointId, record: &str) -> Result<(), ComputerUseError> {
         let mut records = self.records.lock().unwrap_or_else(|p| p.into_inner());
-        if records.contains_key(id) {
+        let consumed = self.consumed.lock().unwrap_or_else(|p| p.into_inner());
+        if records.contains_key(id) || consumed.contains(id) {
             return Err(exists(id));
         }
         records.insert(id.clone(), vec![record.to_owned()]);
@@ -168,7 +190,28 @@ impl CheckpointStore for MemoryCheckpointStore {
 
     fn load(&self, id: &CheckpointId) -> Result<Vec<String>, ComputerUseError> {
         let records = self.records.lock().unwrap_or_else(|p| p.into_inner());
-        records.get(id).cloned().ok_or_else(|| missing(id))
+        if let Some(found) = records.get(id) {
+            return Ok(found.clone());
+        }
+        let consumed_ids = self.consumed.lock().unwrap_or_else(|p| p.into_inner());
+        Err(if consumed_ids.contains(id) {
+            consumed(id)
+        } else {
+            missing(id)
+        })
+    }
+
+    fn consume(&self, id: &CheckpointId) -> Result<(), ComputerUseError> {
+        let mut records = self.records.lock().unwrap_or_else(|p| p.into_inner());
+        let mut consumed_ids = self.consumed.lock().unwrap_or_else(|p| p.into_inner());
+        if records.remove(id).is_some() {
+            consumed_ids.insert(id.clone());
+            Ok(())
+        } else if consumed_ids.contains(id) {
+            Err(consumed(id))
+        } else {
+            Err(missing(id))
+        }
     }
 }
 
@@ -194,6 +237,11 @@ impl FileCheckpointStore {
     pub fn path_of(&self, id: &CheckpointId) -> PathBuf {
         self.dir.join(format!("{id}.checkpoint"))
     }
+
+    /// The file a consumed `id` is renamed to.
+    fn consumed_path_of(&self, id: &CheckpointId) -> PathBuf {
+        self.dir.join(format!("{id}.consumed"))
+    }
 }
 
 fn io_error(path: &Path, doing: &str, err: std::io::Error) -> ComputerUseError {
@@ -206,7 +254,7 @@ fn io_error(path: &Path, doing: &str, err: std::io::Error) -> ComputerUseError {
 impl CheckpointStore for FileCheckpointStore {
     fn create(&self, id: &CheckpointId, record: &str) -> Result<(), ComputerUseError> {
         let target = self.path_of(id);
-        if target.exists() {
+        if target.exists() || self.consumed_path_of(id).exists() {
             return Err(exists(id));
         }
         let temp = self.dir.join(format!(".{id}.{}.tmp", std::process::id()));
@@ -232,7 +280,13 @@ impl CheckpointStore for FileCheckpointStore {
         let path = self.path_of(id);
         let text = match std::fs::read_to_string(&path) {
             Ok(text) => text,
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Err(missing(id)),
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+                return Err(if self.consumed_path_of(id).exists() {
+                    consumed(id)
+                } else {
+                    missing(id)
+                });
+            }
             Err(err) => return Err(io_error(&path, "read the checkpoint", err)),
         };
         Ok(text
@@ -240,6 +294,23 @@ impl CheckpointStore for FileCheckpointStore {
             .filter(|line| !line.trim().is_empty())
             .map(str::to_owned)
             .collect())
+    }
+
+    /// Renames the checkpoint to its consumed name. A rename is atomic: when
+    /// two processes race, the second finds the file gone.
+    fn consume(&self, id: &CheckpointId) -> Result<(), ComputerUseError> {
+        let path = self.path_of(id);
+        match std::fs::rename(&path, self.consumed_path_of(id)) {
+            Ok(()) => Ok(()),
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+                Err(if self.consumed_path_of(id).exists() {
+                    consumed(id)
+                } else {
+                    missing(id)
+                })
+            }
+            Err(err) => Err(io_error(&path, "consume the checkpoint", err)),
+        }
     }
 }
 

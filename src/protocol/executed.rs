@@ -3,23 +3,23 @@
 use std::sync::Arc;
 
 use super::Verified;
-use super::guard::ReservationGuard;
+use super::guard::ActionGuard;
 use super::session::Core;
-use super::witness::{BoundLease, BoundReceipt, FreshPreview};
+use super::witness::{BoundReceipt, FreshPreview};
 use serde_json::json;
 
 use crate::ComputerUseError;
-use crate::contracts::ExecutionReceipt;
+use crate::contracts::{ControlLease, ExecutionReceipt};
 use crate::eval::journal_types;
-use crate::runtime::ComputerUseRuntime;
+use crate::runtime::{ComputerUseRuntime, evaluate_evidence};
 
 /// A mutation with a bound receipt, not yet verified.
-#[must_use = "an executed action must be verified; dropping it queues its reservation on the reaper"]
+#[must_use = "an executed action must be verified; dropping it queues its lease and reservation on the reaper"]
 pub struct Executed<R: ComputerUseRuntime> {
     core: Arc<Core<R>>,
     preview: FreshPreview,
-    guard: ReservationGuard<R>,
-    lease: BoundLease,
+    guard: ActionGuard<R>,
+    lease: Arc<ControlLease>,
     receipt: BoundReceipt,
 }
 
@@ -27,8 +27,8 @@ impl<R: ComputerUseRuntime> Executed<R> {
     pub(crate) fn new(
         core: Arc<Core<R>>,
         preview: FreshPreview,
-        guard: ReservationGuard<R>,
-        lease: BoundLease,
+        guard: ActionGuard<R>,
+        lease: Arc<ControlLease>,
         receipt: BoundReceipt,
     ) -> Self {
         Self {
@@ -45,18 +45,22 @@ impl<R: ComputerUseRuntime> Executed<R> {
         self.receipt.get()
     }
 
-    /// Asks the runtime whether the declared postcondition holds, then
-    /// releases the reservation. A release failure after verification is an
-    /// error ([`ComputerUseError::CleanupAfterSuccess`]), not hidden.
+    /// Asks the runtime whether the declared postcondition holds, holds its
+    /// answer to the evidence table, then releases the lease and the
+    /// reservation. A release failure after verification is an error
+    /// ([`ComputerUseError::CleanupAfterSuccess`]), not hidden.
+    ///
+    /// The postcondition judged is the one that was proposed: the preview
+    /// was refused unless the envelope's postcondition equals it.
     pub async fn verify(self) -> Result<Verified, ComputerUseError> {
         let envelope = self.preview.envelope();
-        let outcome = self
-            .core
-            .runtime
-            .verify(self.receipt.get(), envelope.postcondition.as_ref())
-            .await;
+        let postcondition = envelope.postcondition.as_ref();
+        let receipt = self.receipt.get();
+        let outcome = self.core.runtime.verify(receipt, postcondition).await;
         let outcome = match outcome {
-            Ok(outcome) => outcome,
+            // The evidence table has the last word: the runtime may report
+            // less than the receipt's evidence allows, never more.
+            Ok(outcome) => outcome.at_most(evaluate_evidence(receipt, postcondition)),
             Err(err) => return Err(self.guard.fail(&envelope.action_id, err).await),
         };
         self.core
@@ -66,15 +70,14 @@ impl<R: ComputerUseRuntime> Executed<R> {
                     "status": outcome.status(),
                     "verified": outcome.is_verified(),
                     "committed": outcome.is_committed(),
-                    "receiptId": self.receipt.get().receipt_id,
+                    "receiptId": receipt.receipt_id,
                 })
             });
         let released = self.guard.release().await;
-        self.core.runtime.action_ended(&envelope.action_id);
         if let Err(cleanup) = released {
             return Err(ComputerUseError::CleanupAfterSuccess {
                 status: outcome.status(),
-                receipt_id: self.receipt.get().receipt_id.clone(),
+                receipt_id: receipt.receipt_id.clone(),
                 cleanup: Box::new(cleanup),
             });
         }

@@ -1,40 +1,155 @@
-//! The reservation guard and the reaper that backs its `Drop`.
+//! The action guard: what an action holds on the server, and how it is given back.
 //!
-//! A reservation is released by an explicit async [`ReservationGuard::release`]
-//! on every terminal path, so its result is known and can be reported. When a
-//! guard is dropped unreleased — a cancelled future, a panic, a stage that was
-//! simply forgotten — `Drop` cannot await. It does no I/O and cannot panic: it
-//! hands the reservation to the session's reaper task over an unbounded
-//! channel and counts it as queued. `Session::shutdown` waits until the reaper
-//! has worked through everything queued before it. The server-side TTL
-//! remains the ground truth if the process dies.
+//! From the moment the runtime accepts a reservation or grants a lease, the
+//! action holds a server-side resource that other writers wait for. Every
+//! terminal path gives both back through an explicit async
+//! [`ActionGuard::release`] (the lease first, then the reservation), so the
+//! result is known and reported.
+//!
+//! When a guard is dropped unreleased — a cancelled future, a panic, a stage
+//! that was simply dropped — `Drop` cannot await. It does no I/O and cannot
+//! panic: it hands each resource to the session's reaper task over an
+//! unbounded channel. The reaper runs each release as its own task, bounded
+//! by the session's release timeout, so one release that panics or hangs is
+//! counted as failed and the reaper goes on.
+//!
+//! A stage that is never dropped (`mem::forget`) runs no `Drop` at all. So
+//! the session also keeps a ledger of every resource its actions hold:
+//! arming registers a resource, and whoever takes it out of the ledger — the
+//! explicit release, the `Drop` hand-off, or `Session::shutdown` reclaiming
+//! what a forgotten stage still holds — is the one that releases it. Each
+//! resource therefore lands in exactly one counter.
+//!
+//! The server-side TTL remains the ground truth if the process dies.
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
 
 use super::recorder::Recorder;
 use super::session::{Core, release_note};
 use crate::ComputerUseError;
-use crate::contracts::TargetReservation;
-use crate::runtime::ComputerUseRuntime;
+use crate::contracts::{ControlLease, TargetReservation};
+use crate::runtime::{ComputerUseRuntime, LeaseReleaseProof, ReleaseProof};
+
+/// A resource an action holds on the server.
+#[derive(Clone)]
+pub(crate) enum Held {
+    Reservation(Arc<TargetReservation>),
+    Lease(Arc<ControlLease>),
+}
+
+impl Held {
+    fn kind(&self) -> Kind {
+        match self {
+            Self::Reservation(_) => Kind::Reservation,
+            Self::Lease(_) => Kind::Lease,
+        }
+    }
+
+    pub(crate) fn resource_id(&self) -> &str {
+        match self {
+            Self::Reservation(reservation) => &reservation.reservation_id,
+            Self::Lease(lease) => &lease.lease_id,
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Kind {
+    Reservation,
+    Lease,
+}
+
+/// Gives `held` back to the runtime, with the proof only a holder can make.
+async fn give_back<R: ComputerUseRuntime>(runtime: &R, held: &Held) -> Result<(), ComputerUseError> {
+    match held {
+        Held::Reservation(reservation) => {
+            runtime
+                .release_target(&ReleaseProof::new(reservation))
+                .await
+        }
+        Held::Lease(lease) => runtime.release_lease(&LeaseReleaseProof::new(lease)).await,
+    }
+}
 
 pub(crate) enum ReaperMessage {
-    Release(Box<TargetReservation>),
+    Release(Held),
     Flush(oneshot::Sender<()>),
 }
 
+/// Every resource the session's actions hold right now, by ledger id.
+#[derive(Default)]
+pub(crate) struct Ledger {
+    next: AtomicU64,
+    held: Mutex<HashMap<u64, Held>>,
+}
+
+impl Ledger {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Held>> {
+        self.held.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn register(&self, held: Held) -> u64 {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        self.lock().insert(id, held);
+        id
+    }
+
+    fn contains(&self, id: u64) -> bool {
+        self.lock().contains_key(&id)
+    }
+
+    fn take(&self, id: u64) -> Option<Held> {
+        self.lock().remove(&id)
+    }
+
+    fn drain(&self) -> Vec<Held> {
+        self.lock().drain().map(|(_, held)| held).collect()
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.lock().len()
+    }
+}
+
 #[derive(Debug, Default)]
-pub(crate) struct ReleaseCounters {
+struct KindCounters {
     explicit_released: AtomicU64,
     explicit_failed: AtomicU64,
     queued: AtomicU64,
     reaped: AtomicU64,
     reap_failed: AtomicU64,
     lost: AtomicU64,
+    reclaimed: AtomicU64,
+    reclaim_failed: AtomicU64,
+}
+
+impl KindCounters {
+    fn snapshot(&self) -> ResourceStats {
+        let read = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
+        ResourceStats {
+            explicit_released: read(&self.explicit_released),
+            explicit_failed: read(&self.explicit_failed),
+            queued: read(&self.queued),
+            reaped: read(&self.reaped),
+            reap_failed: read(&self.reap_failed),
+            lost: read(&self.lost),
+            reclaimed: read(&self.reclaimed),
+            reclaim_failed: read(&self.reclaim_failed),
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct ReleaseCounters {
+    reservations: KindCounters,
+    leases: KindCounters,
 }
 
 fn bump(counter: &AtomicU64) {
@@ -42,21 +157,28 @@ fn bump(counter: &AtomicU64) {
 }
 
 impl ReleaseCounters {
+    fn of(&self, kind: Kind) -> &KindCounters {
+        match kind {
+            Kind::Reservation => &self.reservations,
+            Kind::Lease => &self.leases,
+        }
+    }
+
     pub(crate) fn snapshot(&self) -> ReleaseStats {
         ReleaseStats {
-            explicit_released: self.explicit_released.load(Ordering::Relaxed),
-            explicit_failed: self.explicit_failed.load(Ordering::Relaxed),
-            queued: self.queued.load(Ordering::Relaxed),
-            reaped: self.reaped.load(Ordering::Relaxed),
-            reap_failed: self.reap_failed.load(Ordering::Relaxed),
-            lost: self.lost.load(Ordering::Relaxed),
+            reservations: self.reservations.snapshot(),
+            leases: self.leases.snapshot(),
         }
     }
 }
 
-/// How the reservations of a session were released.
+/// How one kind of resource (reservations, or leases) was given back.
+///
+/// Every resource lands in exactly one of `explicit_released`,
+/// `explicit_failed`, `reaped`, `reap_failed`, `lost`, `reclaimed` or
+/// `reclaim_failed`; `queued` counts those of them that reached the reaper.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct ReleaseStats {
+pub struct ResourceStats {
     /// Released by an explicit `release().await` that succeeded.
     pub explicit_released: u64,
     /// Explicit releases the runtime refused or that failed in transit.
@@ -65,45 +187,125 @@ pub struct ReleaseStats {
     pub queued: u64,
     /// Released by the reaper.
     pub reaped: u64,
-    /// The reaper's releases that failed.
+    /// The reaper's releases that failed, panicked or timed out.
     pub reap_failed: u64,
     /// Dropped after the reaper had stopped: only the server's TTL frees these.
     pub lost: u64,
+    /// Still held by a stage that was never dropped (`mem::forget`), and
+    /// released by `Session::shutdown`.
+    pub reclaimed: u64,
+    /// Reclaims at shutdown that failed, panicked or timed out.
+    pub reclaim_failed: u64,
+}
+
+impl ResourceStats {
+    /// Resources whose release is not known to have happened: queued but not
+    /// (yet) reaped, lost, or not reclaimed. Each is counted once.
+    pub fn leaked(&self) -> u64 {
+        self.queued.saturating_sub(self.reaped) + self.lost + self.reclaim_failed
+    }
+}
+
+/// How the resources of a session's actions were given back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ReleaseStats {
+    /// Target reservations.
+    pub reservations: ResourceStats,
+    /// Control leases.
+    pub leases: ResourceStats,
 }
 
 impl ReleaseStats {
-    /// Reservations queued by `Drop` that the reaper has not released.
+    /// Reservations and leases whose release is not known to have happened.
     pub fn leaked(&self) -> u64 {
-        self.queued.saturating_sub(self.reaped) + self.lost
+        self.reservations.leaked() + self.leases.leaked()
+    }
+}
+
+/// What releasing needs, shared by the session, its guards and its reaper.
+/// It holds no channel to the reaper, so the reaper can own one without a
+/// cycle and outlive the last stage that queued something.
+pub(crate) struct Releaser<R: ComputerUseRuntime> {
+    pub(crate) runtime: Arc<R>,
+    pub(crate) counters: ReleaseCounters,
+    pub(crate) ledger: Ledger,
+    pub(crate) recorder: Recorder,
+    pub(crate) handle: tokio::runtime::Handle,
+    pub(crate) timeout: Duration,
+}
+
+impl<R: ComputerUseRuntime> Releaser<R> {
+    /// Runs one release as its own task, bounded by the release timeout, so
+    /// a release that panics or hangs fails alone. True when it succeeded.
+    async fn isolated(&self, held: Held, how: &'static str) -> bool {
+        let runtime = Arc::clone(&self.runtime);
+        let task_held = held.clone();
+        let task = self
+            .handle
+            .spawn(async move { give_back(&*runtime, &task_held).await });
+        let abort = task.abort_handle();
+        let error = match tokio::time::timeout(self.timeout, task).await {
+            Ok(Ok(Ok(()))) => None,
+            Ok(Ok(Err(err))) => Some(err),
+            Ok(Err(join)) => Some(ComputerUseError::Transport {
+                operation: release_operation(&held).into(),
+                message: format!("the release task failed: {join}"),
+            }),
+            Err(_) => {
+                abort.abort();
+                Some(ComputerUseError::Transport {
+                    operation: release_operation(&held).into(),
+                    message: format!("no answer within {:?}", self.timeout),
+                })
+            }
+        };
+        release_note(&self.recorder, &held, how, error.as_ref());
+        error.is_none()
+    }
+
+    /// Releases what forgotten stages still hold; called by
+    /// `Session::shutdown` after the reaper has drained.
+    pub(crate) async fn reclaim(&self) {
+        for held in self.ledger.drain() {
+            tracing::warn!(
+                resource = held.resource_id(),
+                "releasing a resource still held by a stage that was never dropped"
+            );
+            let kind = held.kind();
+            let counters = self.counters.of(kind);
+            if self.isolated(held, "shutdown").await {
+                bump(&counters.reclaimed);
+            } else {
+                bump(&counters.reclaim_failed);
+            }
+        }
+    }
+}
+
+fn release_operation(held: &Held) -> &'static str {
+    match held {
+        Held::Reservation(_) => "release_target",
+        Held::Lease(_) => "release_lease",
     }
 }
 
 pub(crate) fn spawn_reaper<R: ComputerUseRuntime>(
-    handle: &tokio::runtime::Handle,
-    runtime: Arc<R>,
-    counters: Arc<ReleaseCounters>,
-    recorder: Recorder,
+    releaser: Arc<Releaser<R>>,
 ) -> mpsc::UnboundedSender<ReaperMessage> {
     let (sender, mut receiver) = mpsc::unbounded_channel();
+    let handle = releaser.handle.clone();
     handle.spawn(async move {
         while let Some(message) = receiver.recv().await {
             match message {
-                ReaperMessage::Release(reservation) => match runtime.release_target(&reservation).await {
-                    Ok(()) => {
+                ReaperMessage::Release(held) => {
+                    let kind = held.kind();
+                    let counters = releaser.counters.of(kind);
+                    if releaser.isolated(held, "reaper").await {
                         bump(&counters.reaped);
-                        release_note(&recorder, &reservation, "reaper", None);
-                        runtime.action_ended(&reservation.intent_id);
-                    }
-                    Err(err) => {
+                    } else {
                         bump(&counters.reap_failed);
-                        release_note(&recorder, &reservation, "reaper", Some(&err));
-                        tracing::warn!(
-                            reservation_id = %reservation.reservation_id,
-                            error = %err,
-                            "the reaper could not release a dropped reservation; the server TTL will"
-                        );
                     }
-                },
+                }
                 ReaperMessage::Flush(done) => {
                     let _ = done.send(());
                 }
@@ -113,82 +315,152 @@ pub(crate) fn spawn_reaper<R: ComputerUseRuntime>(
     sender
 }
 
-/// Holds an accepted reservation until it is released.
-#[must_use = "dropping a reservation guard queues the release on the session's reaper instead of awaiting it"]
-pub(crate) struct ReservationGuard<R: ComputerUseRuntime> {
-    reservation: Option<Box<TargetReservation>>,
-    core: Arc<Core<R>>,
+/// One resource held by a guard: its ledger id and the resource.
+struct Slot<T> {
+    id: u64,
+    value: Arc<T>,
 }
 
-impl<R: ComputerUseRuntime> ReservationGuard<R> {
-    /// Arms a guard over what the runtime returned (possibly nothing).
-    pub(crate) fn arm(core: Arc<Core<R>>, reservation: Option<Box<TargetReservation>>) -> Self {
-        Self { reservation, core }
+/// Holds what an action has on the server until it is given back.
+#[must_use = "dropping an action guard queues its releases on the session's reaper instead of awaiting them"]
+pub(crate) struct ActionGuard<R: ComputerUseRuntime> {
+    core: Arc<Core<R>>,
+    reservation: Option<Slot<TargetReservation>>,
+    lease: Option<Slot<ControlLease>>,
+}
+
+impl<R: ComputerUseRuntime> ActionGuard<R> {
+    /// A guard holding nothing yet.
+    pub(crate) fn new(core: Arc<Core<R>>) -> Self {
+        Self {
+            core,
+            reservation: None,
+            lease: None,
+        }
+    }
+
+    /// Takes charge of a reservation the runtime accepted, before it is
+    /// checked: one that fails its checks is still released.
+    pub(crate) fn hold_reservation(&mut self, reservation: TargetReservation) {
+        let value = Arc::new(reservation);
+        let id = self
+            .core
+            .releaser
+            .ledger
+            .register(Held::Reservation(Arc::clone(&value)));
+        self.reservation = Some(Slot { id, value });
+    }
+
+    /// Takes charge of a lease the runtime granted, before it is checked.
+    pub(crate) fn hold_lease(&mut self, lease: ControlLease) {
+        let value = Arc::new(lease);
+        let id = self.core.releaser.ledger.register(Held::Lease(Arc::clone(&value)));
+        self.lease = Some(Slot { id, value });
     }
 
     pub(crate) fn reservation(&self) -> Option<&TargetReservation> {
-        self.reservation.as_deref()
+        self.reservation.as_ref().map(|slot| &*slot.value)
     }
 
-    /// Releases the reservation and reports how that went. A guard with no
-    /// reservation releases nothing and succeeds.
-    pub(crate) async fn release(mut self) -> Result<(), ComputerUseError> {
-        let Some(reservation) = self.reservation.as_deref() else {
+    /// A shared handle on the lease, for the final stage's record.
+    pub(crate) fn lease_handle(&self) -> Option<Arc<ControlLease>> {
+        self.lease.as_ref().map(|slot| Arc::clone(&slot.value))
+    }
+
+    /// Gives one resource back and counts how that went. A resource that
+    /// `Session::shutdown` already reclaimed is not released twice.
+    async fn release_one(&self, id: u64, held: &Held) -> Result<(), ComputerUseError> {
+        if !self.core.releaser.ledger.contains(id) {
             return Ok(());
-        };
-        // The reservation stays in the guard while the call is in flight: if
-        // this future is dropped mid-way, `Drop` still hands it to the reaper.
-        let result = self.core.runtime.release_target(reservation).await;
-        let released = self.reservation.take();
+        }
+        // The resource stays in the guard while the call is in flight: if this
+        // future is dropped mid-way, `Drop` still hands it to the reaper.
+        let result = give_back(&*self.core.releaser.runtime, held).await;
+        self.core.releaser.ledger.take(id);
+        let counters = self.core.releaser.counters.of(held.kind());
         match &result {
-            Ok(()) => bump(&self.core.counters.explicit_released),
-            Err(_) => bump(&self.core.counters.explicit_failed),
+            Ok(()) => bump(&counters.explicit_released),
+            Err(_) => bump(&counters.explicit_failed),
         }
-        if let Some(released) = released {
-            release_note(
-                &self.core.recorder,
-                &released,
-                "explicit",
-                result.as_ref().err(),
-            );
-        }
+        release_note(&self.core.releaser.recorder, held, "explicit", result.as_ref().err());
         result
     }
 
+    /// Gives back the lease, then the reservation, and reports how that went.
+    /// Both are attempted; when both fail, the lease's failure comes first.
+    pub(crate) async fn release(mut self) -> Result<(), ComputerUseError> {
+        let lease = match &self.lease {
+            Some(slot) => {
+                let held = Held::Lease(Arc::clone(&slot.value));
+                let result = self.release_one(slot.id, &held).await;
+                self.lease = None;
+                result
+            }
+            None => Ok(()),
+        };
+        let reservation = match &self.reservation {
+            Some(slot) => {
+                let held = Held::Reservation(Arc::clone(&slot.value));
+                let result = self.release_one(slot.id, &held).await;
+                self.reservation = None;
+                result
+            }
+            None => Ok(()),
+        };
+        match (lease, reservation) {
+            (Ok(()), second) => second,
+            (Err(first), second) => Err(ComputerUseError::with_cleanup(first, second)),
+        }
+    }
+
     /// Releases after a failure: the primary error stays first, and a failed
-    /// release is attached to it. The action (`action_id`) has ended.
+    /// release is attached to it.
     ///
     /// The future is boxed: failure is the rare path, and a future stored
     /// inline would enlarge every stage's future, which the chain moves on
-    /// each transition, by the size of the release call.
+    /// each transition, by the size of the release calls.
     pub(crate) fn fail(
         self,
         action_id: &str,
         primary: ComputerUseError,
     ) -> Pin<Box<dyn Future<Output = ComputerUseError> + Send + '_>> {
         Box::pin(async move {
-            let core = Arc::clone(&self.core);
-            core.recorder.refusal(action_id, &primary);
+            self.core.recorder.refusal(action_id, &primary);
             let cleanup = self.release().await;
-            core.runtime.action_ended(action_id);
             ComputerUseError::with_cleanup(primary, cleanup)
         })
     }
-}
 
-impl<R: ComputerUseRuntime> Drop for ReservationGuard<R> {
-    fn drop(&mut self) {
-        let Some(reservation) = self.reservation.take() else {
-            return;
-        };
-        bump(&self.core.counters.queued);
+    fn queue(&self, held: Held) {
+        let counters = self.core.releaser.counters.of(held.kind());
         if self
             .core
             .reaper
-            .send(ReaperMessage::Release(reservation))
-            .is_err()
+            .send(ReaperMessage::Release(held))
+            .is_ok()
         {
-            bump(&self.core.counters.lost);
+            bump(&counters.queued);
+        } else {
+            bump(&counters.lost);
         }
     }
 }
+
+impl<R: ComputerUseRuntime> Drop for ActionGuard<R> {
+    fn drop(&mut self) {
+        // Lease first, as the explicit path does.
+        if let Some(slot) = self.lease.take()
+            && let Some(held) = self.core.releaser.ledger.take(slot.id)
+        {
+            self.queue(held);
+        }
+        if let Some(slot) = self.reservation.take()
+            && let Some(held) = self.core.releaser.ledger.take(slot.id)
+        {
+            self.queue(held);
+        }
+    }
+}
+
+/// How long one release may take before it is counted as failed.
+pub(crate) const DEFAULT_RELEASE_TIMEOUT: Duration = Duration::from_secs(10);

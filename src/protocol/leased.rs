@@ -4,24 +4,23 @@ use std::sync::Arc;
 
 use super::Executed;
 use super::approval::Authority;
-use super::guard::ReservationGuard;
+use super::guard::ActionGuard;
 use super::session::Core;
 use super::witness::{BoundLease, BoundReceipt, BoundReservation, FreshPreview};
 use serde_json::json;
 
 use crate::ComputerUseError;
-use crate::contracts::ReceiptStatus;
-use crate::contracts::{ActionPreview, ControlLease};
+use crate::contracts::{ActionPreview, ControlLease, ReceiptStatus};
 use crate::eval::journal_types;
-use crate::runtime::ComputerUseRuntime;
+use crate::runtime::{ComputerUseRuntime, ExecuteProof};
 
 /// An action holding its reservation and a validated lease.
-#[must_use = "dropping a leased action queues its reservation on the session's reaper"]
+#[must_use = "dropping a leased action queues its lease and reservation on the session's reaper"]
 pub struct Leased<R: ComputerUseRuntime> {
     core: Arc<Core<R>>,
     preview: FreshPreview,
     authority: Authority,
-    guard: ReservationGuard<R>,
+    guard: ActionGuard<R>,
     reservation: BoundReservation,
     lease: BoundLease,
 }
@@ -31,7 +30,7 @@ impl<R: ComputerUseRuntime> Leased<R> {
         core: Arc<Core<R>>,
         preview: FreshPreview,
         authority: Authority,
-        guard: ReservationGuard<R>,
+        guard: ActionGuard<R>,
         reservation: BoundReservation,
         lease: BoundLease,
     ) -> Self {
@@ -50,35 +49,41 @@ impl<R: ComputerUseRuntime> Leased<R> {
         self.preview.get()
     }
 
-    /// The lease.
+    /// The validated lease.
     pub fn lease(&self) -> &ControlLease {
         self.lease.get()
     }
 
-    /// Everything the seeds' execution-time table lists, checked against the
-    /// clock as it reads now.
+    /// What time can change since each binding was made, checked against the
+    /// clock as it reads now (the seeds' execution-time table): the
+    /// envelope's, the lease's and the reservation's expiries; the route and
+    /// the approval; the scope. Identity fields of the bound lease and
+    /// reservation are immutable and were bound once.
     fn revalidate(&self) -> Result<(), ComputerUseError> {
         let clock = self.core.clock();
-        let envelope = self.preview.envelope();
         self.preview.recheck(clock)?;
-        self.lease.recheck(envelope, clock)?;
-        self.reservation
-            .recheck(self.guard.reservation(), envelope, clock)?;
+        self.lease.recheck(clock)?;
+        self.reservation.recheck(self.guard.reservation(), clock)?;
         self.authority.check(self.preview.get())?;
-        self.core.authorize(envelope.requested_mode)
+        self.core.authorize(self.preview.envelope().requested_mode)
     }
 
     /// Performs the single mutation. Immediately before the call it re-checks
     /// envelope freshness, the lease, the reservation, the approval and the
     /// scope; immediately after, it binds the receipt. Any failure releases
-    /// the reservation.
+    /// the lease and the reservation.
+    ///
+    /// When the call fails in a way that leaves the effect in doubt (the
+    /// connection broke, or the answer could not be read), the error is
+    /// [`ComputerUseError::OutcomeUnknown`], carrying the action id: a retry
+    /// must reuse it so the runtime replays instead of acting twice.
     pub async fn execute(self) -> Result<Executed<R>, ComputerUseError> {
         let envelope = self.preview.envelope();
-        let lease_id = &self.lease.get().lease_id;
+        let lease = self.lease.get();
         // The start is recorded before the call: if it cannot be, the
         // mutation does not happen.
         let ready = self.revalidate().and_then(|()| {
-            let payload = || json!({ "leaseId": lease_id });
+            let payload = || json!({ "leaseId": lease.lease_id });
             self.core
                 .recorder
                 .record(&envelope.action_id, journal_types::STARTED, payload)
@@ -86,11 +91,16 @@ impl<R: ComputerUseRuntime> Leased<R> {
         if let Err(err) = ready {
             return Err(self.guard.fail(&envelope.action_id, err).await);
         }
-        let answer = self
-            .core
-            .runtime
-            .execute_action(envelope, self.lease.get(), self.authority.grant_id())
-            .await;
+        let answer = {
+            let proof = ExecuteProof::new(
+                envelope,
+                lease,
+                self.authority.grant_id(),
+                self.preview.retained(),
+            );
+            self.core.runtime.execute_action(&proof).await
+        };
+        let answer = answer.map_err(|err| ComputerUseError::after_mutation(&envelope.action_id, err));
         let receipt = match answer.and_then(|receipt| BoundReceipt::check(receipt, envelope)) {
             Ok(receipt) => receipt,
             Err(err) => return Err(self.guard.fail(&envelope.action_id, err).await),
@@ -104,14 +114,9 @@ impl<R: ComputerUseRuntime> Leased<R> {
         self.core.recorder.note(
             &envelope.action_id,
             event_type,
-            || json!({ "receiptId": bound.receipt_id, "leaseId": lease_id, "status": bound.status }),
+            || json!({ "receiptId": bound.receipt_id, "leaseId": lease.lease_id, "status": bound.status }),
         );
-        Ok(Executed::new(
-            self.core,
-            self.preview,
-            self.guard,
-            self.lease,
-            receipt,
-        ))
+        let lease = self.lease.handle();
+        Ok(Executed::new(self.core, self.preview, self.guard, lease, receipt))
     }
 }

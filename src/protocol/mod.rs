@@ -40,7 +40,7 @@ pub use checkpoint::{
 };
 pub use driver::ChainOutcome;
 pub use executed::Executed;
-pub use guard::ReleaseStats;
+pub use guard::{ReleaseStats, ResourceStats};
 pub use leased::Leased;
 pub use observed::Observed;
 pub use pending::PendingApproval;

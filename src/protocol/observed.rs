@@ -40,29 +40,28 @@ impl<R: ComputerUseRuntime> Observed<R> {
             execution_group_id: core.execution_group_id.as_deref(),
             action,
         };
-        let preview = core.runtime.preview_action(&request).await?;
+        let answer = core.runtime.preview_action(&request).await?;
+        let preview = Box::new(answer.preview);
         let bound = match bind_to_request(&request, &preview.envelope) {
             Ok(()) => FreshPreview::check(
-                Box::new(preview),
+                preview,
+                answer.retained,
                 &core.session_id,
                 core.identity().principal_id(),
                 core.clock(),
             ),
-            Err(err) => Err((err, Box::new(preview))),
+            Err(err) => Err((err, preview)),
         };
         let fresh = match bound {
             Ok(fresh) => fresh,
             Err((err, preview)) => {
-                let action_id = &preview.envelope.action_id;
-                core.recorder.refusal(action_id, &err);
-                core.runtime.action_ended(action_id);
+                core.recorder.refusal(&preview.envelope.action_id, &err);
                 return Err(err);
             }
         };
         let previewed = fresh.get();
         let action_id = &previewed.envelope.action_id;
-        let recorded = core
-            .recorder
+        core.recorder
             .record(action_id, journal_types::PREVIEWED, || {
                 json!({
                     "argsDigest": previewed.envelope.args_digest,
@@ -70,12 +69,7 @@ impl<R: ComputerUseRuntime> Observed<R> {
                     "executable": previewed.executable,
                     "blocker": previewed.blocker,
                 })
-            });
-        if let Err(err) = recorded {
-            // The chain stops here; the runtime may forget the preview.
-            core.runtime.action_ended(action_id);
-            return Err(err);
-        }
+            })?;
         Ok(Previewed::new(core, fresh))
     }
 }

@@ -10,7 +10,10 @@ use super::witness::FreshPreview;
 use serde_json::json;
 
 use crate::ComputerUseError;
-use crate::contracts::{ActionPreview, blockers};
+use crate::contracts::ActionPreview;
+use serde_json::Value;
+
+use super::route::Way;
 use crate::eval::journal_types;
 use crate::runtime::ComputerUseRuntime;
 
@@ -31,18 +34,21 @@ impl<R: ComputerUseRuntime> PendingApproval<R> {
     pub(crate) fn restore(
         core: Arc<Core<R>>,
         preview: ActionPreview,
+        retained: Option<Value>,
     ) -> Result<Self, ComputerUseError> {
-        if preview.blocker.as_deref() != Some(blockers::APPROVAL_REQUIRED) {
+        let way = super::route::way(&preview);
+        if way != Way::NeedsApproval {
             return Err(ComputerUseError::invalid(
                 "ActionPreview",
                 "blocker",
-                "approval_required in a checkpointed preview",
-                preview.blocker.as_deref().unwrap_or("none"),
+                "a checkpointed preview that needs approval",
+                format!("{way:?}"),
             ));
         }
         let clock = core.clock();
         let fresh = FreshPreview::check(
             Box::new(preview),
+            retained,
             &core.session_id,
             core.identity().principal_id(),
             clock,
@@ -96,9 +102,17 @@ impl<R: ComputerUseRuntime> PendingApproval<R> {
         ))
     }
 
-    /// Seals the exact preview into `store` so another process can resume it
-    /// with [`super::Session::resume`]. Returns the checkpoint's id.
-    pub fn suspend(&self, store: &dyn CheckpointStore) -> Result<CheckpointId, ComputerUseError> {
+    /// The id of the action awaiting approval, which an approval must name.
+    pub fn action_id(&self) -> &str {
+        &self.preview.envelope().action_id
+    }
+
+    /// Seals the exact preview, with what the runtime keeps for it, into
+    /// `store` so another process can resume it with
+    /// [`super::Session::resume`], and gives this pending approval up: the
+    /// checkpoint is now the only way to approve the action, and it can be
+    /// resumed once. Returns the checkpoint's id.
+    pub fn suspend(self, store: &dyn CheckpointStore) -> Result<CheckpointId, ComputerUseError> {
         let identity = self.core.identity();
         let id = CheckpointId::for_preview(&self.core.session_id, self.preview.get());
         let body = CheckpointBody {
@@ -108,10 +122,7 @@ impl<R: ComputerUseRuntime> PendingApproval<R> {
             principal_id: identity.principal_id().to_owned(),
             tenant_id: identity.tenant_id().to_owned(),
             preview: self.preview.get().clone(),
-            runtime_state: self
-                .core
-                .runtime
-                .preview_state(&self.preview.envelope().action_id),
+            runtime_state: self.preview.retained().cloned(),
         };
         store.create(&id, &seal_record(&self.core.key, &body)?)?;
         Ok(id)

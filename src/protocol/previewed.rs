@@ -3,13 +3,13 @@
 use std::sync::Arc;
 
 use super::approval::Authority;
-use super::route::{Blocked, Route};
+use super::route::{Blocked, Route, Way, way};
 use super::session::Core;
 use super::witness::FreshPreview;
 use super::{Approved, PendingApproval};
 use serde_json::json;
 
-use crate::contracts::{ActionPreview, PolicyVerdict, blockers};
+use crate::contracts::ActionPreview;
 use crate::eval::journal_types;
 use crate::runtime::ComputerUseRuntime;
 
@@ -30,13 +30,14 @@ impl<R: ComputerUseRuntime> Previewed<R> {
         self.preview.get()
     }
 
-    /// Routes the action: an executable preview that policy does not deny is
-    /// allowed; a preview blocked by `approval_required` waits for a person;
-    /// anything else is blocked, with the blocker and the policy's reasons.
+    /// Routes the action by the table in [`super::Route`]'s module: allowed
+    /// only when policy allows, nothing blocks and the preview is
+    /// executable; to a person when approval is asked for in any way and
+    /// nothing else blocks; blocked otherwise.
     pub fn route(self) -> Route<R> {
-        let way = self.way();
-        // Recorded while the preview is still borrowed, before it moves on.
         let preview = self.preview.get();
+        let way = way(preview);
+        // Recorded while the preview is still borrowed, before it moves on.
         let action_id = preview.envelope.action_id.as_str();
         let recorder = &self.core.recorder;
         match way {
@@ -53,14 +54,11 @@ impl<R: ComputerUseRuntime> Previewed<R> {
                     })
                 })
             }
-            Way::Blocked => {
-                recorder.note(
-                    action_id,
-                    journal_types::BLOCKED,
-                    || json!({ "blocker": preview.blocker, "reasons": preview.policy.reasons }),
-                );
-                self.core.runtime.action_ended(action_id);
-            }
+            Way::Blocked(_) => recorder.note(
+                action_id,
+                journal_types::BLOCKED,
+                || json!({ "blocker": preview.blocker, "reasons": preview.policy.reasons }),
+            ),
         }
         match way {
             Way::Allowed => {
@@ -69,27 +67,7 @@ impl<R: ComputerUseRuntime> Previewed<R> {
             Way::NeedsApproval => {
                 Route::NeedsApproval(PendingApproval::new(self.core, self.preview))
             }
-            Way::Blocked => Route::Blocked(Blocked::new(self.preview)),
+            Way::Blocked(code) => Route::Blocked(Blocked::new(self.preview, code)),
         }
     }
-
-    fn way(&self) -> Way {
-        let preview = self.preview.get();
-        let denied = preview.policy.decision == PolicyVerdict::Deny;
-        if preview.executable && !denied {
-            Way::Allowed
-        } else if !denied && preview.blocker.as_deref() == Some(blockers::APPROVAL_REQUIRED) {
-            Way::NeedsApproval
-        } else {
-            Way::Blocked
-        }
-    }
-}
-
-/// Which of the three routes a preview takes.
-#[derive(Clone, Copy)]
-enum Way {
-    Allowed,
-    NeedsApproval,
-    Blocked,
 }

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use super::Leased;
 use super::approval::Authority;
-use super::guard::ReservationGuard;
+use super::guard::ActionGuard;
 use super::session::Core;
 use super::witness::{BoundLease, BoundReservation, FreshPreview};
 use serde_json::json;
@@ -12,7 +12,7 @@ use serde_json::json;
 use crate::ComputerUseError;
 use crate::contracts::{ActionPreview, TargetReservation};
 use crate::eval::journal_types;
-use crate::runtime::ComputerUseRuntime;
+use crate::runtime::{ComputerUseRuntime, LeaseProof};
 
 /// An action holding a validated reservation of its target.
 #[must_use = "dropping a reserved action queues its reservation on the session's reaper"]
@@ -20,7 +20,7 @@ pub struct Reserved<R: ComputerUseRuntime> {
     core: Arc<Core<R>>,
     preview: FreshPreview,
     authority: Authority,
-    guard: ReservationGuard<R>,
+    guard: ActionGuard<R>,
     reservation: BoundReservation,
 }
 
@@ -29,7 +29,7 @@ impl<R: ComputerUseRuntime> Reserved<R> {
         core: Arc<Core<R>>,
         preview: FreshPreview,
         authority: Authority,
-        guard: ReservationGuard<R>,
+        guard: ActionGuard<R>,
         reservation: BoundReservation,
     ) -> Self {
         Self {
@@ -51,21 +51,39 @@ impl<R: ComputerUseRuntime> Reserved<R> {
         self.guard.reservation()
     }
 
-    /// Takes the one-writer lease. A failed acquisition or a lease that fails
-    /// its checks releases the reservation.
-    pub async fn lease(self) -> Result<Leased<R>, ComputerUseError> {
+    /// Takes the one-writer lease. The guard takes the lease as soon as the
+    /// runtime grants it; a failed acquisition or a lease that fails its
+    /// checks releases what the action holds.
+    pub async fn lease(mut self) -> Result<Leased<R>, ComputerUseError> {
         let envelope = self.preview.envelope();
-        let lease = match self.core.runtime.acquire_lease(envelope).await {
-            Ok(lease) => Box::new(lease),
-            Err(err) => return Err(self.guard.fail(&envelope.action_id, err).await),
+        let answer = {
+            let proof = LeaseProof::new(envelope, self.guard.reservation());
+            self.core.runtime.acquire_lease(&proof).await
         };
-        let bound = BoundLease::check(lease, envelope, self.core.clock()).and_then(|bound| {
-            let payload = || json!({ "leaseId": bound.get().lease_id });
-            self.core
-                .recorder
-                .record(&envelope.action_id, journal_types::LEASED, payload)?;
-            Ok(bound)
-        });
+        match answer {
+            Ok(lease) => self.guard.hold_lease(lease),
+            Err(err) => return Err(self.guard.fail(&envelope.action_id, err).await),
+        }
+        let bound = match self.guard.lease_handle() {
+            Some(lease) => {
+                BoundLease::check(lease, envelope, &self.core.acting(), self.core.clock())
+                    .and_then(|bound| {
+                        let payload = || json!({ "leaseId": bound.get().lease_id });
+                        self.core.recorder.record(
+                            &envelope.action_id,
+                            journal_types::LEASED,
+                            payload,
+                        )?;
+                        Ok(bound)
+                    })
+            }
+            None => Err(ComputerUseError::invalid(
+                "ControlLease",
+                "leaseId",
+                "the lease just granted",
+                "none",
+            )),
+        };
         match bound {
             Ok(bound) => Ok(Leased::new(
                 self.core,

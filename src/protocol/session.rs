@@ -6,12 +6,13 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::approval::Approval;
 use super::checkpoint::{CheckpointId, CheckpointStore, SealingKey, open_record};
-use super::guard::{ReaperMessage, ReleaseCounters, ReleaseStats, spawn_reaper};
+use super::guard::{DEFAULT_RELEASE_TIMEOUT, Held, ReaperMessage, ReleaseStats, Releaser, spawn_reaper};
 use super::recorder::Recorder;
+use super::witness::Acting;
 use super::{Approved, Observed, PendingApproval};
 use crate::auth::{Scope, ScopeAuthorizer};
 use crate::clock::{Clock, SystemClock};
-use crate::contracts::{ExecutionMode, TargetReservation, WindowId};
+use crate::contracts::{ExecutionMode, WindowId};
 use crate::eval::Journal;
 use crate::runtime::{ComputerUseRuntime, ObservationScope, Observations};
 use crate::{ComputerUseError, VerifiedIdentity};
@@ -28,7 +29,8 @@ pub(crate) struct Core<R: ComputerUseRuntime> {
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) key: SealingKey,
     pub(crate) reaper: mpsc::UnboundedSender<ReaperMessage>,
-    pub(crate) counters: Arc<ReleaseCounters>,
+    /// Releases, counts and the ledger of everything the actions hold.
+    pub(crate) releaser: Arc<Releaser<R>>,
     pub(crate) recorder: Recorder,
 }
 
@@ -42,39 +44,59 @@ impl<R: ComputerUseRuntime> Core<R> {
         &*self.clock
     }
 
+    /// The agent and execution group this session acts as.
+    pub(crate) fn acting(&self) -> Acting<'_> {
+        Acting {
+            agent_id: self.agent_id.as_deref(),
+            execution_group_id: self.execution_group_id.as_deref(),
+        }
+    }
+
     /// Refuses unless the verified identity holds the scope for `mode`.
     pub(crate) fn authorize(&self, mode: ExecutionMode) -> Result<(), ComputerUseError> {
         self.authorizer.require(mode)
     }
 }
 
-/// Logs and journals one release (explicit, or by the reaper).
+/// Logs one release (explicit, by the reaper, or at shutdown) and journals
+/// it under its action when it is a reservation's.
 pub(crate) fn release_note(
     recorder: &Recorder,
-    reservation: &TargetReservation,
+    held: &Held,
     how: &str,
     error: Option<&ComputerUseError>,
 ) {
+    let resource = held.resource_id();
     match error {
-        None => {
-            tracing::debug!(reservation_id = %reservation.reservation_id, how, "reservation released")
-        }
-        Some(err) => {
-            tracing::warn!(reservation_id = %reservation.reservation_id, how, error = %err, "reservation release failed")
-        }
+        None => tracing::debug!(resource, how, "released"),
+        Some(err) => tracing::warn!(resource, how, error = %err, "release failed"),
     }
-    recorder.note(
-        &reservation.intent_id,
-        crate::eval::journal_types::RELEASED,
-        || {
-            serde_json::json!({
-                "reservationId": reservation.reservation_id,
-                "how": how,
-                "ok": error.is_none(),
-                "errorClass": error.map(ComputerUseError::class),
-            })
-        },
-    );
+    let (action_id, payload) = match held {
+        Held::Reservation(reservation) => (
+            reservation.intent_id.as_str(),
+            serde_json::json!({ "reservationId": reservation.reservation_id }),
+        ),
+        Held::Lease(lease) => (
+            lease.lease_id.as_str(),
+            serde_json::json!({ "leaseId": lease.lease_id }),
+        ),
+    };
+    if matches!(held, Held::Lease(_)) {
+        // Leases are not journaled per action: a lease names no action.
+        return;
+    }
+    recorder.note(action_id, crate::eval::journal_types::RELEASED, || {
+        let mut payload = payload;
+        if let Some(map) = payload.as_object_mut() {
+            map.insert("how".into(), how.into());
+            map.insert("ok".into(), error.is_none().into());
+            map.insert(
+                "errorClass".into(),
+                error.map(ComputerUseError::class).into(),
+            );
+        }
+        payload
+    });
 }
 
 /// One governed session with a runtime. Start chains with
@@ -98,9 +120,17 @@ pub struct SessionBuilder<R: ComputerUseRuntime> {
     target_app_id: Option<String>,
     target_window_id: Option<WindowId>,
     journal: Option<Arc<Journal>>,
+    release_timeout: std::time::Duration,
 }
 
 impl<R: ComputerUseRuntime> SessionBuilder<R> {
+    /// How long one release by the reaper or at shutdown may take before it
+    /// is counted as failed (10 seconds unless set).
+    pub fn release_timeout(mut self, timeout: std::time::Duration) -> Self {
+        self.release_timeout = timeout;
+        self
+    }
+
     /// Records every transition in `journal`.
     pub fn journal(mut self, journal: Arc<Journal>) -> Self {
         self.journal = Some(journal);
@@ -147,19 +177,21 @@ impl<R: ComputerUseRuntime> SessionBuilder<R> {
                 message: format!("a Session must be built inside a Tokio runtime: {err}"),
             }
         })?;
-        let counters = Arc::new(ReleaseCounters::default());
         let recorder = Recorder::new(
             self.journal,
             self.runtime_session_id.clone(),
             self.authorizer.identity().principal_id().to_owned(),
             Arc::clone(&self.clock),
         );
-        let reaper = spawn_reaper(
-            &handle,
-            Arc::clone(&self.runtime),
-            Arc::clone(&counters),
-            recorder.clone(),
-        );
+        let releaser = Arc::new(Releaser {
+            runtime: Arc::clone(&self.runtime),
+            counters: Default::default(),
+            ledger: Default::default(),
+            recorder: recorder.clone(),
+            handle,
+            timeout: self.release_timeout,
+        });
+        let reaper = spawn_reaper(Arc::clone(&releaser));
         Ok(Session {
             core: Arc::new(Core {
                 runtime: self.runtime,
@@ -176,7 +208,7 @@ impl<R: ComputerUseRuntime> SessionBuilder<R> {
                 clock: self.clock,
                 key: self.key,
                 reaper,
-                counters,
+                releaser,
                 recorder,
             }),
         })
@@ -204,6 +236,7 @@ impl<R: ComputerUseRuntime> Session<R> {
             target_app_id: None,
             target_window_id: None,
             journal: None,
+            release_timeout: DEFAULT_RELEASE_TIMEOUT,
         }
     }
 
@@ -215,11 +248,6 @@ impl<R: ComputerUseRuntime> Session<R> {
     /// The identity this session acts for.
     pub fn identity(&self) -> &VerifiedIdentity {
         self.core.identity()
-    }
-
-    /// The runtime.
-    pub fn runtime(&self) -> &Arc<R> {
-        &self.core.runtime
     }
 
     /// Observes widely: capabilities, a visual frame and a semantic frame, all
@@ -252,9 +280,15 @@ impl<R: ComputerUseRuntime> Session<R> {
     }
 
     /// Resumes a suspended approval: reads the sealed preview back from
-    /// `store` and adds `approval` to it. Fails before any reservation when
-    /// the checkpoint is missing, replaced, tampered with, of another session
-    /// or identity, expired, or when the approval is for something else.
+    /// `store`, adds `approval` to it, and consumes the checkpoint.
+    ///
+    /// Fails before any reservation when the checkpoint is missing, already
+    /// resumed (here or in another process), replaced, tampered with, of
+    /// another session or identity, expired, or when the approval is for
+    /// something else. The checkpoint is consumed only once every check has
+    /// passed, atomically in the store: of two resumes of the same
+    /// checkpoint, one gets the `Approved` stage and the other a
+    /// [`ComputerUseError::Checkpoint`] refusal.
     pub fn resume(
         &self,
         store: &dyn CheckpointStore,
@@ -277,15 +311,12 @@ impl<R: ComputerUseRuntime> Session<R> {
         if body.principal_id != identity.principal_id() || body.tenant_id != identity.tenant_id() {
             return Err(fail("sealed for another principal or tenant".into()));
         }
-        let pending = PendingApproval::restore(Arc::clone(&self.core), body.preview)?;
+        let pending =
+            PendingApproval::restore(Arc::clone(&self.core), body.preview, body.runtime_state)?;
         let approved = pending.approve(approval)?;
-        if let Some(state) = body.runtime_state {
-            let envelope = &approved.preview().envelope;
-            if let Err(err) = self.core.runtime.restore_preview_state(envelope, state) {
-                self.core.recorder.refusal(&envelope.action_id, &err);
-                return Err(err);
-            }
-        }
+        // Last: only a resume that would succeed consumes the checkpoint, and
+        // only one resume can consume it.
+        store.consume(id)?;
         Ok(approved)
     }
 
@@ -295,19 +326,27 @@ impl<R: ComputerUseRuntime> Session<R> {
         self.core.recorder.failures()
     }
 
-    /// How this session's reservations were released so far.
+    /// How this session's reservations and leases were given back so far.
     pub fn release_stats(&self) -> ReleaseStats {
-        self.core.counters.snapshot()
+        self.core.releaser.counters.snapshot()
     }
 
-    /// Waits until the reaper has released every reservation queued by a
-    /// dropped guard, then reports the counters.
+    /// Reservations and leases the session's actions hold right now.
+    pub fn held_resources(&self) -> usize {
+        self.core.releaser.ledger.len()
+    }
+
+    /// Ends the session: waits until the reaper has released everything a
+    /// dropped stage queued, then releases whatever a stage that was never
+    /// dropped (`mem::forget`) still holds, and reports the counters. Each
+    /// release is bounded by the release timeout, so this always returns.
     pub async fn shutdown(self) -> ReleaseStats {
         let (done, finished) = oneshot::channel();
         if self.core.reaper.send(ReaperMessage::Flush(done)).is_ok() {
             let _ = finished.await;
         }
-        self.core.counters.snapshot()
+        self.core.releaser.reclaim().await;
+        self.core.releaser.counters.snapshot()
     }
 }
 

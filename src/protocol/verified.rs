@@ -1,22 +1,34 @@
 //! `Verified`: the end of a chain that ran.
+//!
+//! Two questions are easy to confuse here, so each has its own name:
+//!
+//! - [`Verified::performed`]: did the runtime perform the action? Taken from
+//!   the receipt. This is what a retry decision must use: when it is true,
+//!   the effect happened (whatever verification found), and running the
+//!   action again under a new id would do it twice.
+//! - [`Verified::outcome`]: what the evidence says about the effect, by the
+//!   seeds' table (`Verified`, `CommittedUnverified`, `Failed`). `Failed`
+//!   covers a performed action whose evidence contradicts its postcondition.
 
-use super::witness::{BoundLease, BoundReceipt};
-use crate::contracts::ExecutionReceipt;
+use std::sync::Arc;
+
+use super::witness::BoundReceipt;
+use crate::contracts::{ControlLease, ExecutionReceipt, ReceiptStatus};
 use crate::runtime::VerificationOutcome;
 
-/// A finished action: its receipt and what verification found. The
-/// reservation has been released.
+/// A finished action: its receipt and what verification found. The lease and
+/// the reservation have been released.
 #[must_use = "the verification outcome says whether the action's effect was observed"]
 #[derive(Debug)]
 pub struct Verified {
-    lease: BoundLease,
+    lease: Arc<ControlLease>,
     receipt: BoundReceipt,
     outcome: VerificationOutcome,
 }
 
 impl Verified {
     pub(crate) fn new(
-        lease: BoundLease,
+        lease: Arc<ControlLease>,
         receipt: BoundReceipt,
         outcome: VerificationOutcome,
     ) -> Self {
@@ -27,7 +39,7 @@ impl Verified {
         }
     }
 
-    /// What verification found.
+    /// What the evidence says about the effect.
     pub fn outcome(&self) -> &VerificationOutcome {
         &self.outcome
     }
@@ -40,7 +52,7 @@ impl Verified {
 
     /// The lease the mutation ran under.
     pub fn lease_id(&self) -> &str {
-        &self.lease.get().lease_id
+        &self.lease.lease_id
     }
 
     /// The receipt's id.
@@ -53,9 +65,11 @@ impl Verified {
         self.receipt.get()
     }
 
-    /// True when the runtime performed the action.
-    pub fn committed(&self) -> bool {
-        self.outcome.is_committed()
+    /// True when the runtime performed the action: its receipt is
+    /// `committed`. Use this, not the outcome, to decide on a retry: a
+    /// performed action must not be run again.
+    pub fn performed(&self) -> bool {
+        self.receipt.get().status == ReceiptStatus::Committed
     }
 
     /// True when the postcondition was observed to hold.

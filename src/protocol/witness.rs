@@ -10,6 +10,8 @@ use crate::contracts::{
     ActionEnvelope, ActionPreview, ControlLease, ExecutionReceipt, TargetReservation,
 };
 use crate::runtime::binding;
+use serde_json::Value;
+use std::sync::Arc;
 
 /// A preview whose envelope was bound to the session and principal and was
 /// fresh when checked.
@@ -20,6 +22,8 @@ pub struct FreshPreview {
     preview: Box<ActionPreview>,
     /// `expiresAt`, in nanoseconds since the Unix epoch.
     expires: i128,
+    /// What the runtime keeps for this exact preview, carried to execution.
+    retained: Option<Value>,
 }
 
 impl FreshPreview {
@@ -28,12 +32,17 @@ impl FreshPreview {
     /// can still say which action was refused.
     pub(crate) fn check(
         preview: Box<ActionPreview>,
+        retained: Option<Value>,
         session_id: &str,
         principal_id: &str,
         clock: &dyn Clock,
     ) -> Result<Self, (ComputerUseError, Box<ActionPreview>)> {
         match Self::expiry(&preview, session_id, principal_id, clock) {
-            Ok(expires) => Ok(Self { preview, expires }),
+            Ok(expires) => Ok(Self {
+                preview,
+                expires,
+                retained,
+            }),
             Err(err) => Err((err, preview)),
         }
     }
@@ -74,9 +83,23 @@ impl FreshPreview {
     pub fn envelope(&self) -> &ActionEnvelope {
         &self.preview.envelope
     }
+
+    /// What the runtime keeps for this preview.
+    pub(crate) fn retained(&self) -> Option<&Value> {
+        self.retained.as_ref()
+    }
 }
 
-/// A reservation bound to its envelope.
+/// Who the session acts as: the agent and execution group every lease and
+/// reservation must not contradict, whatever the envelope says.
+pub(crate) struct Acting<'a> {
+    pub(crate) agent_id: Option<&'a str>,
+    pub(crate) execution_group_id: Option<&'a str>,
+}
+
+/// A reservation bound to its envelope and to the session's own agent and
+/// execution group. The reservation itself is held by the action guard;
+/// this witness keeps its parsed expiry for the re-check before execution.
 #[derive(Debug)]
 pub struct BoundReservation {
     expiry: Option<i128>,
@@ -86,65 +109,91 @@ impl BoundReservation {
     pub(crate) fn check(
         reservation: Option<&TargetReservation>,
         envelope: &ActionEnvelope,
+        acting: &Acting<'_>,
         clock: &dyn Clock,
     ) -> Result<Self, ComputerUseError> {
         let expiry = match reservation {
-            Some(reservation) => Some(binding::reservation_checks(
-                reservation,
-                envelope,
-                clock,
-                None,
-            )?),
+            Some(reservation) => {
+                binding::bind_optional(
+                    "TargetReservation",
+                    "agentId",
+                    acting.agent_id,
+                    reservation.agent_id.as_deref(),
+                )?;
+                binding::bind_optional(
+                    "TargetReservation",
+                    "executionGroupId",
+                    acting.execution_group_id,
+                    reservation.execution_group_id.as_deref(),
+                )?;
+                Some(binding::reservation_checks(
+                    reservation,
+                    envelope,
+                    clock,
+                    None,
+                )?)
+            }
             None => None,
         };
         Ok(Self { expiry })
     }
 
-    /// Checks the same reservation again, at a later time.
+    /// Checks what time can change (the expiry) again, at a later time. The
+    /// identity fields were bound once and are immutable.
     pub(crate) fn recheck(
         &self,
         reservation: Option<&TargetReservation>,
-        envelope: &ActionEnvelope,
         clock: &dyn Clock,
     ) -> Result<(), ComputerUseError> {
-        match reservation {
-            Some(reservation) => {
-                binding::reservation_checks(reservation, envelope, clock, self.expiry).map(drop)
+        match (reservation, self.expiry) {
+            (Some(reservation), Some(expiry)) => {
+                binding::recheck_expiry("TargetReservation", &reservation.expires_at, clock, expiry)
             }
-            None => Ok(()),
+            _ => Ok(()),
         }
     }
 }
 
-/// A control lease bound to its envelope.
+/// A control lease bound to its envelope and to the session's own agent.
+/// The lease itself is held by the action guard; this witness keeps its
+/// parsed expiry for the re-check before execution.
 #[derive(Debug)]
 pub struct BoundLease {
-    lease: Box<ControlLease>,
+    /// The same lease the guard holds (shared, not copied).
+    lease: Arc<ControlLease>,
     expiry: i128,
 }
 
 impl BoundLease {
     pub(crate) fn check(
-        lease: Box<ControlLease>,
+        lease: Arc<ControlLease>,
         envelope: &ActionEnvelope,
+        acting: &Acting<'_>,
         clock: &dyn Clock,
     ) -> Result<Self, ComputerUseError> {
+        binding::bind_optional(
+            "ControlLease",
+            "agentId",
+            acting.agent_id,
+            lease.agent_id.as_deref(),
+        )?;
         let expiry = binding::lease_checks(&lease, envelope, clock, None)?;
         Ok(Self { lease, expiry })
     }
 
-    /// Checks the same lease again, at a later time.
-    pub(crate) fn recheck(
-        &self,
-        envelope: &ActionEnvelope,
-        clock: &dyn Clock,
-    ) -> Result<(), ComputerUseError> {
-        binding::lease_checks(&self.lease, envelope, clock, Some(self.expiry)).map(drop)
+    /// Checks what time can change (the expiry) again, at a later time.
+    pub(crate) fn recheck(&self, clock: &dyn Clock) -> Result<(), ComputerUseError> {
+        binding::recheck_expiry("ControlLease", &self.lease.expires_at, clock, self.expiry)
     }
 
     /// The lease.
     pub fn get(&self) -> &ControlLease {
         &self.lease
+    }
+
+    /// A shared handle on the lease.
+    pub(crate) fn handle(&self) -> Arc<ControlLease> {
+        Arc::clone(&self.lease)
     }
 }
 

@@ -154,6 +154,16 @@ pub(crate) fn envelope_expiry(
     check_unexpired(ENVELOPE, &envelope.expires_at, clock, Some(expires))
 }
 
+/// Re-checks an expiry parsed before: what time can change, nothing else.
+pub(crate) fn recheck_expiry(
+    object: &'static str,
+    expires_at: &str,
+    clock: &dyn Clock,
+    expiry: i128,
+) -> Result<(), ComputerUseError> {
+    check_unexpired(object, expires_at, clock, Some(expiry)).map(drop)
+}
+
 /// Re-checks an envelope whose timestamps were validated by [`envelope_expiry`].
 pub(crate) fn recheck_envelope(
     envelope: &ActionEnvelope,
@@ -372,7 +382,8 @@ pub fn validate_receipt_at(
 }
 
 /// The envelope is about the action that was proposed: same id (when one was
-/// given), tool and mode, and the same agent and group when both name one.
+/// given), tool and mode, the same postcondition (absent when none was
+/// proposed), and the same agent and group when both name one.
 pub(crate) fn bind_to_request(
     request: &ActionRequest<'_>,
     envelope: &ActionEnvelope,
@@ -392,6 +403,12 @@ pub(crate) fn bind_to_request(
         proposed.mode.as_str(),
         envelope.requested_mode.as_str(),
     )?;
+    if proposed.postcondition != envelope.postcondition {
+        return Err(postcondition_mismatch(
+            proposed.postcondition.as_ref(),
+            envelope.postcondition.as_ref(),
+        ));
+    }
     bind_optional(
         OBJECT,
         "agentId",
@@ -404,4 +421,23 @@ pub(crate) fn bind_to_request(
         request.execution_group_id,
         envelope.execution_group_id.as_deref(),
     )
+}
+
+#[cold]
+#[inline(never)]
+fn postcondition_mismatch(
+    proposed: Option<&crate::contracts::ActionPostcondition>,
+    envelope: Option<&crate::contracts::ActionPostcondition>,
+) -> ComputerUseError {
+    let text = |postcondition: Option<&crate::contracts::ActionPostcondition>| match postcondition {
+        Some(postcondition) => serde_json::to_string(postcondition)
+            .unwrap_or_else(|err| format!("(unprintable: {err})")),
+        None => "none".to_owned(),
+    };
+    ComputerUseError::IdentityMismatch {
+        object: "ActionEnvelope",
+        field: "postcondition",
+        expected: text(proposed),
+        actual: text(envelope),
+    }
 }

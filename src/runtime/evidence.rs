@@ -39,6 +39,25 @@ impl VerificationOutcome {
         matches!(self, Self::Verified | Self::CommittedUnverified { .. })
     }
 
+    /// How much this outcome claims: `Failed` < `CommittedUnverified` < `Verified`.
+    fn rank(&self) -> u8 {
+        match self {
+            Self::Failed { .. } => 0,
+            Self::CommittedUnverified { .. } => 1,
+            Self::Verified => 2,
+        }
+    }
+
+    /// This outcome, unless it claims more than `ceiling`: then `ceiling`.
+    /// How the chain holds a runtime's verdict to the evidence table.
+    pub fn at_most(self, ceiling: Self) -> Self {
+        if self.rank() > ceiling.rank() {
+            ceiling
+        } else {
+            self
+        }
+    }
+
     /// `completed`, `committed_unverified` or `verification_failed`.
     pub fn status(&self) -> &'static str {
         match self {

@@ -4,26 +4,32 @@
 //! are `Send` so a chain can run on a multi-threaded executor; implementors
 //! may write plain `async fn`s. Nothing here checks the answers: that is the
 //! job of [`binding`] and of the stage types that call it.
+//!
+//! Every method that changes state on the server takes a proof (see
+//! [`proof`](ExecuteProof)) that only the matching stage can make, so this
+//! trait is not a second door to the desktop: holding a runtime is not
+//! enough to reserve, lease, execute or release anything.
 
 pub mod binding;
 mod cancel;
 mod evidence;
 #[cfg(feature = "mcp")]
 pub mod mcp;
+mod proof;
 mod request;
 
 use std::future::Future;
 
-use serde_json::Value;
-
 pub use cancel::{AgentInterrupter, CancellationBridge, StopKind};
 pub use evidence::{VerificationOutcome, evaluate_evidence};
-pub use request::{ActionRequest, ImageContent, Observation, ObservationScope, ProposedAction};
+pub use proof::{ExecuteProof, LeaseProof, LeaseReleaseProof, ReleaseProof, ReserveProof};
+pub use request::{
+    ActionRequest, ImageContent, Observation, ObservationScope, PreviewAnswer, ProposedAction,
+};
 
 use crate::ComputerUseError;
 use crate::contracts::{
-    ActionEnvelope, ActionPostcondition, ActionPreview, ControlLease, ExecutionCapability,
-    ExecutionReceipt, TargetReservation,
+    ActionPostcondition, ControlLease, ExecutionCapability, ExecutionReceipt, TargetReservation,
 };
 
 fn unsupported(operation: &str) -> ComputerUseError {
@@ -57,43 +63,54 @@ pub trait ComputerUseRuntime: Send + Sync + 'static {
     ) -> impl Future<Output = Result<Observation, ComputerUseError>> + Send;
 
     /// Previews an action: the runtime binds it into an envelope and decides
-    /// whether it may run.
+    /// whether it may run. What the runtime needs to execute it later (for
+    /// example the exact arguments it was sent) goes in
+    /// [`PreviewAnswer::retained`]: the stage carries it to
+    /// [`ExecuteProof::retained`], through sealed checkpoints too.
     fn preview_action(
         &self,
         request: &ActionRequest<'_>,
-    ) -> impl Future<Output = Result<ActionPreview, ComputerUseError>> + Send;
+    ) -> impl Future<Output = Result<PreviewAnswer, ComputerUseError>> + Send;
 
-    /// Reserves the envelope's target. `None` means the runtime does not use
-    /// reservations for this target.
+    /// Reserves the proof's envelope's target. `None` means the runtime
+    /// does not use reservations for this target.
     fn reserve_target(
         &self,
-        envelope: &ActionEnvelope,
+        proof: &ReserveProof<'_>,
     ) -> impl Future<Output = Result<Option<TargetReservation>, ComputerUseError>> + Send;
 
-    /// Releases a reservation.
+    /// Releases the proof's reservation.
     fn release_target(
         &self,
-        reservation: &TargetReservation,
+        proof: &ReleaseProof<'_>,
     ) -> impl Future<Output = Result<(), ComputerUseError>> + Send;
 
-    /// Acquires the one-writer control lease for the envelope's action.
+    /// Acquires the one-writer control lease for the proof's action.
     fn acquire_lease(
         &self,
-        envelope: &ActionEnvelope,
+        proof: &LeaseProof<'_>,
     ) -> impl Future<Output = Result<ControlLease, ComputerUseError>> + Send;
+
+    /// Releases the proof's lease. Called once the action that held it has
+    /// ended, on every path, so the next writer is not kept waiting until
+    /// the lease's TTL.
+    fn release_lease(
+        &self,
+        proof: &LeaseReleaseProof<'_>,
+    ) -> impl Future<Output = Result<(), ComputerUseError>> + Send;
 
     /// Performs the single mutation. The only mutating call of the chain.
     fn execute_action(
         &self,
-        envelope: &ActionEnvelope,
-        lease: &ControlLease,
-        approval_grant_id: Option<&str>,
+        proof: &ExecuteProof<'_>,
     ) -> impl Future<Output = Result<ExecutionReceipt, ComputerUseError>> + Send;
 
     /// Judges whether the postcondition holds. The default applies
-    /// [`evaluate_evidence`] to the receipt, so the seeds' evidence table is
-    /// applied the same way everywhere; override it to gather more evidence or
-    /// to do bookkeeping first, and answer with `evaluate_evidence` still.
+    /// [`evaluate_evidence`] to the receipt. An override may gather more
+    /// evidence or do bookkeeping first, but the chain applies the evidence
+    /// table to the receipt after it and keeps the lower of the two answers:
+    /// a runtime can downgrade an outcome, never raise it above what the
+    /// receipt's evidence allows.
     fn verify(
         &self,
         receipt: &ExecutionReceipt,
@@ -101,33 +118,6 @@ pub trait ComputerUseRuntime: Send + Sync + 'static {
     ) -> impl Future<Output = Result<VerificationOutcome, ComputerUseError>> + Send {
         let outcome = evaluate_evidence(receipt, postcondition);
         async move { Ok(outcome) }
-    }
-
-    /// Told by the chain that an action has ended (it was verified, blocked,
-    /// or failed after its reservation was handled), so per-action state can
-    /// be dropped. Must not block or do I/O.
-    fn action_ended(&self, action_id: &str) {
-        let _ = action_id;
-    }
-
-    /// What this runtime must keep to execute a previewed action later, to be
-    /// sealed into a checkpoint with the preview (for example the exact
-    /// arguments an MCP server was sent). Must not block or do I/O.
-    fn preview_state(&self, action_id: &str) -> Option<Value> {
-        let _ = action_id;
-        None
-    }
-
-    /// Restores what [`ComputerUseRuntime::preview_state`] returned, after a
-    /// sealed checkpoint was resumed, possibly in another process. Must not
-    /// block or do I/O.
-    fn restore_preview_state(
-        &self,
-        envelope: &ActionEnvelope,
-        state: Value,
-    ) -> Result<(), ComputerUseError> {
-        let _ = (envelope, state);
-        Ok(())
     }
 
     /// Pauses the session, revoking mutation authority.

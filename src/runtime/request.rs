@@ -3,7 +3,7 @@
 use serde_json::Value;
 
 use crate::contracts::{
-    ActionPostcondition, ActionProvenance, DataLabel, ExecutionMode, TargetEvidence, WindowId,
+    ActionPostcondition, ActionPreview, ActionProvenance, DataLabel, ExecutionMode, TargetEvidence, WindowId,
 };
 
 /// Where to observe.
@@ -136,4 +136,26 @@ pub struct ActionRequest<'a> {
     pub execution_group_id: Option<&'a str>,
     /// The proposal.
     pub action: &'a ProposedAction,
+}
+
+/// What a runtime answers to `preview_action`: the preview, and what it must
+/// keep to execute that exact preview later.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PreviewAnswer {
+    /// The runtime's preview.
+    pub preview: ActionPreview,
+    /// Runtime-private state for this preview (for example the exact
+    /// arguments it was sent), or `None`. The chain does not read it: it
+    /// travels inside the stage, is sealed into checkpoints with the
+    /// preview, and comes back in [`super::ExecuteProof::retained`].
+    pub retained: Option<Value>,
+}
+
+impl From<ActionPreview> for PreviewAnswer {
+    fn from(preview: ActionPreview) -> Self {
+        Self {
+            preview,
+            retained: None,
+        }
+    }
 }

@@ -1074,13 +1074,11 @@ impl SimState {
             .desktop
             .apply(&action.tool, &action.arguments, action.target.as_ref())?;
         *self.effects.entry(action_id.clone()).or_default() += 1;
+        // Like upstream, a spent lease stays active (it authorizes nothing
+        // more) until its holder releases it or it expires.
         if let Some(lease) = self.leases.get_mut(&lease_id) {
             lease.actions_used += 1;
             lease.revision += 1;
-            if lease.actions_used >= lease.action_budget {
-                lease.state = LeaseState::Released;
-                lease.terminal_reason = Some("budget_exhausted".into());
-            }
         }
         let mut result = Map::new();
         result.insert("output".into(), output.clone());

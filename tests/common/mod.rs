@@ -44,6 +44,7 @@ pub enum Call {
     Execute,
     Verify,
     Release,
+    ReleaseLease,
 }
 
 /// A crash injected into `execute_action`.
@@ -70,6 +71,14 @@ pub struct Script {
     pub delay: Option<std::time::Duration>,
     pub hold: BTreeSet<Call>,
     pub evidence: Option<Value>,
+    /// Replaces the whole preview after it is built.
+    pub preview: Tweak<ActionPreview>,
+    /// What `preview_action` asks the chain to keep.
+    pub retained: Option<Value>,
+    /// What `verify` answers instead of the evidence table.
+    pub verdict: Option<VerificationOutcome>,
+    /// `release_target` panics.
+    pub panic_on_release: bool,
 }
 
 #[derive(Default)]
@@ -87,9 +96,12 @@ pub struct Truth {
     pub executes_with_valid_lease: Vec<bool>,
     /// The action ids of the envelopes `preview_action` answered with.
     pub previews_answered: Vec<String>,
-    /// The action ids the chain said had ended (`action_ended`).
-    pub ended: Vec<String>,
     pub next_id: u64,
+    pub leases_granted: u64,
+    pub active_leases: BTreeSet<String>,
+    pub lease_releases: Vec<String>,
+    /// What each `execute_action` call's proof carried as retained state.
+    pub retained_seen: Vec<Option<Value>>,
 }
 
 pub struct FakeRuntime {
@@ -242,7 +254,7 @@ impl ComputerUseRuntime for FakeRuntime {
     async fn preview_action(
         &self,
         request: &ActionRequest<'_>,
-    ) -> Result<ActionPreview, ComputerUseError> {
+    ) -> Result<PreviewAnswer, ComputerUseError> {
         self.enter(Call::Preview).await?;
         let route = self.script().route.unwrap_or(PreviewRoute::Executable);
         let action_id = request.action.action_id.clone().unwrap_or_else(|| {
@@ -294,7 +306,8 @@ impl ComputerUseRuntime for FakeRuntime {
             ),
             PreviewRoute::Blocked(code) => (false, Some(code.to_owned()), PolicyVerdict::Deny),
         };
-        Ok(ActionPreview {
+        let retained = self.script().retained.clone();
+        let preview = ActionPreview {
             envelope: Box::new(envelope),
             capability: ExecutionCapability {
                 app_id: APP.into(),
@@ -314,13 +327,19 @@ impl ComputerUseRuntime for FakeRuntime {
             },
             executable,
             blocker,
-        })
+        };
+        let mut preview = preview;
+        if let Some(tweak) = self.script().preview.clone() {
+            tweak(&mut preview);
+        }
+        Ok(PreviewAnswer { preview, retained })
     }
 
     async fn reserve_target(
         &self,
-        envelope: &ActionEnvelope,
+        proof: &ReserveProof<'_>,
     ) -> Result<Option<TargetReservation>, ComputerUseError> {
+        let envelope = proof.envelope();
         self.enter(Call::Reserve).await?;
         if self.script().no_reservation {
             return Ok(None);
@@ -356,10 +375,11 @@ impl ComputerUseRuntime for FakeRuntime {
         Ok(Some(reservation))
     }
 
-    async fn release_target(
-        &self,
-        reservation: &TargetReservation,
-    ) -> Result<(), ComputerUseError> {
+    async fn release_target(&self, proof: &ReleaseProof<'_>) -> Result<(), ComputerUseError> {
+        let reservation = proof.reservation();
+        if self.script().panic_on_release {
+            panic!("a hostile runtime panics in release_target");
+        }
         self.enter(Call::Release).await?;
         let mut truth = self.truth();
         truth
@@ -369,13 +389,18 @@ impl ComputerUseRuntime for FakeRuntime {
         Ok(())
     }
 
-    async fn acquire_lease(
-        &self,
-        envelope: &ActionEnvelope,
-    ) -> Result<ControlLease, ComputerUseError> {
+    async fn acquire_lease(&self, proof: &LeaseProof<'_>) -> Result<ControlLease, ComputerUseError> {
+        let envelope = proof.envelope();
         self.enter(Call::Lease).await?;
+        let lease_id = {
+            let mut truth = self.truth();
+            truth.leases_granted += 1;
+            let id = format!("lease-{}", truth.leases_granted);
+            truth.active_leases.insert(id.clone());
+            id
+        };
         let mut lease = ControlLease {
-            lease_id: "lease-1".into(),
+            lease_id,
             revision: 1,
             session_id: envelope.session_id.clone(),
             principal_id: envelope.principal_id.clone(),
@@ -400,12 +425,24 @@ impl ComputerUseRuntime for FakeRuntime {
         Ok(lease)
     }
 
+    async fn release_lease(&self, proof: &LeaseReleaseProof<'_>) -> Result<(), ComputerUseError> {
+        self.enter(Call::ReleaseLease).await?;
+        let mut truth = self.truth();
+        truth.active_leases.remove(&proof.lease().lease_id);
+        truth.lease_releases.push(proof.lease().lease_id.clone());
+        Ok(())
+    }
+
     async fn execute_action(
         &self,
-        envelope: &ActionEnvelope,
-        _lease: &ControlLease,
-        approval_grant_id: Option<&str>,
+        proof: &ExecuteProof<'_>,
     ) -> Result<ExecutionReceipt, ComputerUseError> {
+        let envelope = proof.envelope();
+        let _lease = proof.lease();
+        let approval_grant_id = proof.grant_id();
+        self.truth()
+            .retained_seen
+            .push(proof.retained().cloned());
         // Whether the chain called with a lease that was valid when it called.
         let valid_at_call = adk_computer_use::runtime::binding::validate_lease_at(
             _lease,
@@ -495,11 +532,8 @@ impl ComputerUseRuntime for FakeRuntime {
         postcondition: Option<&ActionPostcondition>,
     ) -> Result<VerificationOutcome, ComputerUseError> {
         self.enter(Call::Verify).await?;
-        Ok(evaluate_evidence(receipt, postcondition))
-    }
-
-    fn action_ended(&self, action_id: &str) {
-        self.truth().ended.push(action_id.to_owned());
+        let verdict = self.script().verdict.clone();
+        Ok(verdict.unwrap_or_else(|| evaluate_evidence(receipt, postcondition)))
     }
 }
 

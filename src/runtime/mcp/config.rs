@@ -26,8 +26,6 @@ pub struct McpRuntimeConfig {
     pub target_window_id: Option<WindowId>,
     /// Correlation ids for tracing.
     pub trace: TraceContext,
-    /// Most previews retained at once; the oldest is dropped beyond it.
-    pub retained_limit: usize,
     /// Reservation time-to-live asked for, in milliseconds.
     pub reservation_ttl_ms: u64,
     /// Lease time-to-live asked for, in milliseconds.
@@ -44,7 +42,6 @@ impl McpRuntimeConfig {
             target_app_id: None,
             target_window_id: None,
             trace: TraceContext::default(),
-            retained_limit: 1024,
             reservation_ttl_ms: 30_000,
             lease_ttl_ms: 30_000,
         }

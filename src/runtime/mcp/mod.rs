@@ -4,16 +4,22 @@
 //! Arguments go out flat and snake_case; answers come back camelCase under
 //! their keys in `structuredContent`. A text-only answer where a typed one was
 //! expected is a decode error, never a guess, and an `isError` refusal becomes
-//! [`ComputerUseError::Refused`] keeping the server's code. The adapter does
-//! not rely on the chain above it: it repeats the binding checks at its own
-//! boundary and keeps the exact previewed arguments and envelope, so a direct
-//! `execute_action` with an envelope that differs from the preview in any
-//! field is refused.
+//! [`ComputerUseError::Refused`] keeping the server's code.
+//!
+//! The adapter decodes and reports; it does not judge. Binding every answer
+//! to the request is the chain's job, done once against the session's clock.
+//! What makes that sound is that the chain is the only way to the server's
+//! mutating tools: the trait methods that reach them take proofs only a
+//! stage can make, the raw [`ComputerUseMcpRuntime::call`] speaks read-only
+//! tools only, and approving is a separate host capability
+//! ([`McpApprover`]). The exact arguments a preview was made with travel
+//! inside the stage (as [`PreviewAnswer::retained`]) to the one
+//! `execute_action` that sends them.
 
+mod approver;
 mod config;
-mod retained;
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::service::{Peer, RunningService};
@@ -23,15 +29,15 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 use tracing::Instrument;
 
+pub use approver::McpApprover;
 pub use config::{McpRuntimeConfig, TraceContext};
-use retained::{Retained, RetainedPreviews};
 /// The rmcp crate this adapter speaks through, for building custom transports.
 pub use rmcp;
 
 use super::binding::{self, bind};
 use super::{
-    ActionRequest, ComputerUseRuntime, ImageContent, Observation, ObservationScope,
-    VerificationOutcome,
+    ActionRequest, ComputerUseRuntime, ExecuteProof, ImageContent, LeaseProof, LeaseReleaseProof,
+    Observation, ObservationScope, PreviewAnswer, ReleaseProof, ReserveProof,
 };
 use crate::ComputerUseError;
 use crate::contracts::case::to_snake_keys;
@@ -42,10 +48,24 @@ pub struct ComputerUseMcpRuntime {
     peer: Peer<RoleClient>,
     service: tokio::sync::Mutex<Option<RunningService<RoleClient, ()>>>,
     config: McpRuntimeConfig,
-    session_id: Mutex<Option<String>>,
-    retained: Mutex<RetainedPreviews>,
+    /// Shared with the approvers taken from this runtime.
+    session_id: Arc<Mutex<Option<String>>>,
     child_pid: Option<u32>,
 }
+
+/// The tools [`ComputerUseMcpRuntime::call`] may speak: reads that change
+/// nothing on the server. `sim_stats` is the bundled simulator's counters.
+pub const READ_ONLY_TOOLS: [&str; 5] = [
+    "get_execution_capabilities",
+    "get_session",
+    "get_session_events",
+    "get_follow_ups",
+    "sim_stats",
+];
+
+/// The low-level tools [`ComputerUseMcpRuntime::observe_shadow`] may run:
+/// observations that change nothing on the desktop.
+pub const OBSERVATION_TOOLS: [&str; 4] = ["snapshot", "get_ui_tree", "list_windows", "read_clipboard"];
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|p| p.into_inner())
@@ -56,6 +76,15 @@ fn transport_error(operation: &str, err: impl ToString) -> ComputerUseError {
         operation: operation.to_owned(),
         message: err.to_string(),
     }
+}
+
+fn current_session(session: &Mutex<Option<String>>) -> Result<String, ComputerUseError> {
+    lock(session)
+        .clone()
+        .ok_or_else(|| ComputerUseError::InvalidRequest {
+            field: "sessionId".into(),
+            message: "no runtime session: configure one or call start_session".into(),
+        })
 }
 
 /// Decodes `answer[key]` as `T`. The value is taken out of `answer` (left
@@ -160,9 +189,14 @@ pub fn decode_tool_result(
     }
 }
 
+/// The arguments object of a call, with every `null` left out: upstream's
+/// schemas reject `null` for an absent optional.
 fn object(value: Value) -> Map<String, Value> {
     match value {
-        Value::Object(map) => map,
+        Value::Object(mut map) => {
+            map.retain(|_, value| !value.is_null());
+            map
+        }
         _ => Map::new(),
     }
 }
@@ -195,8 +229,7 @@ impl ComputerUseMcpRuntime {
         Ok(Self {
             peer: service.peer().clone(),
             service: tokio::sync::Mutex::new(Some(service)),
-            session_id: Mutex::new(config.session_id.clone()),
-            retained: Mutex::new(RetainedPreviews::new(config.retained_limit)),
+            session_id: Arc::new(Mutex::new(config.session_id.clone())),
             config,
             child_pid: None,
         })
@@ -214,27 +247,33 @@ impl ComputerUseMcpRuntime {
 
     /// The runtime session this adapter acts in.
     pub fn session_id(&self) -> Result<String, ComputerUseError> {
-        lock(&self.session_id)
-            .clone()
-            .ok_or_else(|| ComputerUseError::InvalidRequest {
-                field: "sessionId".into(),
-                message: "no runtime session: configure one or call start_session".into(),
-            })
+        current_session(&self.session_id)
     }
 
-    /// How many previews are retained right now.
-    pub fn retained_len(&self) -> usize {
-        lock(&self.retained).len()
-    }
-
-    /// Drops the retained preview of an action that will not run (it was
-    /// blocked, or its approval was refused).
-    pub fn forget(&self, action_id: &str) {
-        lock(&self.retained).remove(action_id);
-    }
-
-    /// Calls `tool` with `arguments` and returns its structured answer and images.
+    /// Calls the read-only `tool` (one of [`READ_ONLY_TOOLS`]) with
+    /// `arguments` and returns its structured answer and images. Any other
+    /// tool is refused before anything is sent: the tools that change state
+    /// are reached only through the governed chain.
     pub async fn call(
+        &self,
+        tool: &str,
+        arguments: Map<String, Value>,
+    ) -> Result<(Value, Vec<ImageContent>), ComputerUseError> {
+        if !READ_ONLY_TOOLS.contains(&tool) {
+            return Err(ComputerUseError::InvalidRequest {
+                field: "tool".into(),
+                message: format!(
+                    "expected a read-only tool ({}), got {tool:?}; tools that change state are reached only through the governed chain",
+                    READ_ONLY_TOOLS.join(", ")
+                ),
+            });
+        }
+        self.send(tool, arguments).await
+    }
+
+    /// Sends one tool call, any tool. Private: every caller is a method of
+    /// this adapter that was handed the right to make that call.
+    async fn send(
         &self,
         tool: &str,
         arguments: Map<String, Value>,
@@ -267,7 +306,7 @@ impl ComputerUseMcpRuntime {
     }
 
     async fn call_json(&self, tool: &str, arguments: Value) -> Result<Value, ComputerUseError> {
-        Ok(self.call(tool, object(arguments)).await?.0)
+        Ok(self.send(tool, object(arguments)).await?.0)
     }
 
     fn check_session(
@@ -411,31 +450,15 @@ impl ComputerUseMcpRuntime {
         Ok(page)
     }
 
-    /// Asks the server for an approval grant for a previewed action.
-    pub async fn approve_action(
-        &self,
-        action_id: &str,
-        scope: ApprovalScope,
-        uses: Option<u32>,
-    ) -> Result<ApprovalGrant, ComputerUseError> {
-        let mut answer = self
-            .call_json(
-                "approve_action",
-                json!({ "session_id": self.session_id()?, "action_id": action_id, "scope": scope, "uses": uses }),
-            )
-            .await?;
-        let grant: ApprovalGrant = decode("approve_action", "grant", &mut answer)?;
-        let fields = grant.fields();
-        self.check_session("ApprovalGrant", &fields.session_id, &fields.principal_id)?;
-        if let Some(retained) = lock(&self.retained).get(action_id) {
-            bind(
-                "ApprovalGrant",
-                "actionDigest",
-                &retained.envelope.args_digest,
-                &fields.action_digest,
-            )?;
-        }
-        Ok(grant)
+    /// The host's capability to approve actions on this server. It is a
+    /// separate value from the runtime a `Session` drives, so an agent that
+    /// holds only its session cannot approve its own action.
+    pub fn approver(&self) -> McpApprover {
+        McpApprover::new(
+            self.peer.clone(),
+            self.config.principal_id.clone(),
+            Arc::clone(&self.session_id),
+        )
     }
 
     /// Deletes a terminal session.
@@ -499,15 +522,25 @@ impl ComputerUseMcpRuntime {
         Ok(session)
     }
 
-    /// A read-only observation: `tool` run through `execute_action` in shadow mode.
+    /// A read-only observation: `tool` (one of [`OBSERVATION_TOOLS`]) run
+    /// through `execute_action` in shadow mode, under its own action id.
     pub async fn observe_shadow(
         &self,
         tool: &str,
         arguments: Value,
     ) -> Result<Observation, ComputerUseError> {
+        if !OBSERVATION_TOOLS.contains(&tool) {
+            return Err(ComputerUseError::InvalidRequest {
+                field: "tool".into(),
+                message: format!(
+                    "expected an observation tool ({}), got {tool:?}",
+                    OBSERVATION_TOOLS.join(", ")
+                ),
+            });
+        }
         let session_id = self.session_id()?;
         let (mut answer, images) = self
-            .call(
+            .send(
                 "execute_action",
                 object(json!({ "session_id": session_id, "tool": tool, "arguments": arguments, "mode": "shadow" })),
             )
@@ -635,41 +668,26 @@ impl ComputerUseRuntime for ComputerUseMcpRuntime {
     async fn preview_action(
         &self,
         request: &ActionRequest<'_>,
-    ) -> Result<ActionPreview, ComputerUseError> {
-        bind(
-            "ActionRequest",
-            "sessionId",
-            &self.session_id()?,
-            request.session_id,
-        )?;
+    ) -> Result<PreviewAnswer, ComputerUseError> {
         let arguments = Self::action_arguments(request);
-        let (answer, _) = self.call("preview_action", arguments.clone()).await?;
+        let (answer, _) = self.send("preview_action", arguments.clone()).await?;
         let preview: ActionPreview = serde_json::from_value(answer)
             .map_err(|err| ComputerUseError::decode("preview_action answer", err))?;
-        let envelope = &preview.envelope;
-        self.check_session(
-            "ActionEnvelope",
-            &envelope.session_id,
-            &envelope.principal_id,
-        )?;
-        binding::bind_to_request(request, envelope)?;
-        binding::validate_envelope_freshness(envelope)?;
+        // What runs must be what was previewed: the exact arguments, under
+        // the action id the server bound them to, travel with the stage.
         let mut arguments = arguments;
-        arguments.insert("action_id".into(), json!(envelope.action_id));
-        lock(&self.retained).insert(
-            envelope.action_id.clone(),
-            Retained {
-                arguments,
-                envelope: ActionEnvelope::clone(envelope),
-            },
-        );
-        Ok(preview)
+        arguments.insert("action_id".into(), json!(preview.envelope.action_id));
+        Ok(PreviewAnswer {
+            preview,
+            retained: Some(Value::Object(arguments)),
+        })
     }
 
     async fn reserve_target(
         &self,
-        envelope: &ActionEnvelope,
+        proof: &ReserveProof<'_>,
     ) -> Result<Option<TargetReservation>, ComputerUseError> {
+        let envelope = proof.envelope();
         let Some(target) = &envelope.target else {
             return Ok(None);
         };
@@ -687,21 +705,12 @@ impl ComputerUseRuntime for ComputerUseMcpRuntime {
                 }),
             )
             .await?;
-        let reservation: TargetReservation = decode("reserve_target", "reservation", &mut answer)?;
-        if let Err(err) = binding::validate_reservation(&reservation, envelope) {
-            // Refused at this boundary: give the reservation back now, as the
-            // chain would, and report both failures when that fails too.
-            let cleanup = self.release_target(&reservation).await;
-            return Err(ComputerUseError::with_cleanup(err, cleanup));
-        }
-        Ok(Some(reservation))
+        decode("reserve_target", "reservation", &mut answer).map(Some)
     }
 
-    async fn release_target(
-        &self,
-        reservation: &TargetReservation,
-    ) -> Result<(), ComputerUseError> {
-        lock(&self.retained).remove(&reservation.intent_id);
+    async fn release_target(&self, proof: &ReleaseProof<'_>) -> Result<(), ComputerUseError> {
+        let reservation = proof.reservation();
+        // In this adapter's session, whatever session the answer claimed.
         let mut answer = self
             .call_json(
                 "release_target_reservation",
@@ -723,10 +732,8 @@ impl ComputerUseRuntime for ComputerUseMcpRuntime {
         )
     }
 
-    async fn acquire_lease(
-        &self,
-        envelope: &ActionEnvelope,
-    ) -> Result<ControlLease, ComputerUseError> {
+    async fn acquire_lease(&self, proof: &LeaseProof<'_>) -> Result<ControlLease, ComputerUseError> {
+        let envelope = proof.envelope();
         let kind = if envelope.requested_mode == ExecutionMode::Foreground {
             "exclusive"
         } else {
@@ -748,121 +755,51 @@ impl ComputerUseRuntime for ComputerUseMcpRuntime {
                 }),
             )
             .await?;
-        let lease: ControlLease = decode("acquire_control_lease", "lease", &mut answer)?;
-        binding::validate_lease(&lease, envelope)?;
-        Ok(lease)
+        decode("acquire_control_lease", "lease", &mut answer)
+    }
+
+    async fn release_lease(&self, proof: &LeaseReleaseProof<'_>) -> Result<(), ComputerUseError> {
+        let lease = proof.lease();
+        let mut answer = self
+            .call_json(
+                "release_control_lease",
+                json!({ "lease_id": lease.lease_id }),
+            )
+            .await?;
+        let released: ControlLease = decode("release_control_lease", "lease", &mut answer)?;
+        bind("ControlLease", "leaseId", &lease.lease_id, &released.lease_id)?;
+        binding::require_state("ControlLease", LeaseState::Released, released.state)
     }
 
     async fn execute_action(
         &self,
-        envelope: &ActionEnvelope,
-        lease: &ControlLease,
-        approval_grant_id: Option<&str>,
+        proof: &ExecuteProof<'_>,
     ) -> Result<ExecutionReceipt, ComputerUseError> {
-        let arguments = {
-            let retained = lock(&self.retained);
-            let entry = retained.get(&envelope.action_id).ok_or_else(|| {
-                ComputerUseError::InvalidRequest {
-                    field: "actionId".into(),
-                    message: format!(
-                        "{} has no retained preview; preview it before executing",
-                        envelope.action_id
-                    ),
-                }
-            })?;
-            if &entry.envelope != envelope {
+        let envelope = proof.envelope();
+        let mut arguments = match proof.retained() {
+            Some(Value::Object(arguments)) => arguments.clone(),
+            _ => {
                 return Err(ComputerUseError::InvalidRequest {
-                    field: "envelope".into(),
+                    field: "retained".into(),
                     message: format!(
-                        "the envelope for {} differs from the one the runtime previewed; refusing to execute",
+                        "expected the arguments action {} was previewed with, found none; preview it again",
                         envelope.action_id
                     ),
                 });
             }
-            let mut arguments = entry.arguments.clone();
-            arguments.insert("lease_id".into(), json!(lease.lease_id));
-            if let Some(grant) = approval_grant_id {
-                arguments.insert("approval_grant_id".into(), json!(grant));
-            }
-            arguments
         };
-        binding::validate_envelope_freshness(envelope)?;
-        binding::validate_lease(lease, envelope)?;
-        let mut answer = match self.call("execute_action", arguments).await {
-            Ok((answer, _)) => answer,
-            Err(err) => {
-                // The one-writer lease is no use after a failed mutation; give
-                // it back so the next writer is not held up until its TTL.
-                let _ = self
-                    .call_json(
-                        "release_control_lease",
-                        json!({ "lease_id": lease.lease_id }),
-                    )
-                    .await;
-                return Err(err);
-            }
-        };
-        let receipt: ExecutionReceipt = decode("execute_action", "receipt", &mut answer)?;
-        binding::validate_receipt(&receipt, envelope)?;
-        Ok(receipt)
-    }
-
-    async fn verify(
-        &self,
-        receipt: &ExecutionReceipt,
-        postcondition: Option<&ActionPostcondition>,
-    ) -> Result<VerificationOutcome, ComputerUseError> {
-        lock(&self.retained).remove(&receipt.action_id);
-        Ok(super::evaluate_evidence(receipt, postcondition))
-    }
-
-    fn action_ended(&self, action_id: &str) {
-        self.forget(action_id);
-    }
-
-    fn preview_state(&self, action_id: &str) -> Option<Value> {
-        let retained = lock(&self.retained);
-        let entry = retained.get(action_id)?;
-        Some(json!({ "arguments": entry.arguments, "envelope": entry.envelope }))
-    }
-
-    fn restore_preview_state(
-        &self,
-        envelope: &ActionEnvelope,
-        state: Value,
-    ) -> Result<(), ComputerUseError> {
-        let arguments = match state.get("arguments") {
-            Some(Value::Object(arguments)) => arguments.clone(),
-            _ => {
-                return Err(ComputerUseError::decode(
-                    "retained preview",
-                    "expected an arguments object",
-                ));
-            }
-        };
-        let sealed: ActionEnvelope =
-            serde_json::from_value(state.get("envelope").cloned().unwrap_or(Value::Null))
-                .map_err(|err| ComputerUseError::decode("retained preview envelope", err))?;
-        if &sealed != envelope {
-            return Err(ComputerUseError::InvalidRequest {
-                field: "envelope".into(),
-                message: "the retained preview does not match the checkpointed envelope".into(),
-            });
-        }
         bind(
             "ActionEnvelope",
-            "sessionId",
-            &self.session_id()?,
-            &envelope.session_id,
+            "actionId",
+            &envelope.action_id,
+            arguments.get("action_id").and_then(Value::as_str).unwrap_or(""),
         )?;
-        lock(&self.retained).insert(
-            envelope.action_id.clone(),
-            Retained {
-                arguments,
-                envelope: sealed,
-            },
-        );
-        Ok(())
+        arguments.insert("lease_id".into(), json!(proof.lease().lease_id));
+        if let Some(grant) = proof.grant_id() {
+            arguments.insert("approval_grant_id".into(), json!(grant));
+        }
+        let (mut answer, _) = self.send("execute_action", arguments).await?;
+        decode("execute_action", "receipt", &mut answer)
     }
 
     async fn pause_session(&self, reason: Option<&str>) -> Result<(), ComputerUseError> {

@@ -1,0 +1,182 @@
+//! Proofs: the only keys to the runtime calls that change the server's state.
+//!
+//! The stage types are sound only if they are the only way in. So every
+//! runtime method that changes state on the server — reserving a target,
+//! taking the lease, the mutation itself, giving a reservation or a lease
+//! back — takes one of these values, and only the matching stage (or the
+//! session's reaper, for releases) can make one. A runtime reads what it
+//! needs from the proof; a caller holding every public item of this crate
+//! cannot call those methods at all, because it cannot produce the argument.
+//!
+//! Each proof has private fields, no public constructor, and no `Clone`,
+//! `Copy`, `Default` or `Deserialize`. It borrows from the stage that made
+//! it, so it cannot outlive that stage's transition or be kept for a second
+//! call.
+//!
+//! ```compile_fail,E0451
+//! // Minting a proof outside the crate does not compile.
+//! use adk_computer_use::contracts::{ActionEnvelope, ControlLease};
+//! use adk_computer_use::runtime::ExecuteProof;
+//! fn mint<'a>(envelope: &'a ActionEnvelope, lease: &'a ControlLease) -> ExecuteProof<'a> {
+//!     ExecuteProof { envelope, lease, grant_id: None, retained: None }
+//! }
+//! ```
+//!
+//! ```compile_fail,E0599
+//! // A proof cannot be copied for a second call.
+//! fn twice(proof: &adk_computer_use::runtime::ExecuteProof<'_>) {
+//!     let again = proof.clone();
+//! }
+//! ```
+
+use std::fmt;
+
+use serde_json::Value;
+
+use crate::contracts::{ActionEnvelope, ControlLease, TargetReservation};
+
+/// The key to [`super::ComputerUseRuntime::reserve_target`]: an approved,
+/// fresh preview whose identity the chain has bound.
+pub struct ReserveProof<'a> {
+    envelope: &'a ActionEnvelope,
+}
+
+impl<'a> ReserveProof<'a> {
+    pub(crate) fn new(envelope: &'a ActionEnvelope) -> Self {
+        Self { envelope }
+    }
+
+    /// The envelope whose target to reserve.
+    pub fn envelope(&self) -> &ActionEnvelope {
+        self.envelope
+    }
+}
+
+/// The key to [`super::ComputerUseRuntime::acquire_lease`]: an approved
+/// action that holds its validated reservation (if the runtime made one).
+pub struct LeaseProof<'a> {
+    envelope: &'a ActionEnvelope,
+    reservation: Option<&'a TargetReservation>,
+}
+
+impl<'a> LeaseProof<'a> {
+    pub(crate) fn new(
+        envelope: &'a ActionEnvelope,
+        reservation: Option<&'a TargetReservation>,
+    ) -> Self {
+        Self {
+            envelope,
+            reservation,
+        }
+    }
+
+    /// The envelope the lease is for.
+    pub fn envelope(&self) -> &ActionEnvelope {
+        self.envelope
+    }
+
+    /// The reservation the action holds, when the runtime made one.
+    pub fn reservation(&self) -> Option<&TargetReservation> {
+        self.reservation
+    }
+}
+
+/// The key to [`super::ComputerUseRuntime::execute_action`]: a leased action
+/// whose every binding was re-checked immediately before this call. Made
+/// once per `Leased`, which the call consumes.
+pub struct ExecuteProof<'a> {
+    envelope: &'a ActionEnvelope,
+    lease: &'a ControlLease,
+    grant_id: Option<&'a str>,
+    retained: Option<&'a Value>,
+}
+
+impl<'a> ExecuteProof<'a> {
+    pub(crate) fn new(
+        envelope: &'a ActionEnvelope,
+        lease: &'a ControlLease,
+        grant_id: Option<&'a str>,
+        retained: Option<&'a Value>,
+    ) -> Self {
+        Self {
+            envelope,
+            lease,
+            grant_id,
+            retained,
+        }
+    }
+
+    /// The envelope to execute, exactly as it was previewed.
+    pub fn envelope(&self) -> &ActionEnvelope {
+        self.envelope
+    }
+
+    /// The validated control lease to execute under.
+    pub fn lease(&self) -> &ControlLease {
+        self.lease
+    }
+
+    /// The approval grant to present, when a person approved through one.
+    pub fn grant_id(&self) -> Option<&str> {
+        self.grant_id
+    }
+
+    /// What the runtime asked to keep when it previewed this action
+    /// ([`super::PreviewAnswer::retained`]), carried by the stage (and
+    /// through a sealed checkpoint) to this call.
+    pub fn retained(&self) -> Option<&Value> {
+        self.retained
+    }
+}
+
+/// The key to [`super::ComputerUseRuntime::release_target`]: a reservation
+/// this session holds, handed back by the stage or the reaper that owns it.
+pub struct ReleaseProof<'a> {
+    reservation: &'a TargetReservation,
+}
+
+impl<'a> ReleaseProof<'a> {
+    pub(crate) fn new(reservation: &'a TargetReservation) -> Self {
+        Self { reservation }
+    }
+
+    /// The reservation to release.
+    pub fn reservation(&self) -> &TargetReservation {
+        self.reservation
+    }
+}
+
+/// The key to [`super::ComputerUseRuntime::release_lease`]: a lease this
+/// session holds, handed back when its action ends.
+pub struct LeaseReleaseProof<'a> {
+    lease: &'a ControlLease,
+}
+
+impl<'a> LeaseReleaseProof<'a> {
+    pub(crate) fn new(lease: &'a ControlLease) -> Self {
+        Self { lease }
+    }
+
+    /// The lease to release.
+    pub fn lease(&self) -> &ControlLease {
+        self.lease
+    }
+}
+
+macro_rules! opaque_debug {
+    ($($name:ident),*) => {$(
+        impl fmt::Debug for $name<'_> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.debug_struct(stringify!($name)).finish_non_exhaustive()
+            }
+        }
+    )*};
+}
+
+opaque_debug!(
+    ReserveProof,
+    LeaseProof,
+    ExecuteProof,
+    ReleaseProof,
+    LeaseReleaseProof
+);
