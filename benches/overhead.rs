@@ -282,7 +282,10 @@ impl ComputerUseRuntime for NoopRuntime {
         self.raw_release(proof.reservation());
         Ok(())
     }
-    async fn acquire_lease(&self, proof: &LeaseProof<'_>) -> Result<ControlLease, ComputerUseError> {
+    async fn acquire_lease(
+        &self,
+        proof: &LeaseProof<'_>,
+    ) -> Result<ControlLease, ComputerUseError> {
         Ok(self.raw_lease(proof.envelope()))
     }
     async fn release_lease(&self, proof: &LeaseReleaseProof<'_>) -> Result<(), ComputerUseError> {
@@ -384,7 +387,10 @@ impl RawClient {
             session_id: String::new(),
         };
         let answer = client
-            .tool("start_session", json!({ "objective": "raw", "execution_group_id": "group-e2e" }))
+            .tool(
+                "start_session",
+                json!({ "objective": "raw", "execution_group_id": "group-e2e" }),
+            )
             .await;
         client.session_id = answer["session"]["sessionId"].as_str().unwrap().to_owned();
         client
@@ -401,9 +407,7 @@ impl RawClient {
 async fn raw_mcp(client: &RawClient, id: &str) {
     let session_id = client.session_id.as_str();
     let window = json!(CLIPBOARD_WINDOW);
-    let shadow = |tool: &str, arguments: Value| {
-        json!({ "session_id": session_id, "tool": tool, "arguments": arguments, "mode": "shadow" })
-    };
+    let shadow = |tool: &str, arguments: Value| json!({ "session_id": session_id, "tool": tool, "arguments": arguments, "mode": "shadow" });
     let _ = tokio::join!(
         client.tool(
             "get_execution_capabilities",

@@ -44,7 +44,10 @@ async fn observations_run_concurrently_and_exactly_one_mutation_happens() {
         0,
         "the reservation is released after verification"
     );
-    assert_eq!(rig.session.release_stats().reservations.explicit_released, 1);
+    assert_eq!(
+        rig.session.release_stats().reservations.explicit_released,
+        1
+    );
 }
 
 #[tokio::test]
@@ -107,7 +110,11 @@ async fn resume_executes_only_the_original_digest_with_the_exact_grant() {
 
     let approved = rig
         .session
-        .resume(&store, &id, Approval::with_grant("a-5", &digest, POLICY, &grant))
+        .resume(
+            &store,
+            &id,
+            Approval::with_grant("a-5", &digest, POLICY, &grant),
+        )
         .unwrap();
     assert_eq!(approved.preview().envelope.args_digest, digest);
     let verified = approved.complete().await.unwrap();
@@ -416,7 +423,10 @@ async fn release_runs_on_lease_failure_and_on_verification_failure() {
         );
         assert_eq!(err.refusal_code(), Some("lease_conflict"));
         assert_eq!(rig.runtime.active_reservations(), 0);
-        assert_eq!(rig.session.release_stats().reservations.explicit_released, 1);
+        assert_eq!(
+            rig.session.release_stats().reservations.explicit_released,
+            1
+        );
     }
 }
 
@@ -550,7 +560,14 @@ async fn a_timed_out_chain_leaks_nothing_after_shutdown() {
     assert!(timed_out.is_err());
     assert_eq!(runtime.mutations(), 1, "execute ran before the hold");
     let stats = session.shutdown().await;
-    assert_eq!((stats.reservations.queued, stats.reservations.reaped, stats.leaked()), (1, 1, 0));
+    assert_eq!(
+        (
+            stats.reservations.queued,
+            stats.reservations.reaped,
+            stats.leaked()
+        ),
+        (1, 1, 0)
+    );
     assert_eq!(runtime.active_reservations(), 0);
 }
 

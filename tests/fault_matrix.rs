@@ -238,7 +238,10 @@ async fn every_fault_point_keeps_every_guarantee() {
                 );
                 let mut released = truth.lease_releases.clone();
                 released.dedup();
-                assert_eq!(released, truth.lease_releases, "{name}: a lease released twice");
+                assert_eq!(
+                    released, truth.lease_releases,
+                    "{name}: a lease released twice"
+                );
                 reserved
             };
 

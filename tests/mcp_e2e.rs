@@ -182,7 +182,10 @@ async fn server_refusal_codes_arrive_typed() {
         "release_control_lease",
         "release_target_reservation",
     ] {
-        let err = runtime.call(tool, serde_json::Map::new()).await.unwrap_err();
+        let err = runtime
+            .call(tool, serde_json::Map::new())
+            .await
+            .unwrap_err();
         assert!(
             matches!(&err, ComputerUseError::InvalidRequest { field, .. } if field == "tool"),
             "{tool}: {err}"
@@ -271,7 +274,11 @@ async fn killing_the_server_mid_chain_is_a_transport_error_with_nothing_leaked()
     }
     let stats = session.shutdown().await;
     assert_eq!(
-        (stats.reservations.queued, stats.leaked(), stats.reservations.explicit_failed),
+        (
+            stats.reservations.queued,
+            stats.leaked(),
+            stats.reservations.explicit_failed
+        ),
         (0, 0, 1)
     );
     runtime.shutdown().await.unwrap();
@@ -649,5 +656,95 @@ async fn a_password_field_target_needs_approval() {
         }
         _ => panic!("a password field was not routed to approval"),
     }
+    runtime.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn finding_10_a_stale_chain_cannot_break_a_live_retry_of_the_same_action() {
+    let runtime = spawn_sim(&[]).await;
+    let session = session(&runtime, "agent-a");
+    let allowed = |previewed: adk_computer_use::Previewed<_>| match previewed.route() {
+        adk_computer_use::Route::Allowed(approved) => approved,
+        _ => panic!("expected the action to be allowed"),
+    };
+    // The stale chain: previewed and reserved, then abandoned.
+    let stale = allowed(
+        session
+            .observe()
+            .await
+            .unwrap()
+            .preview(&write_clipboard("same-id", "text", true))
+            .await
+            .unwrap(),
+    )
+    .reserve()
+    .await
+    .unwrap();
+    // The recommended retry reuses the action id.
+    let retry = allowed(
+        session
+            .observe()
+            .await
+            .unwrap()
+            .preview(&write_clipboard("same-id", "text", true))
+            .await
+            .unwrap(),
+    );
+    drop(stale);
+    // Let the reaper release the stale chain's reservation first.
+    for _ in 0..200 {
+        if session.release_stats().reservations.reaped == 1 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    assert_eq!(session.release_stats().reservations.reaped, 1);
+    let verified = retry.complete().await.unwrap();
+    assert!(verified.verified(), "{}", verified.outcome());
+    assert_eq!(stats(&runtime).await["totalEffects"], 1);
+    runtime.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn finding_11_the_lease_is_given_back_after_every_action_over_mcp() {
+    let runtime = spawn_sim(&[]).await;
+    let first = session(&runtime, "agent-a");
+    let second = session(&runtime, "agent-b");
+    let _done = completed(
+        first
+            .run(write_clipboard("l-1", "one", true))
+            .await
+            .unwrap(),
+    );
+    // The spent lease was released at once: no active lease holds the next
+    // writer up until the TTL.
+    assert_eq!(stats(&runtime).await["activeLeases"], 0);
+    let _done = completed(
+        second
+            .run(write_clipboard("l-2", "two", true))
+            .await
+            .unwrap(),
+    );
+    // A chain dropped while it held the lease has it given back by the reaper.
+    let leased = match first
+        .observe()
+        .await
+        .unwrap()
+        .preview(&write_clipboard("l-3", "three", true))
+        .await
+        .unwrap()
+        .route()
+    {
+        adk_computer_use::Route::Allowed(approved) => {
+            approved.reserve().await.unwrap().lease().await.unwrap()
+        }
+        _ => panic!("expected the action to be allowed"),
+    };
+    assert_eq!(stats(&runtime).await["activeLeases"], 1);
+    drop(leased);
+    let released = first.shutdown().await;
+    assert_eq!((released.leases.queued, released.leases.reaped), (1, 1));
+    assert_eq!(stats(&runtime).await["activeLeases"], 0);
+    assert_eq!(stats(&runtime).await["totalEffects"], 2);
     runtime.shutdown().await.unwrap();
 }

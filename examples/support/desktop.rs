@@ -274,7 +274,10 @@ impl ComputerUseRuntime for InProcessDesktop {
         Ok(())
     }
 
-    async fn acquire_lease(&self, proof: &LeaseProof<'_>) -> Result<ControlLease, ComputerUseError> {
+    async fn acquire_lease(
+        &self,
+        proof: &LeaseProof<'_>,
+    ) -> Result<ControlLease, ComputerUseError> {
         let envelope = proof.envelope();
         let at = now();
         Ok(ControlLease {

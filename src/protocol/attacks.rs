@@ -1,71 +1,189 @@
-//! Each ordering bug of the seeds, and the type that makes it impossible.
+//! Each attack on the chain, and what rules it out.
 //!
 //! This module holds no code. It is the map a reviewer reads to trust the
-//! chain: for every way the upstream run-time graph could be driven wrong,
-//! which type or check here refuses it, and which test proves so
-//! (`ui-tests/` for what must not compile, `tests/` for what must fail at
-//! run time).
+//! chain: for every way the protocol could be driven wrong — by a caller
+//! holding every public item of this crate, or by a runtime answering
+//! anything — which type or check refuses it, and which test proves so
+//! (`ui-tests/fail/` for what must not compile, `tests/` for what must fail
+//! at run time). Nothing here claims more than those tests show.
 //!
-//! # Mutating before the lease
+//! # The one door
 //!
-//! The only `execute` in the crate is [`super::Leased::execute`]. `Leased`
-//! has private fields and no public constructor; the one function that
-//! builds it is [`super::Reserved::lease`], which has validated the lease
-//! into a [`super::BoundLease`]. Calling `execute` on any other stage is
-//! E0599 (`ui-tests/fail/execute_on_*.rs`).
+//! ## Mutating without `Leased` (finding 1)
 //!
-//! # Executing an action that waits for approval
+//! The only `execute` in the crate is [`super::Leased::execute`], and the
+//! runtime's own `execute_action` takes a [`crate::runtime::ExecuteProof`]
+//! that only `Leased::execute` makes. The same holds for every method that
+//! changes the server's state: `reserve_target` (`ReserveProof`, made by
+//! `Approved::reserve`), `acquire_lease` (`LeaseProof`, `Reserved::lease`),
+//! `release_target` and `release_lease` (made by the action guard and its
+//! reaper). Proofs have private fields and private constructors, are not
+//! `Clone`, and borrow from the stage, so a runtime cannot keep one.
+//! [`super::Session`] does not hand out its runtime, and the MCP adapter's
+//! raw `call` speaks read-only tools only; approving is the host's
+//! [`crate::runtime::mcp::McpApprover`], which the session cannot reach.
 //!
-//! [`super::PendingApproval`] has no `reserve`, `lease` or `execute`. The
-//! only way from it to [`super::Approved`] is `approve`, which checks both
-//! digests (`ui-tests/fail/reserve_on_pending.rs`,
-//! `ui-tests/fail/pending_is_not_approved.rs`).
+//! - `ui-tests/fail/execute_without_proof.rs`, `reserve_without_proof.rs`,
+//!   `lease_without_proof.rs`, `release_without_proof.rs` (E0308)
+//! - `ui-tests/fail/mint_execute_proof.rs` (E0451),
+//!   `mint_release_proof.rs` (E0624), `clone_proof.rs` (E0599),
+//!   `keep_proof_past_stage.rs` (E0521)
+//! - `ui-tests/fail/session_hides_runtime.rs` (E0599), `execute_on_*.rs`
+//! - `tests/mcp_e2e.rs`: `server_refusal_codes_arrive_typed` (the raw call
+//!   refuses every state-changing tool before sending anything)
+//! - `tests/one_door.rs`: `finding_01_a_plan_only_session_cannot_mutate`
 //!
-//! # Approving one action and running another
+//! ```compile_fail,E0599
+//! // The session does not hand out its runtime.
+//! fn reach<R: adk_computer_use::ComputerUseRuntime>(session: &adk_computer_use::Session<R>) {
+//!     let _ = session.runtime();
+//! }
+//! ```
 //!
-//! [`super::Approval::check_against`] binds the approval to the preview's
-//! `argsDigest` and `policyDigest`; [`super::Authority`] re-checks the route
-//! and both digests inside `execute`. A receipt whose `actionDigest` differs
-//! is refused by [`crate::runtime::binding::validate_receipt`].
+//! ```compile_fail,E0308
+//! // An envelope is not a proof.
+//! async fn mutate<R: adk_computer_use::ComputerUseRuntime>(
+//!     runtime: &R,
+//!     envelope: &adk_computer_use::contracts::ActionEnvelope,
+//! ) {
+//!     let _ = runtime.execute_action(envelope).await;
+//! }
+//! ```
 //!
-//! # Two authorities, or none
+//! ## One approval, many executions (finding 2)
 //!
-//! [`super::ApprovalSource`] is an enum: a grant id *or* the runtime holding
-//! the approval. The JSON form is parsed strictly to the same effect
-//! ([`super::Approval::from_json`]).
+//! [`super::PendingApproval::suspend`] consumes the pending approval, so it
+//! cannot also be approved in process (`ui-tests/fail/approve_after_suspend.rs`,
+//! E0382). [`super::Session::resume`] consumes the checkpoint atomically in
+//! the store, after every check has passed: of racing resumes, one gets the
+//! `Approved` stage and the rest a typed refusal before any runtime call
+//! (`tests/one_door.rs`: `finding_02_*`, including eight threads racing on
+//! one checkpoint file through separate stores; `tests/mcp_e2e.rs`:
+//! `a_suspended_approval_resumes_over_mcp_once_with_its_sealed_arguments`).
 //!
-//! # Replacing a checkpointed preview on resume
+//! ```compile_fail,E0382
+//! use adk_computer_use::protocol::{Approval, CheckpointStore, PendingApproval};
+//! fn both<R: adk_computer_use::ComputerUseRuntime>(
+//!     pending: PendingApproval<R>,
+//!     store: &dyn CheckpointStore,
+//!     approval: Approval,
+//! ) {
+//!     let _ = pending.suspend(store);
+//!     let _ = pending.approve(approval);
+//! }
+//! ```
+//!
+//! ## A stale chain breaks a live retry (finding 10)
+//!
+//! What a runtime keeps per preview (for MCP, the exact previewed arguments)
+//! is returned with the preview and travels inside the stage, and through a
+//! sealed checkpoint, to the one `ExecuteProof` that carries it. There is no
+//! side table keyed by action id for a stale chain's cleanup to wipe
+//! (`tests/mcp_e2e.rs`: `finding_10_*`; `tests/one_door.rs`:
+//! `retained_state_travels_with_the_stage_and_through_a_checkpoint`).
+//!
+//! # One judge
+//!
+//! ## False `Verified` through a swapped postcondition (finding 3)
+//!
+//! The envelope's postcondition is bound to the proposed one when the
+//! preview returns; any difference (swapped, added, removed) is
+//! `IdentityMismatch` on `ActionEnvelope.postcondition`
+//! (`tests/one_door.rs`: `finding_03_*`).
+//!
+//! ## Approval skipped through a contradictory preview (finding 4)
+//!
+//! The route is a total table over (`executable`, `blocker`, policy
+//! decision), in [`super::Route`]'s module; contradictions go to a person or
+//! are blocked, never allowed. Execution re-derives the route and requires
+//! the authority to match it (`tests/one_door.rs`:
+//! `finding_04_the_route_fails_closed_in_every_cell_of_the_table`, all 18
+//! cells).
+//!
+//! ## The runtime's verdict trusted (finding 5)
+//!
+//! `Executed::verify` holds the runtime's outcome to the evidence table
+//! applied to the receipt (`VerificationOutcome::at_most`): a runtime may
+//! report less than the table allows, never more (`tests/one_door.rs`:
+//! `finding_05_*`).
+//!
+//! ## A foreign lease or reservation (finding 6)
+//!
+//! Leases and reservations are bound to the envelope *and* to the session's
+//! own agent and execution group, so an envelope that leaves them out lets
+//! nothing through (`tests/one_door.rs`: `finding_06_*`).
+//!
+//! ## One action's approval reused for another (finding 7)
+//!
+//! An [`super::Approval`] names the action id as well as both digests, and
+//! [`super::Approval::check_against`] binds all three (`tests/one_door.rs`:
+//! `finding_07_*`).
+//!
+//! ## Approving one action and running another; two authorities, or none
+//!
+//! [`super::Authority`] re-checks the route and the approval inside
+//! `execute`; a receipt whose `actionDigest` differs is refused by
+//! [`crate::runtime::binding::validate_receipt`]. [`super::ApprovalSource`]
+//! is an enum (a grant id *or* the runtime holding the approval), and the
+//! JSON form is parsed strictly (`tests/chain.rs`:
+//! `ambiguous_authority_is_rejected`, `changed_digests_are_rejected_*`).
+//!
+//! ## Replacing a checkpointed preview on resume
 //!
 //! [`super::Session::resume`] takes only the approval; the preview comes out
 //! of the sealed checkpoint. Stores never overwrite and `resume` requires
-//! exactly one record with a valid HMAC for this session and identity.
+//! exactly one record with a valid HMAC for this session and identity. The
+//! sealing key is keyed once when built and has no fallback key
+//! (`tests/chain.rs`: `replaced_or_tampered_checkpoints_*`).
+//!
+//! # Resources
+//!
+//! ## Leaking a reservation or a lease (findings 8, 9, 11)
+//!
+//! `Reserved`, `Leased` and `Executed` own an action guard holding the
+//! reservation and the lease. Every terminal path releases both explicitly,
+//! the lease first; `Drop` hands what is left to the session's reaper. The
+//! reaper runs each release as its own task under a timeout, so a release
+//! that panics or hangs is counted as failed and the reaper goes on. The
+//! session keeps a ledger of everything its actions hold, so
+//! [`super::Session::shutdown`] reclaims what a `mem::forget`-ten stage
+//! still holds, and every resource lands in exactly one counter of
+//! [`super::ReleaseStats`] (`tests/one_door.rs`: `finding_08_*`,
+//! `finding_09_*`, `finding_11_*`; `tests/mcp_e2e.rs`: `finding_11_*`;
+//! `tests/fault_matrix.rs`: every fault point gives its lease back once).
+//!
+//! # Outcomes a caller acts on
+//!
+//! ## "Not committed" read as "not performed" (finding 12)
+//!
+//! [`super::Verified::performed`] answers from the receipt whether the
+//! runtime performed the action, and is what a retry decision uses;
+//! [`super::Verified::outcome`] is the seeds' evidence table, where a
+//! performed action with contradicting evidence is `Failed`
+//! (`tests/one_door.rs`: `finding_12_*`).
+//!
+//! ## An unknown outcome that looks like a clean failure (finding 13)
+//!
+//! A mutating call that fails in transit or with an unreadable answer is
+//! [`crate::ComputerUseError::OutcomeUnknown`], carrying the action id the
+//! safe retry reuses; a typed refusal stays a refusal (`tests/one_door.rs`:
+//! `finding_13_*`; `tests/mcp_e2e.rs`:
+//! `injected_crashes_leave_the_outcome_unknown_and_name_the_action`).
+//!
+//! # Time
+//!
+//! ## Running on an expired preview, lease or reservation
+//!
+//! Expiries are parsed once when an answer is bound and re-checked, against
+//! the session's [`crate::clock::Clock`], at approval, at reservation and
+//! again inside `execute`; identity fields bound once are not bound again.
+//! A clock may answer "still ahead" from a cheap source only if it never
+//! does so for a passed deadline (`tests/auth_and_clock.rs`,
+//! `tests/fault_matrix.rs`: `expires_during` rows).
 //!
 //! # Running the same stage twice
 //!
 //! Transitions take `self`: a second `execute`, `approve` or `reserve` on the
 //! same value is E0382 (`ui-tests/fail/*_twice.rs`). No stage is `Clone`
-//! (`ui-tests/fail/clone_stage.rs`).
-//!
-//! # Trusting an answer about someone else
-//!
-//! Leases, reservations and receipts enter a stage only as
-//! [`super::BoundLease`], [`super::BoundReservation`] and
-//! [`super::BoundReceipt`], and a preview only as [`super::FreshPreview`],
-//! which only the binding validators construct (`ui-tests/fail/forge_*.rs`,
-//! `hidden_constructor.rs`).
-//!
-//! # Running on an expired preview
-//!
-//! The envelope's freshness is checked when the preview returns, at
-//! approval, at reservation and again inside `execute`, against the
-//! session's [`crate::clock::Clock`]. A clock may answer "still ahead" from
-//! a cheap source only if it never does so for a passed deadline; the system
-//! clock's coarse answers keep a 50 ms margin and fall back to a precise read
-//! (`tests/auth_and_clock.rs` brackets each answer with precise reads).
-//!
-//! # Leaking a reservation
-//!
-//! `Reserved`, `Leased` and `Executed` own a reservation guard. Every error
-//! path after a reservation was accepted releases it explicitly; `Drop`
-//! hands an unreleased one to the session's reaper, which
-//! [`super::Session::shutdown`] drains.
+//! (`ui-tests/fail/clone_stage.rs`), and witnesses cannot be forged
+//! (`ui-tests/fail/forge_*.rs`, `hidden_constructor.rs`).

@@ -43,12 +43,11 @@ impl SealingKey {
                 message: format!("expected at least {MIN_KEY_LEN} bytes, got {}", bytes.len()),
             });
         }
-        let mac = HmacSha256::new_from_slice(&bytes).map_err(|err| {
-            ComputerUseError::InvalidRequest {
+        let mac =
+            HmacSha256::new_from_slice(&bytes).map_err(|err| ComputerUseError::InvalidRequest {
                 field: "sealingKey".into(),
                 message: format!("expected a key HMAC-SHA256 accepts: {err}"),
-            }
-        })?;
+            })?;
         Ok(Self(mac))
     }
 

@@ -67,7 +67,10 @@ enum Kind {
 }
 
 /// Gives `held` back to the runtime, with the proof only a holder can make.
-async fn give_back<R: ComputerUseRuntime>(runtime: &R, held: &Held) -> Result<(), ComputerUseError> {
+async fn give_back<R: ComputerUseRuntime>(
+    runtime: &R,
+    held: &Held,
+) -> Result<(), ComputerUseError> {
     match held {
         Held::Reservation(reservation) => {
             runtime
@@ -351,20 +354,24 @@ impl<R: ComputerUseRuntime> ActionGuard<R> {
         self.reservation = Some(Slot { id, value });
     }
 
-    /// Takes charge of a lease the runtime granted, before it is checked.
-    pub(crate) fn hold_lease(&mut self, lease: ControlLease) {
+    /// Takes charge of a lease the runtime granted, before it is checked,
+    /// and shares it back for the stage's witness.
+    pub(crate) fn hold_lease(&mut self, lease: ControlLease) -> Arc<ControlLease> {
         let value = Arc::new(lease);
-        let id = self.core.releaser.ledger.register(Held::Lease(Arc::clone(&value)));
-        self.lease = Some(Slot { id, value });
+        let id = self
+            .core
+            .releaser
+            .ledger
+            .register(Held::Lease(Arc::clone(&value)));
+        self.lease = Some(Slot {
+            id,
+            value: Arc::clone(&value),
+        });
+        value
     }
 
     pub(crate) fn reservation(&self) -> Option<&TargetReservation> {
         self.reservation.as_ref().map(|slot| &*slot.value)
-    }
-
-    /// A shared handle on the lease, for the final stage's record.
-    pub(crate) fn lease_handle(&self) -> Option<Arc<ControlLease>> {
-        self.lease.as_ref().map(|slot| Arc::clone(&slot.value))
     }
 
     /// Gives one resource back and counts how that went. A resource that
@@ -382,7 +389,12 @@ impl<R: ComputerUseRuntime> ActionGuard<R> {
             Ok(()) => bump(&counters.explicit_released),
             Err(_) => bump(&counters.explicit_failed),
         }
-        release_note(&self.core.releaser.recorder, held, "explicit", result.as_ref().err());
+        release_note(
+            &self.core.releaser.recorder,
+            held,
+            "explicit",
+            result.as_ref().err(),
+        );
         result
     }
 
@@ -433,12 +445,7 @@ impl<R: ComputerUseRuntime> ActionGuard<R> {
 
     fn queue(&self, held: Held) {
         let counters = self.core.releaser.counters.of(held.kind());
-        if self
-            .core
-            .reaper
-            .send(ReaperMessage::Release(held))
-            .is_ok()
-        {
+        if self.core.reaper.send(ReaperMessage::Release(held)).is_ok() {
             bump(&counters.queued);
         } else {
             bump(&counters.lost);

@@ -100,7 +100,8 @@ impl<R: ComputerUseRuntime> Leased<R> {
             );
             self.core.runtime.execute_action(&proof).await
         };
-        let answer = answer.map_err(|err| ComputerUseError::after_mutation(&envelope.action_id, err));
+        let answer =
+            answer.map_err(|err| ComputerUseError::after_mutation(&envelope.action_id, err));
         let receipt = match answer.and_then(|receipt| BoundReceipt::check(receipt, envelope)) {
             Ok(receipt) => receipt,
             Err(err) => return Err(self.guard.fail(&envelope.action_id, err).await),
@@ -117,6 +118,12 @@ impl<R: ComputerUseRuntime> Leased<R> {
             || json!({ "receiptId": bound.receipt_id, "leaseId": lease.lease_id, "status": bound.status }),
         );
         let lease = self.lease.handle();
-        Ok(Executed::new(self.core, self.preview, self.guard, lease, receipt))
+        Ok(Executed::new(
+            self.core,
+            self.preview,
+            self.guard,
+            lease,
+            receipt,
+        ))
     }
 }

@@ -54,46 +54,40 @@ impl<R: ComputerUseRuntime> Reserved<R> {
     /// Takes the one-writer lease. The guard takes the lease as soon as the
     /// runtime grants it; a failed acquisition or a lease that fails its
     /// checks releases what the action holds.
-    pub async fn lease(mut self) -> Result<Leased<R>, ComputerUseError> {
-        let envelope = self.preview.envelope();
+    pub async fn lease(self) -> Result<Leased<R>, ComputerUseError> {
+        let Self {
+            core,
+            preview,
+            authority,
+            mut guard,
+            reservation,
+        } = self;
+        let envelope = preview.envelope();
         let answer = {
-            let proof = LeaseProof::new(envelope, self.guard.reservation());
-            self.core.runtime.acquire_lease(&proof).await
+            let proof = LeaseProof::new(envelope, guard.reservation());
+            core.runtime.acquire_lease(&proof).await
         };
-        match answer {
-            Ok(lease) => self.guard.hold_lease(lease),
-            Err(err) => return Err(self.guard.fail(&envelope.action_id, err).await),
-        }
-        let bound = match self.guard.lease_handle() {
-            Some(lease) => {
-                BoundLease::check(lease, envelope, &self.core.acting(), self.core.clock())
-                    .and_then(|bound| {
-                        let payload = || json!({ "leaseId": bound.get().lease_id });
-                        self.core.recorder.record(
-                            &envelope.action_id,
-                            journal_types::LEASED,
-                            payload,
-                        )?;
-                        Ok(bound)
-                    })
-            }
-            None => Err(ComputerUseError::invalid(
-                "ControlLease",
-                "leaseId",
-                "the lease just granted",
-                "none",
-            )),
+        let lease = match answer {
+            Ok(lease) => guard.hold_lease(lease),
+            Err(err) => return Err(guard.fail(&envelope.action_id, err).await),
         };
+        let bound =
+            BoundLease::check(lease, envelope, &core.acting(), core.clock()).and_then(|bound| {
+                let payload = || json!({ "leaseId": bound.get().lease_id });
+                core.recorder
+                    .record(&envelope.action_id, journal_types::LEASED, payload)?;
+                Ok(bound)
+            });
         match bound {
             Ok(bound) => Ok(Leased::new(
-                self.core,
-                self.preview,
-                self.authority,
-                self.guard,
-                self.reservation,
+                core,
+                preview,
+                authority,
+                guard,
+                reservation,
                 bound,
             )),
-            Err(err) => Err(self.guard.fail(&envelope.action_id, err).await),
+            Err(err) => Err(guard.fail(&envelope.action_id, err).await),
         }
     }
 }

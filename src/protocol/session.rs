@@ -6,7 +6,9 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::approval::Approval;
 use super::checkpoint::{CheckpointId, CheckpointStore, SealingKey, open_record};
-use super::guard::{DEFAULT_RELEASE_TIMEOUT, Held, ReaperMessage, ReleaseStats, Releaser, spawn_reaper};
+use super::guard::{
+    DEFAULT_RELEASE_TIMEOUT, Held, ReaperMessage, ReleaseStats, Releaser, spawn_reaper,
+};
 use super::recorder::Recorder;
 use super::witness::Acting;
 use super::{Approved, Observed, PendingApproval};

@@ -22,10 +22,11 @@
 //! }
 //! ```
 //!
-//! ```compile_fail,E0599
+//! ```compile_fail,E0277
 //! // A proof cannot be copied for a second call.
-//! fn twice(proof: &adk_computer_use::runtime::ExecuteProof<'_>) {
-//!     let again = proof.clone();
+//! use adk_computer_use::runtime::ExecuteProof;
+//! fn twice<'a>(proof: &ExecuteProof<'a>) -> ExecuteProof<'a> {
+//!     ExecuteProof::clone(proof)
 //! }
 //! ```
 

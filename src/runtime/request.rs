@@ -3,7 +3,8 @@
 use serde_json::Value;
 
 use crate::contracts::{
-    ActionPostcondition, ActionPreview, ActionProvenance, DataLabel, ExecutionMode, TargetEvidence, WindowId,
+    ActionPostcondition, ActionPreview, ActionProvenance, DataLabel, ExecutionMode, TargetEvidence,
+    WindowId,
 };
 
 /// Where to observe.

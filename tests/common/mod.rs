@@ -389,7 +389,10 @@ impl ComputerUseRuntime for FakeRuntime {
         Ok(())
     }
 
-    async fn acquire_lease(&self, proof: &LeaseProof<'_>) -> Result<ControlLease, ComputerUseError> {
+    async fn acquire_lease(
+        &self,
+        proof: &LeaseProof<'_>,
+    ) -> Result<ControlLease, ComputerUseError> {
         let envelope = proof.envelope();
         self.enter(Call::Lease).await?;
         let lease_id = {
@@ -440,9 +443,7 @@ impl ComputerUseRuntime for FakeRuntime {
         let envelope = proof.envelope();
         let _lease = proof.lease();
         let approval_grant_id = proof.grant_id();
-        self.truth()
-            .retained_seen
-            .push(proof.retained().cloned());
+        self.truth().retained_seen.push(proof.retained().cloned());
         // Whether the chain called with a lease that was valid when it called.
         let valid_at_call = adk_computer_use::runtime::binding::validate_lease_at(
             _lease,

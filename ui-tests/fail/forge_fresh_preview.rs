@@ -8,6 +8,7 @@ fn forge(preview: ActionPreview) -> FreshPreview {
     FreshPreview {
         preview: Box::new(preview),
         expires: i128::MAX,
+        retained: None,
     }
 }
 

@@ -5,7 +5,7 @@ use adk_computer_use::protocol::BoundLease;
 
 fn forge(lease: ControlLease, expiry: i128) -> BoundLease {
     BoundLease {
-        lease: Box::new(lease),
+        lease: std::sync::Arc::new(lease),
         expiry,
     }
 }

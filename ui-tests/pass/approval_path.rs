@@ -13,8 +13,8 @@ async fn approve_later<R: ComputerUseRuntime>(
     store: &dyn CheckpointStore,
     approval: Approval,
 ) -> Result<Verified, ComputerUseError> {
+    // Suspending consumes the pending approval: the checkpoint is the only way on.
     let id = pending.suspend(store)?;
-    drop(pending);
     session.resume(store, &id, approval)?.complete().await
 }
 

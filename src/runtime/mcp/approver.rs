@@ -72,7 +72,12 @@ impl McpApprover {
         let (mut answer, _) = decode_tool_result("approve_action", result)?;
         let grant: ApprovalGrant = decode("approve_action", "grant", &mut answer)?;
         let fields = grant.fields();
-        bind("ApprovalGrant", "sessionId", &session_id, &fields.session_id)?;
+        bind(
+            "ApprovalGrant",
+            "sessionId",
+            &session_id,
+            &fields.session_id,
+        )?;
         bind(
             "ApprovalGrant",
             "principalId",

@@ -65,7 +65,8 @@ pub const READ_ONLY_TOOLS: [&str; 5] = [
 
 /// The low-level tools [`ComputerUseMcpRuntime::observe_shadow`] may run:
 /// observations that change nothing on the desktop.
-pub const OBSERVATION_TOOLS: [&str; 4] = ["snapshot", "get_ui_tree", "list_windows", "read_clipboard"];
+pub const OBSERVATION_TOOLS: [&str; 4] =
+    ["snapshot", "get_ui_tree", "list_windows", "read_clipboard"];
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|p| p.into_inner())
@@ -732,7 +733,10 @@ impl ComputerUseRuntime for ComputerUseMcpRuntime {
         )
     }
 
-    async fn acquire_lease(&self, proof: &LeaseProof<'_>) -> Result<ControlLease, ComputerUseError> {
+    async fn acquire_lease(
+        &self,
+        proof: &LeaseProof<'_>,
+    ) -> Result<ControlLease, ComputerUseError> {
         let envelope = proof.envelope();
         let kind = if envelope.requested_mode == ExecutionMode::Foreground {
             "exclusive"
@@ -767,7 +771,12 @@ impl ComputerUseRuntime for ComputerUseMcpRuntime {
             )
             .await?;
         let released: ControlLease = decode("release_control_lease", "lease", &mut answer)?;
-        bind("ControlLease", "leaseId", &lease.lease_id, &released.lease_id)?;
+        bind(
+            "ControlLease",
+            "leaseId",
+            &lease.lease_id,
+            &released.lease_id,
+        )?;
         binding::require_state("ControlLease", LeaseState::Released, released.state)
     }
 
@@ -792,7 +801,10 @@ impl ComputerUseRuntime for ComputerUseMcpRuntime {
             "ActionEnvelope",
             "actionId",
             &envelope.action_id,
-            arguments.get("action_id").and_then(Value::as_str).unwrap_or(""),
+            arguments
+                .get("action_id")
+                .and_then(Value::as_str)
+                .unwrap_or(""),
         )?;
         arguments.insert("lease_id".into(), json!(proof.lease().lease_id));
         if let Some(grant) = proof.grant_id() {

@@ -1,0 +1,646 @@
+//! The one-door findings, each tried the way a hostile caller or a hostile
+//! runtime would, against the scriptable runtime. Every test here is named
+//! after the finding it proves closed (`protocol::attacks` maps them); the
+//! compile-time halves are in `ui-tests/fail/`.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration as StdDuration;
+
+use adk_computer_use::contracts::*;
+use adk_computer_use::protocol::*;
+use adk_computer_use::{ComputerUseError, VerificationOutcome};
+use common::*;
+use serde_json::json;
+
+fn completed(outcome: ChainOutcome<FakeRuntime>) -> Verified {
+    match outcome {
+        ChainOutcome::Completed(verified) => verified,
+        ChainOutcome::NeedsApproval(_) => panic!("unexpected approval"),
+        ChainOutcome::Blocked(b) => panic!("unexpected block: {}", b.blocker()),
+    }
+}
+
+async fn pending(rig: &Rig, id: &str) -> PendingApproval<FakeRuntime> {
+    rig.runtime.script().route = Some(PreviewRoute::NeedsApproval);
+    match rig.session.run(action(id)).await.unwrap() {
+        ChainOutcome::NeedsApproval(pending) => pending,
+        _ => panic!("expected the action to wait for approval"),
+    }
+}
+
+async fn approved(rig: &Rig, id: &str) -> Approved<FakeRuntime> {
+    let previewed = rig
+        .session
+        .observe()
+        .await
+        .unwrap()
+        .preview(&action(id))
+        .await
+        .unwrap();
+    match previewed.route() {
+        Route::Allowed(approved) => approved,
+        _ => panic!("expected the action to be allowed"),
+    }
+}
+
+fn held_approval(pending: &PendingApproval<FakeRuntime>) -> Approval {
+    Approval::runtime_held(
+        pending.action_id(),
+        pending.action_digest(),
+        pending.policy_digest(),
+    )
+}
+
+// 1. Mutation without `Leased` --------------------------------------------
+
+#[tokio::test]
+async fn finding_01_a_plan_only_session_cannot_mutate() {
+    let rig = rig_with(authorizer(&["computer:plan"]));
+    let err = rig.session.run(action("d-1")).await.err().unwrap();
+    assert!(
+        matches!(err, ComputerUseError::Unauthorized { .. }),
+        "{err}"
+    );
+    assert_eq!(rig.runtime.count(Call::Reserve), 0);
+    assert_eq!(rig.runtime.count(Call::Execute), 0);
+    assert_eq!(rig.runtime.mutations(), 0);
+}
+
+// 2. One approval, many executions ----------------------------------------
+
+#[tokio::test]
+async fn finding_02_a_checkpoint_resumes_once_in_memory() {
+    let rig = rig();
+    let store = MemoryCheckpointStore::new();
+    let pending = pending(&rig, "d-2").await;
+    let approval = held_approval(&pending);
+    let id = pending.suspend(&store).unwrap();
+    let first = rig.session.resume(&store, &id, approval.clone()).unwrap();
+    for _ in 0..3 {
+        let err = rig
+            .session
+            .resume(&store, &id, approval.clone())
+            .err()
+            .unwrap();
+        assert!(err.to_string().contains("already resumed"), "{err}");
+    }
+    let _verified = first.complete().await.unwrap();
+    assert_eq!(rig.runtime.count(Call::Reserve), 1);
+    assert_eq!(rig.runtime.count(Call::Execute), 1);
+    assert_eq!(rig.runtime.mutations(), 1);
+}
+
+#[tokio::test]
+async fn finding_02_racing_resumes_of_one_checkpoint_file_yield_one_approved_stage() {
+    let rig = rig();
+    let dir = tempfile::tempdir().unwrap();
+    let pending = pending(&rig, "d-3").await;
+    let approval = held_approval(&pending);
+    let id = pending
+        .suspend(&FileCheckpointStore::new(dir.path()).unwrap())
+        .unwrap();
+    // Each contender opens the directory on its own, as separate processes
+    // would; they race on the same file.
+    const CONTENDERS: usize = 8;
+    let barrier = std::sync::Barrier::new(CONTENDERS);
+    let outcomes: Vec<Result<Approved<FakeRuntime>, ComputerUseError>> =
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..CONTENDERS)
+                .map(|_| {
+                    scope.spawn(|| {
+                        let store = FileCheckpointStore::new(dir.path()).unwrap();
+                        barrier.wait();
+                        rig.session.resume(&store, &id, approval.clone())
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+    let (won, lost): (Vec<_>, Vec<_>) = outcomes.into_iter().partition(Result::is_ok);
+    assert_eq!(won.len(), 1, "exactly one resume may win");
+    for err in lost.into_iter().filter_map(Result::err) {
+        assert!(
+            matches!(err, ComputerUseError::Checkpoint { .. }),
+            "a losing resume must be a typed checkpoint refusal: {err}"
+        );
+    }
+    // None of the losers reached the runtime.
+    assert_eq!(rig.runtime.count(Call::Reserve), 0);
+    for approved in won.into_iter().flatten() {
+        let _verified = approved.complete().await.unwrap();
+    }
+    assert_eq!(rig.runtime.mutations(), 1);
+}
+
+#[tokio::test]
+async fn finding_02_a_refused_resume_does_not_spend_the_checkpoint() {
+    let rig = rig();
+    let store = MemoryCheckpointStore::new();
+    let pending = pending(&rig, "d-4").await;
+    let good = held_approval(&pending);
+    let id = pending.suspend(&store).unwrap();
+    let wrong = Approval::runtime_held("d-4", "f".repeat(64), POLICY);
+    assert!(rig.session.resume(&store, &id, wrong).is_err());
+    // The person's real approval still resumes it, once.
+    let _approved = rig.session.resume(&store, &id, good).unwrap();
+}
+
+// 3. False `Verified` -------------------------------------------------------
+
+fn digest_postcondition() -> ActionPostcondition {
+    ActionPostcondition::try_from(PostconditionFields::UiElement {
+        role: Some("text".into()),
+        label: Some("clipboard".into()),
+        exists: true,
+        value_digest: Some(format!("sha256:{}", "a".repeat(64))),
+    })
+    .unwrap()
+}
+
+#[tokio::test]
+async fn finding_03_an_envelope_that_swaps_the_postcondition_is_refused() {
+    let rig = rig();
+    rig.runtime.script().envelope = Some(Arc::new(|e: &mut ActionEnvelope| {
+        e.postcondition = Some(
+            ActionPostcondition::try_from(PostconditionFields::Window {
+                window_id: WINDOW,
+                exists: true,
+            })
+            .unwrap(),
+        );
+    }));
+    rig.runtime.script().evidence = Some(json!({ "satisfied": true }));
+    let proposed = action("d-5").with_postcondition(digest_postcondition());
+    let err = rig.session.run(proposed).await.err().unwrap();
+    assert!(
+        matches!(
+            err,
+            ComputerUseError::IdentityMismatch {
+                object: "ActionEnvelope",
+                field: "postcondition",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert_eq!(rig.runtime.count(Call::Reserve), 0);
+    assert_eq!(rig.runtime.mutations(), 0);
+}
+
+#[tokio::test]
+async fn finding_03_an_envelope_that_adds_a_postcondition_is_refused() {
+    let rig = rig();
+    rig.runtime.script().envelope = Some(Arc::new(|e: &mut ActionEnvelope| {
+        e.postcondition = Some(digest_postcondition());
+    }));
+    let err = rig.session.run(action("d-6")).await.err().unwrap();
+    assert_eq!(err.field(), Some("postcondition"), "{err}");
+}
+
+// 4. Approval skipped: the route table, every cell ---------------------------
+
+/// The table in `protocol::route`, written out again independently.
+fn expected_route(
+    decision: PolicyVerdict,
+    blocker: Option<&str>,
+    executable: bool,
+) -> &'static str {
+    match (decision, blocker, executable) {
+        (PolicyVerdict::Deny, _, _) => "blocked",
+        (_, Some("approval_required"), _) => "approval",
+        (_, Some(_), _) => "blocked",
+        (PolicyVerdict::Allow, None, true) => "allowed",
+        (PolicyVerdict::Confirm, None, true) => "approval",
+        (_, None, false) => "blocked",
+    }
+}
+
+#[tokio::test]
+async fn finding_04_the_route_fails_closed_in_every_cell_of_the_table() {
+    let mut cells = 0;
+    for decision in [
+        PolicyVerdict::Allow,
+        PolicyVerdict::Confirm,
+        PolicyVerdict::Deny,
+    ] {
+        for blocker in [None, Some("approval_required"), Some("foreground_required")] {
+            for executable in [true, false] {
+                let rig = rig();
+                rig.runtime.script().preview = Some(Arc::new(move |p: &mut ActionPreview| {
+                    p.policy.decision = decision;
+                    p.blocker = blocker.map(str::to_owned);
+                    p.executable = executable;
+                }));
+                let outcome = rig.session.run(action("d-7")).await.unwrap();
+                let got = match &outcome {
+                    ChainOutcome::Completed(_) => "allowed",
+                    ChainOutcome::NeedsApproval(_) => "approval",
+                    ChainOutcome::Blocked(_) => "blocked",
+                };
+                let cell = format!("{decision:?} / {blocker:?} / executable {executable}");
+                assert_eq!(got, expected_route(decision, blocker, executable), "{cell}");
+                let ran = u32::from(got == "allowed");
+                assert_eq!(rig.runtime.mutations(), ran, "{cell}");
+                assert!(
+                    rig.runtime
+                        .truth()
+                        .grant_ids_seen
+                        .iter()
+                        .all(Option::is_none),
+                    "{cell}"
+                );
+                cells += 1;
+            }
+        }
+    }
+    assert_eq!(cells, 18);
+}
+
+#[tokio::test]
+async fn finding_04_an_executable_preview_that_also_asks_for_approval_waits_for_it() {
+    let rig = rig();
+    rig.runtime.script().preview = Some(Arc::new(|p: &mut ActionPreview| {
+        p.executable = true;
+        p.blocker = Some("approval_required".into());
+        p.policy.decision = PolicyVerdict::Allow;
+    }));
+    let outcome = rig.session.run(action("d-8")).await.unwrap();
+    assert!(matches!(outcome, ChainOutcome::NeedsApproval(_)));
+    assert_eq!(rig.runtime.count(Call::Reserve), 0);
+    assert_eq!(rig.runtime.mutations(), 0);
+}
+
+// 5. The runtime's verdict trusted ------------------------------------------
+
+#[tokio::test]
+async fn finding_05_a_runtime_cannot_verify_a_failed_receipt() {
+    let rig = rig();
+    rig.runtime.script().verdict = Some(VerificationOutcome::Verified);
+    rig.runtime.script().receipt = Some(Arc::new(|r: &mut ExecutionReceipt| {
+        r.status = ReceiptStatus::Failed;
+    }));
+    let verified = completed(rig.session.run(action("d-9")).await.unwrap());
+    assert!(!verified.verified());
+    assert_eq!(verified.outcome().status(), "verification_failed");
+    assert!(!verified.performed());
+}
+
+#[tokio::test]
+async fn finding_05_a_runtime_cannot_verify_without_evidence() {
+    let rig = rig();
+    rig.runtime.script().verdict = Some(VerificationOutcome::Verified);
+    let proposed = action("d-10").with_postcondition(digest_postcondition());
+    let verified = completed(rig.session.run(proposed).await.unwrap());
+    assert_eq!(verified.outcome().status(), "committed_unverified");
+}
+
+#[tokio::test]
+async fn finding_05_a_runtime_may_downgrade_the_table() {
+    let rig = rig();
+    rig.runtime.script().verdict = Some(VerificationOutcome::Failed {
+        reason: "the runtime looked again".into(),
+    });
+    rig.runtime.script().evidence =
+        Some(json!({ "satisfied": true, "observedDigest": format!("sha256:{}", "a".repeat(64)) }));
+    let proposed = action("d-11").with_postcondition(digest_postcondition());
+    let verified = completed(rig.session.run(proposed).await.unwrap());
+    assert_eq!(verified.outcome().status(), "verification_failed");
+}
+
+// 6. Foreign lease or reservation accepted ------------------------------------
+
+#[tokio::test]
+async fn finding_06_another_agents_lease_is_refused_even_when_the_envelope_names_no_agent() {
+    let rig = rig();
+    rig.runtime.script().envelope = Some(Arc::new(|e: &mut ActionEnvelope| {
+        e.agent_id = None;
+        e.execution_group_id = None;
+    }));
+    rig.runtime.script().lease = Some(Arc::new(|l: &mut ControlLease| {
+        l.agent_id = Some("intruder".into());
+    }));
+    let err = rig.session.run(action("d-12")).await.err().unwrap();
+    assert!(
+        matches!(
+            err,
+            ComputerUseError::IdentityMismatch {
+                object: "ControlLease",
+                field: "agentId",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert_eq!(rig.runtime.mutations(), 0);
+    assert!(rig.runtime.truth().active_leases.is_empty());
+}
+
+#[tokio::test]
+async fn finding_06_another_groups_reservation_is_refused_even_when_the_envelope_names_no_group() {
+    let rig = rig();
+    let session = Session::builder(Arc::clone(&rig.runtime), SESSION, full_authorizer(), key())
+        .clock(Arc::new(rig.clock.clone()))
+        .agent_id("executor")
+        .execution_group_id("group-a")
+        .build()
+        .unwrap();
+    rig.runtime.script().envelope = Some(Arc::new(|e: &mut ActionEnvelope| {
+        e.agent_id = None;
+        e.execution_group_id = None;
+    }));
+    rig.runtime.script().reservation = Some(Arc::new(|r: &mut TargetReservation| {
+        r.execution_group_id = Some("group-b".into());
+    }));
+    let err = session.run(action("d-13")).await.err().unwrap();
+    assert!(
+        matches!(
+            err,
+            ComputerUseError::IdentityMismatch {
+                object: "TargetReservation",
+                field: "executionGroupId",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert_eq!(rig.runtime.count(Call::Lease), 0);
+    assert_eq!(rig.runtime.active_reservations(), 0);
+}
+
+// 7. Approval reuse -------------------------------------------------------------
+
+#[tokio::test]
+async fn finding_07_an_approval_of_one_action_does_not_approve_another_with_the_same_arguments() {
+    let rig = rig();
+    let x = pending(&rig, "d-14x").await;
+    let y = pending(&rig, "d-14y").await;
+    assert_eq!(x.action_digest(), y.action_digest(), "same arguments");
+    let grant = rig.runtime.grant(x.action_digest());
+    let for_x = Approval::with_grant(x.action_id(), x.action_digest(), x.policy_digest(), &grant);
+    let err = y.approve(for_x.clone()).err().unwrap();
+    assert!(
+        matches!(
+            err,
+            ComputerUseError::IdentityMismatch {
+                object: "Approval",
+                field: "actionId",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    let _verified = x.approve(for_x).unwrap().complete().await.unwrap();
+    assert_eq!(rig.runtime.mutations(), 1);
+}
+
+// 8. One panic disables reaping ---------------------------------------------------
+
+#[tokio::test]
+async fn finding_08_a_panicking_release_does_not_stop_the_reaper() {
+    let rig = rig();
+    rig.runtime.script().panic_on_release = true;
+    drop(approved(&rig, "d-15").await.reserve().await.unwrap());
+    // Wait for the reaper to get to it.
+    for _ in 0..200 {
+        if rig.session.release_stats().reservations.reap_failed == 1 {
+            break;
+        }
+        tokio::time::sleep(StdDuration::from_millis(5)).await;
+    }
+    assert_eq!(rig.session.release_stats().reservations.reap_failed, 1);
+    rig.runtime.script().panic_on_release = false;
+    drop(approved(&rig, "d-16").await.reserve().await.unwrap());
+    let stats = rig.session.shutdown().await;
+    assert_eq!(stats.reservations.queued, 2);
+    assert_eq!(
+        stats.reservations.reaped, 1,
+        "the reaper went on after the panic"
+    );
+    assert_eq!(stats.reservations.reap_failed, 1);
+    assert_eq!(
+        stats.leaked(),
+        1,
+        "the panicked release is not known to have happened"
+    );
+    assert_eq!(rig.runtime.active_reservations(), 1);
+}
+
+#[tokio::test]
+async fn finding_08_a_hanging_release_times_out_and_shutdown_still_returns() {
+    let clock = adk_computer_use::ManualClock::new(start());
+    let runtime = FakeRuntime::new(clock.clone());
+    let session = Session::builder(Arc::clone(&runtime), SESSION, full_authorizer(), key())
+        .clock(Arc::new(clock))
+        .agent_id("executor")
+        .release_timeout(StdDuration::from_millis(50))
+        .build()
+        .unwrap();
+    let previewed = session
+        .observe()
+        .await
+        .unwrap()
+        .preview(&action("d-17"))
+        .await
+        .unwrap();
+    let Route::Allowed(approved) = previewed.route() else {
+        panic!("expected the action to be allowed");
+    };
+    let reserved = approved.reserve().await.unwrap();
+    // The release never answers (the gate is never opened).
+    runtime.script().hold.insert(Call::Release);
+    drop(reserved);
+    let stats = tokio::time::timeout(StdDuration::from_secs(10), session.shutdown())
+        .await
+        .expect("shutdown returns although the release hangs");
+    assert_eq!(stats.reservations.reap_failed, 1);
+}
+
+// 9. `mem::forget` leaks silently ---------------------------------------------------
+
+#[tokio::test]
+async fn finding_09_shutdown_reclaims_what_a_forgotten_stage_holds() {
+    let rig = rig();
+    let leased = approved(&rig, "d-18")
+        .await
+        .reserve()
+        .await
+        .unwrap()
+        .lease()
+        .await
+        .unwrap();
+    std::mem::forget(leased);
+    assert_eq!(rig.session.held_resources(), 2);
+    assert_eq!(rig.runtime.active_reservations(), 1);
+    assert_eq!(rig.runtime.truth().active_leases.len(), 1);
+    let stats = rig.session.shutdown().await;
+    assert_eq!(stats.reservations.reclaimed, 1);
+    assert_eq!(stats.leases.reclaimed, 1);
+    assert_eq!(stats.leaked(), 0);
+    assert_eq!(rig.runtime.active_reservations(), 0);
+    assert!(rig.runtime.truth().active_leases.is_empty());
+    assert_eq!(rig.runtime.mutations(), 0);
+}
+
+#[test]
+fn finding_09_a_reservation_dropped_after_the_reaper_stopped_is_counted_lost_once() {
+    let clock = adk_computer_use::ManualClock::new(start());
+    let runtime = FakeRuntime::new(clock.clone());
+    let tokio = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let (session, reserved) = tokio.block_on(async {
+        let session = Session::builder(Arc::clone(&runtime), SESSION, full_authorizer(), key())
+            .clock(Arc::new(clock))
+            .agent_id("executor")
+            .build()
+            .unwrap();
+        let previewed = session
+            .observe()
+            .await
+            .unwrap()
+            .preview(&action("d-19"))
+            .await
+            .unwrap();
+        let Route::Allowed(approved) = previewed.route() else {
+            panic!("expected the action to be allowed");
+        };
+        let reserved = approved.reserve().await.unwrap();
+        (session, reserved)
+    });
+    // The runtime the reaper ran on is gone, and the reaper with it.
+    drop(tokio);
+    drop(reserved);
+    let stats = session.release_stats();
+    assert_eq!(stats.reservations.lost, 1);
+    assert_eq!(stats.reservations.queued, 0);
+    assert_eq!(stats.leaked(), 1, "a lost reservation is counted once");
+}
+
+// 11. The control lease is never released ----------------------------------------
+
+#[tokio::test]
+async fn finding_11_the_lease_is_released_when_the_action_ends_on_every_path() {
+    // Success.
+    let done = rig();
+    let _verified = completed(done.session.run(action("d-20")).await.unwrap());
+    assert!(done.runtime.truth().active_leases.is_empty());
+    assert_eq!(done.runtime.truth().lease_releases, ["lease-1"]);
+    assert_eq!(done.session.release_stats().leases.explicit_released, 1);
+
+    // A dropped `Leased`: the reaper gives it back.
+    let dropped = rig();
+    let leased = approved(&dropped, "d-21")
+        .await
+        .reserve()
+        .await
+        .unwrap()
+        .lease()
+        .await
+        .unwrap();
+    drop(leased);
+    let runtime = Arc::clone(&dropped.runtime);
+    let stats = dropped.session.shutdown().await;
+    assert_eq!((stats.leases.queued, stats.leases.reaped), (1, 1));
+    assert!(runtime.truth().active_leases.is_empty());
+
+    // A failed mutation.
+    let failed = rig();
+    failed.runtime.script().fail.insert(
+        Call::Execute,
+        ComputerUseError::Refused {
+            operation: "execute_action".into(),
+            code: "stale_target".into(),
+            message: "moved".into(),
+        },
+    );
+    assert!(failed.session.run(action("d-22")).await.is_err());
+    assert!(failed.runtime.truth().active_leases.is_empty());
+}
+
+// 12. `committed()` read as "not performed" -------------------------------------------
+
+#[tokio::test]
+async fn finding_12_a_performed_write_with_contradicting_evidence_says_it_was_performed() {
+    let rig = rig();
+    rig.runtime.script().evidence =
+        Some(json!({ "observedDigest": format!("sha256:{}", "b".repeat(64)) }));
+    let proposed = action("d-23").with_postcondition(digest_postcondition());
+    let verified = completed(rig.session.run(proposed).await.unwrap());
+    assert_eq!(verified.outcome().status(), "verification_failed");
+    assert!(
+        !verified.outcome().is_committed(),
+        "the seeds' table is kept"
+    );
+    assert!(
+        verified.performed(),
+        "the effect happened: a retry must not run it again"
+    );
+}
+
+// 13. An unknown outcome looks like a clean failure ------------------------------------
+
+#[tokio::test]
+async fn finding_13_a_refusal_before_the_effect_is_not_an_unknown_outcome() {
+    let rig = rig();
+    rig.runtime.script().fail.insert(
+        Call::Execute,
+        ComputerUseError::Refused {
+            operation: "execute_action".into(),
+            code: "lease_conflict".into(),
+            message: "no".into(),
+        },
+    );
+    let err = rig.session.run(action("d-24")).await.err().unwrap();
+    assert_eq!(err.refusal_code(), Some("lease_conflict"), "{err}");
+}
+
+#[tokio::test]
+async fn finding_13_a_broken_connection_during_the_mutation_is_an_unknown_outcome() {
+    for crash in [Crash::BeforeEffect, Crash::AfterCommit] {
+        let rig = rig();
+        rig.runtime.script().crash_once = Some(crash);
+        match rig.session.run(action("d-25")).await {
+            Err(ComputerUseError::OutcomeUnknown { action_id, .. }) => {
+                assert_eq!(action_id, "d-25", "{crash:?}")
+            }
+            Err(other) => panic!("{crash:?}: expected an unknown outcome, got {other}"),
+            Ok(_) => panic!("{crash:?}: the chain succeeded"),
+        }
+        // The safe retry reuses the id: one effect in all.
+        let _verified = completed(rig.session.run(action("d-25")).await.unwrap());
+        assert_eq!(rig.runtime.mutations(), 1, "{crash:?}");
+    }
+}
+
+// What the runtime keeps per preview travels with the stage --------------------------
+
+#[tokio::test]
+async fn retained_state_travels_with_the_stage_and_through_a_checkpoint() {
+    let rig = rig();
+    rig.runtime.script().retained = Some(json!({ "exact": "arguments" }));
+    let _verified = completed(rig.session.run(action("d-26")).await.unwrap());
+    let store = MemoryCheckpointStore::new();
+    let pending = pending(&rig, "d-27").await;
+    let approval = held_approval(&pending);
+    let id = pending.suspend(&store).unwrap();
+    rig.runtime.script().retained = None;
+    let _verified = rig
+        .session
+        .resume(&store, &id, approval)
+        .unwrap()
+        .complete()
+        .await
+        .unwrap();
+    let seen = rig.runtime.truth().retained_seen.clone();
+    assert_eq!(
+        seen,
+        [
+            Some(json!({ "exact": "arguments" })),
+            Some(json!({ "exact": "arguments" }))
+        ]
+    );
+}
