@@ -165,16 +165,6 @@ pub fn parse_rfc3339(
     })
 }
 
-/// Parses an RFC 3339 timestamp from `object.field` into nanoseconds since
-/// the Unix epoch (the form [`Clock::is_before`] takes).
-pub(crate) fn parse_unix_nanos(
-    object: &'static str,
-    field: &'static str,
-    value: &str,
-) -> Result<i128, ComputerUseError> {
-    parse_rfc3339(object, field, value).map(OffsetDateTime::unix_timestamp_nanos)
-}
-
 /// Formats an instant as RFC 3339 (for wire fields and messages).
 ///
 /// Instants outside what RFC 3339 can write (years beyond 9999) are refused.

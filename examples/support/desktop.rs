@@ -201,8 +201,8 @@ impl ComputerUseRuntime for InProcessDesktop {
                 postcondition: action.postcondition.clone(),
                 reversible: true,
                 external_side_effect: false,
-                proposed_at: stamp(proposed)?,
-                expires_at: stamp(proposed + validity)?,
+                proposed_at: stamp(proposed)?.into(),
+                expires_at: stamp(proposed + validity)?.into(),
                 args_digest: digest,
                 attempt: None,
                 certification_id: None,
@@ -257,7 +257,7 @@ impl ComputerUseRuntime for InProcessDesktop {
             },
             state: ReservationState::Active,
             acquired_at: stamp(at)?,
-            expires_at: stamp(at + Duration::seconds(30))?,
+            expires_at: stamp(at + Duration::seconds(30))?.into(),
             terminal_reason: None,
         }))
     }
@@ -290,7 +290,7 @@ impl ComputerUseRuntime for InProcessDesktop {
             execution_mode: envelope.requested_mode,
             state: LeaseState::Active,
             acquired_at: stamp(at)?,
-            expires_at: stamp(at + Duration::seconds(30))?,
+            expires_at: stamp(at + Duration::seconds(30))?.into(),
             action_budget: 1,
             actions_used: 0,
             boundaries: LeaseBoundaries::default(),

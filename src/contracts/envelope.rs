@@ -160,9 +160,9 @@ pub struct ActionEnvelope {
     /// Whether the effect leaves the machine.
     pub external_side_effect: bool,
     /// When the action was proposed (RFC 3339).
-    pub proposed_at: String,
+    pub proposed_at: super::WireTime,
     /// When the preview stops authorizing anything (RFC 3339).
-    pub expires_at: String,
+    pub expires_at: super::WireTime,
     /// Lowercase SHA-256 hex of the canonical arguments.
     pub args_digest: String,
     /// The attempt number, when the runtime reports it.

@@ -64,7 +64,7 @@ pub struct ControlLease {
     /// When it was acquired (RFC 3339).
     pub acquired_at: String,
     /// When it expires (RFC 3339).
-    pub expires_at: String,
+    pub expires_at: super::WireTime,
     /// Executions it authorizes in all.
     pub action_budget: u32,
     /// Executions already counted against it.

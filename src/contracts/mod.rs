@@ -21,6 +21,7 @@ mod receipt;
 mod reservation;
 mod sensitivity;
 mod session;
+mod wire_time;
 
 pub use corpus::{SafetyCorpus, SafetyExpectation, SafetyScenario};
 pub use envelope::{
@@ -43,6 +44,7 @@ pub use session::{
     CompletionPostcondition, FollowUpPage, RuntimeSession, SessionCompletion,
     SessionDeletionResult, SessionEvent, SessionEventPage, SessionFollowUp,
 };
+pub use wire_time::WireTime;
 
 use std::fmt;
 

@@ -53,7 +53,7 @@ pub struct TargetReservation {
     /// When it was acquired (RFC 3339).
     pub acquired_at: String,
     /// When it expires (RFC 3339).
-    pub expires_at: String,
+    pub expires_at: super::WireTime,
     /// Why it ended, when it ended.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub terminal_reason: Option<String>,

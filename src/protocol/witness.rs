@@ -71,7 +71,12 @@ impl FreshPreview {
 
     /// Checks freshness again, at a later time, without re-parsing.
     pub(crate) fn recheck(&self, clock: &dyn Clock) -> Result<(), ComputerUseError> {
-        binding::recheck_envelope(&self.preview.envelope, clock, self.expires)
+        binding::recheck_expiry(
+            "ActionEnvelope",
+            &self.preview.envelope.expires_at,
+            clock,
+            self.expires,
+        )
     }
 
     /// The preview.
@@ -126,12 +131,7 @@ impl BoundReservation {
                     acting.execution_group_id,
                     reservation.execution_group_id.as_deref(),
                 )?;
-                Some(binding::reservation_checks(
-                    reservation,
-                    envelope,
-                    clock,
-                    None,
-                )?)
+                Some(binding::reservation_checks(reservation, envelope, clock)?)
             }
             None => None,
         };
@@ -177,7 +177,7 @@ impl BoundLease {
             acting.agent_id,
             lease.agent_id.as_deref(),
         )?;
-        let expiry = binding::lease_checks(&lease, envelope, clock, None)?;
+        let expiry = binding::lease_checks(&lease, envelope, clock)?;
         Ok(Self { lease, expiry })
     }
 

@@ -11,10 +11,10 @@
 use time::OffsetDateTime;
 
 use crate::ComputerUseError;
-use crate::clock::{Clock, FixedClock, SystemClock, display, parse_unix_nanos};
+use crate::clock::{Clock, FixedClock, SystemClock, display};
 use crate::contracts::{
     ActionEnvelope, ControlLease, ExecutionReceipt, LeaseState, ReservationState,
-    TargetReservation, WindowId,
+    TargetReservation, WindowId, WireTime,
 };
 use crate::runtime::ActionRequest;
 
@@ -94,27 +94,30 @@ pub(crate) fn require_state<S: PartialEq + serde::Serialize>(
     ))
 }
 
-/// `now < expiresAt` by `clock`; `parsed` is the expiry (in nanoseconds since
-/// the Unix epoch) when it was parsed before. Returns the expiry.
+/// `now < expiresAt` by `clock`, with the instant parsed when the answer was
+/// decoded. Returns the expiry (nanoseconds since the Unix epoch).
+#[inline]
 fn check_unexpired(
     object: &'static str,
-    expires_at: &str,
+    expires_at: &WireTime,
     clock: &dyn Clock,
-    parsed: Option<i128>,
 ) -> Result<i128, ComputerUseError> {
-    let expiry = match parsed {
-        Some(expiry) => expiry,
-        None => parse_unix_nanos(object, "expiresAt", expires_at)?,
-    };
+    let expiry = expires_at.instant(object, "expiresAt")?;
     if clock.is_before(expiry) {
         return Ok(expiry);
     }
-    Err(ComputerUseError::Expired {
+    Err(expired(object, expires_at, clock))
+}
+
+#[cold]
+#[inline(never)]
+fn expired(object: &'static str, expires_at: &WireTime, clock: &dyn Clock) -> ComputerUseError {
+    ComputerUseError::Expired {
         object,
         field: "expiresAt",
-        expires_at: expires_at.to_owned(),
+        expires_at: expires_at.to_string(),
         now: display(clock.now()),
-    })
+    }
 }
 
 fn window_text(window: Option<&WindowId>) -> String {
@@ -141,36 +144,33 @@ pub(crate) fn envelope_expiry(
     envelope: &ActionEnvelope,
     clock: &dyn Clock,
 ) -> Result<i128, ComputerUseError> {
-    let proposed = parse_unix_nanos(ENVELOPE, "proposedAt", &envelope.proposed_at)?;
-    let expires = parse_unix_nanos(ENVELOPE, "expiresAt", &envelope.expires_at)?;
+    let proposed = envelope.proposed_at.instant(ENVELOPE, "proposedAt")?;
+    let expires = envelope.expires_at.instant(ENVELOPE, "expiresAt")?;
     if expires <= proposed {
         return Err(ComputerUseError::invalid(
             ENVELOPE,
             "expiresAt",
             format!("a time after proposedAt ({})", envelope.proposed_at),
-            envelope.expires_at.clone(),
+            envelope.expires_at.to_string(),
         ));
     }
-    check_unexpired(ENVELOPE, &envelope.expires_at, clock, Some(expires))
+    check_unexpired(ENVELOPE, &envelope.expires_at, clock)
 }
 
-/// Re-checks an expiry parsed before: what time can change, nothing else.
+/// Re-checks an expiry bound before (`expiry`, its instant): what time can
+/// change, nothing else.
+#[inline]
 pub(crate) fn recheck_expiry(
     object: &'static str,
-    expires_at: &str,
+    expires_at: &WireTime,
     clock: &dyn Clock,
     expiry: i128,
 ) -> Result<(), ComputerUseError> {
-    check_unexpired(object, expires_at, clock, Some(expiry)).map(drop)
-}
-
-/// Re-checks an envelope whose timestamps were validated by [`envelope_expiry`].
-pub(crate) fn recheck_envelope(
-    envelope: &ActionEnvelope,
-    clock: &dyn Clock,
-    expiry: i128,
-) -> Result<(), ComputerUseError> {
-    check_unexpired(ENVELOPE, &envelope.expires_at, clock, Some(expiry)).map(drop)
+    if clock.is_before(expiry) {
+        Ok(())
+    } else {
+        Err(expired(object, expires_at, clock))
+    }
 }
 
 /// The lease belongs to this envelope's session, principal, agent and mode; it
@@ -179,7 +179,7 @@ pub fn validate_lease(
     lease: &ControlLease,
     envelope: &ActionEnvelope,
 ) -> Result<(), ComputerUseError> {
-    lease_checks(lease, envelope, &SystemClock, None).map(drop)
+    lease_checks(lease, envelope, &SystemClock).map(drop)
 }
 
 /// [`validate_lease`] at an explicit time.
@@ -188,16 +188,14 @@ pub fn validate_lease_at(
     envelope: &ActionEnvelope,
     now: OffsetDateTime,
 ) -> Result<(), ComputerUseError> {
-    lease_checks(lease, envelope, &FixedClock(now), None).map(drop)
+    lease_checks(lease, envelope, &FixedClock(now)).map(drop)
 }
 
-/// Every lease rule; with `parsed`, the expiry is compared without parsing
-/// again. Returns the parsed expiry.
+/// Every lease rule. Returns the expiry.
 pub(crate) fn lease_checks(
     lease: &ControlLease,
     envelope: &ActionEnvelope,
     clock: &dyn Clock,
-    parsed: Option<i128>,
 ) -> Result<i128, ComputerUseError> {
     bind(LEASE, "sessionId", &envelope.session_id, &lease.session_id)?;
     bind(
@@ -219,7 +217,7 @@ pub(crate) fn lease_checks(
         lease.execution_mode.as_str(),
     )?;
     require_state(LEASE, LeaseState::Active, lease.state)?;
-    let expiry = check_unexpired(LEASE, &lease.expires_at, clock, parsed)?;
+    let expiry = check_unexpired(LEASE, &lease.expires_at, clock)?;
     if lease.actions_used >= lease.action_budget {
         return Err(ComputerUseError::invalid(
             LEASE,
@@ -276,7 +274,7 @@ pub fn validate_reservation(
     reservation: &TargetReservation,
     envelope: &ActionEnvelope,
 ) -> Result<(), ComputerUseError> {
-    reservation_checks(reservation, envelope, &SystemClock, None).map(drop)
+    reservation_checks(reservation, envelope, &SystemClock).map(drop)
 }
 
 /// [`validate_reservation`] at an explicit time.
@@ -285,16 +283,14 @@ pub fn validate_reservation_at(
     envelope: &ActionEnvelope,
     now: OffsetDateTime,
 ) -> Result<(), ComputerUseError> {
-    reservation_checks(reservation, envelope, &FixedClock(now), None).map(drop)
+    reservation_checks(reservation, envelope, &FixedClock(now)).map(drop)
 }
 
-/// Every reservation rule; with `parsed`, the expiry is compared without
-/// parsing again. Returns the parsed expiry.
+/// Every reservation rule. Returns the expiry.
 pub(crate) fn reservation_checks(
     reservation: &TargetReservation,
     envelope: &ActionEnvelope,
     clock: &dyn Clock,
-    parsed: Option<i128>,
 ) -> Result<i128, ComputerUseError> {
     bind(
         RESERVATION,
@@ -327,7 +323,7 @@ pub(crate) fn reservation_checks(
         &reservation.intent_id,
     )?;
     require_state(RESERVATION, ReservationState::Active, reservation.state)?;
-    let expiry = check_unexpired(RESERVATION, &reservation.expires_at, clock, parsed)?;
+    let expiry = check_unexpired(RESERVATION, &reservation.expires_at, clock)?;
     let target = envelope.target.as_ref();
     bind(
         RESERVATION,

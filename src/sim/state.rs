@@ -243,7 +243,7 @@ const LEASE_FORGERIES: [Forgery<ControlLease>; 6] = [
         l.boundaries.window_ids = vec![WindowId::Number(999_999)]
     }),
     (Fault::LeaseExpired, |l| {
-        l.expires_at = stamp(now() - Duration::seconds(1))
+        l.expires_at = stamp(now() - Duration::seconds(1)).into()
     }),
 ];
 
@@ -626,8 +626,9 @@ impl SimState {
                 ActionClass::Destructive | ActionClass::CommunicateExternal
             ),
             external_side_effect: class == ActionClass::CommunicateExternal,
-            proposed_at: stamp(proposed),
-            expires_at: stamp(proposed + Duration::milliseconds(action.expires_in_ms as i64)),
+            proposed_at: stamp(proposed).into(),
+            expires_at: stamp(proposed + Duration::milliseconds(action.expires_in_ms as i64))
+                .into(),
             args_digest: digest,
             attempt: None,
             certification_id: None,
@@ -795,7 +796,7 @@ impl SimState {
             },
             state: ReservationState::Active,
             acquired_at: stamp(at),
-            expires_at: stamp(at + Duration::milliseconds(ttl as i64)),
+            expires_at: stamp(at + Duration::milliseconds(ttl as i64)).into(),
             terminal_reason: None,
         };
         self.reservations
@@ -910,7 +911,7 @@ impl SimState {
             execution_mode: mode,
             state: LeaseState::Active,
             acquired_at: stamp(at),
-            expires_at: stamp(at + Duration::milliseconds(ttl as i64)),
+            expires_at: stamp(at + Duration::milliseconds(ttl as i64)).into(),
             action_budget: budget as u32,
             actions_used: 0,
             boundaries,

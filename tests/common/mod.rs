@@ -285,8 +285,8 @@ impl ComputerUseRuntime for FakeRuntime {
             postcondition: request.action.postcondition.clone(),
             reversible: true,
             external_side_effect: false,
-            proposed_at: format_rfc3339(now).unwrap(),
-            expires_at: format_rfc3339(now + Duration::seconds(30)).unwrap(),
+            proposed_at: format_rfc3339(now).unwrap().into(),
+            expires_at: format_rfc3339(now + Duration::seconds(30)).unwrap().into(),
             args_digest: args_digest(request),
             attempt: None,
             certification_id: None,
@@ -366,7 +366,9 @@ impl ComputerUseRuntime for FakeRuntime {
             },
             state: ReservationState::Active,
             acquired_at: self.now_text(),
-            expires_at: format_rfc3339(self.clock.now() + Duration::seconds(60)).unwrap(),
+            expires_at: format_rfc3339(self.clock.now() + Duration::seconds(60))
+                .unwrap()
+                .into(),
             terminal_reason: None,
         };
         if let Some(tweak) = self.script().reservation.clone() {
@@ -412,7 +414,9 @@ impl ComputerUseRuntime for FakeRuntime {
             execution_mode: envelope.requested_mode,
             state: LeaseState::Active,
             acquired_at: self.now_text(),
-            expires_at: format_rfc3339(self.clock.now() + Duration::seconds(60)).unwrap(),
+            expires_at: format_rfc3339(self.clock.now() + Duration::seconds(60))
+                .unwrap()
+                .into(),
             action_budget: 1,
             actions_used: 0,
             boundaries: LeaseBoundaries {
