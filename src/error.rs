@@ -133,6 +133,14 @@ pub enum ComputerUseError {
         cause: Box<ComputerUseError>,
     },
 
+    /// The session was shut down: its stages can take no further step, and
+    /// what they held was released by the shutdown.
+    #[error("the session was shut down; {operation} is refused")]
+    SessionClosed {
+        /// The step that was refused.
+        operation: &'static str,
+    },
+
     /// The primary failure happened and the cleanup that followed it (the
     /// release of the reservation) failed too. The primary always comes first.
     #[error("{primary}; cleanup also failed: {cleanup}")]
@@ -189,6 +197,7 @@ impl ComputerUseError {
             Self::WithCleanup { .. } => "with_cleanup",
             Self::CleanupAfterSuccess { .. } => "cleanup_after_success",
             Self::OutcomeUnknown { .. } => "outcome_unknown",
+            Self::SessionClosed { .. } => "session_closed",
         }
     }
 

@@ -236,7 +236,7 @@ async fn a_release_answered_with_an_active_reservation_is_refused() {
 }
 
 #[tokio::test]
-async fn killing_the_server_mid_chain_is_a_transport_error_with_nothing_leaked() {
+async fn killing_the_server_mid_chain_is_a_transport_error_and_the_failed_release_is_counted() {
     let runtime = spawn_sim(&[]).await;
     let pid = runtime.child_pid().unwrap();
     let session = session(&runtime, "agent-a");
@@ -279,7 +279,9 @@ async fn killing_the_server_mid_chain_is_a_transport_error_with_nothing_leaked()
             stats.leaked(),
             stats.reservations.explicit_failed
         ),
-        (0, 0, 1)
+        // The release failed with the server: not known to have happened, so
+        // counted as leaked, once (the server's TTL is the ground truth).
+        (0, 1, 1)
     );
     runtime.shutdown().await.unwrap();
     assert!(
@@ -416,7 +418,16 @@ async fn injected_crashes_leave_the_outcome_unknown_and_name_the_action() {
             }
             other => panic!("{fault}: expected an unknown outcome, got {other}"),
         }
-        assert_eq!(session.shutdown().await.leaked(), 0);
+        // The lease's and the reservation's releases failed with the server.
+        let stats = session.shutdown().await;
+        assert_eq!(
+            (
+                stats.leases.explicit_failed,
+                stats.reservations.explicit_failed,
+                stats.leaked()
+            ),
+            (1, 1, 2)
+        );
         runtime.shutdown().await.unwrap();
         assert!(wait_gone(pid).await);
     }

@@ -644,3 +644,151 @@ async fn retained_state_travels_with_the_stage_and_through_a_checkpoint() {
         ]
     );
 }
+
+// Found by the hostile review of this change ----------------------------------
+
+#[tokio::test]
+async fn shutdown_racing_a_release_in_flight_releases_each_resource_once() {
+    let rig = rig();
+    let executed = approved(&rig, "h-1")
+        .await
+        .reserve()
+        .await
+        .unwrap()
+        .lease()
+        .await
+        .unwrap()
+        .execute()
+        .await
+        .unwrap();
+    rig.runtime.script().hold.insert(Call::ReleaseLease);
+    let verify = tokio::spawn(executed.verify());
+    rig.runtime.held.notified().await;
+    rig.runtime.script().hold.remove(&Call::ReleaseLease);
+    let Rig {
+        runtime, session, ..
+    } = rig;
+    let stats = session.shutdown().await;
+    // The lease in flight is not reclaimed; the reservation not yet released is.
+    assert_eq!(stats.leases.reclaimed, 0);
+    assert_eq!(stats.reservations.reclaimed, 1);
+    runtime.gate.notify_one();
+    let _ = verify.await.unwrap();
+    assert_eq!(runtime.truth().lease_releases, ["lease-1"]);
+    assert_eq!(
+        runtime.truth().releases.len(),
+        1,
+        "the reservation released once"
+    );
+}
+
+#[tokio::test]
+async fn a_stage_outliving_its_session_takes_no_further_step() {
+    let rig = rig();
+    let leased = approved(&rig, "h-2")
+        .await
+        .reserve()
+        .await
+        .unwrap()
+        .lease()
+        .await
+        .unwrap();
+    let Rig {
+        runtime, session, ..
+    } = rig;
+    let stats = session.shutdown().await;
+    assert_eq!(
+        (stats.leases.reclaimed, stats.reservations.reclaimed),
+        (1, 1)
+    );
+    let err = leased.execute().await.err().unwrap();
+    assert!(
+        matches!(
+            err,
+            ComputerUseError::SessionClosed {
+                operation: "execute"
+            }
+        ),
+        "{err}"
+    );
+    assert_eq!(runtime.mutations(), 0);
+    assert_eq!(
+        runtime.truth().lease_releases.len(),
+        1,
+        "not released again"
+    );
+}
+
+#[tokio::test]
+async fn an_explicit_release_that_hangs_is_bounded_by_the_release_timeout() {
+    let clock = adk_computer_use::ManualClock::new(start());
+    let runtime = FakeRuntime::new(clock.clone());
+    let session = Session::builder(Arc::clone(&runtime), SESSION, full_authorizer(), key())
+        .clock(Arc::new(clock))
+        .agent_id("executor")
+        .release_timeout(StdDuration::from_millis(50))
+        .build()
+        .unwrap();
+    runtime.script().hold.insert(Call::ReleaseLease);
+    let outcome = tokio::time::timeout(StdDuration::from_secs(10), session.run(action("h-3")))
+        .await
+        .expect("the chain returns although the lease release hangs");
+    match outcome {
+        Err(ComputerUseError::CleanupAfterSuccess { cleanup, .. }) => {
+            assert!(
+                cleanup.to_string().contains("no answer within"),
+                "{cleanup}"
+            )
+        }
+        Err(other) => panic!("expected the release failure to be reported, got {other}"),
+        Ok(_) => panic!("a hanging release was hidden"),
+    }
+    assert_eq!(session.release_stats().leases.explicit_failed, 1);
+    assert_eq!(session.release_stats().reservations.explicit_released, 1);
+    assert_eq!(session.release_stats().leaked(), 1);
+}
+
+#[tokio::test]
+async fn an_explicit_release_that_panics_hands_the_resource_to_the_reaper() {
+    let rig = rig();
+    rig.runtime.script().panic_on_release = true;
+    let approved = approved(&rig, "h-4").await;
+    // A panic in the caller's own runtime reaches the caller...
+    let chain = tokio::spawn(approved.complete());
+    assert!(chain.await.unwrap_err().is_panic());
+    // ...and the reservation it was releasing went to the reaper, which
+    // tried it (isolated: it panics again there) and went on.
+    let stats = rig.session.shutdown().await;
+    assert_eq!(stats.reservations.queued, 1);
+    assert_eq!(stats.reservations.reaped + stats.reservations.reap_failed, 1);
+    assert_eq!(stats.leases.explicit_released, 1, "the lease went back first");
+    assert_eq!(stats.leaked(), stats.reservations.reap_failed);
+}
+
+#[tokio::test]
+async fn a_checkpoint_copied_into_another_store_is_not_resumed_twice_by_one_session() {
+    let rig = rig();
+    let store = MemoryCheckpointStore::new();
+    let pending = pending(&rig, "h-5").await;
+    let approval = held_approval(&pending);
+    let id = pending.suspend(&store).unwrap();
+    let record = store.load(&id).unwrap();
+    let _first = rig.session.resume(&store, &id, approval.clone()).unwrap();
+    let copy = MemoryCheckpointStore::new();
+    copy.create(&id, &record[0]).unwrap();
+    let err = rig.session.resume(&copy, &id, approval).err().unwrap();
+    assert!(err.to_string().contains("already resumed"), "{err}");
+}
+
+#[tokio::test]
+async fn an_envelope_for_another_target_is_refused() {
+    let rig = rig();
+    rig.runtime.script().envelope = Some(Arc::new(|e: &mut ActionEnvelope| {
+        if let Some(target) = e.target.as_mut() {
+            target.app_id = "com.evil.Mail".into();
+        }
+    }));
+    let err = rig.session.run(action("h-6")).await.err().unwrap();
+    assert_eq!(err.field(), Some("target.appId"), "{err}");
+    assert_eq!(rig.runtime.count(Call::Reserve), 0);
+}

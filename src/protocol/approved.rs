@@ -48,7 +48,8 @@ impl<R: ComputerUseRuntime> Approved<R> {
         let envelope = self.preview.envelope();
         let checked = self
             .core
-            .authorize(envelope.requested_mode)
+            .ensure_open("reserve")
+            .and_then(|()| self.core.authorize(envelope.requested_mode))
             .and_then(|()| self.preview.recheck(self.core.clock()));
         let answer = match checked {
             Ok(()) => {

@@ -22,7 +22,6 @@
 //!
 //! The server-side TTL remains the ground truth if the process dies.
 
-use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -86,38 +85,88 @@ pub(crate) enum ReaperMessage {
     Flush(oneshot::Sender<()>),
 }
 
-/// Every resource the session's actions hold right now, by ledger id.
+/// A ledger entry's id: its slot and the slot's generation, so an id whose
+/// entry was taken never reaches the entry that reuses the slot.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) struct LedgerId {
+    slot: usize,
+    generation: u64,
+}
+
+#[derive(Default)]
+struct Slots {
+    entries: Vec<(u64, Option<Held>)>,
+    free: Vec<usize>,
+    held: usize,
+}
+
+/// Every resource the session's actions hold right now.
 #[derive(Default)]
 pub(crate) struct Ledger {
-    next: AtomicU64,
-    held: Mutex<HashMap<u64, Held>>,
+    slots: Mutex<Slots>,
 }
 
 impl Ledger {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Held>> {
-        self.held.lock().unwrap_or_else(|p| p.into_inner())
+    fn lock(&self) -> std::sync::MutexGuard<'_, Slots> {
+        self.slots.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn register(&self, held: Held) -> u64 {
-        let id = self.next.fetch_add(1, Ordering::Relaxed);
-        self.lock().insert(id, held);
-        id
+    fn register(&self, held: Held) -> LedgerId {
+        let mut slots = self.lock();
+        slots.held += 1;
+        match slots.free.pop() {
+            Some(slot) => {
+                let entry = &mut slots.entries[slot];
+                entry.0 += 1;
+                entry.1 = Some(held);
+                LedgerId {
+                    slot,
+                    generation: entry.0,
+                }
+            }
+            None => {
+                slots.entries.push((0, Some(held)));
+                LedgerId {
+                    slot: slots.entries.len() - 1,
+                    generation: 0,
+                }
+            }
+        }
     }
 
-    fn contains(&self, id: u64) -> bool {
-        self.lock().contains_key(&id)
-    }
-
-    fn take(&self, id: u64) -> Option<Held> {
-        self.lock().remove(&id)
+    /// Takes the entry out: whoever gets it is the one that releases it.
+    fn take(&self, id: LedgerId) -> Option<Held> {
+        let mut slots = self.lock();
+        let entry = slots.entries.get_mut(id.slot)?;
+        if entry.0 != id.generation {
+            return None;
+        }
+        let held = entry.1.take()?;
+        slots.free.push(id.slot);
+        slots.held -= 1;
+        Some(held)
     }
 
     fn drain(&self) -> Vec<Held> {
-        self.lock().drain().map(|(_, held)| held).collect()
+        let mut slots = self.lock();
+        let mut drained = Vec::new();
+        let Slots {
+            entries,
+            free,
+            held,
+        } = &mut *slots;
+        for (slot, entry) in entries.iter_mut().enumerate() {
+            if let Some(taken) = entry.1.take() {
+                drained.push(taken);
+                free.push(slot);
+                *held -= 1;
+            }
+        }
+        drained
     }
 
     pub(crate) fn len(&self) -> usize {
-        self.lock().len()
+        self.lock().held
     }
 }
 
@@ -202,10 +251,14 @@ pub struct ResourceStats {
 }
 
 impl ResourceStats {
-    /// Resources whose release is not known to have happened: queued but not
-    /// (yet) reaped, lost, or not reclaimed. Each is counted once.
+    /// Resources whose release is not known to have happened: an explicit
+    /// release that failed, queued but not (yet) reaped, lost, or not
+    /// reclaimed. Each is counted once.
     pub fn leaked(&self) -> u64 {
-        self.queued.saturating_sub(self.reaped) + self.lost + self.reclaim_failed
+        self.explicit_failed
+            + self.queued.saturating_sub(self.reaped)
+            + self.lost
+            + self.reclaim_failed
     }
 }
 
@@ -320,8 +373,42 @@ pub(crate) fn spawn_reaper<R: ComputerUseRuntime>(
 
 /// One resource held by a guard: its ledger id and the resource.
 struct Slot<T> {
-    id: u64,
+    id: LedgerId,
     value: Arc<T>,
+}
+
+/// A release in flight on the explicit path. It owns the resource (taken out
+/// of the ledger, so `shutdown` cannot release it a second time); if the
+/// release future is dropped or unwinds before the answer, `Drop` hands the
+/// resource to the reaper.
+struct InFlight<'a, R: ComputerUseRuntime> {
+    core: &'a Core<R>,
+    held: Option<Held>,
+}
+
+impl<R: ComputerUseRuntime> InFlight<'_, R> {
+    fn finish(mut self) -> Option<Held> {
+        self.held.take()
+    }
+}
+
+impl<R: ComputerUseRuntime> Drop for InFlight<'_, R> {
+    fn drop(&mut self) {
+        if let Some(held) = self.held.take() {
+            queue(self.core, held);
+        }
+    }
+}
+
+/// Hands `held` to the reaper, counting it queued (or lost when the reaper
+/// has stopped).
+fn queue<R: ComputerUseRuntime>(core: &Core<R>, held: Held) {
+    let counters = core.releaser.counters.of(held.kind());
+    if core.reaper.send(ReaperMessage::Release(held)).is_ok() {
+        bump(&counters.queued);
+    } else {
+        bump(&counters.lost);
+    }
 }
 
 /// Holds what an action has on the server until it is given back.
@@ -374,24 +461,44 @@ impl<R: ComputerUseRuntime> ActionGuard<R> {
         self.reservation.as_ref().map(|slot| &*slot.value)
     }
 
-    /// Gives one resource back and counts how that went. A resource that
-    /// `Session::shutdown` already reclaimed is not released twice.
-    async fn release_one(&self, id: u64, held: &Held) -> Result<(), ComputerUseError> {
-        if !self.core.releaser.ledger.contains(id) {
+    /// Gives one resource back, bounded by the release timeout, and counts
+    /// how that went. A resource `Session::shutdown` already reclaimed is not
+    /// released twice: whoever takes it out of the ledger releases it.
+    async fn release_one(core: &Core<R>, id: LedgerId) -> Result<(), ComputerUseError> {
+        let Some(held) = core.releaser.ledger.take(id) else {
             return Ok(());
-        }
-        // The resource stays in the guard while the call is in flight: if this
-        // future is dropped mid-way, `Drop` still hands it to the reaper.
-        let result = give_back(&*self.core.releaser.runtime, held).await;
-        self.core.releaser.ledger.take(id);
-        let counters = self.core.releaser.counters.of(held.kind());
+        };
+        let in_flight = InFlight {
+            core,
+            held: Some(held),
+        };
+        let answer = match &in_flight.held {
+            Some(held) => {
+                tokio::time::timeout(
+                    core.releaser.timeout,
+                    give_back(&*core.releaser.runtime, held),
+                )
+                .await
+            }
+            None => Ok(Ok(())),
+        };
+        let Some(held) = in_flight.finish() else {
+            return Ok(());
+        };
+        let result = answer.unwrap_or_else(|_| {
+            Err(ComputerUseError::Transport {
+                operation: release_operation(&held).into(),
+                message: format!("no answer within {:?}", core.releaser.timeout),
+            })
+        });
+        let counters = core.releaser.counters.of(held.kind());
         match &result {
             Ok(()) => bump(&counters.explicit_released),
             Err(_) => bump(&counters.explicit_failed),
         }
         release_note(
-            &self.core.releaser.recorder,
-            held,
+            &core.releaser.recorder,
+            &held,
             "explicit",
             result.as_ref().err(),
         );
@@ -401,22 +508,13 @@ impl<R: ComputerUseRuntime> ActionGuard<R> {
     /// Gives back the lease, then the reservation, and reports how that went.
     /// Both are attempted; when both fail, the lease's failure comes first.
     pub(crate) async fn release(mut self) -> Result<(), ComputerUseError> {
-        let lease = match &self.lease {
-            Some(slot) => {
-                let held = Held::Lease(Arc::clone(&slot.value));
-                let result = self.release_one(slot.id, &held).await;
-                self.lease = None;
-                result
-            }
+        let core = Arc::clone(&self.core);
+        let lease = match self.lease.take() {
+            Some(slot) => Self::release_one(&core, slot.id).await,
             None => Ok(()),
         };
-        let reservation = match &self.reservation {
-            Some(slot) => {
-                let held = Held::Reservation(Arc::clone(&slot.value));
-                let result = self.release_one(slot.id, &held).await;
-                self.reservation = None;
-                result
-            }
+        let reservation = match self.reservation.take() {
+            Some(slot) => Self::release_one(&core, slot.id).await,
             None => Ok(()),
         };
         match (lease, reservation) {
@@ -442,15 +540,6 @@ impl<R: ComputerUseRuntime> ActionGuard<R> {
             ComputerUseError::with_cleanup(primary, cleanup)
         })
     }
-
-    fn queue(&self, held: Held) {
-        let counters = self.core.releaser.counters.of(held.kind());
-        if self.core.reaper.send(ReaperMessage::Release(held)).is_ok() {
-            bump(&counters.queued);
-        } else {
-            bump(&counters.lost);
-        }
-    }
 }
 
 impl<R: ComputerUseRuntime> Drop for ActionGuard<R> {
@@ -459,12 +548,12 @@ impl<R: ComputerUseRuntime> Drop for ActionGuard<R> {
         if let Some(slot) = self.lease.take()
             && let Some(held) = self.core.releaser.ledger.take(slot.id)
         {
-            self.queue(held);
+            queue(&self.core, held);
         }
         if let Some(slot) = self.reservation.take()
             && let Some(held) = self.core.releaser.ledger.take(slot.id)
         {
-            self.queue(held);
+            queue(&self.core, held);
         }
     }
 }

@@ -60,6 +60,7 @@ impl<R: ComputerUseRuntime> Leased<R> {
     /// the approval; the scope. Identity fields of the bound lease and
     /// reservation are immutable and were bound once.
     fn revalidate(&self) -> Result<(), ComputerUseError> {
+        self.core.ensure_open("execute")?;
         let clock = self.core.clock();
         self.preview.recheck(clock)?;
         self.lease.recheck(clock)?;

@@ -34,6 +34,7 @@ impl<R: ComputerUseRuntime> Observed<R> {
     /// already expired stops here.
     pub async fn preview(self, action: &ProposedAction) -> Result<Previewed<R>, ComputerUseError> {
         let core = self.core;
+        core.ensure_open("preview")?;
         let request = ActionRequest {
             session_id: &core.session_id,
             agent_id: core.agent_id.as_deref(),

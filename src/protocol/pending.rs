@@ -79,8 +79,10 @@ impl<R: ComputerUseRuntime> PendingApproval<R> {
     /// preview must still be fresh (the wait for a person can outlast it).
     pub fn approve(self, approval: Approval) -> Result<Approved<R>, ComputerUseError> {
         let envelope = self.preview.envelope();
-        let checked = approval
-            .check_against(self.preview.get())
+        let checked = self
+            .core
+            .ensure_open("approve")
+            .and_then(|()| approval.check_against(self.preview.get()))
             .and_then(|()| self.preview.recheck(self.core.clock()));
         if let Err(err) = checked {
             self.core.recorder.refusal(&envelope.action_id, &err);

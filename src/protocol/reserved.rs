@@ -63,9 +63,12 @@ impl<R: ComputerUseRuntime> Reserved<R> {
             reservation,
         } = self;
         let envelope = preview.envelope();
-        let answer = {
-            let proof = LeaseProof::new(envelope, guard.reservation());
-            core.runtime.acquire_lease(&proof).await
+        let answer = match core.ensure_open("lease") {
+            Ok(()) => {
+                let proof = LeaseProof::new(envelope, guard.reservation());
+                core.runtime.acquire_lease(&proof).await
+            }
+            Err(err) => Err(err),
         };
         let lease = match answer {
             Ok(lease) => guard.hold_lease(lease),

@@ -1,6 +1,8 @@
 //! The session: where every chain starts and what every stage points back to.
 
-use std::sync::Arc;
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 use tokio::sync::{mpsc, oneshot};
 
@@ -31,6 +33,10 @@ pub(crate) struct Core<R: ComputerUseRuntime> {
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) key: SealingKey,
     pub(crate) reaper: mpsc::UnboundedSender<ReaperMessage>,
+    /// Set by `Session::shutdown`: no stage takes another step.
+    pub(crate) closed: AtomicBool,
+    /// Checkpoints this session resumed, whatever store they came from.
+    pub(crate) resumed: Mutex<HashSet<CheckpointId>>,
     /// Releases, counts and the ledger of everything the actions hold.
     pub(crate) releaser: Arc<Releaser<R>>,
     pub(crate) recorder: Recorder,
@@ -44,6 +50,16 @@ impl<R: ComputerUseRuntime> Core<R> {
     /// The clock every expiry check asks.
     pub(crate) fn clock(&self) -> &dyn Clock {
         &*self.clock
+    }
+
+    /// Refuses `operation` once the session was shut down.
+    #[inline]
+    pub(crate) fn ensure_open(&self, operation: &'static str) -> Result<(), ComputerUseError> {
+        if self.closed.load(Ordering::Acquire) {
+            Err(ComputerUseError::SessionClosed { operation })
+        } else {
+            Ok(())
+        }
     }
 
     /// The agent and execution group this session acts as.
@@ -210,6 +226,8 @@ impl<R: ComputerUseRuntime> SessionBuilder<R> {
                 clock: self.clock,
                 key: self.key,
                 reaper,
+                closed: AtomicBool::new(false),
+                resumed: Mutex::new(HashSet::new()),
                 releaser,
                 recorder,
             }),
@@ -255,6 +273,7 @@ impl<R: ComputerUseRuntime> Session<R> {
     /// Observes widely: capabilities, a visual frame and a semantic frame, all
     /// three at once. Needs the `computer:plan` scope.
     pub async fn observe(&self) -> Result<Observed<R>, ComputerUseError> {
+        self.core.ensure_open("observe")?;
         self.core
             .authorize(ExecutionMode::Shadow)
             .map_err(|err| match err {
@@ -297,6 +316,16 @@ impl<R: ComputerUseRuntime> Session<R> {
         id: &CheckpointId,
         approval: Approval,
     ) -> Result<Approved<R>, ComputerUseError> {
+        self.core.ensure_open("resume")?;
+        // Held to the end: two resumes of one checkpoint in this session are
+        // refused whatever stores they read from.
+        let mut resumed = self.core.resumed.lock().unwrap_or_else(|p| p.into_inner());
+        if resumed.contains(id) {
+            return Err(ComputerUseError::Checkpoint {
+                id: id.to_string(),
+                reason: "this checkpoint was already resumed in this session; a checkpoint approves one execution".into(),
+            });
+        }
         let records = store.load(id)?;
         let body = open_record(&self.core.key, id, &records)?;
         let identity = self.core.identity();
@@ -319,6 +348,7 @@ impl<R: ComputerUseRuntime> Session<R> {
         // Last: only a resume that would succeed consumes the checkpoint, and
         // only one resume can consume it.
         store.consume(id)?;
+        resumed.insert(id.clone());
         Ok(approved)
     }
 
@@ -343,6 +373,7 @@ impl<R: ComputerUseRuntime> Session<R> {
     /// dropped (`mem::forget`) still holds, and reports the counters. Each
     /// release is bounded by the release timeout, so this always returns.
     pub async fn shutdown(self) -> ReleaseStats {
+        self.core.closed.store(true, Ordering::Release);
         let (done, finished) = oneshot::channel();
         if self.core.reaper.send(ReaperMessage::Flush(done)).is_ok() {
             let _ = finished.await;

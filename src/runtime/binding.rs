@@ -378,7 +378,8 @@ pub fn validate_receipt_at(
 }
 
 /// The envelope is about the action that was proposed: same id (when one was
-/// given), tool and mode, the same postcondition (absent when none was
+/// given), tool, mode and operation (when one was given), the proposed
+/// target's app and window, the same postcondition (absent when none was
 /// proposed), and the same agent and group when both name one.
 pub(crate) fn bind_to_request(
     request: &ActionRequest<'_>,
@@ -399,6 +400,31 @@ pub(crate) fn bind_to_request(
         proposed.mode.as_str(),
         envelope.requested_mode.as_str(),
     )?;
+    bind_optional(
+        OBJECT,
+        "operation",
+        proposed.operation.as_deref(),
+        Some(&envelope.operation),
+    )?;
+    if let Some(target) = &proposed.target {
+        let bound = envelope.target.as_ref();
+        bind(
+            OBJECT,
+            "target.appId",
+            &target.app_id,
+            bound.map_or("(no target)", |t| t.app_id.as_str()),
+        )?;
+        if target.window_id.is_some()
+            && target.window_id.as_ref() != bound.and_then(|t| t.window_id.as_ref())
+        {
+            return Err(ComputerUseError::IdentityMismatch {
+                object: OBJECT,
+                field: "target.windowId",
+                expected: window_text(target.window_id.as_ref()),
+                actual: window_text(bound.and_then(|t| t.window_id.as_ref())),
+            });
+        }
+    }
     if proposed.postcondition != envelope.postcondition {
         return Err(postcondition_mismatch(
             proposed.postcondition.as_ref(),
