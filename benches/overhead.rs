@@ -231,23 +231,31 @@ impl NoopRuntime {
 }
 
 /// The runtime's own answers, callable without proofs: what a raw client of
-/// this runtime would call. The trait methods below delegate to them, so
+/// this runtime would await. The trait methods below delegate to them, so
 /// both sides of the measurement reach the same code.
 impl NoopRuntime {
-    fn raw_preview(&self) -> ActionPreview {
-        self.preview.clone()
+    async fn raw_preview(&self) -> Result<ActionPreview, ComputerUseError> {
+        Ok(self.preview.clone())
     }
-    fn raw_reserve(&self, _: &ActionEnvelope) -> TargetReservation {
-        self.reservation.clone()
+    async fn raw_reserve(&self, _: &ActionEnvelope) -> Result<TargetReservation, ComputerUseError> {
+        Ok(self.reservation.clone())
     }
-    fn raw_lease(&self, _: &ActionEnvelope) -> ControlLease {
-        self.lease.clone()
+    async fn raw_lease(&self, _: &ActionEnvelope) -> Result<ControlLease, ComputerUseError> {
+        Ok(self.lease.clone())
     }
-    fn raw_execute(&self, _: &ActionEnvelope, _: &ControlLease) -> ExecutionReceipt {
-        self.receipt.clone()
+    async fn raw_execute(
+        &self,
+        _: &ActionEnvelope,
+        _: &ControlLease,
+    ) -> Result<ExecutionReceipt, ComputerUseError> {
+        Ok(self.receipt.clone())
     }
-    fn raw_release(&self, _: &TargetReservation) {}
-    fn raw_release_lease(&self, _: &ControlLease) {}
+    async fn raw_release(&self, _: &TargetReservation) -> Result<(), ComputerUseError> {
+        Ok(())
+    }
+    async fn raw_release_lease(&self, _: &ControlLease) -> Result<(), ComputerUseError> {
+        Ok(())
+    }
 }
 
 impl ComputerUseRuntime for NoopRuntime {
@@ -270,33 +278,31 @@ impl ComputerUseRuntime for NoopRuntime {
         &self,
         _: &ActionRequest<'_>,
     ) -> Result<PreviewAnswer, ComputerUseError> {
-        Ok(self.raw_preview().into())
+        self.raw_preview().await.map(Into::into)
     }
     async fn reserve_target(
         &self,
         proof: &ReserveProof<'_>,
     ) -> Result<Option<TargetReservation>, ComputerUseError> {
-        Ok(Some(self.raw_reserve(proof.envelope())))
+        self.raw_reserve(proof.envelope()).await.map(Some)
     }
     async fn release_target(&self, proof: &ReleaseProof<'_>) -> Result<(), ComputerUseError> {
-        self.raw_release(proof.reservation());
-        Ok(())
+        self.raw_release(proof.reservation()).await
     }
     async fn acquire_lease(
         &self,
         proof: &LeaseProof<'_>,
     ) -> Result<ControlLease, ComputerUseError> {
-        Ok(self.raw_lease(proof.envelope()))
+        self.raw_lease(proof.envelope()).await
     }
     async fn release_lease(&self, proof: &LeaseReleaseProof<'_>) -> Result<(), ComputerUseError> {
-        self.raw_release_lease(proof.lease());
-        Ok(())
+        self.raw_release_lease(proof.lease()).await
     }
     async fn execute_action(
         &self,
         proof: &ExecuteProof<'_>,
     ) -> Result<ExecutionReceipt, ComputerUseError> {
-        Ok(self.raw_execute(proof.envelope(), proof.lease()))
+        self.raw_execute(proof.envelope(), proof.lease()).await
     }
 }
 
@@ -308,13 +314,16 @@ async fn raw_in_process(runtime: &NoopRuntime, action: &ProposedAction, scope: &
         runtime.observe_visual(scope),
         runtime.observe_semantic(scope)
     );
-    let preview = runtime.raw_preview();
-    let reservation = runtime.raw_reserve(&preview.envelope);
-    let lease = runtime.raw_lease(&preview.envelope);
-    let receipt = runtime.raw_execute(&preview.envelope, &lease);
+    let preview = runtime.raw_preview().await.unwrap();
+    let reservation = runtime.raw_reserve(&preview.envelope).await.unwrap();
+    let lease = runtime.raw_lease(&preview.envelope).await.unwrap();
+    let receipt = runtime
+        .raw_execute(&preview.envelope, &lease)
+        .await
+        .unwrap();
     let _ = runtime.verify(&receipt, None).await.unwrap();
-    runtime.raw_release_lease(&lease);
-    runtime.raw_release(&reservation);
+    runtime.raw_release_lease(&lease).await.unwrap();
+    runtime.raw_release(&reservation).await.unwrap();
     drop(action);
 }
 

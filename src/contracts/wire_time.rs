@@ -31,8 +31,16 @@ use crate::ComputerUseError;
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct WireTime {
     text: String,
-    unix_nanos: Option<i128>,
+    // The instant as whole seconds and the nanoseconds past them, with
+    // `UNPARSED` in `nanos` when the text is not a timestamp. Kept this
+    // compact on purpose: an envelope holds two of these, and a larger
+    // envelope no longer fits the allocator's small-size cache.
+    secs: i64,
+    nanos: u32,
 }
+
+/// `nanos` of a text that did not parse (a real value is below 10^9).
+const UNPARSED: u32 = u32::MAX;
 
 impl WireTime {
     /// The text as it is written on the wire.
@@ -43,7 +51,11 @@ impl WireTime {
     /// The instant in nanoseconds since the Unix epoch, or `None` when the
     /// text is not an RFC 3339 timestamp.
     pub fn unix_nanos(&self) -> Option<i128> {
-        self.unix_nanos
+        if self.nanos == UNPARSED {
+            None
+        } else {
+            Some(i128::from(self.secs) * 1_000_000_000 + i128::from(self.nanos))
+        }
     }
 
     /// The instant, or [`ComputerUseError::InvalidField`] naming
@@ -53,7 +65,7 @@ impl WireTime {
         object: &'static str,
         field: &'static str,
     ) -> Result<i128, ComputerUseError> {
-        match self.unix_nanos {
+        match self.unix_nanos() {
             Some(nanos) => Ok(nanos),
             // Parsed again only to say why it failed.
             None => crate::clock::parse_rfc3339(object, field, &self.text)
@@ -64,10 +76,18 @@ impl WireTime {
 
 impl From<String> for WireTime {
     fn from(text: String) -> Self {
-        let unix_nanos = OffsetDateTime::parse(&text, &Rfc3339)
-            .ok()
-            .map(OffsetDateTime::unix_timestamp_nanos);
-        Self { text, unix_nanos }
+        match OffsetDateTime::parse(&text, &Rfc3339) {
+            Ok(at) => Self {
+                text,
+                secs: at.unix_timestamp(),
+                nanos: at.nanosecond(),
+            },
+            Err(_) => Self {
+                text,
+                secs: 0,
+                nanos: UNPARSED,
+            },
+        }
     }
 }
 

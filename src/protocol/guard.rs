@@ -400,6 +400,20 @@ impl<R: ComputerUseRuntime> Drop for InFlight<'_, R> {
     }
 }
 
+/// `call` bounded by `timeout`. A call that answers on its first poll (an
+/// in-process runtime) never arms a timer.
+async fn bounded<F: Future>(
+    timeout: Duration,
+    call: F,
+) -> Result<F::Output, tokio::time::error::Elapsed> {
+    let mut call = std::pin::pin!(call);
+    let first = std::future::poll_fn(|cx| std::task::Poll::Ready(call.as_mut().poll(cx))).await;
+    match first {
+        std::task::Poll::Ready(output) => Ok(output),
+        std::task::Poll::Pending => tokio::time::timeout(timeout, call).await,
+    }
+}
+
 /// Hands `held` to the reaper, counting it queued (or lost when the reaper
 /// has stopped).
 fn queue<R: ComputerUseRuntime>(core: &Core<R>, held: Held) {
@@ -474,7 +488,7 @@ impl<R: ComputerUseRuntime> ActionGuard<R> {
         };
         let answer = match &in_flight.held {
             Some(held) => {
-                tokio::time::timeout(
+                bounded(
                     core.releaser.timeout,
                     give_back(&*core.releaser.runtime, held),
                 )

@@ -77,7 +77,7 @@ impl<R: ComputerUseRuntime> Core<R> {
 }
 
 /// Logs one release (explicit, by the reaper, or at shutdown) and journals
-/// it under its action when it is a reservation's.
+/// it under its action when it is a reservation's (a lease names no action).
 pub(crate) fn release_note(
     recorder: &Recorder,
     held: &Held,
@@ -89,32 +89,20 @@ pub(crate) fn release_note(
         None => tracing::debug!(resource, how, "released"),
         Some(err) => tracing::warn!(resource, how, error = %err, "release failed"),
     }
-    let (action_id, payload) = match held {
-        Held::Reservation(reservation) => (
-            reservation.intent_id.as_str(),
-            serde_json::json!({ "reservationId": reservation.reservation_id }),
-        ),
-        Held::Lease(lease) => (
-            lease.lease_id.as_str(),
-            serde_json::json!({ "leaseId": lease.lease_id }),
-        ),
-    };
-    if matches!(held, Held::Lease(_)) {
-        // Leases are not journaled per action: a lease names no action.
-        return;
+    if let Held::Reservation(reservation) = held {
+        recorder.note(
+            &reservation.intent_id,
+            crate::eval::journal_types::RELEASED,
+            || {
+                serde_json::json!({
+                    "reservationId": reservation.reservation_id,
+                    "how": how,
+                    "ok": error.is_none(),
+                    "errorClass": error.map(ComputerUseError::class),
+                })
+            },
+        );
     }
-    recorder.note(action_id, crate::eval::journal_types::RELEASED, || {
-        let mut payload = payload;
-        if let Some(map) = payload.as_object_mut() {
-            map.insert("how".into(), how.into());
-            map.insert("ok".into(), error.is_none().into());
-            map.insert(
-                "errorClass".into(),
-                error.map(ComputerUseError::class).into(),
-            );
-        }
-        payload
-    });
 }
 
 /// One governed session with a runtime. Start chains with

@@ -23,7 +23,8 @@ pub struct FreshPreview {
     /// `expiresAt`, in nanoseconds since the Unix epoch.
     expires: i128,
     /// What the runtime keeps for this exact preview, carried to execution.
-    retained: Option<Value>,
+    /// Boxed: most runtimes keep nothing, and a pointer moves cheaply.
+    retained: Option<Box<Value>>,
 }
 
 impl FreshPreview {
@@ -41,7 +42,7 @@ impl FreshPreview {
             Ok(expires) => Ok(Self {
                 preview,
                 expires,
-                retained,
+                retained: retained.map(Box::new),
             }),
             Err(err) => Err((err, preview)),
         }
@@ -91,7 +92,7 @@ impl FreshPreview {
 
     /// What the runtime keeps for this preview.
     pub(crate) fn retained(&self) -> Option<&Value> {
-        self.retained.as_ref()
+        self.retained.as_deref()
     }
 }
 
