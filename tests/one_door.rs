@@ -760,8 +760,14 @@ async fn an_explicit_release_that_panics_hands_the_resource_to_the_reaper() {
     // tried it (isolated: it panics again there) and went on.
     let stats = rig.session.shutdown().await;
     assert_eq!(stats.reservations.queued, 1);
-    assert_eq!(stats.reservations.reaped + stats.reservations.reap_failed, 1);
-    assert_eq!(stats.leases.explicit_released, 1, "the lease went back first");
+    assert_eq!(
+        stats.reservations.reaped + stats.reservations.reap_failed,
+        1
+    );
+    assert_eq!(
+        stats.leases.explicit_released, 1,
+        "the lease went back first"
+    );
     assert_eq!(stats.leaked(), stats.reservations.reap_failed);
 }
 
