@@ -88,7 +88,7 @@ async fn suspend(dir: &Path) -> Result<CheckpointId, Error> {
     Ok(id)
 }
 
-async fn resume(dir: &Path, id: &CheckpointId) -> Result<(), Error> {
+async fn resume(dir: &Path, id: &CheckpointId) -> Result<Approval, Error> {
     let (runtime, session) = session(dir)?;
     let store = FileCheckpointStore::new(dir)?;
     // The person's approval echoes the digests they were shown. Here it is
@@ -102,7 +102,10 @@ async fn resume(dir: &Path, id: &CheckpointId) -> Result<(), Error> {
         "policyDigest": preview["policy"]["policyDigest"],
         "runtimeApproved": true,
     }))?;
-    let verified = session.resume(&store, id, approval)?.complete().await?;
+    let verified = session
+        .resume(&store, id, approval.clone())?
+        .complete()
+        .await?;
     println!(
         "resumed: receipt {}, {}",
         verified.receipt_id(),
@@ -115,7 +118,21 @@ async fn resume(dir: &Path, id: &CheckpointId) -> Result<(), Error> {
         verified.verified()
     );
     let _ = session.shutdown().await;
-    Ok(())
+    Ok(approval)
+}
+
+/// The same checkpoint, with the same approval, a second time: refused
+/// before anything reaches the runtime.
+async fn resume_again(dir: &Path, id: &CheckpointId, approval: Approval) -> Result<(), Error> {
+    let (_, session) = session(dir)?;
+    let store = FileCheckpointStore::new(dir)?;
+    match session.resume(&store, id, approval) {
+        Ok(_) => Err("a checkpoint was resumed twice".into()),
+        Err(err) => {
+            println!("resumed again: refused before any reservation: {err}");
+            Ok(())
+        }
+    }
 }
 
 async fn tamper(dir: &Path, id: &CheckpointId) -> Result<(), Error> {
@@ -150,7 +167,7 @@ async fn main() -> Result<(), Error> {
         .as_slice()
     {
         ["suspend", dir] => suspend(Path::new(dir)).await.map(|_| ()),
-        ["resume", dir, id] => resume(Path::new(dir), &id.parse()?).await,
+        ["resume", dir, id] => resume(Path::new(dir), &id.parse()?).await.map(|_| ()),
         ["tamper", dir, id] => tamper(Path::new(dir), &id.parse()?).await,
         [] => {
             let dir: PathBuf =
@@ -158,11 +175,8 @@ async fn main() -> Result<(), Error> {
             std::fs::create_dir_all(&dir)?;
             let id = suspend(&dir).await?;
             tamper(&dir, &id).await?;
-            resume(&dir, &id).await?;
-            match resume(&dir, &id).await {
-                Ok(()) => return Err("a checkpoint was resumed twice".into()),
-                Err(err) => println!("resumed again: refused, nothing ran: {err}"),
-            }
+            let approval = resume(&dir, &id).await?;
+            resume_again(&dir, &id, approval).await?;
             std::fs::remove_dir_all(&dir)?;
             Ok(())
         }
