@@ -151,12 +151,18 @@ pub enum ComputerUseError {
         cleanup: Box<ComputerUseError>,
     },
 
-    /// The action was verified, but releasing its reservation failed. The
-    /// outcome is not hidden: it is reported here with the release failure.
-    #[error("the action finished with status {status}, but cleanup failed: {cleanup}")]
+    /// The action was verified, but giving back its lease or reservation
+    /// failed. The outcome is not hidden: it is reported here with the
+    /// release failure.
+    #[error(
+        "the action finished with status {status} (performed: {performed}), but cleanup failed: {cleanup}"
+    )]
     CleanupAfterSuccess {
         /// The verification status the action reached (`completed`, ...).
         status: &'static str,
+        /// Whether the runtime performed the action (its receipt is
+        /// `committed`): what a retry decision must use.
+        performed: bool,
         /// The receipt of the committed action.
         receipt_id: String,
         /// The release failure.
@@ -224,17 +230,28 @@ impl ComputerUseError {
         }
     }
 
-    /// Classifies a failure of the mutating call: one that leaves the effect
-    /// in doubt (transport, undecodable answer) becomes
-    /// [`ComputerUseError::OutcomeUnknown`]; a typed refusal or a local check
-    /// stays as it is (nothing was performed).
+    /// Classifies a failure of the mutating call or of its answer: one that
+    /// leaves the effect in doubt (transport, an undecodable answer, a
+    /// receipt bound to something else or with an unsettled status) becomes
+    /// [`ComputerUseError::OutcomeUnknown`]; a typed refusal stays as it is
+    /// (nothing was performed).
     pub(crate) fn after_mutation(action_id: &str, err: Self) -> Self {
         match err {
-            Self::Transport { .. } | Self::Decode { .. } => Self::OutcomeUnknown {
+            // Refused before acting, or refused by a local check before the
+            // call was made: nothing was performed.
+            Self::Refused { .. }
+            | Self::Unauthorized { .. }
+            | Self::Unsupported { .. }
+            | Self::InvalidRequest { .. }
+            | Self::SessionClosed { .. }
+            | Self::OutcomeUnknown { .. } => err,
+            // The answer broke in transit, could not be read, or is about
+            // something else (a receipt bound elsewhere, a status that
+            // settles nothing): the runtime may have acted.
+            _ => Self::OutcomeUnknown {
                 action_id: action_id.to_owned(),
                 cause: Box::new(err),
             },
-            other => other,
         }
     }
 

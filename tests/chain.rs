@@ -407,8 +407,9 @@ async fn mismatched_answers_are_rejected_and_the_reservation_released() {
 }
 
 #[tokio::test]
-async fn release_runs_on_lease_failure_and_on_verification_failure() {
-    for call in [Call::Lease, Call::Verify] {
+async fn release_runs_on_lease_failure() {
+    {
+        let call = Call::Lease;
         let rig = rig();
         let refusal = ComputerUseError::Refused {
             operation: "x".into(),
@@ -428,6 +429,24 @@ async fn release_runs_on_lease_failure_and_on_verification_failure() {
             1
         );
     }
+}
+
+#[tokio::test]
+async fn a_verification_that_fails_still_ends_the_chain_and_releases_everything() {
+    let rig = rig();
+    rig.runtime.script().fail.insert(
+        Call::Verify,
+        ComputerUseError::Refused {
+            operation: "verify".into(),
+            code: "busy".into(),
+            message: "later".into(),
+        },
+    );
+    let verified = completed(rig.session.run(action("a-13v")).await.unwrap());
+    assert!(verified.performed());
+    assert_eq!(verified.outcome().status(), "committed_unverified");
+    assert_eq!(rig.runtime.active_reservations(), 0);
+    assert!(rig.runtime.truth().active_leases.is_empty());
 }
 
 #[tokio::test]

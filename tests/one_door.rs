@@ -798,3 +798,324 @@ async fn an_envelope_for_another_target_is_refused() {
     assert_eq!(err.field(), Some("target.appId"), "{err}");
     assert_eq!(rig.runtime.count(Call::Reserve), 0);
 }
+
+// Found by the second hostile review -------------------------------------------
+
+#[tokio::test]
+async fn a_shutdown_cancelled_part_way_leaves_the_releases_to_the_reaper() {
+    let rig = rig();
+    let leased = approved(&rig, "k-1")
+        .await
+        .reserve()
+        .await
+        .unwrap()
+        .lease()
+        .await
+        .unwrap();
+    std::mem::forget(leased);
+    rig.runtime.script().hold.insert(Call::ReleaseLease);
+    let Rig {
+        runtime, session, ..
+    } = rig;
+    let cancelled = tokio::time::timeout(StdDuration::from_millis(50), session.shutdown()).await;
+    assert!(
+        cancelled.is_err(),
+        "the shutdown was cancelled while a release hung"
+    );
+    runtime.script().hold.remove(&Call::ReleaseLease);
+    runtime.gate.notify_one();
+    for _ in 0..200 {
+        if runtime.truth().active_leases.is_empty() && runtime.active_reservations() == 0 {
+            break;
+        }
+        tokio::time::sleep(StdDuration::from_millis(5)).await;
+    }
+    assert!(
+        runtime.truth().active_leases.is_empty(),
+        "the lease was left behind"
+    );
+    assert_eq!(
+        runtime.active_reservations(),
+        0,
+        "the reservation was left behind"
+    );
+}
+
+#[tokio::test]
+async fn a_release_future_forgotten_in_flight_is_reported_outstanding() {
+    let rig = rig();
+    let executed = approved(&rig, "k-2")
+        .await
+        .reserve()
+        .await
+        .unwrap()
+        .lease()
+        .await
+        .unwrap()
+        .execute()
+        .await
+        .unwrap();
+    rig.runtime.script().hold.insert(Call::ReleaseLease);
+    let mut verify = Box::pin(executed.verify());
+    let polled = tokio::time::timeout(StdDuration::from_millis(20), verify.as_mut()).await;
+    assert!(polled.is_err(), "the release is held");
+    std::mem::forget(verify);
+    let stats = rig.session.shutdown().await;
+    // The reservation was still idle and is reclaimed; the lease's release is
+    // in flight in a future that will never run again: it is not counted as
+    // released anywhere, and it is reported.
+    assert_eq!(stats.reservations.reclaimed, 1);
+    assert_eq!(stats.outstanding, 1);
+    assert_eq!(stats.leases.explicit_released, 0);
+}
+
+#[test]
+fn a_session_on_a_runtime_without_timers_is_refused_when_built() {
+    let clock = adk_computer_use::ManualClock::new(start());
+    let runtime = FakeRuntime::new(clock);
+    let tokio = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let built = tokio
+        .block_on(async { Session::builder(runtime, SESSION, full_authorizer(), key()).build() });
+    match built {
+        Err(ComputerUseError::InvalidRequest { field, message }) => {
+            assert_eq!(field, "runtime");
+            assert!(message.contains("timers"), "{message}");
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_reservation_granted_while_the_session_shuts_down_is_given_back() {
+    let rig = rig();
+    let approved = approved(&rig, "k-3").await;
+    rig.runtime.script().hold.insert(Call::Reserve);
+    let reserving = tokio::spawn(approved.reserve());
+    rig.runtime.held.notified().await;
+    rig.runtime.script().hold.remove(&Call::Reserve);
+    let Rig {
+        runtime, session, ..
+    } = rig;
+    let shut = tokio::spawn(session.shutdown());
+    tokio::task::yield_now().await;
+    runtime.gate.notify_one();
+    let err = reserving.await.unwrap().err().unwrap();
+    assert!(
+        matches!(
+            err,
+            ComputerUseError::SessionClosed {
+                operation: "reserve"
+            }
+        ),
+        "{err}"
+    );
+    let _ = shut.await.unwrap();
+    assert_eq!(runtime.active_reservations(), 0);
+    assert_eq!(runtime.count(Call::Lease), 0);
+}
+
+#[tokio::test]
+async fn a_shutdown_during_the_mutation_leaves_its_lease_to_it() {
+    let rig = rig();
+    let leased = approved(&rig, "k-4")
+        .await
+        .reserve()
+        .await
+        .unwrap()
+        .lease()
+        .await
+        .unwrap();
+    rig.runtime.script().hold.insert(Call::Execute);
+    let executing = tokio::spawn(leased.execute());
+    rig.runtime.held.notified().await;
+    rig.runtime.script().hold.remove(&Call::Execute);
+    let Rig {
+        runtime, session, ..
+    } = rig;
+    let stats = session.shutdown().await;
+    assert_eq!(stats.leases.reclaimed + stats.reservations.reclaimed, 0);
+    assert_eq!(
+        stats.outstanding, 2,
+        "the lease and reservation in use were reported"
+    );
+    assert!(
+        !runtime.truth().active_leases.is_empty(),
+        "the lease stays with the mutation"
+    );
+    runtime.gate.notify_one();
+    let executed = executing.await.unwrap().unwrap();
+    let verified = executed.verify().await.unwrap();
+    assert!(verified.performed());
+    assert_eq!(runtime.truth().effects_with_valid_lease, [true]);
+    assert!(runtime.truth().active_leases.is_empty());
+    assert_eq!(runtime.active_reservations(), 0);
+}
+
+#[test]
+fn a_shutdown_returns_when_the_reapers_runtime_is_not_driven() {
+    let clock = adk_computer_use::ManualClock::new(start());
+    let runtime = FakeRuntime::new(clock.clone());
+    let first = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let session = first.block_on(async {
+        let session = Session::builder(Arc::clone(&runtime), SESSION, full_authorizer(), key())
+            .clock(Arc::new(clock))
+            .agent_id("executor")
+            .release_timeout(StdDuration::from_millis(50))
+            .build()
+            .unwrap();
+        let previewed = session
+            .observe()
+            .await
+            .unwrap()
+            .preview(&action("k-5"))
+            .await
+            .unwrap();
+        let Route::Allowed(approved) = previewed.route() else {
+            panic!("expected the action to be allowed");
+        };
+        drop(approved.reserve().await.unwrap());
+        session
+    });
+    // The reaper lives on `first`, which nobody drives any more.
+    let second = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let stats = second.block_on(async {
+        tokio::time::timeout(StdDuration::from_secs(10), session.shutdown())
+            .await
+            .expect("shutdown returns within its bound")
+    });
+    assert_eq!(stats.reservations.queued, 1);
+    drop(first);
+}
+
+#[tokio::test]
+async fn an_unsettled_receipt_is_an_unknown_outcome() {
+    for status in [
+        ReceiptStatus::Running,
+        ReceiptStatus::Pending,
+        ReceiptStatus::Indeterminate,
+    ] {
+        let rig = rig();
+        rig.runtime.script().receipt = Some(Arc::new(move |r: &mut ExecutionReceipt| {
+            r.status = status;
+        }));
+        match rig.session.run(action("k-6")).await {
+            Err(ComputerUseError::OutcomeUnknown { action_id, cause }) => {
+                assert_eq!(action_id, "k-6");
+                assert_eq!(cause.field(), Some("status"), "{status:?}");
+            }
+            Err(other) => panic!("{status:?}: expected an unknown outcome, got {other}"),
+            Ok(_) => panic!("{status:?}: an unsettled receipt ended the chain as verified"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_receipt_bound_elsewhere_after_the_call_is_an_unknown_outcome() {
+    let rig = rig();
+    rig.runtime.script().receipt = Some(Arc::new(|r: &mut ExecutionReceipt| {
+        r.action_digest = "0".repeat(64);
+    }));
+    match rig.session.run(action("k-7")).await {
+        Err(ComputerUseError::OutcomeUnknown { action_id, cause }) => {
+            assert_eq!(action_id, "k-7");
+            assert!(matches!(
+                *cause,
+                ComputerUseError::IdentityMismatch {
+                    field: "actionDigest",
+                    ..
+                }
+            ));
+        }
+        Err(other) => panic!("expected an unknown outcome, got {other}"),
+        Ok(_) => panic!("a receipt for other work was accepted"),
+    }
+    assert_eq!(rig.runtime.mutations(), 1, "the effect did happen");
+}
+
+#[tokio::test]
+async fn a_verification_that_cannot_run_still_says_the_action_was_performed() {
+    let rig = rig();
+    rig.runtime.script().fail.insert(
+        Call::Verify,
+        ComputerUseError::Transport {
+            operation: "verify".into(),
+            message: "reset".into(),
+        },
+    );
+    let verified = completed(rig.session.run(action("k-8")).await.unwrap());
+    assert!(verified.performed());
+    assert_eq!(verified.outcome().status(), "committed_unverified");
+    assert!(
+        verified
+            .outcome()
+            .detail()
+            .unwrap_or_default()
+            .contains("could not run")
+    );
+    assert!(rig.runtime.truth().active_leases.is_empty());
+}
+
+#[tokio::test]
+async fn a_cleanup_failure_after_the_action_says_whether_it_was_performed() {
+    for (status, performed) in [
+        (ReceiptStatus::Committed, true),
+        (ReceiptStatus::Failed, false),
+    ] {
+        let rig = rig();
+        rig.runtime.script().receipt = Some(Arc::new(move |r: &mut ExecutionReceipt| {
+            r.status = status;
+        }));
+        rig.runtime.script().fail.insert(
+            Call::Release,
+            ComputerUseError::Refused {
+                operation: "release_target".into(),
+                code: "release_failed".into(),
+                message: "no".into(),
+            },
+        );
+        match rig.session.run(action("k-9")).await {
+            Err(ComputerUseError::CleanupAfterSuccess { performed: got, .. }) => {
+                assert_eq!(got, performed, "{status:?}")
+            }
+            Err(other) => panic!("{status:?}: {other}"),
+            Ok(_) => panic!("{status:?}: a failed release was hidden"),
+        }
+    }
+}
+
+#[test]
+fn racing_creates_of_one_checkpoint_file_leave_exactly_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let id: CheckpointId = "0123456789abcdef0123456789abcdef".parse().unwrap();
+    for round in 0..50 {
+        let round_dir = dir.path().join(round.to_string());
+        let barrier = std::sync::Barrier::new(2);
+        let results: Vec<_> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..2)
+                .map(|n| {
+                    let round_dir = &round_dir;
+                    let barrier = &barrier;
+                    let id = &id;
+                    scope.spawn(move || {
+                        let store = FileCheckpointStore::new(round_dir).unwrap();
+                        barrier.wait();
+                        store.create(id, &format!("record {n}"))
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let won = results.iter().filter(|r| r.is_ok()).count();
+        assert_eq!(won, 1, "round {round}: {results:?}");
+        let store = FileCheckpointStore::new(&round_dir).unwrap();
+        assert_eq!(store.load(&id).unwrap().len(), 1);
+    }
+}

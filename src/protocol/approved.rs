@@ -69,20 +69,27 @@ impl<R: ComputerUseRuntime> Approved<R> {
         if let Some(reservation) = answer {
             guard.hold_reservation(reservation);
         }
-        let bound = BoundReservation::check(
-            guard.reservation(),
-            envelope,
-            &self.core.acting(),
-            self.core.clock(),
-        )
-        .and_then(|bound| {
-            let id = guard.reservation().map(|r| r.reservation_id.as_str());
-            let payload = || json!({ "reservationId": id });
-            self.core
-                .recorder
-                .record(&envelope.action_id, journal_types::RESERVED, payload)?;
-            Ok(bound)
-        });
+        // A shutdown while the call was in flight ends the action here; the
+        // guard gives back what the runtime just granted.
+        let bound = self
+            .core
+            .ensure_open("reserve")
+            .and_then(|()| {
+                BoundReservation::check(
+                    guard.reservation(),
+                    envelope,
+                    &self.core.acting(),
+                    self.core.clock(),
+                )
+            })
+            .and_then(|bound| {
+                let id = guard.reservation().map(|r| r.reservation_id.as_str());
+                let payload = || json!({ "reservationId": id });
+                self.core
+                    .recorder
+                    .record(&envelope.action_id, journal_types::RESERVED, payload)?;
+                Ok(bound)
+            });
         match bound {
             Ok(bound) => Ok(Reserved::new(
                 self.core,

@@ -256,7 +256,12 @@ impl CheckpointStore for FileCheckpointStore {
         if target.exists() || self.consumed_path_of(id).exists() {
             return Err(exists(id));
         }
-        let temp = self.dir.join(format!(".{id}.{}.tmp", std::process::id()));
+        // A name no other writer uses, in this process or another.
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let serial = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let temp = self
+            .dir
+            .join(format!(".{id}.{}.{serial}.tmp", std::process::id()));
         let write = || -> std::io::Result<()> {
             let mut file = std::fs::OpenOptions::new()
                 .write(true)

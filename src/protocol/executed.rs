@@ -11,7 +11,7 @@ use serde_json::json;
 use crate::ComputerUseError;
 use crate::contracts::{ControlLease, ExecutionReceipt};
 use crate::eval::journal_types;
-use crate::runtime::{ComputerUseRuntime, evaluate_evidence};
+use crate::runtime::{ComputerUseRuntime, VerificationOutcome, evaluate_evidence};
 
 /// A mutation with a bound receipt, not yet verified.
 #[must_use = "an executed action must be verified; dropping it queues its lease and reservation on the reaper"]
@@ -57,11 +57,17 @@ impl<R: ComputerUseRuntime> Executed<R> {
         let postcondition = envelope.postcondition.as_ref();
         let receipt = self.receipt.get();
         let outcome = self.core.runtime.verify(receipt, postcondition).await;
+        // The evidence table has the last word: the runtime may report less
+        // than the receipt's evidence allows, never more. A verification that
+        // could not run observed nothing, but the receipt still says whether
+        // the action was performed, so the chain ends here all the same.
+        let ceiling = evaluate_evidence(receipt, postcondition);
         let outcome = match outcome {
-            // The evidence table has the last word: the runtime may report
-            // less than the receipt's evidence allows, never more.
-            Ok(outcome) => outcome.at_most(evaluate_evidence(receipt, postcondition)),
-            Err(err) => return Err(self.guard.fail(&envelope.action_id, err).await),
+            Ok(outcome) => outcome.at_most(ceiling),
+            Err(err) => VerificationOutcome::CommittedUnverified {
+                reason: format!("the runtime's verification could not run: {err}"),
+            }
+            .at_most(ceiling),
         };
         self.core
             .recorder
@@ -77,6 +83,7 @@ impl<R: ComputerUseRuntime> Executed<R> {
         if let Err(cleanup) = released {
             return Err(ComputerUseError::CleanupAfterSuccess {
                 status: outcome.status(),
+                performed: receipt.status == crate::contracts::ReceiptStatus::Committed,
                 receipt_id: receipt.receipt_id.clone(),
                 cleanup: Box::new(cleanup),
             });

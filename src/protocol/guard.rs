@@ -81,7 +81,7 @@ async fn give_back<R: ComputerUseRuntime>(
 }
 
 pub(crate) enum ReaperMessage {
-    Release(Held),
+    Release(Held, Reap),
     Flush(oneshot::Sender<()>),
 }
 
@@ -93,9 +93,18 @@ pub(crate) struct LedgerId {
     generation: u64,
 }
 
+/// One ledger slot: its generation, the resource, and whether a call that
+/// uses it (the mutation, or its own explicit release) is in flight.
+#[derive(Default)]
+struct Entry {
+    generation: u64,
+    held: Option<Held>,
+    busy: bool,
+}
+
 #[derive(Default)]
 struct Slots {
-    entries: Vec<(u64, Option<Held>)>,
+    entries: Vec<Entry>,
     free: Vec<usize>,
     held: usize,
 }
@@ -117,15 +126,20 @@ impl Ledger {
         match slots.free.pop() {
             Some(slot) => {
                 let entry = &mut slots.entries[slot];
-                entry.0 += 1;
-                entry.1 = Some(held);
+                entry.generation += 1;
+                entry.held = Some(held);
+                entry.busy = false;
                 LedgerId {
                     slot,
-                    generation: entry.0,
+                    generation: entry.generation,
                 }
             }
             None => {
-                slots.entries.push((0, Some(held)));
+                slots.entries.push(Entry {
+                    generation: 0,
+                    held: Some(held),
+                    busy: false,
+                });
                 LedgerId {
                     slot: slots.entries.len() - 1,
                     generation: 0,
@@ -134,35 +148,58 @@ impl Ledger {
         }
     }
 
+    /// The live entry of `id`, if it is still in the ledger.
+    fn entry(slots: &mut Slots, id: LedgerId) -> Option<&mut Entry> {
+        slots
+            .entries
+            .get_mut(id.slot)
+            .filter(|entry| entry.generation == id.generation && entry.held.is_some())
+    }
+
     /// Takes the entry out: whoever gets it is the one that releases it.
     fn take(&self, id: LedgerId) -> Option<Held> {
         let mut slots = self.lock();
-        let entry = slots.entries.get_mut(id.slot)?;
-        if entry.0 != id.generation {
-            return None;
-        }
-        let held = entry.1.take()?;
+        let held = Self::entry(&mut slots, id)?.held.take()?;
         slots.free.push(id.slot);
         slots.held -= 1;
         Some(held)
     }
 
-    fn drain(&self) -> Vec<Held> {
+    /// Marks the entry busy (or not): a busy entry is in use by a call in
+    /// flight, and `shutdown` leaves it to that call. False when the entry
+    /// is no longer in the ledger.
+    fn set_busy(&self, id: LedgerId, busy: bool) -> bool {
         let mut slots = self.lock();
-        let mut drained = Vec::new();
-        let Slots {
-            entries,
-            free,
-            held,
-        } = &mut *slots;
-        for (slot, entry) in entries.iter_mut().enumerate() {
-            if let Some(taken) = entry.1.take() {
-                drained.push(taken);
-                free.push(slot);
-                *held -= 1;
+        match Self::entry(&mut slots, id) {
+            Some(entry) => {
+                entry.busy = busy;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Marks several entries busy (or not) under one lock.
+    fn set_busy_all(&self, ids: impl IntoIterator<Item = LedgerId>, busy: bool) {
+        let mut slots = self.lock();
+        for id in ids {
+            if let Some(entry) = Self::entry(&mut slots, id) {
+                entry.busy = busy;
             }
         }
-        drained
+    }
+
+    /// Takes out one entry that no call is using, if there is one.
+    fn take_idle(&self) -> Option<Held> {
+        let mut slots = self.lock();
+        let slot = slots
+            .entries
+            .iter()
+            .position(|entry| entry.held.is_some() && !entry.busy)?;
+        let held = slots.entries[slot].held.take()?;
+        slots.free.push(slot);
+        slots.held -= 1;
+        Some(held)
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -216,11 +253,23 @@ impl ReleaseCounters {
         }
     }
 
-    pub(crate) fn snapshot(&self) -> ReleaseStats {
+    pub(crate) fn snapshot(&self, outstanding: usize) -> ReleaseStats {
         ReleaseStats {
             reservations: self.reservations.snapshot(),
             leases: self.leases.snapshot(),
+            outstanding: u64::try_from(outstanding).unwrap_or(u64::MAX),
         }
+    }
+
+    /// Releases handed to the reaper that it has not finished yet.
+    pub(crate) fn reaper_backlog(&self) -> u64 {
+        [&self.reservations, &self.leases]
+            .iter()
+            .map(|kind| {
+                let read = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
+                read(&kind.queued).saturating_sub(read(&kind.reaped) + read(&kind.reap_failed))
+            })
+            .sum()
     }
 }
 
@@ -269,6 +318,12 @@ pub struct ReleaseStats {
     pub reservations: ResourceStats,
     /// Control leases.
     pub leases: ResourceStats,
+    /// Reservations and leases still held when this was read. After
+    /// `Session::shutdown`, only resources a call was using at that moment
+    /// (the mutation, or their own release) remain; that call releases and
+    /// counts them when it ends. One that never ends (its future was
+    /// forgotten) stays here.
+    pub outstanding: u64,
 }
 
 impl ReleaseStats {
@@ -319,23 +374,29 @@ impl<R: ComputerUseRuntime> Releaser<R> {
         error.is_none()
     }
 
-    /// Releases what forgotten stages still hold; called by
-    /// `Session::shutdown` after the reaper has drained.
-    pub(crate) async fn reclaim(&self) {
-        for held in self.ledger.drain() {
-            tracing::warn!(
-                resource = held.resource_id(),
-                "releasing a resource still held by a stage that was never dropped"
-            );
-            let kind = held.kind();
-            let counters = self.counters.of(kind);
-            if self.isolated(held, "shutdown").await {
-                bump(&counters.reclaimed);
-            } else {
-                bump(&counters.reclaim_failed);
-            }
+    /// Gives `held` back as the reaper does, counting it under `reaped` or
+    /// `reclaimed` as `how` says.
+    async fn reap(&self, held: Held, how: Reap) {
+        let counters = self.counters.of(held.kind());
+        let (ok, failed, note) = match how {
+            Reap::Dropped => (&counters.reaped, &counters.reap_failed, "reaper"),
+            Reap::Reclaimed => (&counters.reclaimed, &counters.reclaim_failed, "shutdown"),
+        };
+        if self.isolated(held, note).await {
+            bump(ok);
+        } else {
+            bump(failed);
         }
     }
+}
+
+/// Why the reaper releases a resource.
+#[derive(Clone, Copy)]
+pub(crate) enum Reap {
+    /// A guard was dropped unreleased.
+    Dropped,
+    /// `Session::shutdown` reclaimed it from a stage that was never dropped.
+    Reclaimed,
 }
 
 fn release_operation(held: &Held) -> &'static str {
@@ -353,15 +414,7 @@ pub(crate) fn spawn_reaper<R: ComputerUseRuntime>(
     handle.spawn(async move {
         while let Some(message) = receiver.recv().await {
             match message {
-                ReaperMessage::Release(held) => {
-                    let kind = held.kind();
-                    let counters = releaser.counters.of(kind);
-                    if releaser.isolated(held, "reaper").await {
-                        bump(&counters.reaped);
-                    } else {
-                        bump(&counters.reap_failed);
-                    }
-                }
+                ReaperMessage::Release(held, how) => releaser.reap(held, how).await,
                 ReaperMessage::Flush(done) => {
                     let _ = done.send(());
                 }
@@ -377,24 +430,50 @@ struct Slot<T> {
     value: Arc<T>,
 }
 
-/// A release in flight on the explicit path. It owns the resource (taken out
-/// of the ledger, so `shutdown` cannot release it a second time); if the
-/// release future is dropped or unwinds before the answer, `Drop` hands the
-/// resource to the reaper.
+impl<T> Slot<T>
+where
+    Arc<T>: Into<Held>,
+{
+    fn held(&self) -> Held {
+        Arc::clone(&self.value).into()
+    }
+}
+
+impl From<Arc<TargetReservation>> for Held {
+    fn from(reservation: Arc<TargetReservation>) -> Self {
+        Self::Reservation(reservation)
+    }
+}
+
+impl From<Arc<ControlLease>> for Held {
+    fn from(lease: Arc<ControlLease>) -> Self {
+        Self::Lease(lease)
+    }
+}
+
+/// A release in flight on the explicit path: its ledger entry is busy, so
+/// `shutdown` cannot release it a second time; if the release future is
+/// dropped or unwinds before the answer, `Drop` hands the resource to the
+/// reaper.
 struct InFlight<'a, R: ComputerUseRuntime> {
     core: &'a Core<R>,
-    held: Option<Held>,
+    id: Option<LedgerId>,
 }
 
 impl<R: ComputerUseRuntime> InFlight<'_, R> {
-    fn finish(mut self) -> Option<Held> {
-        self.held.take()
+    /// The call answered: the resource leaves the ledger.
+    fn finish(mut self) {
+        if let Some(id) = self.id.take() {
+            self.core.releaser.ledger.take(id);
+        }
     }
 }
 
 impl<R: ComputerUseRuntime> Drop for InFlight<'_, R> {
     fn drop(&mut self) {
-        if let Some(held) = self.held.take() {
+        if let Some(id) = self.id.take()
+            && let Some(held) = self.core.releaser.ledger.take(id)
+        {
             queue(self.core, held);
         }
     }
@@ -418,10 +497,35 @@ async fn bounded<F: Future>(
 /// has stopped).
 fn queue<R: ComputerUseRuntime>(core: &Core<R>, held: Held) {
     let counters = core.releaser.counters.of(held.kind());
-    if core.reaper.send(ReaperMessage::Release(held)).is_ok() {
+    if core
+        .reaper
+        .send(ReaperMessage::Release(held, Reap::Dropped))
+        .is_ok()
+    {
         bump(&counters.queued);
     } else {
         bump(&counters.lost);
+    }
+}
+
+/// Hands every resource no call is using to the reaper to be reclaimed; a
+/// resource whose call is in flight is left to that call. Sending does not
+/// await, so a shutdown cancelled after this leaves nothing behind: the
+/// reaper runs on.
+pub(crate) fn reclaim<R: ComputerUseRuntime>(core: &Core<R>) {
+    while let Some(held) = core.releaser.ledger.take_idle() {
+        tracing::warn!(
+            resource = held.resource_id(),
+            "reclaiming a resource still held by a stage"
+        );
+        let counters = core.releaser.counters.of(held.kind());
+        if core
+            .reaper
+            .send(ReaperMessage::Release(held, Reap::Reclaimed))
+            .is_err()
+        {
+            bump(&counters.lost);
+        }
     }
 }
 
@@ -475,30 +579,44 @@ impl<R: ComputerUseRuntime> ActionGuard<R> {
         self.reservation.as_ref().map(|slot| &*slot.value)
     }
 
+    /// Marks what this action holds as in use by a call in flight (the
+    /// mutation), or no longer: `Session::shutdown` leaves a resource in use
+    /// to the call using it, and reports it as outstanding.
+    pub(crate) fn in_use(&self, busy: bool) {
+        let ids = [
+            self.reservation.as_ref().map(|slot| slot.id),
+            self.lease.as_ref().map(|slot| slot.id),
+        ];
+        self.core
+            .releaser
+            .ledger
+            .set_busy_all(ids.into_iter().flatten(), busy);
+    }
+
     /// Gives one resource back, bounded by the release timeout, and counts
-    /// how that went. A resource `Session::shutdown` already reclaimed is not
-    /// released twice: whoever takes it out of the ledger releases it.
-    async fn release_one(core: &Core<R>, id: LedgerId) -> Result<(), ComputerUseError> {
-        let Some(held) = core.releaser.ledger.take(id) else {
+    /// how that went. While the call is in flight the ledger entry is busy,
+    /// so `Session::shutdown` leaves it to this call (and reports it as
+    /// outstanding); a resource shutdown already reclaimed is not released
+    /// twice. A release future dropped or unwinding before the answer hands
+    /// the resource to the reaper.
+    async fn release_one<T>(core: &Core<R>, slot: &Slot<T>) -> Result<(), ComputerUseError>
+    where
+        Arc<T>: Into<Held>,
+    {
+        if !core.releaser.ledger.set_busy(slot.id, true) {
             return Ok(());
-        };
+        }
         let in_flight = InFlight {
             core,
-            held: Some(held),
+            id: Some(slot.id),
         };
-        let answer = match &in_flight.held {
-            Some(held) => {
-                bounded(
-                    core.releaser.timeout,
-                    give_back(&*core.releaser.runtime, held),
-                )
-                .await
-            }
-            None => Ok(Ok(())),
-        };
-        let Some(held) = in_flight.finish() else {
-            return Ok(());
-        };
+        let held: Held = slot.held();
+        let answer = bounded(
+            core.releaser.timeout,
+            give_back(&*core.releaser.runtime, &held),
+        )
+        .await;
+        in_flight.finish();
         let result = answer.unwrap_or_else(|_| {
             Err(ComputerUseError::Transport {
                 operation: release_operation(&held).into(),
@@ -524,11 +642,11 @@ impl<R: ComputerUseRuntime> ActionGuard<R> {
     pub(crate) async fn release(mut self) -> Result<(), ComputerUseError> {
         let core = Arc::clone(&self.core);
         let lease = match self.lease.take() {
-            Some(slot) => Self::release_one(&core, slot.id).await,
+            Some(slot) => Self::release_one(&core, &slot).await,
             None => Ok(()),
         };
         let reservation = match self.reservation.take() {
-            Some(slot) => Self::release_one(&core, slot.id).await,
+            Some(slot) => Self::release_one(&core, &slot).await,
             None => Ok(()),
         };
         match (lease, reservation) {

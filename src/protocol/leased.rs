@@ -92,6 +92,9 @@ impl<R: ComputerUseRuntime> Leased<R> {
         if let Err(err) = ready {
             return Err(self.guard.fail(&envelope.action_id, err).await);
         }
+        // While the mutation is in flight, what the action holds is in use:
+        // a shutdown at this moment leaves it to this call.
+        self.guard.in_use(true);
         let answer = {
             let proof = ExecuteProof::new(
                 envelope,
@@ -101,9 +104,15 @@ impl<R: ComputerUseRuntime> Leased<R> {
             );
             self.core.runtime.execute_action(&proof).await
         };
-        let answer =
-            answer.map_err(|err| ComputerUseError::after_mutation(&envelope.action_id, err));
-        let receipt = match answer.and_then(|receipt| BoundReceipt::check(receipt, envelope)) {
+        self.guard.in_use(false);
+        // Past this point the runtime may have acted: anything but a clean
+        // refusal, or a receipt that says it failed, leaves the outcome in
+        // doubt, and the error says so.
+        let checked = answer
+            .and_then(|receipt| BoundReceipt::check(receipt, envelope))
+            .and_then(settled)
+            .map_err(|err| ComputerUseError::after_mutation(&envelope.action_id, err));
+        let receipt = match checked {
             Ok(receipt) => receipt,
             Err(err) => return Err(self.guard.fail(&envelope.action_id, err).await),
         };
@@ -126,5 +135,20 @@ impl<R: ComputerUseRuntime> Leased<R> {
             lease,
             receipt,
         ))
+    }
+}
+
+/// A receipt whose status settles the action: performed (`committed`), not
+/// performed (`failed`), or performed and undone (`rolled_back`). Anything
+/// else (`pending`, `running`, `indeterminate`) leaves the effect in doubt.
+fn settled(receipt: BoundReceipt) -> Result<BoundReceipt, ComputerUseError> {
+    match receipt.get().status {
+        ReceiptStatus::Committed | ReceiptStatus::Failed | ReceiptStatus::RolledBack => Ok(receipt),
+        other => Err(ComputerUseError::invalid(
+            "ExecutionReceipt",
+            "status",
+            "committed, failed or rolled_back once the mutating call has returned",
+            format!("{other:?}"),
+        )),
     }
 }

@@ -9,7 +9,7 @@ use tokio::sync::{mpsc, oneshot};
 use super::approval::Approval;
 use super::checkpoint::{CheckpointId, CheckpointStore, SealingKey, open_record};
 use super::guard::{
-    DEFAULT_RELEASE_TIMEOUT, Held, ReaperMessage, ReleaseStats, Releaser, spawn_reaper,
+    DEFAULT_RELEASE_TIMEOUT, Held, ReaperMessage, ReleaseStats, Releaser, reclaim, spawn_reaper,
 };
 use super::recorder::Recorder;
 use super::witness::Acting;
@@ -50,6 +50,12 @@ impl<R: ComputerUseRuntime> Core<R> {
     /// The clock every expiry check asks.
     pub(crate) fn clock(&self) -> &dyn Clock {
         &*self.clock
+    }
+
+    /// The counters, with what is still held right now.
+    pub(crate) fn release_stats(&self) -> ReleaseStats {
+        let held = self.releaser.ledger.len();
+        self.releaser.counters.snapshot(held)
     }
 
     /// Refuses `operation` once the session was shut down.
@@ -183,6 +189,17 @@ impl<R: ComputerUseRuntime> SessionBuilder<R> {
                 message: format!("a Session must be built inside a Tokio runtime: {err}"),
             }
         })?;
+        // Every release is bounded by a timer: a runtime without one would
+        // panic on the first release that does not answer at once.
+        let timers = std::panic::catch_unwind(|| {
+            let _probe = tokio::time::sleep(std::time::Duration::ZERO);
+        });
+        if timers.is_err() {
+            return Err(ComputerUseError::InvalidRequest {
+                field: "runtime".into(),
+                message: "a Session needs a Tokio runtime with timers enabled (Builder::enable_time or enable_all)".into(),
+            });
+        }
         let recorder = Recorder::new(
             self.journal,
             self.runtime_session_id.clone(),
@@ -348,7 +365,7 @@ impl<R: ComputerUseRuntime> Session<R> {
 
     /// How this session's reservations and leases were given back so far.
     pub fn release_stats(&self) -> ReleaseStats {
-        self.core.releaser.counters.snapshot()
+        self.core.release_stats()
     }
 
     /// Reservations and leases the session's actions hold right now.
@@ -356,18 +373,32 @@ impl<R: ComputerUseRuntime> Session<R> {
         self.core.releaser.ledger.len()
     }
 
-    /// Ends the session: waits until the reaper has released everything a
-    /// dropped stage queued, then releases whatever a stage that was never
-    /// dropped (`mem::forget`) still holds, and reports the counters. Each
-    /// release is bounded by the release timeout, so this always returns.
+    /// Ends the session. Every stage of it refuses further steps from now
+    /// on. What its stages still hold — a stage that was never dropped
+    /// (`mem::forget`), or one still alive — is handed to the reaper, except
+    /// a resource a call is using at this moment (left to that call, and
+    /// reported in [`ReleaseStats::outstanding`]). Then it waits until the
+    /// reaper has worked through everything queued, and reports the
+    /// counters.
+    ///
+    /// Each release is bounded by the release timeout, and so is the wait
+    /// (by the timeout times the releases queued), so this returns even
+    /// when the runtime the reaper runs on is no longer driven. Cancelling
+    /// it after its first poll leaves nothing behind: the reaper runs on.
     pub async fn shutdown(self) -> ReleaseStats {
         self.core.closed.store(true, Ordering::Release);
+        reclaim(&self.core);
+        let backlog = self.core.releaser.counters.reaper_backlog()
+            + u64::try_from(self.core.releaser.ledger.len()).unwrap_or(u64::MAX);
         let (done, finished) = oneshot::channel();
         if self.core.reaper.send(ReaperMessage::Flush(done)).is_ok() {
-            let _ = finished.await;
+            let rounds = u32::try_from(backlog.saturating_add(1)).unwrap_or(u32::MAX);
+            let bound = self.core.releaser.timeout.saturating_mul(rounds);
+            if tokio::time::timeout(bound, finished).await.is_err() {
+                tracing::warn!(?bound, "the reaper did not finish within its bound");
+            }
         }
-        self.core.releaser.reclaim().await;
-        self.core.releaser.counters.snapshot()
+        self.core.release_stats()
     }
 }
 

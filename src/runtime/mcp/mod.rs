@@ -712,12 +712,18 @@ impl ComputerUseRuntime for ComputerUseMcpRuntime {
     async fn release_target(&self, proof: &ReleaseProof<'_>) -> Result<(), ComputerUseError> {
         let reservation = proof.reservation();
         // In this adapter's session, whatever session the answer claimed.
-        let mut answer = self
+        let answer = self
             .call_json(
                 "release_target_reservation",
                 json!({ "session_id": self.session_id()?, "reservation_id": reservation.reservation_id }),
             )
-            .await?;
+            .await;
+        // No longer active is what a release is for: a release whose answer
+        // was lost and is sent again finds it so.
+        let mut answer = match answer {
+            Err(err) if err.refusal_code() == Some("reservation_not_active") => return Ok(()),
+            other => other?,
+        };
         let released: TargetReservation =
             decode("release_target_reservation", "reservation", &mut answer)?;
         bind(
@@ -764,12 +770,18 @@ impl ComputerUseRuntime for ComputerUseMcpRuntime {
 
     async fn release_lease(&self, proof: &LeaseReleaseProof<'_>) -> Result<(), ComputerUseError> {
         let lease = proof.lease();
-        let mut answer = self
+        let answer = self
             .call_json(
                 "release_control_lease",
                 json!({ "lease_id": lease.lease_id }),
             )
-            .await?;
+            .await;
+        // No longer active (released, expired, or revoked by the server) is
+        // what a release is for.
+        let mut answer = match answer {
+            Err(err) if err.refusal_code() == Some("lease_not_active") => return Ok(()),
+            other => other?,
+        };
         let released: ControlLease = decode("release_control_lease", "lease", &mut answer)?;
         bind(
             "ControlLease",
