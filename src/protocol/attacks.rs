@@ -152,6 +152,20 @@
 //! `finding_09_*`, `finding_11_*`; `tests/mcp_e2e.rs`: `finding_11_*`;
 //! `tests/fault_matrix.rs`: every fault point gives its lease back once).
 //!
+//! ## Shutting down while stages are alive or calls are in flight
+//!
+//! `shutdown` marks the session closed first: every stage refuses its next
+//! step (`SessionClosed`), and a reservation or lease granted while the
+//! shutdown ran is given back by the stage that receives it. Resources in
+//! use by a call in flight (the mutation, or their own release) are left to
+//! that call and reported in [`super::ReleaseStats::outstanding`]; the rest
+//! are handed to the reaper without awaiting, so a shutdown cancelled part
+//! way leaves nothing behind. The wait for the reaper is bounded
+//! (`tests/one_door.rs`: `shutdown_racing_*`, `a_stage_outliving_*`,
+//! `a_shutdown_cancelled_part_way_*`, `a_release_future_forgotten_*`,
+//! `a_reservation_granted_while_*`, `a_shutdown_during_the_mutation_*`,
+//! `a_shutdown_returns_when_the_reapers_runtime_is_not_driven`).
+//!
 //! # Outcomes a caller acts on
 //!
 //! ## "Not committed" read as "not performed" (finding 12)
@@ -164,10 +178,16 @@
 //!
 //! ## An unknown outcome that looks like a clean failure (finding 13)
 //!
-//! A mutating call that fails in transit or with an unreadable answer is
+//! A mutating call that fails in transit, whose answer cannot be read, is
+//! bound to something else, or carries a status that settles nothing
+//! (`pending`, `running`, `indeterminate`) is
 //! [`crate::ComputerUseError::OutcomeUnknown`], carrying the action id the
-//! safe retry reuses; a typed refusal stays a refusal (`tests/one_door.rs`:
-//! `finding_13_*`; `tests/mcp_e2e.rs`:
+//! safe retry reuses; a typed refusal stays a refusal. A verification that
+//! cannot run still ends the chain, with `performed()` from the receipt, and
+//! a release failure after the action says whether it was performed
+//! (`tests/one_door.rs`: `finding_13_*`, `an_unsettled_receipt_*`,
+//! `a_receipt_bound_elsewhere_*`, `a_verification_that_cannot_run_*`,
+//! `a_cleanup_failure_after_the_action_*`; `tests/mcp_e2e.rs`:
 //! `injected_crashes_leave_the_outcome_unknown_and_name_the_action`).
 //!
 //! # Time
