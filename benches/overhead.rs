@@ -321,7 +321,7 @@ async fn raw_in_process(runtime: &NoopRuntime, action: &ProposedAction, scope: &
         .raw_execute(&preview.envelope, &lease)
         .await
         .unwrap();
-    let _ = runtime.verify(&receipt, None).await.unwrap();
+    let _ = runtime.evidence(&receipt, None).await.unwrap();
     runtime.raw_release_lease(&lease).await.unwrap();
     runtime.raw_release(&reservation).await.unwrap();
     drop(action);

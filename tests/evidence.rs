@@ -3,7 +3,7 @@
 
 use adk_computer_use::VerificationOutcome;
 use adk_computer_use::contracts::*;
-use adk_computer_use::runtime::evaluate_evidence;
+use adk_computer_use::runtime::{evaluate_evidence, evaluate_with};
 use serde_json::{Value, json};
 
 const EXPECTED: &str = "sha256:1111111111111111111111111111111111111111111111111111111111111111";
@@ -157,7 +157,8 @@ async fn the_default_verify_applies_the_evidence_table() {
     ];
     let mut statuses = Vec::new();
     for (receipt, post) in cases {
-        let answered = runtime.verify(&receipt, post).await.unwrap();
+        let gathered = runtime.evidence(&receipt, post).await.unwrap();
+        let answered = evaluate_with(&receipt, post, gathered.as_ref());
         assert_eq!(answered, evaluate_evidence(&receipt, post));
         statuses.push(answered.status());
     }

@@ -9,9 +9,9 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration as StdDuration;
 
+use adk_computer_use::ComputerUseError;
 use adk_computer_use::contracts::*;
 use adk_computer_use::protocol::*;
-use adk_computer_use::{ComputerUseError, VerificationOutcome};
 use common::*;
 use serde_json::json;
 
@@ -278,7 +278,7 @@ async fn finding_04_an_executable_preview_that_also_asks_for_approval_waits_for_
 #[tokio::test]
 async fn finding_05_a_runtime_cannot_verify_a_failed_receipt() {
     let rig = rig();
-    rig.runtime.script().verdict = Some(VerificationOutcome::Verified);
+    rig.runtime.script().gathered = Some(json!({ "satisfied": true }));
     rig.runtime.script().receipt = Some(Arc::new(|r: &mut ExecutionReceipt| {
         r.status = ReceiptStatus::Failed;
     }));
@@ -291,7 +291,9 @@ async fn finding_05_a_runtime_cannot_verify_a_failed_receipt() {
 #[tokio::test]
 async fn finding_05_a_runtime_cannot_verify_without_evidence() {
     let rig = rig();
-    rig.runtime.script().verdict = Some(VerificationOutcome::Verified);
+    // Evidence that states nothing: the runtime has no way to say "verified"
+    // other than evidence, and the table reads this as no evidence.
+    rig.runtime.script().gathered = Some(json!({ "method": "trust me" }));
     let proposed = action("d-10").with_postcondition(digest_postcondition());
     let verified = completed(rig.session.run(proposed).await.unwrap());
     assert_eq!(verified.outcome().status(), "committed_unverified");
@@ -300,9 +302,9 @@ async fn finding_05_a_runtime_cannot_verify_without_evidence() {
 #[tokio::test]
 async fn finding_05_a_runtime_may_downgrade_the_table() {
     let rig = rig();
-    rig.runtime.script().verdict = Some(VerificationOutcome::Failed {
-        reason: "the runtime looked again".into(),
-    });
+    // The receipt's evidence matches; what the runtime gathered afterwards
+    // says the postcondition does not hold, and that is what is judged.
+    rig.runtime.script().gathered = Some(json!({ "satisfied": false }));
     rig.runtime.script().evidence =
         Some(json!({ "satisfied": true, "observedDigest": format!("sha256:{}", "a".repeat(64)) }));
     let proposed = action("d-11").with_postcondition(digest_postcondition());
@@ -1058,7 +1060,7 @@ async fn a_verification_that_cannot_run_still_says_the_action_was_performed() {
             .outcome()
             .detail()
             .unwrap_or_default()
-            .contains("could not run")
+            .contains("could not be gathered")
     );
     assert!(rig.runtime.truth().active_leases.is_empty());
 }

@@ -11,7 +11,7 @@ use serde_json::json;
 use crate::ComputerUseError;
 use crate::contracts::{ControlLease, ExecutionReceipt};
 use crate::eval::journal_types;
-use crate::runtime::{ComputerUseRuntime, VerificationOutcome, evaluate_evidence};
+use crate::runtime::{ComputerUseRuntime, VerificationOutcome, evaluate_with};
 
 /// A mutation with a bound receipt, not yet verified.
 #[must_use = "an executed action must be verified; dropping it queues its lease and reservation on the reaper"]
@@ -45,8 +45,8 @@ impl<R: ComputerUseRuntime> Executed<R> {
         self.receipt.get()
     }
 
-    /// Asks the runtime whether the declared postcondition holds, holds its
-    /// answer to the evidence table, then releases the lease and the
+    /// Gathers the runtime's evidence that the declared postcondition holds,
+    /// judges it by the evidence table, then releases the lease and the
     /// reservation. A release failure after verification is an error
     /// ([`ComputerUseError::CleanupAfterSuccess`]), not hidden.
     ///
@@ -56,18 +56,17 @@ impl<R: ComputerUseRuntime> Executed<R> {
         let envelope = self.preview.envelope();
         let postcondition = envelope.postcondition.as_ref();
         let receipt = self.receipt.get();
-        let outcome = self.core.runtime.verify(receipt, postcondition).await;
-        // The evidence table has the last word: the runtime may report less
-        // than the receipt's evidence allows, never more. A verification that
-        // could not run observed nothing, but the receipt still says whether
-        // the action was performed, so the chain ends here all the same.
-        let ceiling = evaluate_evidence(receipt, postcondition);
-        let outcome = match outcome {
-            Ok(outcome) => outcome.at_most(ceiling),
+        let evidence = self.core.runtime.evidence(receipt, postcondition).await;
+        // The evidence table is the one judge: the runtime gathers evidence,
+        // never an outcome. Evidence that could not be gathered is none, but
+        // the receipt still says whether the action was performed, so the
+        // chain ends here all the same.
+        let outcome = match evidence {
+            Ok(evidence) => evaluate_with(receipt, postcondition, evidence.as_ref()),
             Err(err) => VerificationOutcome::CommittedUnverified {
-                reason: format!("the runtime's verification could not run: {err}"),
+                reason: format!("the evidence could not be gathered: {err}"),
             }
-            .at_most(ceiling),
+            .at_most(evaluate_with(receipt, postcondition, None)),
         };
         self.core
             .recorder

@@ -114,6 +114,25 @@ pub fn evaluate_evidence(
     receipt: &ExecutionReceipt,
     postcondition: Option<&ActionPostcondition>,
 ) -> VerificationOutcome {
+    evaluate_with(receipt, postcondition, receipt_verification(receipt))
+}
+
+/// The `verification` object a receipt carries in its `result`, if any.
+pub fn receipt_verification(receipt: &ExecutionReceipt) -> Option<&Value> {
+    receipt
+        .result
+        .as_ref()
+        .and_then(|result| result.get("verification"))
+}
+
+/// Applies the evidence table to a receipt and the `verification` evidence
+/// gathered for it (from the receipt or elsewhere): the same table as
+/// [`evaluate_evidence`], with the evidence given.
+pub fn evaluate_with(
+    receipt: &ExecutionReceipt,
+    postcondition: Option<&ActionPostcondition>,
+    verification: Option<&Value>,
+) -> VerificationOutcome {
     if receipt.status != ReceiptStatus::Committed {
         return failed(format!(
             "the receipt's status is {:?}, not committed",
@@ -123,10 +142,6 @@ pub fn evaluate_evidence(
     let Some(postcondition) = postcondition else {
         return unverified("the action declared no postcondition, so nothing was observed");
     };
-    let verification = receipt
-        .result
-        .as_ref()
-        .and_then(|result| result.get("verification"));
     let Some(verification) = verification.filter(|v| v.is_object()) else {
         return unverified("the receipt carries no verification evidence");
     };

@@ -21,11 +21,13 @@ mod request;
 use std::future::Future;
 
 pub use cancel::{AgentInterrupter, CancellationBridge, StopKind};
-pub use evidence::{VerificationOutcome, evaluate_evidence};
+pub use evidence::{VerificationOutcome, evaluate_evidence, evaluate_with, receipt_verification};
 pub use proof::{ExecuteProof, LeaseProof, LeaseReleaseProof, ReleaseProof, ReserveProof};
 pub use request::{
     ActionRequest, ImageContent, Observation, ObservationScope, PreviewAnswer, ProposedAction,
 };
+
+use serde_json::Value;
 
 use crate::ComputerUseError;
 use crate::contracts::{
@@ -105,19 +107,24 @@ pub trait ComputerUseRuntime: Send + Sync + 'static {
         proof: &ExecuteProof<'_>,
     ) -> impl Future<Output = Result<ExecutionReceipt, ComputerUseError>> + Send;
 
-    /// Judges whether the postcondition holds. The default applies
-    /// [`evaluate_evidence`] to the receipt. An override may gather more
-    /// evidence or do bookkeeping first, but the chain applies the evidence
-    /// table to the receipt after it and keeps the lower of the two answers:
-    /// a runtime can downgrade an outcome, never raise it above what the
-    /// receipt's evidence allows.
-    fn verify(
+    /// Gathers the evidence that the action had its intended effect: a
+    /// `verification` object (`satisfied`, `observedDigest`, ...) as the
+    /// seeds define it, or `None` when there is none. The default reads it
+    /// from the receipt's `result`. A runtime whose server reports its own
+    /// check elsewhere (upstream's `action.verified` event) gathers it from
+    /// there.
+    ///
+    /// The runtime does not judge: the chain applies the evidence table
+    /// ([`evaluate_with`]) to the receipt and this evidence, so no runtime
+    /// can report more than its evidence shows.
+    fn evidence(
         &self,
         receipt: &ExecutionReceipt,
         postcondition: Option<&ActionPostcondition>,
-    ) -> impl Future<Output = Result<VerificationOutcome, ComputerUseError>> + Send {
-        let outcome = evaluate_evidence(receipt, postcondition);
-        async move { Ok(outcome) }
+    ) -> impl Future<Output = Result<Option<Value>, ComputerUseError>> + Send {
+        let _ = postcondition;
+        let found = receipt_verification(receipt).cloned();
+        async move { Ok(found) }
     }
 
     /// Pauses the session, revoking mutation authority.

@@ -75,8 +75,8 @@ pub struct Script {
     pub preview: Tweak<ActionPreview>,
     /// What `preview_action` asks the chain to keep.
     pub retained: Option<Value>,
-    /// What `verify` answers instead of the evidence table.
-    pub verdict: Option<VerificationOutcome>,
+    /// What `evidence` gathers instead of the receipt's own evidence.
+    pub gathered: Option<Value>,
     /// `release_target` panics.
     pub panic_on_release: bool,
 }
@@ -531,14 +531,14 @@ impl ComputerUseRuntime for FakeRuntime {
         Ok(receipt)
     }
 
-    async fn verify(
+    async fn evidence(
         &self,
         receipt: &ExecutionReceipt,
-        postcondition: Option<&ActionPostcondition>,
-    ) -> Result<VerificationOutcome, ComputerUseError> {
+        _postcondition: Option<&ActionPostcondition>,
+    ) -> Result<Option<Value>, ComputerUseError> {
         self.enter(Call::Verify).await?;
-        let verdict = self.script().verdict.clone();
-        Ok(verdict.unwrap_or_else(|| evaluate_evidence(receipt, postcondition)))
+        let gathered = self.script().gathered.clone();
+        Ok(gathered.or_else(|| receipt_verification(receipt).cloned()))
     }
 }
 

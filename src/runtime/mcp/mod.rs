@@ -540,10 +540,19 @@ impl ComputerUseMcpRuntime {
             });
         }
         let session_id = self.session_id()?;
+        // Upstream records every execution, shadow ones included, under its
+        // own action id.
+        let action_id = self.observation_id(&session_id);
         let (mut answer, images) = self
             .send(
                 "execute_action",
-                object(json!({ "session_id": session_id, "tool": tool, "arguments": arguments, "mode": "shadow" })),
+                object(json!({
+                    "session_id": session_id,
+                    "action_id": action_id,
+                    "tool": tool,
+                    "arguments": arguments,
+                    "mode": "shadow",
+                })),
             )
             .await?;
         let receipt: ExecutionReceipt = decode("execute_action", "receipt", &mut answer)?;
@@ -566,6 +575,18 @@ impl ComputerUseMcpRuntime {
             structured: output,
             images,
         })
+    }
+
+    /// A fresh action id for one shadow observation: unique per session,
+    /// across processes (the process, the time and a counter, hashed).
+    fn observation_id(&self, session_id: &str) -> String {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let serial = NEXT.fetch_add(1, Ordering::Relaxed);
+        let now = time::OffsetDateTime::now_utc().unix_timestamp_nanos();
+        let seed = format!("{session_id}|{}|{now}|{serial}", std::process::id());
+        let digest = crate::digest::sha256_hex(seed);
+        format!("observe-{}", &digest[..24])
     }
 
     /// Closes the connection and, for a spawned server, waits for the child
