@@ -102,9 +102,11 @@
 //!
 //! ## The runtime's verdict trusted (finding 5)
 //!
-//! `Executed::verify` holds the runtime's outcome to the evidence table
-//! applied to the receipt (`VerificationOutcome::at_most`): a runtime may
-//! report less than the table allows, never more (`tests/one_door.rs`:
+//! A runtime no longer answers with an outcome at all: its `evidence`
+//! method gathers a `verification` object, and `Executed::verify` judges it
+//! with the evidence table ([`crate::runtime::evaluate_with`]) against the
+//! receipt. A failed receipt is `Failed` whatever the evidence says, and
+//! evidence that states nothing is no evidence (`tests/one_door.rs`:
 //! `finding_05_*`).
 //!
 //! ## A foreign lease or reservation (finding 6)
