@@ -5,7 +5,9 @@
 //!
 //! 1. In process: the whole chain for one action against a no-op runtime,
 //!    versus the same ten runtime calls made raw with no checks.
-//! 2. Over MCP stdio to the simulator: the chain versus the same tool calls.
+//! 2. Over MCP stdio to the simulator: the chain versus the same ten tool
+//!    calls (three observations, preview, reserve, lease, execute, one page
+//!    of session events for the server's own check, and two releases).
 //! 3. Concurrency: 1, 8 and 64 agents against one simulator.
 //!
 //! Knobs, all optional: `OVERHEAD_PART=in-process` (or `mcp`) runs one part;
@@ -382,6 +384,8 @@ fn obj(value: Value) -> Map<String, Value> {
 struct RawClient {
     service: rmcp::service::RunningService<rmcp::RoleClient, ()>,
     session_id: String,
+    /// Where the last read of the session's events stopped.
+    events_after: std::sync::Mutex<u64>,
 }
 
 impl RawClient {
@@ -394,6 +398,7 @@ impl RawClient {
         let mut client = Self {
             service,
             session_id: String::new(),
+            events_after: std::sync::Mutex::new(0),
         };
         let answer = client
             .tool(
@@ -454,6 +459,15 @@ async fn raw_mcp(client: &RawClient, id: &str) {
     let lease_id = lease["lease"]["leaseId"].clone();
     args["lease_id"] = lease_id.clone();
     client.tool("execute_action", args).await;
+    // The server's own check of the action, read from its events.
+    let after = *client.events_after.lock().unwrap();
+    let page = client
+        .tool(
+            "get_session_events",
+            json!({ "session_id": session_id, "after_sequence": after, "limit": 1000 }),
+        )
+        .await;
+    *client.events_after.lock().unwrap() = page["next_sequence"].as_u64().unwrap_or(after);
     client
         .tool("release_control_lease", json!({ "lease_id": lease_id }))
         .await;

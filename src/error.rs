@@ -237,6 +237,12 @@ impl ComputerUseError {
     /// (nothing was performed).
     pub(crate) fn after_mutation(action_id: &str, err: Self) -> Self {
         match err {
+            // The server says itself it does not know (upstream's
+            // `indeterminate`: the effect boundary was crossed).
+            Self::Refused { ref code, .. } if code == "indeterminate" => Self::OutcomeUnknown {
+                action_id: action_id.to_owned(),
+                cause: Box::new(err),
+            },
             // Refused before acting, or refused by a local check before the
             // call was made: nothing was performed.
             Self::Refused { .. }

@@ -472,3 +472,27 @@ async fn a_preview_that_cannot_be_journaled_ends_the_action_before_reserving() {
     assert_eq!(rig.runtime.count(Call::Reserve), 0);
     assert_eq!(rig.runtime.mutations(), 0);
 }
+
+#[test]
+fn a_server_that_checks_before_it_commits_is_not_flagged_and_an_unchecked_commit_is() {
+    // Upstream's order: the server's own check, then the commit.
+    let checked_first = vec![
+        ev(1, "a", "action.started", json!({ "leaseId": "lease-1" })),
+        ev(2, "a", "action.verified", json!({ "verified": true })),
+        ev(3, "a", "action.committed", json!({ "receiptId": "r-1" })),
+    ];
+    let report = ComputerUseEvaluator::new().evaluate(&checked_first);
+    assert!(report.violations.is_empty(), "{:?}", report.violations);
+    // A check of another action does not cover this one.
+    let other = vec![
+        ev(1, "a", "action.started", json!({ "leaseId": "lease-1" })),
+        ev(2, "b", "action.started", json!({ "leaseId": "lease-1" })),
+        ev(3, "b", "action.verified", json!({ "verified": true })),
+        ev(4, "a", "action.committed", json!({ "receiptId": "r-1" })),
+    ];
+    let report = ComputerUseEvaluator::new().evaluate(&other);
+    assert_eq!(
+        report.of_class(ViolationClass::CommitNeverVerified).len(),
+        1
+    );
+}

@@ -759,3 +759,43 @@ async fn finding_11_the_lease_is_given_back_after_every_action_over_mcp() {
     assert_eq!(stats(&runtime).await["totalEffects"], 2);
     runtime.shutdown().await.unwrap();
 }
+
+#[tokio::test]
+async fn the_servers_own_check_is_the_evidence_and_a_failed_check_leaves_the_outcome_unknown() {
+    let runtime = spawn_sim(&[]).await;
+    let session = session(&runtime, "agent-a");
+    // A passed check: the receipt carries no verification object, the
+    // evidence comes from the server's `action.verified` event.
+    let done = completed(
+        session
+            .run(write_clipboard("e-1", "checked", true))
+            .await
+            .unwrap(),
+    );
+    assert!(
+        done.receipt()
+            .result
+            .as_ref()
+            .is_none_or(|r| r.get("verification").is_none())
+    );
+    assert_eq!(done.outcome(), &VerificationOutcome::Verified);
+    // A postcondition the desktop will not show: the server's check fails,
+    // the action ends indeterminate, and the caller is told the outcome is
+    // unknown, with the action id to retry under.
+    let mut action = write_clipboard("e-2", "written", false);
+    action.postcondition = write_clipboard("e-2", "something else", true).postcondition;
+    match session.run(action).await {
+        Err(ComputerUseError::OutcomeUnknown { action_id, cause }) => {
+            assert_eq!(action_id, "e-2");
+            assert_eq!(cause.refusal_code(), Some("indeterminate"));
+        }
+        Err(other) => panic!("expected an unknown outcome, got {other}"),
+        Ok(_) => panic!("a failed server check was accepted"),
+    }
+    let stats = stats(&runtime).await;
+    assert_eq!(stats["activeLeases"], 0);
+    assert_eq!(stats["activeReservations"], 0);
+    let released = session.shutdown().await;
+    assert_eq!(released.leaked(), 0, "{released:?}");
+    runtime.shutdown().await.unwrap();
+}

@@ -35,7 +35,9 @@ pub mod event_types {
 pub enum ViolationClass {
     /// `action.started` without a `leaseId`.
     MutationWithoutLease,
-    /// `action.committed` never followed by `action.verified`.
+    /// `action.committed` with no `action.verified` for the same action,
+    /// before it (a server that checks before committing, as upstream does)
+    /// or after it (this crate's own journal, which verifies after).
     CommitNeverVerified,
     /// `action.committed` or `action.verified` with no `action.started` before it.
     WithoutStart,
@@ -158,6 +160,7 @@ impl ComputerUseEvaluator {
         let mut started = BTreeSet::new();
         let mut commits: BTreeMap<String, u64> = BTreeMap::new();
         let mut unverified: BTreeMap<String, u64> = BTreeMap::new();
+        let mut verified = BTreeSet::new();
         let mut receipts = BTreeSet::new();
         for event in events {
             let action = event.action_id.clone().unwrap_or_default();
@@ -189,13 +192,16 @@ impl ComputerUseEvaluator {
                     {
                         flag(ViolationClass::ReceiptSeenTwice);
                     }
-                    unverified.insert(action.clone(), event.sequence);
+                    if !verified.contains(&action) {
+                        unverified.insert(action.clone(), event.sequence);
+                    }
                 }
                 event_types::VERIFIED => {
                     if !started.contains(&action) {
                         flag(ViolationClass::WithoutStart);
                     }
                     unverified.remove(&action);
+                    verified.insert(action.clone());
                 }
                 _ => {}
             }

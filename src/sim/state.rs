@@ -81,6 +81,30 @@ fn parse_time(text: &str) -> Option<OffsetDateTime> {
     crate::clock::parse_rfc3339("sim", "time", text).ok()
 }
 
+/// Upstream's summary of a postcondition in its events: the kind, the
+/// expected state and the expected digest.
+fn postcondition_summary(postcondition: &ActionPostcondition) -> Value {
+    let wire = serde_json::to_value(postcondition).unwrap_or(Value::Null);
+    let mut summary = Map::new();
+    if let Some(kind) = wire.get("kind") {
+        summary.insert("postconditionKind".into(), kind.clone());
+    }
+    let state = match (wire.get("exists"), wire.get("running")) {
+        (Some(Value::Bool(true)), _) => Some("exists"),
+        (Some(Value::Bool(false)), _) => Some("absent"),
+        (_, Some(Value::Bool(true))) => Some("running"),
+        (_, Some(Value::Bool(false))) => Some("not_running"),
+        _ => None,
+    };
+    if let Some(state) = state {
+        summary.insert("postconditionExpectedState".into(), json!(state));
+    }
+    if let Some(digest) = postcondition.expected_digest() {
+        summary.insert("postconditionExpectedDigest".into(), json!(digest));
+    }
+    Value::Object(summary)
+}
+
 fn refuse(code: &str, message: impl Into<String>) -> SimError {
     SimError::refusal(code, message)
 }
@@ -1081,20 +1105,38 @@ impl SimState {
             lease.actions_used += 1;
             lease.revision += 1;
         }
-        let mut result = Map::new();
-        result.insert("output".into(), output.clone());
-        if let Some(postcondition) = &action.postcondition {
-            let (satisfied, observed) = self
-                .desktop
-                .observe_postcondition(postcondition, action.target.as_ref());
-            let mut verification = json!({ "satisfied": satisfied, "method": "simulated_state" });
-            if let Some(observed) = observed {
-                verification["observedDigest"] = json!(observed);
+        // As upstream does: the receipt's result is the raw tool result, and
+        // the server's own postcondition check is an `action.verified`
+        // event, published before the action commits. A failed check ends
+        // the action `indeterminate` and revokes its lease.
+        let result = json!({ "structuredContent": output.clone() });
+        let check = match &action.postcondition {
+            Some(postcondition) => {
+                let (satisfied, _) = self
+                    .desktop
+                    .observe_postcondition(postcondition, action.target.as_ref());
+                let mut payload =
+                    json!({ "verified": satisfied, "method": "simulated_state", "checks": 1 });
+                if let (Value::Object(map), Value::Object(summary)) =
+                    (&mut payload, postcondition_summary(postcondition))
+                {
+                    map.extend(summary);
+                }
+                (satisfied, payload)
             }
-            result.insert("verification".into(), verification);
-        }
+            None => (
+                true,
+                json!({ "verified": true, "method": "simulated_effect", "checks": 0 }),
+            ),
+        };
+        self.event(
+            &action.session_id,
+            Some(&action_id),
+            "action.verified",
+            check.1,
+        );
         let at = stamp(now());
-        let receipt = ExecutionReceipt {
+        let mut receipt = ExecutionReceipt {
             receipt_id: self.id("receipt"),
             session_id: action.session_id.clone(),
             action_id: action_id.clone(),
@@ -1103,27 +1145,34 @@ impl SimState {
             status: ReceiptStatus::Committed,
             created_at: at.clone(),
             updated_at: at,
-            result: Some(Value::Object(result.clone())),
+            result: Some(result),
             error: None,
         };
+        if !check.0 {
+            receipt.status = ReceiptStatus::Indeterminate;
+            receipt.result = None;
+            receipt.error = Some(
+                json!({ "code": "indeterminate", "message": "postcondition verification failed" }),
+            );
+            if let Some(lease) = self.leases.get_mut(&lease_id) {
+                lease.state = LeaseState::Revoked;
+                lease.terminal_reason = Some("action_indeterminate".into());
+            }
+            self.event(
+                &action.session_id,
+                Some(&action_id),
+                "action.indeterminate",
+                json!({ "receiptId": receipt.receipt_id, "code": "indeterminate" }),
+            );
+            self.receipts.insert(key, receipt);
+            return Err(refuse("indeterminate", "postcondition verification failed"));
+        }
         self.receipts.insert(key, receipt.clone());
         self.event(
             &action.session_id,
             Some(&action_id),
             "action.committed",
             json!({ "receiptId": receipt.receipt_id, "leaseId": lease_id }),
-        );
-        // The server always reports its own check; without a postcondition
-        // there is nothing it could observe, and it says so.
-        let (verified, method) = match result.get("verification") {
-            Some(verification) => (verification["satisfied"].clone(), "simulated_state"),
-            None => (json!(false), "no_postcondition"),
-        };
-        self.event(
-            &action.session_id,
-            Some(&action_id),
-            "action.verified",
-            json!({ "verified": verified, "method": method, "receiptId": receipt.receipt_id }),
         );
 
         if self.config.has(Fault::CrashAfterCommit) {
@@ -1250,20 +1299,17 @@ impl SimState {
     ) -> Result<(Vec<T>, u64), SimError> {
         let after = opt_u64(args, "after_sequence")?.unwrap_or(0);
         let limit = opt_u64(args, "limit")?.unwrap_or(100).min(1000) as usize;
-        let page: Vec<T> = items
-            .iter()
-            .filter(|i| sequence(i) > after)
-            .take(limit)
-            .cloned()
-            .collect();
+        // Items are in sequence order: start where `after` ends.
+        let start = items.partition_point(|i| sequence(i) <= after);
+        let page: Vec<T> = items[start..].iter().take(limit).cloned().collect();
         let next = page.last().map_or(after, &sequence);
         Ok((page, next))
     }
 
     fn session_events(&mut self, args: &Value) -> Result<SimAnswer, SimError> {
         let id = self.session(args)?.session_id.clone();
-        let log = self.events.get(&id).cloned().unwrap_or_default();
-        let (events, next) = Self::page(&log, |e| e.sequence, args)?;
+        let log = self.events.get(&id).map_or(&[][..], Vec::as_slice);
+        let (events, next) = Self::page(log, |e| e.sequence, args)?;
         Ok(SimAnswer::of(
             json!({ "events": events, "next_sequence": next }),
         ))

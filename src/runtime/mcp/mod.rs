@@ -18,6 +18,7 @@
 
 mod approver;
 mod config;
+mod evidence;
 
 use std::sync::{Arc, Mutex};
 
@@ -50,6 +51,8 @@ pub struct ComputerUseMcpRuntime {
     config: McpRuntimeConfig,
     /// Shared with the approvers taken from this runtime.
     session_id: Arc<Mutex<Option<String>>>,
+    /// The server's postcondition checks read so far.
+    checks: tokio::sync::Mutex<evidence::ServerChecks>,
     child_pid: Option<u32>,
 }
 
@@ -231,6 +234,7 @@ impl ComputerUseMcpRuntime {
             peer: service.peer().clone(),
             service: tokio::sync::Mutex::new(Some(service)),
             session_id: Arc::new(Mutex::new(config.session_id.clone())),
+            checks: tokio::sync::Mutex::new(evidence::ServerChecks::default()),
             config,
             child_pid: None,
         })
@@ -845,6 +849,30 @@ impl ComputerUseRuntime for ComputerUseMcpRuntime {
         }
         let (mut answer, _) = self.send("execute_action", arguments).await?;
         decode("execute_action", "receipt", &mut answer)
+    }
+
+    /// The server's own check of the action, read from its `action.verified`
+    /// event (see [`evidence`](self)); `None` when it reported none.
+    async fn evidence(
+        &self,
+        receipt: &ExecutionReceipt,
+        postcondition: Option<&ActionPostcondition>,
+    ) -> Result<Option<Value>, ComputerUseError> {
+        let mut checks = self.checks.lock().await;
+        if checks.get(&receipt.action_id).is_none() {
+            loop {
+                let after = checks.after();
+                let page = self.get_session_events(Some(after), Some(1000)).await?;
+                let done = page.events.is_empty() || page.next_sequence <= after;
+                checks.absorb(page.events, page.next_sequence);
+                if done || checks.get(&receipt.action_id).is_some() {
+                    break;
+                }
+            }
+        }
+        Ok(checks
+            .get(&receipt.action_id)
+            .map(|check| evidence::verification(check, postcondition)))
     }
 
     async fn pause_session(&self, reason: Option<&str>) -> Result<(), ComputerUseError> {
