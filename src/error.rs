@@ -78,10 +78,16 @@ pub enum ComputerUseError {
     Refused {
         /// The runtime call that was refused.
         operation: String,
-        /// The runtime's machine-readable code (`lease_conflict`, `stale_target`, ...).
+        /// The runtime's machine-readable code (`lease_conflict`,
+        /// `stale_target`, ...; `invalid_arguments` for arguments that fail
+        /// the server's input schema).
         code: String,
-        /// The runtime's human message.
+        /// The runtime's human message (or, when it sent none, what else it
+        /// said).
         message: String,
+        /// Whatever context the runtime gave beside the code (upstream's
+        /// `details`, the ids it named, a receipt it recorded), as it came.
+        details: Option<Box<serde_json::Value>>,
     },
 
     /// The caller asked for something malformed or contradictory.

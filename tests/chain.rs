@@ -415,6 +415,7 @@ async fn release_runs_on_lease_failure() {
             operation: "x".into(),
             code: "lease_conflict".into(),
             message: "busy".into(),
+            details: None,
         };
         rig.runtime.script().fail.insert(call, refusal.clone());
         let err = rig.session.run(action("a-13")).await.err().unwrap();
@@ -440,6 +441,7 @@ async fn a_verification_that_fails_still_ends_the_chain_and_releases_everything(
             operation: "verify".into(),
             code: "busy".into(),
             message: "later".into(),
+            details: None,
         },
     );
     let verified = completed(rig.session.run(action("a-13v")).await.unwrap());
@@ -467,6 +469,7 @@ async fn a_primary_and_a_cleanup_failure_make_one_deterministic_error() {
                 operation: "release_target".into(),
                 code: "reservation_not_active".into(),
                 message: "gone".into(),
+                details: None,
             },
         );
         let err = rig.session.run(action("a-14")).await.err().unwrap();

@@ -41,6 +41,7 @@ fn refusal(code: &str) -> ComputerUseError {
         operation: "fault".into(),
         code: code.into(),
         message: "injected".into(),
+        details: None,
     }
 }
 

@@ -557,6 +557,7 @@ async fn finding_11_the_lease_is_released_when_the_action_ends_on_every_path() {
             operation: "execute_action".into(),
             code: "stale_target".into(),
             message: "moved".into(),
+            details: None,
         },
     );
     assert!(failed.session.run(action("d-22")).await.is_err());
@@ -594,6 +595,7 @@ async fn finding_13_a_refusal_before_the_effect_is_not_an_unknown_outcome() {
             operation: "execute_action".into(),
             code: "lease_conflict".into(),
             message: "no".into(),
+            details: None,
         },
     );
     let err = rig.session.run(action("d-24")).await.err().unwrap();
@@ -1081,6 +1083,7 @@ async fn a_cleanup_failure_after_the_action_says_whether_it_was_performed() {
                 operation: "release_target".into(),
                 code: "release_failed".into(),
                 message: "no".into(),
+                details: None,
             },
         );
         match rig.session.run(action("k-9")).await {

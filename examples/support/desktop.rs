@@ -333,6 +333,7 @@ impl ComputerUseRuntime for InProcessDesktop {
                     "action {} was never previewed with a text",
                     envelope.action_id
                 ),
+                details: None,
             });
         };
         state.clipboard = text;

@@ -467,6 +467,7 @@ impl ComputerUseRuntime for FakeRuntime {
                     operation: "execute_action".into(),
                     code: "approval_required".into(),
                     message: "no grant for this digest".into(),
+                    details: None,
                 });
             }
         }

@@ -156,26 +156,7 @@ pub fn decode_tool_result(
             .join(" ")
     };
     if result.is_error == Some(true) {
-        let structured = result.structured_content.as_ref();
-        let code = structured
-            .and_then(|s| s.get("error"))
-            .and_then(Value::as_str);
-        return Err(match code {
-            Some(code) => ComputerUseError::Refused {
-                operation: tool.to_owned(),
-                code: clip(code),
-                message: clip(
-                    structured
-                        .and_then(|s| s.get("message"))
-                        .and_then(Value::as_str)
-                        .unwrap_or_default(),
-                ),
-            },
-            None => ComputerUseError::InvalidRequest {
-                field: tool.to_owned(),
-                message: clip(&text()),
-            },
-        });
+        return Err(refusal(tool, result.structured_content, text()));
     }
     match result.structured_content {
         Some(value @ Value::Object(_)) => Ok((value, images)),
@@ -195,6 +176,57 @@ pub fn decode_tool_result(
 
 /// The arguments object of a call, with every `null` left out: upstream's
 /// schemas reject `null` for an absent optional.
+/// A refusal in any of upstream's shapes, typed:
+///
+/// - `{error, message, details}`: the code, the message and the details;
+/// - `{error, <anything else>}` without a message (`{error, lease_id}`,
+///   `{error: "rejected", receipt}`): the code, a message made from what it
+///   named, and the rest as details;
+/// - text only, as the MCP SDK answers arguments that fail a tool's input
+///   schema (`MCP error -32602: ...`): code `invalid_arguments`, the text as
+///   the message;
+/// - any other text only: an invalid request, with the text.
+fn refusal(tool: &str, structured: Option<Value>, text: String) -> ComputerUseError {
+    let refused = |code: &str, message: String, details: Option<Value>| ComputerUseError::Refused {
+        operation: tool.to_owned(),
+        code: clip(code),
+        message: clip(&message),
+        details: details.map(Box::new),
+    };
+    if let Some(Value::Object(mut map)) = structured
+        && let Some(Value::String(code)) = map.remove("error")
+    {
+        let message = match map.remove("message") {
+            Some(Value::String(message)) => message,
+            _ if code == "rejected" => "the server recorded a rejected receipt under this action id; a retry needs a new action id".to_owned(),
+            _ if map.is_empty() => String::new(),
+            _ => format!("the server named {}", Value::Object(map.clone())),
+        };
+        let details = match map.remove("details") {
+            Some(details) if map.is_empty() => Some(details),
+            Some(details) => {
+                map.insert("details".into(), details);
+                Some(Value::Object(map))
+            }
+            None if map.is_empty() => None,
+            None => Some(Value::Object(map)),
+        };
+        return refused(&code, message, details);
+    }
+    if let Some(rest) = text.trim_start().strip_prefix("MCP error -32602") {
+        let message = rest.trim_start_matches(':').trim().to_owned();
+        return refused(
+            "invalid_arguments",
+            message,
+            Some(json!({ "mcpCode": -32602 })),
+        );
+    }
+    ComputerUseError::InvalidRequest {
+        field: tool.to_owned(),
+        message: clip(&text),
+    }
+}
+
 fn object(value: Value) -> Map<String, Value> {
     match value {
         Value::Object(mut map) => {
