@@ -139,6 +139,16 @@ pub enum ComputerUseError {
         cause: Box<ComputerUseError>,
     },
 
+    /// A bounded wait ran out: the call was cancelled (the server is told)
+    /// and nothing was granted to this action.
+    #[error("{operation} did not answer within {waited_ms} ms; the request was cancelled")]
+    TimedOut {
+        /// The call that was waited for (`acquire_control_lease`, ...).
+        operation: String,
+        /// How long it was waited for, in milliseconds.
+        waited_ms: u64,
+    },
+
     /// The session was shut down: its stages can take no further step, and
     /// what they held was released by the shutdown.
     #[error("the session was shut down; {operation} is refused")]
@@ -210,6 +220,7 @@ impl ComputerUseError {
             Self::CleanupAfterSuccess { .. } => "cleanup_after_success",
             Self::OutcomeUnknown { .. } => "outcome_unknown",
             Self::SessionClosed { .. } => "session_closed",
+            Self::TimedOut { .. } => "timed_out",
         }
     }
 

@@ -30,6 +30,11 @@ pub struct McpRuntimeConfig {
     pub reservation_ttl_ms: u64,
     /// Lease time-to-live asked for, in milliseconds.
     pub lease_ttl_ms: u64,
+    /// How long to wait for the one-writer lease, in milliseconds. Upstream
+    /// queues a second acquire until the holder releases or its lease
+    /// expires; past this wait the request is cancelled and the action ends
+    /// with [`crate::ComputerUseError::TimedOut`].
+    pub lease_wait_ms: u64,
 }
 
 impl McpRuntimeConfig {
@@ -44,6 +49,7 @@ impl McpRuntimeConfig {
             trace: TraceContext::default(),
             reservation_ttl_ms: 30_000,
             lease_ttl_ms: 30_000,
+            lease_wait_ms: 30_000,
         }
     }
 
@@ -63,6 +69,12 @@ impl McpRuntimeConfig {
     /// Asks for the capabilities of `tool`.
     pub fn capability_tool(mut self, tool: impl Into<String>) -> Self {
         self.capability_tool = tool.into();
+        self
+    }
+
+    /// Waits at most `wait_ms` milliseconds for the one-writer lease.
+    pub fn lease_wait(mut self, wait_ms: u64) -> Self {
+        self.lease_wait_ms = wait_ms;
         self
     }
 

@@ -807,21 +807,30 @@ impl ComputerUseRuntime for ComputerUseMcpRuntime {
             "cooperative"
         };
         let target = envelope.target.as_ref();
-        let mut answer = self
-            .call_json(
-                "acquire_control_lease",
-                json!({
-                    "session_id": envelope.session_id,
-                    "kind": kind,
-                    "mode": envelope.requested_mode,
-                    "ttl_ms": self.config.lease_ttl_ms,
-                    "action_budget": 1,
-                    "agent_id": envelope.agent_id,
-                    "app_ids": target.map(|t| vec![t.app_id.clone()]),
-                    "window_ids": target.and_then(|t| t.window_id.clone()).map(|w| vec![w]),
-                }),
-            )
-            .await?;
+        let wait = std::time::Duration::from_millis(self.config.lease_wait_ms);
+        // A second acquire waits in the server's queue. Bounded here: when
+        // the wait runs out the call is dropped, and rmcp tells the server
+        // the request was cancelled, so it leaves the queue.
+        let call = self.call_json(
+            "acquire_control_lease",
+            json!({
+                "session_id": envelope.session_id,
+                "kind": kind,
+                "mode": envelope.requested_mode,
+                "ttl_ms": self.config.lease_ttl_ms,
+                "action_budget": 1,
+                "agent_id": envelope.agent_id,
+                "app_ids": target.map(|t| vec![t.app_id.clone()]),
+                "window_ids": target.and_then(|t| t.window_id.clone()).map(|w| vec![w]),
+            }),
+        );
+        let mut answer =
+            tokio::time::timeout(wait, call)
+                .await
+                .map_err(|_| ComputerUseError::TimedOut {
+                    operation: "acquire_control_lease".into(),
+                    waited_ms: self.config.lease_wait_ms,
+                })??;
         decode("acquire_control_lease", "lease", &mut answer)
     }
 

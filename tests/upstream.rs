@@ -1,0 +1,188 @@
+//! Against upstream's own server: the real `computer-use-mcp` v8 over its
+//! deterministic fake desktop (`../shared/v8-peer`).
+//!
+//! Set `ADK_UPSTREAM_SERVER` to the command that starts it on stdio (for
+//! example `/path/to/v8-peer/serve.sh`); `.ci/run` installs it and sets
+//! this. Without the variable these tests say so and check nothing; with
+//! it, a server that does not answer fails them.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+
+use adk_computer_use::auth::{ScopeAuthorizer, VerifiedIdentity};
+use adk_computer_use::contracts::*;
+use adk_computer_use::digest::{sha256_hex, sha256_prefixed};
+use adk_computer_use::protocol::{ChainOutcome, SealingKey, Session};
+use adk_computer_use::runtime::ProposedAction;
+use adk_computer_use::runtime::mcp::{ComputerUseMcpRuntime, McpRuntimeConfig};
+use adk_computer_use::{ComputerUseError, VerificationOutcome};
+use serde_json::json;
+
+const PRINCIPAL: &str = "local-user";
+
+/// The command line of the upstream server, if one was given.
+fn server() -> Option<Vec<String>> {
+    let line = std::env::var("ADK_UPSTREAM_SERVER").ok()?;
+    let parts: Vec<String> = line.split_whitespace().map(str::to_owned).collect();
+    (!parts.is_empty()).then_some(parts)
+}
+
+async fn spawn(parts: &[String], config: McpRuntimeConfig) -> Arc<ComputerUseMcpRuntime> {
+    let mut command = tokio::process::Command::new(&parts[0]);
+    command
+        .args(&parts[1..])
+        .env("COMPUTER_USE_PRINCIPAL_ID", PRINCIPAL)
+        .env("COMPUTER_USE_ACTIVE_PROFILE", "v8-safe")
+        .env("V8_PEER_QUIET", "1");
+    let runtime = ComputerUseMcpRuntime::spawn(command, config)
+        .await
+        .expect("ADK_UPSTREAM_SERVER is set, and the server must answer");
+    runtime
+        .start_session(Some("adk-computer-use conformance"), None)
+        .await
+        .expect("upstream starts a session from a request with no null arguments");
+    Arc::new(runtime)
+}
+
+fn session(runtime: &Arc<ComputerUseMcpRuntime>) -> Session<ComputerUseMcpRuntime> {
+    let identity = VerifiedIdentity::new(PRINCIPAL, "tenant-upstream").unwrap();
+    let authorizer =
+        ScopeAuthorizer::new(identity, ["computer:plan", "computer:execute:background"]).unwrap();
+    Session::builder(
+        Arc::clone(runtime),
+        runtime.session_id().unwrap(),
+        authorizer,
+        SealingKey::new(vec![1u8; 32]).unwrap(),
+    )
+    .agent_id("conformance")
+    .target(FAKE_APP, Some(WindowId::Number(FAKE_WINDOW)))
+    .build()
+    .unwrap()
+}
+
+// Upstream's `DeterministicFakeDesktop` shows one window, and its shadow
+// observations carry none of it (they answer `{fake: true, effectCount}`),
+// so the target evidence it validates against is its documented state.
+const FAKE_APP: &str = "app.fake";
+const FAKE_WINDOW: u64 = 7;
+
+fn fake_target() -> TargetEvidence {
+    TargetEvidence {
+        platform: std::env::consts::OS.into(),
+        app_id: FAKE_APP.into(),
+        pid: Some(4242),
+        window_id: Some(WindowId::Number(FAKE_WINDOW)),
+        window_title_digest: Some(sha256_hex("Fake Document")),
+        display_id: Some("display-1".into()),
+        role: None,
+        label_digest: None,
+        bounds: None,
+        observation_id: "conformance".into(),
+        screenshot_hash: Some("sha256:fake-screen-1".into()),
+        ui_tree_revision: Some("fake-tree-1".into()),
+        confidence: 1.0,
+        captured_at: adk_computer_use::clock::format_rfc3339(time::OffsetDateTime::now_utc())
+            .unwrap(),
+    }
+}
+
+fn write_clipboard(id: &str, text: &str) -> ProposedAction {
+    ProposedAction::new(
+        "write_clipboard",
+        json!({ "text": text }),
+        ExecutionMode::Background,
+    )
+    .with_action_id(id)
+    .with_target(fake_target())
+    .with_data_labels([DataLabel::Public])
+    .with_postcondition(
+        ActionPostcondition::try_from(PostconditionFields::UiElement {
+            role: Some("text".into()),
+            label: Some("clipboard".into()),
+            exists: true,
+            value_digest: Some(sha256_prefixed(text)),
+        })
+        .unwrap(),
+    )
+}
+
+#[tokio::test]
+async fn one_session_runs_100_governed_actions_without_waiting_on_a_lease_ttl() {
+    let Some(parts) = server() else {
+        eprintln!("ADK_UPSTREAM_SERVER is not set: nothing checked against upstream");
+        return;
+    };
+    // Leases live five minutes, and a second acquire may wait five seconds:
+    // an action that left its lease active would make the next one time out.
+    let config = McpRuntimeConfig::new(PRINCIPAL)
+        .target(FAKE_APP, Some(WindowId::Number(FAKE_WINDOW)))
+        .capability_tool("write_clipboard")
+        .lease_wait(5_000);
+    let config = McpRuntimeConfig {
+        lease_ttl_ms: 300_000,
+        ..config
+    };
+    let runtime = spawn(&parts, config).await;
+    let session = session(&runtime);
+    for n in 0..100 {
+        let id = format!("upstream-{n}");
+        match session.run(write_clipboard(&id, &id)).await {
+            Ok(ChainOutcome::Completed(done)) => {
+                assert!(done.performed(), "{id}");
+                // The server's own check, read from its events, agrees
+                // with the digest this action proposed.
+                assert_eq!(done.outcome(), &VerificationOutcome::Verified, "{id}");
+            }
+            Ok(ChainOutcome::NeedsApproval(_)) => panic!("{id}: upstream asked for approval"),
+            Ok(ChainOutcome::Blocked(b)) => {
+                panic!("{id}: blocked: {} {:?}", b.blocker(), b.reasons())
+            }
+            Err(err) => panic!("{id}: {err}"),
+        }
+    }
+    let stats = session.shutdown().await;
+    assert_eq!(stats.leases.explicit_released, 100, "{stats:?}");
+    assert_eq!(stats.reservations.explicit_released, 100, "{stats:?}");
+    assert_eq!(stats.leaked(), 0, "{stats:?}");
+    let events = runtime.all_session_events().await.unwrap();
+    // The governed actions' events (shadow observations commit too).
+    let count = |kind: &str| {
+        events
+            .iter()
+            .filter(|e| e.event_type == kind)
+            .filter(|e| {
+                e.action_id
+                    .as_deref()
+                    .is_some_and(|id| id.starts_with("upstream-"))
+            })
+            .count()
+    };
+    assert_eq!(count("action.committed"), 100);
+    assert_eq!(count("action.verified"), 100);
+    runtime.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn upstreams_refusals_arrive_typed() {
+    let Some(parts) = server() else {
+        eprintln!("ADK_UPSTREAM_SERVER is not set: nothing checked against upstream");
+        return;
+    };
+    let runtime = spawn(&parts, McpRuntimeConfig::new(PRINCIPAL)).await;
+    // Shadow observations carry their own action id: upstream accepts them.
+    let snapshot = runtime.observe_shadow("snapshot", json!({})).await.unwrap();
+    assert!(snapshot.structured.is_object());
+    // Secret access needs approval under upstream's default policy, shadow
+    // mode too: a typed refusal that keeps the server's code.
+    let err = runtime
+        .observe_shadow("read_clipboard", json!({}))
+        .await
+        .err()
+        .unwrap();
+    assert!(
+        matches!(&err, ComputerUseError::Refused { code, .. } if !code.is_empty()),
+        "{err:?}"
+    );
+    eprintln!("read_clipboard in shadow mode: {err}");
+    runtime.shutdown().await.unwrap();
+}
