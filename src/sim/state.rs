@@ -1031,6 +1031,13 @@ impl SimState {
         let action = ActionArgs::parse(args)?;
         self.running_session(&action.session_id)?;
         if action.mode == ExecutionMode::Shadow {
+            // As upstream: every execution, shadow ones included, is
+            // recorded under its own action id.
+            if action.action_id.is_none() {
+                return Err(SimError::schema(
+                    "action_id: required by execute_action, shadow mode included",
+                ));
+            }
             return self.observe(&action);
         }
         let action_id = action

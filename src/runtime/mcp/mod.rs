@@ -845,7 +845,14 @@ impl ComputerUseRuntime for ComputerUseMcpRuntime {
         // No longer active (released, expired, or revoked by the server) is
         // what a release is for.
         let mut answer = match answer {
-            Err(err) if err.refusal_code() == Some("lease_not_active") => return Ok(()),
+            Err(err)
+                if matches!(
+                    err.refusal_code(),
+                    Some("lease_not_active" | "lease_revoked")
+                ) =>
+            {
+                return Ok(());
+            }
             other => other?,
         };
         let released: ControlLease = decode("release_control_lease", "lease", &mut answer)?;
