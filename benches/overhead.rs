@@ -26,7 +26,9 @@ use adk_computer_use::ComputerUseError;
 use adk_computer_use::auth::{ScopeAuthorizer, VerifiedIdentity};
 use adk_computer_use::contracts::*;
 use adk_computer_use::protocol::{ChainOutcome, SealingKey, Session};
-use adk_computer_use::runtime::mcp::{decode_tool_result, rmcp};
+use adk_computer_use::runtime::mcp::{
+    ComputerUseMcpRuntime, McpRuntimeConfig, decode_tool_result, rmcp,
+};
 use adk_computer_use::runtime::*;
 use adk_computer_use::sim::{CLIPBOARD_APP, CLIPBOARD_WINDOW};
 use serde_json::{Map, Value, json};
@@ -389,10 +391,9 @@ struct RawClient {
 }
 
 impl RawClient {
-    async fn spawn() -> Self {
+    async fn spawn(server: &Server) -> Self {
         use rmcp::ServiceExt;
-        let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_computer-use-sim"));
-        command.arg("--principal").arg(PRINCIPAL);
+        let command = server.command();
         let transport = rmcp::transport::TokioChildProcess::new(command).unwrap();
         let service = ().serve(transport).await.unwrap();
         let mut client = Self {
@@ -418,25 +419,22 @@ impl RawClient {
 }
 
 /// The same tool calls the adapter makes for one chain, with no checks.
-async fn raw_mcp(client: &RawClient, id: &str) {
+async fn raw_mcp(client: &RawClient, server: &Server, id: &str) {
     let session_id = client.session_id.as_str();
-    let window = json!(CLIPBOARD_WINDOW);
-    let shadow = |tool: &str, arguments: Value| json!({ "session_id": session_id, "tool": tool, "arguments": arguments, "mode": "shadow" });
+    let (app, window) = (server.app(), json!(server.window()));
+    let shadow = |tool: &str, arguments: Value| json!({ "session_id": session_id, "action_id": format!("{id}-{tool}"), "tool": tool, "arguments": arguments, "mode": "shadow" });
     let _ = tokio::join!(
         client.tool(
             "get_execution_capabilities",
-            json!({ "tool": "write_clipboard", "app_id": CLIPBOARD_APP })
+            json!({ "tool": "write_clipboard", "app_id": app })
         ),
         client.tool("execute_action", shadow("snapshot", json!({}))),
         client.tool(
             "execute_action",
-            shadow(
-                "get_ui_tree",
-                json!({ "window_id": window, "app_id": CLIPBOARD_APP })
-            )
+            shadow("get_ui_tree", json!({ "window_id": window, "app_id": app }))
         ),
     );
-    let action = sim_support::write_clipboard(id, id, true);
+    let action = server.action(id);
     let mut args = json!({
         "session_id": session_id,
         "action_id": id,
@@ -451,10 +449,10 @@ async fn raw_mcp(client: &RawClient, id: &str) {
     });
     client.tool("preview_action", args.clone()).await;
     let reservation = client
-        .tool("reserve_target", json!({ "session_id": session_id, "intent_id": id, "app_id": CLIPBOARD_APP, "window_id": window, "ttl_ms": 30000, "agent_id": "agent", "execution_group_id": "group-e2e" }))
+        .tool("reserve_target", json!({ "session_id": session_id, "intent_id": id, "app_id": app, "window_id": window, "ttl_ms": 30000, "agent_id": "agent", "execution_group_id": "group-e2e" }))
         .await;
     let lease = client
-        .tool("acquire_control_lease", json!({ "session_id": session_id, "kind": "cooperative", "mode": "background", "ttl_ms": 30000, "action_budget": 1, "agent_id": "agent", "app_ids": [CLIPBOARD_APP], "window_ids": [window] }))
+        .tool("acquire_control_lease", json!({ "session_id": session_id, "kind": "cooperative", "mode": "background", "ttl_ms": 30000, "action_budget": 1, "agent_id": "agent", "app_ids": [app], "window_ids": [window] }))
         .await;
     let lease_id = lease["lease"]["leaseId"].clone();
     args["lease_id"] = lease_id.clone();
@@ -476,20 +474,116 @@ async fn raw_mcp(client: &RawClient, id: &str) {
         .await;
 }
 
-fn over_mcp(rt: &tokio::runtime::Runtime) -> f64 {
+/// Which server the MCP part measures against.
+enum Server {
+    /// The bundled simulator.
+    Sim,
+    /// Upstream's server, started by this command line (`OVERHEAD_SERVER`).
+    Upstream(Vec<String>),
+}
+
+impl Server {
+    fn command(&self) -> tokio::process::Command {
+        match self {
+            Self::Sim => {
+                let mut command =
+                    tokio::process::Command::new(env!("CARGO_BIN_EXE_computer-use-sim"));
+                command.arg("--principal").arg(PRINCIPAL);
+                command
+            }
+            Self::Upstream(parts) => {
+                let mut command = tokio::process::Command::new(&parts[0]);
+                command
+                    .args(&parts[1..])
+                    .env("COMPUTER_USE_PRINCIPAL_ID", UPSTREAM_PRINCIPAL)
+                    .env("COMPUTER_USE_ACTIVE_PROFILE", "v8-safe")
+                    .env("V8_PEER_QUIET", "1");
+                command
+            }
+        }
+    }
+
+    fn principal(&self) -> &'static str {
+        match self {
+            Self::Sim => PRINCIPAL,
+            Self::Upstream(_) => UPSTREAM_PRINCIPAL,
+        }
+    }
+
+    fn app(&self) -> &'static str {
+        match self {
+            Self::Sim => CLIPBOARD_APP,
+            Self::Upstream(_) => "app.fake",
+        }
+    }
+
+    fn window(&self) -> u64 {
+        match self {
+            Self::Sim => CLIPBOARD_WINDOW,
+            Self::Upstream(_) => 7,
+        }
+    }
+
+    /// "Put this text on the clipboard", with a digest postcondition, aimed
+    /// at the server's own desktop.
+    fn action(&self, id: &str) -> ProposedAction {
+        let mut action = sim_support::write_clipboard(id, id, true);
+        if let (Self::Upstream(_), Some(target)) = (self, action.target.as_mut()) {
+            // Upstream's fake desktop, as it documents itself.
+            target.app_id = "app.fake".into();
+            target.pid = Some(4242);
+            target.window_id = Some(WindowId::Number(7));
+            target.window_title_digest =
+                Some(adk_computer_use::digest::sha256_hex("Fake Document"));
+            target.display_id = Some("display-1".into());
+            target.screenshot_hash = Some("sha256:fake-screen-1".into());
+            target.ui_tree_revision = Some("fake-tree-1".into());
+        }
+        action
+    }
+
+    async fn governed(&self) -> (Arc<ComputerUseMcpRuntime>, Session<ComputerUseMcpRuntime>) {
+        let config = McpRuntimeConfig::new(self.principal())
+            .target(self.app(), Some(WindowId::Number(self.window())))
+            .capability_tool("write_clipboard");
+        let runtime = ComputerUseMcpRuntime::spawn(self.command(), config)
+            .await
+            .unwrap();
+        runtime
+            .start_session(Some("bench"), Some("group-e2e"))
+            .await
+            .unwrap();
+        let runtime = Arc::new(runtime);
+        let identity = VerifiedIdentity::new(self.principal(), "tenant").unwrap();
+        let authorizer =
+            ScopeAuthorizer::new(identity, ["computer:plan", "computer:execute:background"])
+                .unwrap();
+        let session = Session::builder(
+            Arc::clone(&runtime),
+            runtime.session_id().unwrap(),
+            authorizer,
+            SealingKey::new(vec![9; 32]).unwrap(),
+        )
+        .agent_id("agent")
+        .execution_group_id("group-e2e")
+        .target(self.app(), Some(WindowId::Number(self.window())))
+        .build()
+        .unwrap();
+        (runtime, session)
+    }
+}
+
+const UPSTREAM_PRINCIPAL: &str = "local-user";
+
+fn over_mcp(rt: &tokio::runtime::Runtime, server: &Server) -> f64 {
     const N: usize = 100;
     const ROUNDS: usize = 21;
-    let runtime = rt.block_on(sim_support::spawn_sim(&[]));
-    let client = rt.block_on(RawClient::spawn());
-    let governed_session = rt.block_on(async { sim_support::session(&runtime, "agent") });
+    let (runtime, governed_session) = rt.block_on(server.governed());
+    let client = rt.block_on(RawClient::spawn(server));
     let governed = |id: &str| {
         let start = Instant::now();
         rt.block_on(async {
-            match governed_session
-                .run(sim_support::write_clipboard(id, id, true))
-                .await
-                .unwrap()
-            {
+            match governed_session.run(server.action(id)).await.unwrap() {
                 ChainOutcome::Completed(done) => assert!(done.verified()),
                 _ => unreachable!(),
             }
@@ -498,7 +592,7 @@ fn over_mcp(rt: &tokio::runtime::Runtime) -> f64 {
     };
     let raw = |id: &str| {
         let start = Instant::now();
-        rt.block_on(raw_mcp(&client, id));
+        rt.block_on(raw_mcp(&client, server, id));
         start.elapsed().as_nanos() as f64
     };
     one_side(
@@ -529,8 +623,12 @@ fn over_mcp(rt: &tokio::runtime::Runtime) -> f64 {
         ratios.push(g / r);
     }
     let (governed, raw, ratio) = (median(governed_totals), median(raw_totals), median(ratios));
+    let label = match server {
+        Server::Sim => "over MCP   ",
+        Server::Upstream(_) => "upstream   ",
+    };
     println!(
-        "over MCP    | governed chain {:>9.1} µs/action | raw calls {:>9.1} µs/action | ratio {ratio:.3}x",
+        "{label} | governed chain {:>9.1} µs/action | raw calls {:>9.1} µs/action | ratio {ratio:.3}x",
         governed / 1e3,
         raw / 1e3,
     );
@@ -603,8 +701,17 @@ fn main() {
         println!("aim         | in process <= 1.30x: {}", ratio <= 1.3);
     }
     if part.is_empty() || part == "mcp" {
-        let ratio = over_mcp(&rt);
+        let ratio = over_mcp(&rt, &Server::Sim);
         println!("aim         | over MCP <= 1.05x: {}", ratio <= 1.05);
+    }
+    // OVERHEAD_SERVER: the same side-by-side measurement against another
+    // server, e.g. upstream's (`../shared/v8-peer/serve.sh`).
+    if let Ok(line) = std::env::var("OVERHEAD_SERVER") {
+        let parts: Vec<String> = line.split_whitespace().map(str::to_owned).collect();
+        if !parts.is_empty() && (part.is_empty() || part == "upstream") {
+            let ratio = over_mcp(&rt, &Server::Upstream(parts));
+            println!("aim         | upstream <= 1.05x: {}", ratio <= 1.05);
+        }
     }
     if !part.is_empty() {
         return;
