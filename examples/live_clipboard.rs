@@ -22,7 +22,7 @@ use adk_computer_use::auth::{ScopeAuthorizer, VerifiedIdentity};
 use adk_computer_use::clock::format_rfc3339;
 use adk_computer_use::contracts::*;
 use adk_computer_use::digest::sha256_prefixed;
-use adk_computer_use::protocol::{ChainOutcome, SealingKey, Session};
+use adk_computer_use::protocol::{Approval, ChainOutcome, SealingKey, Session};
 use adk_computer_use::runtime::ProposedAction;
 use adk_computer_use::runtime::mcp::{ComputerUseMcpRuntime, McpRuntimeConfig};
 use adk_computer_use::sim::{CLIPBOARD_APP, CLIPBOARD_LABEL, CLIPBOARD_ROLE, CLIPBOARD_WINDOW};
@@ -38,6 +38,57 @@ fn quoted_text(request: &str) -> Result<&str, Error> {
         (Some(start), Some(end)) if end > start + 1 => Ok(&request[start + 1..end]),
         _ => Err(format!("the request names no exact text in single quotes: {request:?}").into()),
     }
+}
+
+/// Reads the clipboard back through the governed chain. A clipboard read is
+/// secret access: the server asks for a person's approval, and this example
+/// plays the host and gives it, in the open, through the host's approver.
+async fn read_back(
+    session: &Session<ComputerUseMcpRuntime>,
+    runtime: &ComputerUseMcpRuntime,
+    target: TargetEvidence,
+    expected: &str,
+) -> Result<(), Error> {
+    let read = ProposedAction::new("read_clipboard", json!({}), ExecutionMode::Background)
+        .with_target(target)
+        .with_data_labels([DataLabel::Private]);
+    let done = match session.run(read).await? {
+        ChainOutcome::Completed(done) => done,
+        ChainOutcome::NeedsApproval(pending) => {
+            println!(
+                "read-back {} needs approval ({}); the host approves it now",
+                pending.action_id(),
+                pending.preview().policy.reasons.join("; ")
+            );
+            let grant = runtime
+                .approver()
+                .approve_action(pending.action_id(), ApprovalScope::ExactAction, None)
+                .await?;
+            let approval = Approval::from_grant(pending.action_id(), &grant);
+            pending.approve(approval)?.complete().await?
+        }
+        ChainOutcome::Blocked(blocked) => {
+            println!(
+                "read-back blocked ({}): {:?}",
+                blocked.blocker(),
+                blocked.reasons()
+            );
+            return Ok(());
+        }
+    };
+    let result = done.receipt().result.as_ref();
+    let output = result.and_then(|r| r.get("structuredContent"));
+    match output.and_then(|o| o.get("text")).and_then(|t| t.as_str()) {
+        Some(read) => println!(
+            "clipboard read back through the governed chain: {read:?} (matches: {})",
+            read == expected
+        ),
+        None => println!(
+            "read back through the governed chain; the server's answer carries no text: {}",
+            output.map_or_else(|| "nothing".to_owned(), ToString::to_string)
+        ),
+    }
+    Ok(())
 }
 
 #[tokio::main(flavor = "current_thread")]
@@ -90,21 +141,31 @@ async fn main() -> Result<(), Error> {
     .target(&app, Some(window.clone()))
     .build()?;
 
-    let target = TargetEvidence {
-        platform: std::env::consts::OS.into(),
-        app_id: app.clone(),
-        pid: None,
-        window_id: Some(window),
-        window_title_digest: None,
-        display_id: None,
-        role: Some(CLIPBOARD_ROLE.into()),
-        label_digest: None,
-        bounds: None,
-        observation_id: "live-clipboard".into(),
-        screenshot_hash: None,
-        ui_tree_revision: None,
-        confidence: 1.0,
-        captured_at: format_rfc3339(time::OffsetDateTime::now_utc())?,
+    // The target as the host observed it. Another server's desktop gives
+    // its own evidence in `COMPUTER_USE_TARGET_EVIDENCE` (camelCase JSON);
+    // its capture time is stamped now.
+    let target = match std::env::var("COMPUTER_USE_TARGET_EVIDENCE") {
+        Ok(json) => {
+            let mut target: TargetEvidence = serde_json::from_str(&json)?;
+            target.captured_at = format_rfc3339(time::OffsetDateTime::now_utc())?;
+            target
+        }
+        Err(_) => TargetEvidence {
+            platform: std::env::consts::OS.into(),
+            app_id: app.clone(),
+            pid: None,
+            window_id: Some(window),
+            window_title_digest: None,
+            display_id: None,
+            role: Some(CLIPBOARD_ROLE.into()),
+            label_digest: None,
+            bounds: None,
+            observation_id: "live-clipboard".into(),
+            screenshot_hash: None,
+            ui_tree_revision: None,
+            confidence: 1.0,
+            captured_at: format_rfc3339(time::OffsetDateTime::now_utc())?,
+        },
     };
     let postcondition = ActionPostcondition::try_from(PostconditionFields::UiElement {
         role: Some(CLIPBOARD_ROLE.into()),
@@ -117,26 +178,19 @@ async fn main() -> Result<(), Error> {
         json!({ "text": text }),
         ExecutionMode::Background,
     )
-    .with_target(target)
+    .with_target(target.clone())
     .with_postcondition(postcondition)
     .with_data_labels([DataLabel::Public]);
 
     match session.run(action).await? {
         ChainOutcome::Completed(done) => {
             println!("receipt {}: {}", done.receipt_id(), done.outcome());
-            let evidence = runtime.observe_shadow("read_clipboard", json!({})).await?;
-            let read_back = evidence
-                .structured
-                .get("text")
-                .and_then(|t| t.as_str())
-                .unwrap_or_default();
-            println!("clipboard read back through a shadow observation: {read_back:?}");
             println!(
-                "performed: {}, verified: {}, independent read-back matches: {}",
+                "performed: {}, verified: {}",
                 done.performed(),
-                done.verified(),
-                read_back == text
+                done.verified()
             );
+            read_back(&session, &runtime, target.clone(), &text).await?;
             if let Some(why) = done.outcome().detail() {
                 println!("why not verified: {why}");
             }

@@ -32,12 +32,15 @@ async fn a_digest_postcondition_reaches_verified() {
             .unwrap(),
     );
     assert_eq!(verified.outcome(), &VerificationOutcome::Verified);
-    let clipboard = runtime
+    let stats = stats(&runtime).await;
+    assert_eq!(stats["clipboard"], "exact public text");
+    // A clipboard read is secret access: unapproved, even in shadow mode,
+    // the server refuses it.
+    let err = runtime
         .observe_shadow("read_clipboard", json!({}))
         .await
-        .unwrap();
-    assert_eq!(clipboard.structured["text"], "exact public text");
-    let stats = stats(&runtime).await;
+        .unwrap_err();
+    assert_eq!(err.refusal_code(), Some("approval_required"), "{err}");
     assert_eq!(
         (
             stats["totalEffects"].as_u64(),

@@ -204,6 +204,8 @@ impl Desktop {
         target: Option<&TargetEvidence>,
     ) -> Result<Value, SimError> {
         let output = match tool {
+            // An approved, governed read of the clipboard.
+            "read_clipboard" => json!({ "text": self.clipboard }),
             "write_clipboard" => {
                 let text = text_arg(args, "text")?;
                 self.set_clipboard(text);

@@ -66,6 +66,9 @@ pub struct SimState {
 const MAX_TTL_MS: u64 = 300_000;
 const MAX_BUDGET: u64 = 10_000;
 const OBSERVATION_TOOLS: [&str; 4] = ["snapshot", "get_ui_tree", "list_windows", "read_clipboard"];
+
+/// Reads of secrets: they need a person's approval, in any mode.
+const SECRET_READS: [&str; 1] = ["read_clipboard"];
 /// A 1×1 PNG, the frame `snapshot` returns.
 const SNAPSHOT_PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
 
@@ -612,6 +615,7 @@ impl SimState {
             blocker = Some(blockers::FOREGROUND_REQUIRED);
             reasons.push("clicking moves the physical pointer".to_owned());
         } else if sensitive
+            || SECRET_READS.contains(&action.tool.as_str())
             || self.config.confirm_tools.contains(&action.tool)
             || class == ActionClass::CommunicateExternal
             || action
@@ -993,7 +997,14 @@ impl SimState {
             }
             "get_ui_tree" => (self.desktop.ui_tree(app_id, window_id)?, vec![]),
             "list_windows" => (self.desktop.list_windows(), vec![]),
-            "read_clipboard" => (json!({ "text": self.desktop.clipboard }), vec![]),
+            // Secret access needs an approved, governed read, shadow mode
+            // included, as upstream's default policy has it.
+            tool if SECRET_READS.contains(&tool) => {
+                return Err(refuse(
+                    "approval_required",
+                    format!("{tool} is secret access: policy requires an action-bound approval"),
+                ));
+            }
             other => {
                 return Err(refuse(
                     "shadow_mutation",
