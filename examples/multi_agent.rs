@@ -1,8 +1,16 @@
 //! Two agents of one execution group want the same window at the same time.
 //! The reservation and the one-writer lease decide; the loser gets a clear
-//! refusal, and the simulator's own counters show nothing ran twice.
+//! refusal (or waits its turn in the server's lease queue), and the server's
+//! own record shows nothing ran twice.
 //!
-//! `cargo run --features sim --example multi_agent`
+//! ```text
+//! cargo run --features sim --example multi_agent
+//! cargo run --features sim --example multi_agent -- --server <command> [args...]
+//! ```
+//!
+//! With `--server`, the principal is read from `COMPUTER_USE_PRINCIPAL_ID`
+//! and the target evidence from `COMPUTER_USE_TARGET_EVIDENCE` (camelCase
+//! JSON), as in `live_clipboard`.
 
 #[path = "support/sim_child.rs"]
 mod sim_child;
@@ -23,9 +31,10 @@ const PRINCIPAL: &str = "principal-team";
 
 fn agent(
     runtime: &Arc<ComputerUseMcpRuntime>,
+    principal: &str,
     name: &str,
 ) -> Result<Session<ComputerUseMcpRuntime>, Error> {
-    let identity = VerifiedIdentity::new(PRINCIPAL, "tenant-team")?;
+    let identity = VerifiedIdentity::new(principal, "tenant-team")?;
     let authorizer =
         ScopeAuthorizer::new(identity, ["computer:plan", "computer:execute:background"])?;
     Ok(Session::builder(
@@ -39,8 +48,15 @@ fn agent(
     .build()?)
 }
 
-fn write(action_id: &str, text: &str) -> Result<ProposedAction, Error> {
-    let target = TargetEvidence {
+/// The shared target: another server's desktop gives its own evidence in
+/// `COMPUTER_USE_TARGET_EVIDENCE`; the simulator's clipboard otherwise.
+fn target() -> Result<TargetEvidence, Error> {
+    if let Ok(json) = std::env::var("COMPUTER_USE_TARGET_EVIDENCE") {
+        let mut target: TargetEvidence = serde_json::from_str(&json)?;
+        target.captured_at = format_rfc3339(time::OffsetDateTime::now_utc())?;
+        return Ok(target);
+    }
+    Ok(TargetEvidence {
         platform: std::env::consts::OS.into(),
         app_id: CLIPBOARD_APP.into(),
         pid: None,
@@ -55,7 +71,11 @@ fn write(action_id: &str, text: &str) -> Result<ProposedAction, Error> {
         ui_tree_revision: None,
         confidence: 1.0,
         captured_at: format_rfc3339(time::OffsetDateTime::now_utc())?,
-    };
+    })
+}
+
+fn write(action_id: &str, text: &str) -> Result<ProposedAction, Error> {
+    let target = target()?;
     Ok(ProposedAction::new(
         "write_clipboard",
         json!({ "text": text }),
@@ -87,14 +107,33 @@ async fn main() -> Result<(), Error> {
         return Ok(());
     }
     // Slow calls make the two chains overlap for certain.
-    let command = sim_child::command(&["--principal", PRINCIPAL, "--slow-ms", "20"])?;
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let server = match args.iter().position(|a| a == "--server") {
+        Some(at) if at + 1 < args.len() => Some(args[at + 1..].to_vec()),
+        Some(_) => return Err("--server needs a command".into()),
+        None => None,
+    };
+    let principal = match &server {
+        Some(_) => {
+            std::env::var("COMPUTER_USE_PRINCIPAL_ID").unwrap_or_else(|_| "local-user".into())
+        }
+        None => PRINCIPAL.to_owned(),
+    };
+    let command = match &server {
+        Some(parts) => {
+            let mut command = tokio::process::Command::new(&parts[0]);
+            command.args(&parts[1..]);
+            command
+        }
+        None => sim_child::command(&["--principal", PRINCIPAL, "--slow-ms", "20"])?,
+    };
     let runtime =
-        Arc::new(ComputerUseMcpRuntime::spawn(command, McpRuntimeConfig::new(PRINCIPAL)).await?);
+        Arc::new(ComputerUseMcpRuntime::spawn(command, McpRuntimeConfig::new(&principal)).await?);
     runtime
         .start_session(Some("two agents, one window"), Some("team"))
         .await?;
-    let alice = agent(&runtime, "alice")?;
-    let bob = agent(&runtime, "bob")?;
+    let alice = agent(&runtime, &principal, "alice")?;
+    let bob = agent(&runtime, &principal, "bob")?;
 
     let (a, b) = tokio::join!(
         alice.run(write("alice-1", "from alice")?),
@@ -103,14 +142,28 @@ async fn main() -> Result<(), Error> {
     report("alice", a);
     report("bob", b);
 
-    let stats = runtime.call("sim_stats", Map::new()).await?.0;
-    println!(
-        "simulator: {} effect(s) in all, at most {} per action, {} active reservation(s), clipboard {:?}",
-        stats["totalEffects"],
-        stats["maxEffectsPerAction"],
-        stats["activeReservations"],
-        stats["clipboard"]
-    );
+    if server.is_none() {
+        let stats = runtime.call("sim_stats", Map::new()).await?.0;
+        println!(
+            "simulator: {} effect(s) in all, at most {} per action, {} active reservation(s), clipboard {:?}",
+            stats["totalEffects"],
+            stats["maxEffectsPerAction"],
+            stats["activeReservations"],
+            stats["clipboard"]
+        );
+    } else {
+        // The server's own record: what it committed, per action.
+        let events = runtime.all_session_events().await?;
+        for id in ["alice-1", "bob-1"] {
+            let committed = events
+                .iter()
+                .filter(|e| {
+                    e.event_type == "action.committed" && e.action_id.as_deref() == Some(id)
+                })
+                .count();
+            println!("server: {id} committed {committed} time(s)");
+        }
+    }
     let _ = alice.shutdown().await;
     let _ = bob.shutdown().await;
     runtime.shutdown().await?;
