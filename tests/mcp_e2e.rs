@@ -21,6 +21,24 @@ fn completed<R: ComputerUseRuntime>(outcome: ChainOutcome<R>) -> Verified {
     }
 }
 
+/// Walks `session` to `Approved` for an action the server allows.
+async fn allowed(
+    session: &adk_computer_use::Session<adk_computer_use::runtime::mcp::ComputerUseMcpRuntime>,
+    action: &adk_computer_use::ProposedAction,
+) -> adk_computer_use::Approved<adk_computer_use::runtime::mcp::ComputerUseMcpRuntime> {
+    let previewed = session
+        .observe()
+        .await
+        .unwrap()
+        .preview(action)
+        .await
+        .unwrap();
+    match previewed.route() {
+        adk_computer_use::Route::Allowed(approved) => approved,
+        _ => panic!("expected the action to be allowed"),
+    }
+}
+
 #[tokio::test]
 async fn a_digest_postcondition_reaches_verified() {
     let runtime = spawn_sim(&[]).await;
@@ -243,18 +261,11 @@ async fn killing_the_server_mid_chain_is_a_transport_error_and_the_failed_releas
     let runtime = spawn_sim(&[]).await;
     let pid = runtime.child_pid().unwrap();
     let session = session(&runtime, "agent-a");
-    let previewed = session
-        .observe()
+    let reserved = allowed(&session, &write_clipboard("a-8", "text", false))
         .await
-        .unwrap()
-        .preview(&write_clipboard("a-8", "text", false))
+        .reserve()
         .await
         .unwrap();
-    let approved = match previewed.route() {
-        adk_computer_use::Route::Allowed(approved) => approved,
-        _ => panic!("expected the action to be allowed"),
-    };
-    let reserved = approved.reserve().await.unwrap();
     assert!(reserved.reservation().is_some());
     std::process::Command::new("kill")
         .arg("-9")
@@ -677,33 +688,14 @@ async fn a_password_field_target_needs_approval() {
 async fn finding_10_a_stale_chain_cannot_break_a_live_retry_of_the_same_action() {
     let runtime = spawn_sim(&[]).await;
     let session = session(&runtime, "agent-a");
-    let allowed = |previewed: adk_computer_use::Previewed<_>| match previewed.route() {
-        adk_computer_use::Route::Allowed(approved) => approved,
-        _ => panic!("expected the action to be allowed"),
-    };
     // The stale chain: previewed and reserved, then abandoned.
-    let stale = allowed(
-        session
-            .observe()
-            .await
-            .unwrap()
-            .preview(&write_clipboard("same-id", "text", true))
-            .await
-            .unwrap(),
-    )
-    .reserve()
-    .await
-    .unwrap();
+    let stale = allowed(&session, &write_clipboard("same-id", "text", true))
+        .await
+        .reserve()
+        .await
+        .unwrap();
     // The recommended retry reuses the action id.
-    let retry = allowed(
-        session
-            .observe()
-            .await
-            .unwrap()
-            .preview(&write_clipboard("same-id", "text", true))
-            .await
-            .unwrap(),
-    );
+    let retry = allowed(&session, &write_clipboard("same-id", "text", true)).await;
     drop(stale);
     // Let the reaper release the stale chain's reservation first.
     for _ in 0..200 {
@@ -740,20 +732,14 @@ async fn finding_11_the_lease_is_given_back_after_every_action_over_mcp() {
             .unwrap(),
     );
     // A chain dropped while it held the lease has it given back by the reaper.
-    let leased = match first
-        .observe()
+    let leased = allowed(&first, &write_clipboard("l-3", "three", true))
+        .await
+        .reserve()
         .await
         .unwrap()
-        .preview(&write_clipboard("l-3", "three", true))
+        .lease()
         .await
-        .unwrap()
-        .route()
-    {
-        adk_computer_use::Route::Allowed(approved) => {
-            approved.reserve().await.unwrap().lease().await.unwrap()
-        }
-        _ => panic!("expected the action to be allowed"),
-    };
+        .unwrap();
     assert_eq!(stats(&runtime).await["activeLeases"], 1);
     drop(leased);
     let released = first.shutdown().await;

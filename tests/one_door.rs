@@ -9,9 +9,9 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration as StdDuration;
 
-use adk_computer_use::ComputerUseError;
 use adk_computer_use::contracts::*;
 use adk_computer_use::protocol::*;
+use adk_computer_use::{ComputerUseError, ManualClock};
 use common::*;
 use serde_json::json;
 
@@ -32,8 +32,12 @@ async fn pending(rig: &Rig, id: &str) -> PendingApproval<FakeRuntime> {
 }
 
 async fn approved(rig: &Rig, id: &str) -> Approved<FakeRuntime> {
-    let previewed = rig
-        .session
+    allowed(&rig.session, id).await
+}
+
+/// Walks `session` to `Approved` for an action policy allows.
+async fn allowed(session: &Session<FakeRuntime>, id: &str) -> Approved<FakeRuntime> {
+    let previewed = session
         .observe()
         .await
         .unwrap()
@@ -44,6 +48,28 @@ async fn approved(rig: &Rig, id: &str) -> Approved<FakeRuntime> {
         Route::Allowed(approved) => approved,
         _ => panic!("expected the action to be allowed"),
     }
+}
+
+/// Walks the rig's session to `Leased`.
+async fn leased(rig: &Rig, id: &str) -> Leased<FakeRuntime> {
+    approved(rig, id)
+        .await
+        .reserve()
+        .await
+        .unwrap()
+        .lease()
+        .await
+        .unwrap()
+}
+
+/// A session over `runtime` whose releases give up after 50 ms.
+fn impatient_session(runtime: &Arc<FakeRuntime>, clock: ManualClock) -> Session<FakeRuntime> {
+    Session::builder(Arc::clone(runtime), SESSION, full_authorizer(), key())
+        .clock(Arc::new(clock))
+        .agent_id("executor")
+        .release_timeout(StdDuration::from_millis(50))
+        .build()
+        .unwrap()
 }
 
 fn held_approval(pending: &PendingApproval<FakeRuntime>) -> Approval {
@@ -432,24 +458,10 @@ async fn finding_08_a_panicking_release_does_not_stop_the_reaper() {
 
 #[tokio::test]
 async fn finding_08_a_hanging_release_times_out_and_shutdown_still_returns() {
-    let clock = adk_computer_use::ManualClock::new(start());
+    let clock = ManualClock::new(start());
     let runtime = FakeRuntime::new(clock.clone());
-    let session = Session::builder(Arc::clone(&runtime), SESSION, full_authorizer(), key())
-        .clock(Arc::new(clock))
-        .agent_id("executor")
-        .release_timeout(StdDuration::from_millis(50))
-        .build()
-        .unwrap();
-    let previewed = session
-        .observe()
-        .await
-        .unwrap()
-        .preview(&action("d-17"))
-        .await
-        .unwrap();
-    let Route::Allowed(approved) = previewed.route() else {
-        panic!("expected the action to be allowed");
-    };
+    let session = impatient_session(&runtime, clock);
+    let approved = allowed(&session, "d-17").await;
     let reserved = approved.reserve().await.unwrap();
     // The release never answers (the gate is never opened).
     runtime.script().hold.insert(Call::Release);
@@ -465,14 +477,7 @@ async fn finding_08_a_hanging_release_times_out_and_shutdown_still_returns() {
 #[tokio::test]
 async fn finding_09_shutdown_reclaims_what_a_forgotten_stage_holds() {
     let rig = rig();
-    let leased = approved(&rig, "d-18")
-        .await
-        .reserve()
-        .await
-        .unwrap()
-        .lease()
-        .await
-        .unwrap();
+    let leased = leased(&rig, "d-18").await;
     std::mem::forget(leased);
     assert_eq!(rig.session.held_resources(), 2);
     assert_eq!(rig.runtime.active_reservations(), 1);
@@ -488,7 +493,7 @@ async fn finding_09_shutdown_reclaims_what_a_forgotten_stage_holds() {
 
 #[test]
 fn finding_09_a_reservation_dropped_after_the_reaper_stopped_is_counted_lost_once() {
-    let clock = adk_computer_use::ManualClock::new(start());
+    let clock = ManualClock::new(start());
     let runtime = FakeRuntime::new(clock.clone());
     let tokio = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -500,16 +505,7 @@ fn finding_09_a_reservation_dropped_after_the_reaper_stopped_is_counted_lost_onc
             .agent_id("executor")
             .build()
             .unwrap();
-        let previewed = session
-            .observe()
-            .await
-            .unwrap()
-            .preview(&action("d-19"))
-            .await
-            .unwrap();
-        let Route::Allowed(approved) = previewed.route() else {
-            panic!("expected the action to be allowed");
-        };
+        let approved = allowed(&session, "d-19").await;
         let reserved = approved.reserve().await.unwrap();
         (session, reserved)
     });
@@ -535,14 +531,7 @@ async fn finding_11_the_lease_is_released_when_the_action_ends_on_every_path() {
 
     // A dropped `Leased`: the reaper gives it back.
     let dropped = rig();
-    let leased = approved(&dropped, "d-21")
-        .await
-        .reserve()
-        .await
-        .unwrap()
-        .lease()
-        .await
-        .unwrap();
+    let leased = leased(&dropped, "d-21").await;
     drop(leased);
     let runtime = Arc::clone(&dropped.runtime);
     let stats = dropped.session.shutdown().await;
@@ -654,17 +643,7 @@ async fn retained_state_travels_with_the_stage_and_through_a_checkpoint() {
 #[tokio::test]
 async fn shutdown_racing_a_release_in_flight_releases_each_resource_once() {
     let rig = rig();
-    let executed = approved(&rig, "h-1")
-        .await
-        .reserve()
-        .await
-        .unwrap()
-        .lease()
-        .await
-        .unwrap()
-        .execute()
-        .await
-        .unwrap();
+    let executed = leased(&rig, "h-1").await.execute().await.unwrap();
     rig.runtime.script().hold.insert(Call::ReleaseLease);
     let verify = tokio::spawn(executed.verify());
     rig.runtime.held.notified().await;
@@ -689,14 +668,7 @@ async fn shutdown_racing_a_release_in_flight_releases_each_resource_once() {
 #[tokio::test]
 async fn a_stage_outliving_its_session_takes_no_further_step() {
     let rig = rig();
-    let leased = approved(&rig, "h-2")
-        .await
-        .reserve()
-        .await
-        .unwrap()
-        .lease()
-        .await
-        .unwrap();
+    let leased = leased(&rig, "h-2").await;
     let Rig {
         runtime, session, ..
     } = rig;
@@ -725,14 +697,9 @@ async fn a_stage_outliving_its_session_takes_no_further_step() {
 
 #[tokio::test]
 async fn an_explicit_release_that_hangs_is_bounded_by_the_release_timeout() {
-    let clock = adk_computer_use::ManualClock::new(start());
+    let clock = ManualClock::new(start());
     let runtime = FakeRuntime::new(clock.clone());
-    let session = Session::builder(Arc::clone(&runtime), SESSION, full_authorizer(), key())
-        .clock(Arc::new(clock))
-        .agent_id("executor")
-        .release_timeout(StdDuration::from_millis(50))
-        .build()
-        .unwrap();
+    let session = impatient_session(&runtime, clock);
     runtime.script().hold.insert(Call::ReleaseLease);
     let outcome = tokio::time::timeout(StdDuration::from_secs(10), session.run(action("h-3")))
         .await
@@ -791,16 +758,45 @@ async fn a_checkpoint_copied_into_another_store_is_not_resumed_twice_by_one_sess
 }
 
 #[tokio::test]
-async fn an_envelope_for_another_target_is_refused() {
-    let rig = rig();
-    rig.runtime.script().envelope = Some(Arc::new(|e: &mut ActionEnvelope| {
-        if let Some(target) = e.target.as_mut() {
-            target.app_id = "com.evil.Mail".into();
+async fn an_envelope_for_another_target_or_operation_is_refused() {
+    type Tweak = fn(&mut ActionEnvelope);
+    let cases: [(&str, Tweak, bool); 4] = [
+        (
+            "target.appId",
+            |e| {
+                if let Some(target) = e.target.as_mut() {
+                    target.app_id = "com.evil.Mail".into();
+                }
+            },
+            false,
+        ),
+        (
+            "target.windowId",
+            |e| {
+                if let Some(target) = e.target.as_mut() {
+                    target.window_id = Some(WindowId::Number(WINDOW + 1));
+                }
+            },
+            false,
+        ),
+        ("target.appId", |e| e.target = None, false),
+        ("operation", |e| e.operation = "delete_file".into(), true),
+    ];
+    for (field, tweak, with_operation) in cases {
+        let rig = rig();
+        rig.runtime.script().envelope = Some(Arc::new(tweak));
+        let mut proposed = action("h-6");
+        if with_operation {
+            proposed.operation = Some("write_clipboard".into());
         }
-    }));
-    let err = rig.session.run(action("h-6")).await.err().unwrap();
-    assert_eq!(err.field(), Some("target.appId"), "{err}");
-    assert_eq!(rig.runtime.count(Call::Reserve), 0);
+        let err = rig.session.run(proposed).await.err().unwrap();
+        assert_eq!(err.field(), Some(field), "{err}");
+        assert!(
+            matches!(err, ComputerUseError::IdentityMismatch { .. }),
+            "{err}"
+        );
+        assert_eq!(rig.runtime.count(Call::Reserve), 0, "{field}");
+    }
 }
 
 // Found by the second hostile review -------------------------------------------
@@ -808,14 +804,7 @@ async fn an_envelope_for_another_target_is_refused() {
 #[tokio::test]
 async fn a_shutdown_cancelled_part_way_leaves_the_releases_to_the_reaper() {
     let rig = rig();
-    let leased = approved(&rig, "k-1")
-        .await
-        .reserve()
-        .await
-        .unwrap()
-        .lease()
-        .await
-        .unwrap();
+    let leased = leased(&rig, "k-1").await;
     std::mem::forget(leased);
     rig.runtime.script().hold.insert(Call::ReleaseLease);
     let Rig {
@@ -848,17 +837,7 @@ async fn a_shutdown_cancelled_part_way_leaves_the_releases_to_the_reaper() {
 #[tokio::test]
 async fn a_release_future_forgotten_in_flight_is_reported_outstanding() {
     let rig = rig();
-    let executed = approved(&rig, "k-2")
-        .await
-        .reserve()
-        .await
-        .unwrap()
-        .lease()
-        .await
-        .unwrap()
-        .execute()
-        .await
-        .unwrap();
+    let executed = leased(&rig, "k-2").await.execute().await.unwrap();
     rig.runtime.script().hold.insert(Call::ReleaseLease);
     let mut verify = Box::pin(executed.verify());
     let polled = tokio::time::timeout(StdDuration::from_millis(20), verify.as_mut()).await;
@@ -875,7 +854,7 @@ async fn a_release_future_forgotten_in_flight_is_reported_outstanding() {
 
 #[test]
 fn a_session_on_a_runtime_without_timers_is_refused_when_built() {
-    let clock = adk_computer_use::ManualClock::new(start());
+    let clock = ManualClock::new(start());
     let runtime = FakeRuntime::new(clock);
     let tokio = tokio::runtime::Builder::new_current_thread()
         .build()
@@ -923,14 +902,7 @@ async fn a_reservation_granted_while_the_session_shuts_down_is_given_back() {
 #[tokio::test]
 async fn a_shutdown_during_the_mutation_leaves_its_lease_to_it() {
     let rig = rig();
-    let leased = approved(&rig, "k-4")
-        .await
-        .reserve()
-        .await
-        .unwrap()
-        .lease()
-        .await
-        .unwrap();
+    let leased = leased(&rig, "k-4").await;
     rig.runtime.script().hold.insert(Call::Execute);
     let executing = tokio::spawn(leased.execute());
     rig.runtime.held.notified().await;
@@ -959,29 +931,15 @@ async fn a_shutdown_during_the_mutation_leaves_its_lease_to_it() {
 
 #[test]
 fn a_shutdown_returns_when_the_reapers_runtime_is_not_driven() {
-    let clock = adk_computer_use::ManualClock::new(start());
+    let clock = ManualClock::new(start());
     let runtime = FakeRuntime::new(clock.clone());
     let first = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
     let session = first.block_on(async {
-        let session = Session::builder(Arc::clone(&runtime), SESSION, full_authorizer(), key())
-            .clock(Arc::new(clock))
-            .agent_id("executor")
-            .release_timeout(StdDuration::from_millis(50))
-            .build()
-            .unwrap();
-        let previewed = session
-            .observe()
-            .await
-            .unwrap()
-            .preview(&action("k-5"))
-            .await
-            .unwrap();
-        let Route::Allowed(approved) = previewed.route() else {
-            panic!("expected the action to be allowed");
-        };
+        let session = impatient_session(&runtime, clock);
+        let approved = allowed(&session, "k-5").await;
         drop(approved.reserve().await.unwrap());
         session
     });
@@ -1122,5 +1080,54 @@ fn racing_creates_of_one_checkpoint_file_leave_exactly_one() {
         assert_eq!(won, 1, "round {round}: {results:?}");
         let store = FileCheckpointStore::new(&round_dir).unwrap();
         assert_eq!(store.load(&id).unwrap().len(), 1);
+    }
+}
+
+#[tokio::test]
+async fn shutdown_waits_for_every_reclaimed_resource_within_its_bound() {
+    let clock = ManualClock::new(start());
+    let runtime = FakeRuntime::new(clock.clone());
+    let session = impatient_session(&runtime, clock);
+    for n in 0..3 {
+        let reserved = allowed(&session, &format!("b-{n}"))
+            .await
+            .reserve()
+            .await
+            .unwrap();
+        std::mem::forget(reserved);
+    }
+    // Each release takes 30 ms, inside the 50 ms timeout; three of them
+    // take longer than one timeout, so the wait must be bounded by all of
+    // them, not by one.
+    runtime.script().delay = Some(StdDuration::from_millis(30));
+    let stats = session.shutdown().await;
+    assert_eq!(stats.reservations.reclaimed, 3, "{stats:?}");
+    assert_eq!(runtime.active_reservations(), 0);
+}
+
+#[tokio::test]
+async fn an_expiry_that_is_no_timestamp_is_refused_never_read_as_no_expiry() {
+    for object in ["ControlLease", "TargetReservation"] {
+        let rig = rig();
+        if object == "ControlLease" {
+            rig.runtime.script().lease = Some(Arc::new(|l: &mut ControlLease| {
+                l.expires_at = "soon".into();
+            }));
+        } else {
+            rig.runtime.script().reservation = Some(Arc::new(|r: &mut TargetReservation| {
+                r.expires_at = "soon".into();
+            }));
+        }
+        let err = rig.session.run(action("t-1")).await.err().unwrap();
+        assert!(
+            matches!(
+                err,
+                ComputerUseError::InvalidField { object: o, field: "expiresAt", .. } if o == object
+            ),
+            "{object}: {err}"
+        );
+        assert_eq!(rig.runtime.mutations(), 0, "{object}");
+        assert_eq!(rig.runtime.active_reservations(), 0, "{object}");
+        assert!(rig.runtime.truth().active_leases.is_empty(), "{object}");
     }
 }

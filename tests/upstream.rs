@@ -44,6 +44,19 @@ async fn spawn(parts: &[String], config: McpRuntimeConfig) -> Arc<ComputerUseMcp
     Arc::new(runtime)
 }
 
+/// Leases that live five minutes, and a wait of `wait_ms` for the next one:
+/// a lease left active shows as a timed-out wait, not as a slow run.
+fn long_leases(wait_ms: u64) -> McpRuntimeConfig {
+    let config = McpRuntimeConfig::new(PRINCIPAL)
+        .target(FAKE_APP, Some(WindowId::Number(FAKE_WINDOW)))
+        .capability_tool("write_clipboard")
+        .lease_wait(wait_ms);
+    McpRuntimeConfig {
+        lease_ttl_ms: 300_000,
+        ..config
+    }
+}
+
 fn session(runtime: &Arc<ComputerUseMcpRuntime>) -> Session<ComputerUseMcpRuntime> {
     let identity = VerifiedIdentity::new(PRINCIPAL, "tenant-upstream").unwrap();
     let authorizer =
@@ -114,15 +127,7 @@ async fn one_session_runs_100_governed_actions_without_waiting_on_a_lease_ttl() 
     };
     // Leases live five minutes, and a second acquire may wait five seconds:
     // an action that left its lease active would make the next one time out.
-    let config = McpRuntimeConfig::new(PRINCIPAL)
-        .target(FAKE_APP, Some(WindowId::Number(FAKE_WINDOW)))
-        .capability_tool("write_clipboard")
-        .lease_wait(5_000);
-    let config = McpRuntimeConfig {
-        lease_ttl_ms: 300_000,
-        ..config
-    };
-    let runtime = spawn(&parts, config).await;
+    let runtime = spawn(&parts, long_leases(5_000)).await;
     let session = session(&runtime);
     for n in 0..100 {
         let id = format!("upstream-{n}");
@@ -184,5 +189,55 @@ async fn upstreams_refusals_arrive_typed() {
         "{err:?}"
     );
     eprintln!("read_clipboard in shadow mode: {err}");
+    runtime.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_second_writer_waits_a_bounded_time_and_its_cancelled_request_leaves_the_queue() {
+    let Some(parts) = server() else {
+        eprintln!("ADK_UPSTREAM_SERVER is not set: nothing checked against upstream");
+        return;
+    };
+    let runtime = spawn(&parts, long_leases(300)).await;
+    let first = session(&runtime);
+    let second = session(&runtime);
+    // The first writer holds the one-writer lease.
+    let previewed = first
+        .observe()
+        .await
+        .unwrap()
+        .preview(&write_clipboard("queue-a", "a"))
+        .await
+        .unwrap();
+    let adk_computer_use::Route::Allowed(approved) = previewed.route() else {
+        panic!("expected the first action to be allowed");
+    };
+    let leased = approved.reserve().await.unwrap().lease().await.unwrap();
+    // The second (no target, so no reservation stands in its way) queues
+    // for the lease, and gives up after its bounded wait.
+    let untargeted = |id: &str| {
+        ProposedAction::new(
+            "write_clipboard",
+            json!({ "text": id }),
+            ExecutionMode::Background,
+        )
+        .with_action_id(id)
+        .with_data_labels([DataLabel::Public])
+    };
+    let err = second.run(untargeted("queue-b")).await.err().unwrap();
+    assert!(
+        matches!(&err, ComputerUseError::TimedOut { operation, waited_ms: 300 } if operation == "acquire_control_lease"),
+        "{err}"
+    );
+    // The first finishes and gives its lease back.
+    let done = leased.execute().await.unwrap().verify().await.unwrap();
+    assert!(done.performed());
+    // The cancelled request left upstream's queue: had the server granted
+    // it the lease, nobody would release it and this would time out too.
+    match second.run(untargeted("queue-c")).await {
+        Ok(ChainOutcome::Completed(done)) => assert!(done.performed()),
+        Ok(_) => panic!("the retry was not allowed"),
+        Err(err) => panic!("the retry did not get the lease: {err}"),
+    }
     runtime.shutdown().await.unwrap();
 }

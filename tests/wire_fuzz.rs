@@ -149,90 +149,79 @@ fn oversized_strings_arrays_and_nesting_are_refused() {
     ));
 }
 
+/// The code, message and details of the refusal `answer` decodes to.
+fn refused(tool: &str, answer: CallToolResult) -> (String, String, Option<Value>) {
+    match decode_tool_result(tool, answer) {
+        Err(ComputerUseError::Refused {
+            code,
+            message,
+            details,
+            ..
+        }) => (code, message, details.map(|d| *d)),
+        other => panic!("{tool}: expected a typed refusal, got {other:?}"),
+    }
+}
+
 #[test]
 fn every_upstream_refusal_shape_is_typed_with_its_code_and_details() {
     // {error, message, details}
-    let full = result(
-        Some(
-            json!({"error": "lease_revoked", "message": "control lease is not active", "details": {"leaseId": "l-1"}}),
+    let (code, message, details) = refused(
+        "execute_action",
+        result(
+            Some(
+                json!({"error": "lease_revoked", "message": "control lease is not active", "details": {"leaseId": "l-1"}}),
+            ),
+            Some(true),
+            None,
         ),
-        Some(true),
-        None,
     );
-    match decode_tool_result("execute_action", full) {
-        Err(ComputerUseError::Refused {
-            code,
-            message,
-            details,
-            ..
-        }) => {
-            assert_eq!(code, "lease_revoked");
-            assert_eq!(message, "control lease is not active");
-            assert_eq!(details.as_deref(), Some(&json!({"leaseId": "l-1"})));
-        }
-        other => panic!("{other:?}"),
-    }
+    assert_eq!(code, "lease_revoked");
+    assert_eq!(message, "control lease is not active");
+    assert_eq!(details, Some(json!({"leaseId": "l-1"})));
+
     // {error, <id>} without a message
-    let bare = result(
-        Some(json!({"error": "lease_not_active", "lease_id": "l-2"})),
-        Some(true),
-        None,
+    let (code, message, details) = refused(
+        "release_control_lease",
+        result(
+            Some(json!({"error": "lease_not_active", "lease_id": "l-2"})),
+            Some(true),
+            None,
+        ),
     );
-    match decode_tool_result("release_control_lease", bare) {
-        Err(ComputerUseError::Refused {
-            code,
-            message,
-            details,
-            ..
-        }) => {
-            assert_eq!(code, "lease_not_active");
-            assert!(message.contains("l-2"), "{message}");
-            assert_eq!(details.as_deref(), Some(&json!({"lease_id": "l-2"})));
-        }
-        other => panic!("{other:?}"),
-    }
+    assert_eq!(code, "lease_not_active");
+    assert!(message.contains("l-2"), "{message}");
+    assert_eq!(details, Some(json!({"lease_id": "l-2"})));
+
     // A rejected receipt recorded under the action id.
-    let rejected = result(
-        Some(json!({"error": "rejected", "receipt": {"receiptId": "r-1", "status": "rejected"}})),
-        Some(true),
-        None,
+    let (code, message, details) = refused(
+        "execute_action",
+        result(
+            Some(
+                json!({"error": "rejected", "receipt": {"receiptId": "r-1", "status": "rejected"}}),
+            ),
+            Some(true),
+            None,
+        ),
     );
-    match decode_tool_result("execute_action", rejected) {
-        Err(ComputerUseError::Refused {
-            code,
-            message,
-            details,
-            ..
-        }) => {
-            assert_eq!(code, "rejected");
-            assert!(message.contains("new action id"), "{message}");
-            assert_eq!(
-                details
-                    .as_deref()
-                    .and_then(|d| d.get("receipt"))
-                    .and_then(|r| r.get("receiptId")),
-                Some(&json!("r-1"))
-            );
-        }
-        other => panic!("{other:?}"),
-    }
+    assert_eq!(code, "rejected");
+    assert!(message.contains("new action id"), "{message}");
+    assert_eq!(
+        details
+            .as_ref()
+            .and_then(|d| d.pointer("/receipt/receiptId")),
+        Some(&json!("r-1"))
+    );
+
     // The MCP SDK's answer to arguments that fail the input schema.
-    let schema = result(
-        None,
-        Some(true),
-        Some("MCP error -32602: Input validation error: Invalid arguments for tool execute_action: expected string, received undefined at action_id".into()),
+    let (code, message, details) = refused(
+        "execute_action",
+        result(
+            None,
+            Some(true),
+            Some("MCP error -32602: Input validation error: Invalid arguments for tool execute_action: expected string, received undefined at action_id".into()),
+        ),
     );
-    match decode_tool_result("execute_action", schema) {
-        Err(ComputerUseError::Refused {
-            code,
-            message,
-            details,
-            ..
-        }) => {
-            assert_eq!(code, "invalid_arguments");
-            assert!(message.starts_with("Input validation error"), "{message}");
-            assert_eq!(details.as_deref(), Some(&json!({"mcpCode": -32602})));
-        }
-        other => panic!("{other:?}"),
-    }
+    assert_eq!(code, "invalid_arguments");
+    assert!(message.starts_with("Input validation error"), "{message}");
+    assert_eq!(details, Some(json!({"mcpCode": -32602})));
 }

@@ -493,40 +493,41 @@ async fn bounded<F: Future>(
     }
 }
 
-/// Hands `held` to the reaper, counting it queued (or lost when the reaper
-/// has stopped).
+/// Hands `held` to the reaper; when the reaper has stopped, counts it lost.
+/// True when it was handed over.
+fn send<R: ComputerUseRuntime>(core: &Core<R>, held: Held, how: Reap) -> bool {
+    let counters = core.releaser.counters.of(held.kind());
+    let sent = core.reaper.send(ReaperMessage::Release(held, how)).is_ok();
+    if !sent {
+        bump(&counters.lost);
+    }
+    sent
+}
+
+/// Hands a dropped guard's resource to the reaper, counting it queued.
 fn queue<R: ComputerUseRuntime>(core: &Core<R>, held: Held) {
     let counters = core.releaser.counters.of(held.kind());
-    if core
-        .reaper
-        .send(ReaperMessage::Release(held, Reap::Dropped))
-        .is_ok()
-    {
+    if send(core, held, Reap::Dropped) {
         bump(&counters.queued);
-    } else {
-        bump(&counters.lost);
     }
 }
 
 /// Hands every resource no call is using to the reaper to be reclaimed; a
 /// resource whose call is in flight is left to that call. Sending does not
 /// await, so a shutdown cancelled after this leaves nothing behind: the
-/// reaper runs on.
-pub(crate) fn reclaim<R: ComputerUseRuntime>(core: &Core<R>) {
+/// reaper runs on. Returns how many were handed over.
+pub(crate) fn reclaim<R: ComputerUseRuntime>(core: &Core<R>) -> u64 {
+    let mut sent = 0;
     while let Some(held) = core.releaser.ledger.take_idle() {
         tracing::warn!(
             resource = held.resource_id(),
             "reclaiming a resource still held by a stage"
         );
-        let counters = core.releaser.counters.of(held.kind());
-        if core
-            .reaper
-            .send(ReaperMessage::Release(held, Reap::Reclaimed))
-            .is_err()
-        {
-            bump(&counters.lost);
+        if send(core, held, Reap::Reclaimed) {
+            sent += 1;
         }
     }
+    sent
 }
 
 /// Holds what an action has on the server until it is given back.

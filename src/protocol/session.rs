@@ -387,9 +387,10 @@ impl<R: ComputerUseRuntime> Session<R> {
     /// it after its first poll leaves nothing behind: the reaper runs on.
     pub async fn shutdown(self) -> ReleaseStats {
         self.core.closed.store(true, Ordering::Release);
-        reclaim(&self.core);
-        let backlog = self.core.releaser.counters.reaper_backlog()
-            + u64::try_from(self.core.releaser.ledger.len()).unwrap_or(u64::MAX);
+        let reclaimed = reclaim(&self.core);
+        // Everything the reaper still has to do: what dropped guards queued
+        // and it has not finished, and what was just reclaimed.
+        let backlog = self.core.releaser.counters.reaper_backlog() + reclaimed;
         let (done, finished) = oneshot::channel();
         if self.core.reaper.send(ReaperMessage::Flush(done)).is_ok() {
             let rounds = u32::try_from(backlog.saturating_add(1)).unwrap_or(u32::MAX);

@@ -20,8 +20,6 @@ pub struct FreshPreview {
     // Boxed: the preview travels through every stage, and moving a pointer
     // is cheaper than moving the whole envelope at each transition.
     preview: Box<ActionPreview>,
-    /// `expiresAt`, in nanoseconds since the Unix epoch.
-    expires: i128,
     /// What the runtime keeps for this exact preview, carried to execution.
     /// Boxed: most runtimes keep nothing, and a pointer moves cheaply.
     retained: Option<Box<Value>>,
@@ -38,22 +36,21 @@ impl FreshPreview {
         principal_id: &str,
         clock: &dyn Clock,
     ) -> Result<Self, (ComputerUseError, Box<ActionPreview>)> {
-        match Self::expiry(&preview, session_id, principal_id, clock) {
-            Ok(expires) => Ok(Self {
+        match Self::bind(&preview, session_id, principal_id, clock) {
+            Ok(()) => Ok(Self {
                 preview,
-                expires,
                 retained: retained.map(Box::new),
             }),
             Err(err) => Err((err, preview)),
         }
     }
 
-    fn expiry(
+    fn bind(
         preview: &ActionPreview,
         session_id: &str,
         principal_id: &str,
         clock: &dyn Clock,
-    ) -> Result<i128, ComputerUseError> {
+    ) -> Result<(), ComputerUseError> {
         let envelope = &preview.envelope;
         binding::bind(
             "ActionEnvelope",
@@ -72,12 +69,7 @@ impl FreshPreview {
 
     /// Checks freshness again, at a later time, without re-parsing.
     pub(crate) fn recheck(&self, clock: &dyn Clock) -> Result<(), ComputerUseError> {
-        binding::recheck_expiry(
-            "ActionEnvelope",
-            &self.preview.envelope.expires_at,
-            clock,
-            self.expires,
-        )
+        binding::recheck_expiry("ActionEnvelope", &self.preview.envelope.expires_at, clock)
     }
 
     /// The preview.
@@ -104,11 +96,12 @@ pub(crate) struct Acting<'a> {
 }
 
 /// A reservation bound to its envelope and to the session's own agent and
-/// execution group. The reservation itself is held by the action guard;
-/// this witness keeps its parsed expiry for the re-check before execution.
+/// execution group (or the fact that the runtime made none). The reservation
+/// itself is held by the action guard.
 #[derive(Debug)]
 pub struct BoundReservation {
-    expiry: Option<i128>,
+    // Private, so only the check below makes one.
+    _checked: (),
 }
 
 impl BoundReservation {
@@ -118,25 +111,22 @@ impl BoundReservation {
         acting: &Acting<'_>,
         clock: &dyn Clock,
     ) -> Result<Self, ComputerUseError> {
-        let expiry = match reservation {
-            Some(reservation) => {
-                binding::bind_optional(
-                    "TargetReservation",
-                    "agentId",
-                    acting.agent_id,
-                    reservation.agent_id.as_deref(),
-                )?;
-                binding::bind_optional(
-                    "TargetReservation",
-                    "executionGroupId",
-                    acting.execution_group_id,
-                    reservation.execution_group_id.as_deref(),
-                )?;
-                Some(binding::reservation_checks(reservation, envelope, clock)?)
-            }
-            None => None,
-        };
-        Ok(Self { expiry })
+        if let Some(reservation) = reservation {
+            binding::bind_optional(
+                "TargetReservation",
+                "agentId",
+                acting.agent_id,
+                reservation.agent_id.as_deref(),
+            )?;
+            binding::bind_optional(
+                "TargetReservation",
+                "executionGroupId",
+                acting.execution_group_id,
+                reservation.execution_group_id.as_deref(),
+            )?;
+            binding::reservation_checks(reservation, envelope, clock)?;
+        }
+        Ok(Self { _checked: () })
     }
 
     /// Checks what time can change (the expiry) again, at a later time. The
@@ -146,23 +136,20 @@ impl BoundReservation {
         reservation: Option<&TargetReservation>,
         clock: &dyn Clock,
     ) -> Result<(), ComputerUseError> {
-        match (reservation, self.expiry) {
-            (Some(reservation), Some(expiry)) => {
-                binding::recheck_expiry("TargetReservation", &reservation.expires_at, clock, expiry)
+        match reservation {
+            Some(reservation) => {
+                binding::recheck_expiry("TargetReservation", &reservation.expires_at, clock)
             }
-            _ => Ok(()),
+            None => Ok(()),
         }
     }
 }
 
 /// A control lease bound to its envelope and to the session's own agent.
-/// The lease itself is held by the action guard; this witness keeps its
-/// parsed expiry for the re-check before execution.
 #[derive(Debug)]
 pub struct BoundLease {
     /// The same lease the guard holds (shared, not copied).
     lease: Arc<ControlLease>,
-    expiry: i128,
 }
 
 impl BoundLease {
@@ -178,13 +165,13 @@ impl BoundLease {
             acting.agent_id,
             lease.agent_id.as_deref(),
         )?;
-        let expiry = binding::lease_checks(&lease, envelope, clock)?;
-        Ok(Self { lease, expiry })
+        binding::lease_checks(&lease, envelope, clock)?;
+        Ok(Self { lease })
     }
 
     /// Checks what time can change (the expiry) again, at a later time.
     pub(crate) fn recheck(&self, clock: &dyn Clock) -> Result<(), ComputerUseError> {
-        binding::recheck_expiry("ControlLease", &self.lease.expires_at, clock, self.expiry)
+        binding::recheck_expiry("ControlLease", &self.lease.expires_at, clock)
     }
 
     /// The lease.

@@ -95,16 +95,16 @@ pub(crate) fn require_state<S: PartialEq + serde::Serialize>(
 }
 
 /// `now < expiresAt` by `clock`, with the instant parsed when the answer was
-/// decoded. Returns the expiry (nanoseconds since the Unix epoch).
+/// decoded.
 #[inline]
 fn check_unexpired(
     object: &'static str,
     expires_at: &WireTime,
     clock: &dyn Clock,
-) -> Result<i128, ComputerUseError> {
+) -> Result<(), ComputerUseError> {
     let expiry = expires_at.instant(object, "expiresAt")?;
     if clock.is_before(expiry) {
-        return Ok(expiry);
+        return Ok(());
     }
     Err(expired(object, expires_at, clock))
 }
@@ -127,7 +127,7 @@ fn window_text(window: Option<&WindowId>) -> String {
 /// The envelope is well-timed: RFC 3339 timestamps, a positive validity window,
 /// and `now < expiresAt` by the system clock.
 pub fn validate_envelope_freshness(envelope: &ActionEnvelope) -> Result<(), ComputerUseError> {
-    envelope_expiry(envelope, &SystemClock).map(drop)
+    envelope_expiry(envelope, &SystemClock)
 }
 
 /// [`validate_envelope_freshness`] at an explicit time.
@@ -135,15 +135,14 @@ pub fn validate_envelope_freshness_at(
     envelope: &ActionEnvelope,
     now: OffsetDateTime,
 ) -> Result<(), ComputerUseError> {
-    envelope_expiry(envelope, &FixedClock(now)).map(drop)
+    envelope_expiry(envelope, &FixedClock(now))
 }
 
-/// Checks freshness and returns the parsed expiry, so a later re-check of the
-/// same (immutable) envelope compares instead of parsing again.
+/// Checks the envelope's timestamps and its freshness.
 pub(crate) fn envelope_expiry(
     envelope: &ActionEnvelope,
     clock: &dyn Clock,
-) -> Result<i128, ComputerUseError> {
+) -> Result<(), ComputerUseError> {
     let proposed = envelope.proposed_at.instant(ENVELOPE, "proposedAt")?;
     let expires = envelope.expires_at.instant(ENVELOPE, "expiresAt")?;
     if expires <= proposed {
@@ -157,20 +156,15 @@ pub(crate) fn envelope_expiry(
     check_unexpired(ENVELOPE, &envelope.expires_at, clock)
 }
 
-/// Re-checks an expiry bound before (`expiry`, its instant): what time can
-/// change, nothing else.
+/// Re-checks an expiry bound before: what time can change, nothing else.
+/// The instant was parsed when the answer was decoded.
 #[inline]
 pub(crate) fn recheck_expiry(
     object: &'static str,
     expires_at: &WireTime,
     clock: &dyn Clock,
-    expiry: i128,
 ) -> Result<(), ComputerUseError> {
-    if clock.is_before(expiry) {
-        Ok(())
-    } else {
-        Err(expired(object, expires_at, clock))
-    }
+    check_unexpired(object, expires_at, clock)
 }
 
 /// The lease belongs to this envelope's session, principal, agent and mode; it
@@ -179,7 +173,7 @@ pub fn validate_lease(
     lease: &ControlLease,
     envelope: &ActionEnvelope,
 ) -> Result<(), ComputerUseError> {
-    lease_checks(lease, envelope, &SystemClock).map(drop)
+    lease_checks(lease, envelope, &SystemClock)
 }
 
 /// [`validate_lease`] at an explicit time.
@@ -188,15 +182,15 @@ pub fn validate_lease_at(
     envelope: &ActionEnvelope,
     now: OffsetDateTime,
 ) -> Result<(), ComputerUseError> {
-    lease_checks(lease, envelope, &FixedClock(now)).map(drop)
+    lease_checks(lease, envelope, &FixedClock(now))
 }
 
-/// Every lease rule. Returns the expiry.
+/// Every lease rule.
 pub(crate) fn lease_checks(
     lease: &ControlLease,
     envelope: &ActionEnvelope,
     clock: &dyn Clock,
-) -> Result<i128, ComputerUseError> {
+) -> Result<(), ComputerUseError> {
     bind(LEASE, "sessionId", &envelope.session_id, &lease.session_id)?;
     bind(
         LEASE,
@@ -217,7 +211,7 @@ pub(crate) fn lease_checks(
         lease.execution_mode.as_str(),
     )?;
     require_state(LEASE, LeaseState::Active, lease.state)?;
-    let expiry = check_unexpired(LEASE, &lease.expires_at, clock)?;
+    check_unexpired(LEASE, &lease.expires_at, clock)?;
     if lease.actions_used >= lease.action_budget {
         return Err(ComputerUseError::invalid(
             LEASE,
@@ -264,7 +258,7 @@ pub(crate) fn lease_checks(
             ),
         ));
     }
-    Ok(expiry)
+    Ok(())
 }
 
 /// The reservation belongs to this envelope's session, principal, agent and
@@ -274,7 +268,7 @@ pub fn validate_reservation(
     reservation: &TargetReservation,
     envelope: &ActionEnvelope,
 ) -> Result<(), ComputerUseError> {
-    reservation_checks(reservation, envelope, &SystemClock).map(drop)
+    reservation_checks(reservation, envelope, &SystemClock)
 }
 
 /// [`validate_reservation`] at an explicit time.
@@ -283,15 +277,15 @@ pub fn validate_reservation_at(
     envelope: &ActionEnvelope,
     now: OffsetDateTime,
 ) -> Result<(), ComputerUseError> {
-    reservation_checks(reservation, envelope, &FixedClock(now)).map(drop)
+    reservation_checks(reservation, envelope, &FixedClock(now))
 }
 
-/// Every reservation rule. Returns the expiry.
+/// Every reservation rule.
 pub(crate) fn reservation_checks(
     reservation: &TargetReservation,
     envelope: &ActionEnvelope,
     clock: &dyn Clock,
-) -> Result<i128, ComputerUseError> {
+) -> Result<(), ComputerUseError> {
     bind(
         RESERVATION,
         "sessionId",
@@ -323,7 +317,7 @@ pub(crate) fn reservation_checks(
         &reservation.intent_id,
     )?;
     require_state(RESERVATION, ReservationState::Active, reservation.state)?;
-    let expiry = check_unexpired(RESERVATION, &reservation.expires_at, clock)?;
+    check_unexpired(RESERVATION, &reservation.expires_at, clock)?;
     let target = envelope.target.as_ref();
     bind(
         RESERVATION,
@@ -342,7 +336,7 @@ pub(crate) fn reservation_checks(
             });
         }
     }
-    Ok(expiry)
+    Ok(())
 }
 
 /// The receipt is about this envelope's session and action, and about the

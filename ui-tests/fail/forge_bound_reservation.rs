@@ -2,8 +2,8 @@
 // `BoundReservation` has private fields, so a struct literal is refused (E0451).
 use adk_computer_use::protocol::BoundReservation;
 
-fn forge(expiry: i128) -> BoundReservation {
-    BoundReservation { expiry: Some(expiry) }
+fn forge() -> BoundReservation {
+    BoundReservation { _checked: () }
 }
 
 fn main() {}

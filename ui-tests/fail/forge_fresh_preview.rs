@@ -7,7 +7,6 @@ use adk_computer_use::protocol::FreshPreview;
 fn forge(preview: ActionPreview) -> FreshPreview {
     FreshPreview {
         preview: Box::new(preview),
-        expires: i128::MAX,
         retained: None,
     }
 }

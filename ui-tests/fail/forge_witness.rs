@@ -3,10 +3,9 @@
 use adk_computer_use::contracts::ControlLease;
 use adk_computer_use::protocol::BoundLease;
 
-fn forge(lease: ControlLease, expiry: i128) -> BoundLease {
+fn forge(lease: ControlLease) -> BoundLease {
     BoundLease {
         lease: std::sync::Arc::new(lease),
-        expiry,
     }
 }
 
