@@ -55,6 +55,33 @@ pub enum ComputerUseError {
         now: String,
     },
 
+    /// A record that carries its own integrity proof does not hold: a
+    /// journal's hash chain is broken or truncated, a receipt's seal does
+    /// not match its contents. The record was altered after it was written.
+    #[error("{object}.{field} fails its integrity check: expected {expected}, found {actual}")]
+    Integrity {
+        /// The record that was checked (`JournalEntry`, `EvaluationReceipt`, ...).
+        object: &'static str,
+        /// The field whose value the proof contradicts.
+        field: &'static str,
+        /// What the proof requires.
+        expected: String,
+        /// What the record holds.
+        actual: String,
+    },
+
+    /// Reading or writing local storage failed (a journal file, a
+    /// checkpoint directory).
+    #[error("could not {operation} {path}: {message}")]
+    Storage {
+        /// What was being done (`open the journal`, ...).
+        operation: String,
+        /// The file or directory.
+        path: String,
+        /// The system's reason.
+        message: String,
+    },
+
     /// Bytes or JSON could not be decoded into the expected type.
     #[error("could not decode {what}: {message}")]
     Decode {
@@ -149,6 +176,16 @@ pub enum ComputerUseError {
         waited_ms: u64,
     },
 
+    /// The action's target could not be found in what was observed, so no
+    /// evidence was derived for it and nothing was sent to the runtime.
+    #[error("no target evidence for {target}: {reason}; observe a round that shows it")]
+    TargetNotObserved {
+        /// The application and window asked for.
+        target: String,
+        /// What the observation lacked.
+        reason: String,
+    },
+
     /// The session was shut down: its stages can take no further step, and
     /// what they held was released by the shutdown.
     #[error("the session was shut down; {operation} is refused")]
@@ -194,7 +231,8 @@ impl ComputerUseError {
         match self {
             Self::IdentityMismatch { field, .. }
             | Self::InvalidField { field, .. }
-            | Self::Expired { field, .. } => Some(field),
+            | Self::Expired { field, .. }
+            | Self::Integrity { field, .. } => Some(field),
             Self::InvalidRequest { field, .. } => Some(field),
             Self::WithCleanup { primary, .. } => primary.field(),
             Self::OutcomeUnknown { cause, .. } => cause.field(),
@@ -210,6 +248,8 @@ impl ComputerUseError {
             Self::InvalidField { .. } => "invalid_field",
             Self::Expired { .. } => "expired",
             Self::Decode { .. } => "decode",
+            Self::Integrity { .. } => "integrity",
+            Self::Storage { .. } => "storage",
             Self::Transport { .. } => "transport",
             Self::Refused { .. } => "refused",
             Self::InvalidRequest { .. } => "invalid_request",
@@ -221,6 +261,7 @@ impl ComputerUseError {
             Self::OutcomeUnknown { .. } => "outcome_unknown",
             Self::SessionClosed { .. } => "session_closed",
             Self::TimedOut { .. } => "timed_out",
+            Self::TargetNotObserved { .. } => "target_not_observed",
         }
     }
 

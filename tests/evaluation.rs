@@ -318,10 +318,7 @@ async fn every_kind_of_tampering_is_detected() {
     );
     let err = verify_journal(truncated, Some(&head)).unwrap_err();
     assert!(
-        matches!(
-            err,
-            ComputerUseError::IdentityMismatch { field: "head", .. }
-        ),
+        matches!(err, ComputerUseError::Integrity { field: "head", .. }),
         "truncation: {err}"
     );
 
@@ -494,5 +491,86 @@ fn a_server_that_checks_before_it_commits_is_not_flagged_and_an_unchecked_commit
     assert_eq!(
         report.of_class(ViolationClass::CommitNeverVerified).len(),
         1
+    );
+}
+
+/// Upstream records observations and reads as actions too: a shadow
+/// observation starts with no lease and commits with nothing to verify; a
+/// read the server previewed as needing no verification commits unverified.
+/// Neither is a violation; a mutation doing the same still is.
+#[test]
+fn observations_and_reads_the_server_exempts_are_not_violations_but_mutations_still_are() {
+    let clean = vec![
+        ev(
+            1,
+            "obs",
+            "action.previewed",
+            json!({ "mode": "shadow", "actionClass": "observe", "verificationRequired": false }),
+        ),
+        ev(
+            2,
+            "obs",
+            "action.started",
+            json!({ "mode": "shadow", "leaseId": null }),
+        ),
+        ev(
+            3,
+            "obs",
+            "action.committed",
+            json!({ "receiptId": "r-obs" }),
+        ),
+        ev(
+            4,
+            "read",
+            "action.previewed",
+            json!({ "mode": "background", "actionClass": "secret_access", "verificationRequired": false }),
+        ),
+        ev(
+            5,
+            "read",
+            "action.started",
+            json!({ "mode": "background", "leaseId": "lease-1" }),
+        ),
+        ev(
+            6,
+            "read",
+            "action.committed",
+            json!({ "receiptId": "r-read" }),
+        ),
+    ];
+    let report = ComputerUseEvaluator::new().evaluate(&clean);
+    assert!(report.violations.is_empty(), "{:?}", report.violations);
+    let dirty = vec![
+        ev(
+            1,
+            "write",
+            "action.previewed",
+            json!({ "mode": "background", "actionClass": "edit_reversible", "verificationRequired": true }),
+        ),
+        ev(
+            2,
+            "write",
+            "action.started",
+            json!({ "mode": "background", "leaseId": null }),
+        ),
+        ev(
+            3,
+            "write",
+            "action.committed",
+            json!({ "receiptId": "r-write" }),
+        ),
+    ];
+    let classes: Vec<ViolationClass> = ComputerUseEvaluator::new()
+        .evaluate(&dirty)
+        .violations
+        .into_iter()
+        .map(|v| v.class)
+        .collect();
+    assert_eq!(
+        classes,
+        [
+            ViolationClass::MutationWithoutLease,
+            ViolationClass::CommitNeverVerified
+        ]
     );
 }

@@ -70,9 +70,22 @@ async fn a_thousand_chains_across_32_agents() {
         &report.violations[..report.violations.len().min(5)]
     );
     assert_eq!(report.of_class(ViolationClass::DuplicateMutation).len(), 0);
+    // The server records its shadow observations as actions too; the
+    // mutations are the actions it started outside shadow mode.
+    let mutations: std::collections::BTreeSet<_> = events
+        .iter()
+        .filter(|e| e.event_type == "action.started")
+        .filter(|e| e.payload.as_ref().is_some_and(|p| p["mode"] != "shadow"))
+        .filter_map(|e| e.action_id.clone())
+        .collect();
     let committed = events
         .iter()
         .filter(|e| e.event_type == "action.committed")
+        .filter(|e| {
+            e.action_id
+                .as_ref()
+                .is_some_and(|id| mutations.contains(id))
+        })
         .count();
     assert_eq!(committed, CHAINS);
     eprintln!("{CHAINS} chains, {AGENTS} agents, {retries} conflict retries");

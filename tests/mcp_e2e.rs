@@ -336,10 +336,16 @@ async fn session_calls_events_follow_ups_and_deletion() {
     let page = runtime.get_follow_ups(None, None).await.unwrap();
     assert_eq!(page.follow_ups, vec![follow_up]);
 
+    // Every execution has a receipt, the chain's shadow observations too.
+    let executions = events
+        .iter()
+        .filter(|e| e.event_type == "action.started")
+        .count() as u64;
+    assert!(executions > 1);
     let id = runtime.session_id().unwrap();
     runtime.stop_session(Some("done")).await.unwrap();
     let deletion = runtime.delete_session(&id).await.unwrap();
-    assert!(deletion.deleted && deletion.deleted_receipts == 1);
+    assert!(deletion.deleted && deletion.deleted_receipts == executions);
     runtime.shutdown().await.unwrap();
 }
 
@@ -389,15 +395,17 @@ async fn cancellation_revokes_desktop_authority_before_interrupting_the_agent() 
         .unwrap();
     assert_eq!(
         recorder.seen_state.lock().unwrap().as_deref(),
-        Some("paused")
+        Some("paused_by_user")
     );
+    // An emergency stop revokes control and refuses queued writers; as
+    // upstream's does, it leaves the sessions as they are.
     bridge
         .cancel(StopKind::Emergency, "panic button")
         .await
         .unwrap();
     assert_eq!(
         recorder.seen_state.lock().unwrap().as_deref(),
-        Some("stopped")
+        Some("paused_by_user")
     );
     runtime.shutdown().await.unwrap();
 }
@@ -483,6 +491,7 @@ async fn the_journal_of_a_chain_over_mcp_and_the_servers_own_events_evaluate_cle
     verify_journal(&entries, None).unwrap();
     let ours = ComputerUseEvaluator::new().evaluate(&journal_events(&entries));
     assert!(ours.violations.is_empty(), "{:?}", ours.violations);
+    // The server's own record, observations and all.
     let theirs = ComputerUseEvaluator::new().evaluate(&runtime.all_session_events().await.unwrap());
     assert!(theirs.violations.is_empty(), "{:?}", theirs.violations);
     runtime.shutdown().await.unwrap();
@@ -659,10 +668,12 @@ async fn a_password_field_target_needs_approval() {
     target.app_id = "com.example.Login".into();
     target.window_id = Some(adk_computer_use::contracts::WindowId::Number(9));
     target.role = Some("AXSecureTextField".into());
+    // A semantic edit takes the foreground, as upstream's platform rule has
+    // it (accessibility-driven tools run in the foreground only).
     let action = adk_computer_use::ProposedAction::new(
         "set_value",
         json!({ "element_id": "login-password", "value": "hunter2" }),
-        adk_computer_use::contracts::ExecutionMode::Background,
+        adk_computer_use::contracts::ExecutionMode::Foreground,
     )
     .with_action_id("pw-1")
     .with_target(target);
@@ -786,5 +797,85 @@ async fn the_servers_own_check_is_the_evidence_and_a_failed_check_leaves_the_out
     assert_eq!(stats["activeReservations"], 0);
     let released = session.shutdown().await;
     assert_eq!(released.leaked(), 0, "{released:?}");
+    runtime.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_second_writer_waits_in_the_servers_queue_and_a_cancelled_wait_leaves_it() {
+    use adk_computer_use::contracts::{DataLabel, ExecutionMode, WindowId};
+    use adk_computer_use::runtime::mcp::{ComputerUseMcpRuntime, McpRuntimeConfig};
+    use adk_computer_use::sim::{CLIPBOARD_APP, CLIPBOARD_WINDOW};
+    use std::sync::Arc;
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_computer-use-sim"));
+    command.arg("--principal").arg(PRINCIPAL);
+    // Leases that live five minutes, and a wait of 300 ms for the next one.
+    let config = McpRuntimeConfig::new(PRINCIPAL)
+        .target(CLIPBOARD_APP, Some(WindowId::Number(CLIPBOARD_WINDOW)))
+        .capability_tool("write_clipboard")
+        .lease_wait(300);
+    let config = McpRuntimeConfig {
+        lease_ttl_ms: 300_000,
+        ..config
+    };
+    let runtime = Arc::new(ComputerUseMcpRuntime::spawn(command, config).await.unwrap());
+    runtime
+        .start_session(Some("queue"), Some("group-e2e"))
+        .await
+        .unwrap();
+    let first = session(&runtime, "agent-a");
+    // The second writer names no target, so no reservation stands in its way.
+    let identity = adk_computer_use::VerifiedIdentity::new(PRINCIPAL, "tenant-e2e").unwrap();
+    let authorizer = adk_computer_use::ScopeAuthorizer::new(
+        identity,
+        ["computer:plan", "computer:execute:background"],
+    )
+    .unwrap();
+    let second = adk_computer_use::Session::builder(
+        Arc::clone(&runtime),
+        runtime.session_id().unwrap(),
+        authorizer,
+        adk_computer_use::protocol::SealingKey::new(vec![5u8; 32]).unwrap(),
+    )
+    .agent_id("agent-b")
+    .execution_group_id("group-e2e")
+    .build()
+    .unwrap();
+    let untargeted = |id: &str| {
+        adk_computer_use::ProposedAction::new(
+            "write_clipboard",
+            json!({ "text": id }),
+            ExecutionMode::Background,
+        )
+        .with_action_id(id)
+        .with_data_labels([DataLabel::Public])
+    };
+    let leased = allowed(&first, &write_clipboard("queue-a", "a", true))
+        .await
+        .reserve()
+        .await
+        .unwrap()
+        .lease()
+        .await
+        .unwrap();
+    // The second waits in the server's queue, and gives up after its wait.
+    let err = second.run(untargeted("queue-b")).await.err().unwrap();
+    assert!(
+        matches!(&err, ComputerUseError::TimedOut { operation, waited_ms: 300 } if operation == "acquire_control_lease"),
+        "{err}"
+    );
+    let done = leased.execute().await.unwrap().verify().await.unwrap();
+    assert!(done.verified(), "{}", done.outcome());
+    // The cancelled wait left the queue: had the server granted it the
+    // lease, nobody would release it and this would time out too.
+    match second.run(untargeted("queue-c")).await {
+        Ok(ChainOutcome::Completed(done)) => assert!(done.performed()),
+        Ok(_) => panic!("the retry was not allowed"),
+        Err(err) => panic!("the retry did not get the lease: {err}"),
+    }
+    let sim = stats(&runtime).await;
+    assert_eq!(
+        (sim["totalEffects"].as_u64(), sim["activeLeases"].as_u64()),
+        (Some(2), Some(0))
+    );
     runtime.shutdown().await.unwrap();
 }

@@ -146,6 +146,7 @@ impl ComputerUseRuntime for InProcessDesktop {
             observation_id: Some(self.next_id("visual")),
             structured: json!({ "display": "main", "width": 1280, "height": 800 }),
             images: vec![],
+            captured_at: None,
         })
     }
 
@@ -157,6 +158,7 @@ impl ComputerUseRuntime for InProcessDesktop {
             observation_id: Some(self.next_id("semantic")),
             structured: json!({ "windows": [{ "appId": APP, "windowId": 1, "title": "Clipboard" }] }),
             images: vec![],
+            captured_at: None,
         })
     }
 

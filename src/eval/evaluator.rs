@@ -22,6 +22,9 @@ use crate::contracts::SessionEvent;
 
 /// Event types the evaluator reads.
 pub mod event_types {
+    /// The server (or the chain) previewed the action; a server's payload
+    /// says its `mode`, `actionClass` and `verificationRequired`.
+    pub const PREVIEWED: &str = "action.previewed";
     /// The single mutation is about to run; the payload carries `leaseId`.
     pub const STARTED: &str = "action.started";
     /// The runtime committed the mutation; the payload carries `receiptId`.
@@ -162,6 +165,11 @@ impl ComputerUseEvaluator {
         let mut unverified: BTreeMap<String, u64> = BTreeMap::new();
         let mut verified = BTreeSet::new();
         let mut receipts = BTreeSet::new();
+        // Actions that change nothing (shadow observations) and actions the
+        // server said need no verification (reads): neither needs a lease
+        // or a verification.
+        let mut observations = BTreeSet::new();
+        let mut unchecked = BTreeSet::new();
         for event in events {
             let action = event.action_id.clone().unwrap_or_default();
             let mut flag = |class| {
@@ -172,8 +180,25 @@ impl ComputerUseEvaluator {
                 })
             };
             match event.event_type.as_str() {
+                event_types::PREVIEWED => {
+                    if payload_str(event, "mode") == Some("shadow")
+                        || payload_str(event, "actionClass") == Some("observe")
+                    {
+                        observations.insert(action.clone());
+                    }
+                    let required = event
+                        .payload
+                        .as_ref()
+                        .and_then(|p| p.get("verificationRequired"));
+                    if required == Some(&Value::Bool(false)) {
+                        unchecked.insert(action.clone());
+                    }
+                }
                 event_types::STARTED => {
-                    if payload_str(event, "leaseId").is_none() {
+                    let shadow = payload_str(event, "mode") == Some("shadow");
+                    if shadow {
+                        observations.insert(action.clone());
+                    } else if payload_str(event, "leaseId").is_none() {
                         flag(ViolationClass::MutationWithoutLease);
                     }
                     started.insert(action.clone());
@@ -192,7 +217,8 @@ impl ComputerUseEvaluator {
                     {
                         flag(ViolationClass::ReceiptSeenTwice);
                     }
-                    if !verified.contains(&action) {
+                    let exempt = observations.contains(&action) || unchecked.contains(&action);
+                    if !verified.contains(&action) && !exempt {
                         unverified.insert(action.clone(), event.sequence);
                     }
                 }

@@ -122,8 +122,9 @@ pub struct FileJournal {
 }
 
 fn io(path: &str, doing: &str, err: std::io::Error) -> ComputerUseError {
-    ComputerUseError::Transport {
-        operation: format!("journal {doing} {path}"),
+    ComputerUseError::Storage {
+        operation: format!("{doing} the journal"),
+        path: path.to_owned(),
         message: err.to_string(),
     }
 }
@@ -184,14 +185,13 @@ pub fn verify_journal(
     let mut previous = GENESIS.to_owned();
     for (index, entry) in entries.iter().enumerate() {
         let position = index as u64 + 1;
-        let broken = |field: &'static str, expected: String, actual: String| {
-            ComputerUseError::IdentityMismatch {
+        let broken =
+            |field: &'static str, expected: String, actual: String| ComputerUseError::Integrity {
                 object: "JournalEntry",
                 field,
                 expected,
                 actual: format!("{actual} (entry {position})"),
-            }
-        };
+            };
         if entry.event.sequence != position {
             return Err(broken(
                 "sequence",
@@ -211,7 +211,7 @@ pub fn verify_journal(
     if let Some(head) = expected_head
         && head != previous
     {
-        return Err(ComputerUseError::IdentityMismatch {
+        return Err(ComputerUseError::Integrity {
             object: "Journal",
             field: "head",
             expected: head.to_owned(),

@@ -244,9 +244,10 @@ impl FileCheckpointStore {
 }
 
 fn io_error(path: &Path, doing: &str, err: std::io::Error) -> ComputerUseError {
-    ComputerUseError::Checkpoint {
-        id: path.display().to_string(),
-        reason: format!("could not {doing}: {err}"),
+    ComputerUseError::Storage {
+        operation: doing.to_owned(),
+        path: path.display().to_string(),
+        message: err.to_string(),
     }
 }
 

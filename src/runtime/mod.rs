@@ -17,6 +17,7 @@ mod evidence;
 pub mod mcp;
 mod proof;
 mod request;
+mod target;
 
 use std::future::Future;
 

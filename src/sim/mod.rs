@@ -1,18 +1,43 @@
 //! A simulated desktop behind a real MCP server: the development and test
 //! peer of [`crate::runtime::mcp::ComputerUseMcpRuntime`].
 //!
-//! It implements the `computer-use-mcp` v8 tool surface of `PROTOCOL.md` over
-//! a deterministic [`Desktop`], enforcing the server's rules (sessions,
-//! policy, grants with use accounting, one-writer leases, reservations,
-//! idempotent receipts, stale targets) and putting the seeds' `verification`
-//! object on receipts so the `Verified` path can be exercised end to end.
-//! Faults chosen at start make it lie in precise ways, so tests can prove
-//! that every lie is caught. Serve it with the `computer-use-sim` binary.
+//! It serves upstream `computer-use-mcp`'s v8 tool surface and follows
+//! upstream's server rules wherever they show on the wire: the published
+//! input schemas and their argument check, the session lifecycle and its
+//! events, previews that bind an action into an envelope under a policy,
+//! grants with use accounting, the one-writer lease with its wait queue,
+//! planner reservations, idempotent receipts, stale targets and the
+//! refusal shapes of each case. Behind it sits a deterministic [`Desktop`]
+//! of its own (its apps, windows and tool outputs are not upstream's fake
+//! desktop's). Faults chosen at start make it lie in precise ways, so tests
+//! can prove that every lie is caught, and `sim_stats` (not part of the
+//! protocol) reports its own counters. Serve it with the `computer-use-sim`
+//! binary.
 
+mod actuate;
+mod control;
 mod desktop;
+mod execute;
 mod faults;
+mod forge;
+mod grants;
+mod history;
+mod lease;
+mod onboarding;
+mod policy;
+mod preview;
+mod request;
+mod reservation;
+mod schema;
 mod server;
+mod session;
 mod state;
+#[cfg(test)]
+mod tests;
+mod tools;
+mod wire;
+
+use serde_json::{Map, Value, json};
 
 pub use desktop::{
     App, CLIPBOARD_APP, CLIPBOARD_LABEL, CLIPBOARD_ROLE, CLIPBOARD_WINDOW, Desktop, Element, Window,
@@ -22,46 +47,103 @@ pub use server::SimServer;
 pub use state::{SimAnswer, SimState};
 
 /// A refusal (or a crash) the simulator answers with.
+///
+/// Upstream refuses in a few shapes, and each case keeps its own:
+///
+/// - `{error, message, details}`: a runtime error with its code (the
+///   default: [`SimError::refusal`], [`SimError::with_details`]);
+/// - `{error: "runtime_error", message}`: any other failure
+///   ([`SimError::plain`]);
+/// - `{error, <fields>}` with no message ([`SimError::bare`]);
+/// - text only, for arguments that fail the tool's input schema
+///   ([`SimError::schema`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SimError {
     /// The protocol's error code (`lease_conflict`, `stale_target`, ...).
     pub code: String,
-    /// A human message.
+    /// A human message (for a text-only answer: the whole text).
     pub message: String,
     /// Answer with text only, as a server does for arguments that fail its schema.
     pub text_only: bool,
     /// Exit the process instead of answering (an injected crash).
     pub crash: bool,
+    /// The refusal's `details`; `None` leaves the key out.
+    pub details: Option<Value>,
+    /// The refusal's other keys, for the shapes that carry no message.
+    pub fields: Option<Map<String, Value>>,
 }
 
 impl SimError {
-    /// A structured refusal.
+    /// A structured refusal with empty details.
     pub fn refusal(code: &str, message: impl Into<String>) -> Self {
+        Self::with_details(code, message, json!({}))
+    }
+
+    /// A structured refusal with its details.
+    pub fn with_details(code: &str, message: impl Into<String>, details: Value) -> Self {
         Self {
             code: code.into(),
             message: message.into(),
             text_only: false,
             crash: false,
+            details: Some(details),
+            fields: None,
         }
     }
 
-    /// Arguments that fail the schema: a text-only error.
-    pub fn schema(message: impl Into<String>) -> Self {
+    /// A failure that is not one of the protocol's codes: `runtime_error`,
+    /// with a message and no details.
+    pub fn plain(message: impl Into<String>) -> Self {
         Self {
-            code: "invalid_arguments".into(),
-            message: message.into(),
+            details: None,
+            ..Self::refusal("runtime_error", message)
+        }
+    }
+
+    /// A refusal of only a code and named fields (`{error, lease_id}`, ...).
+    pub fn bare(code: &str, fields: Value) -> Self {
+        let fields = match fields {
+            Value::Object(map) => map,
+            _ => Map::new(),
+        };
+        Self {
+            details: None,
+            fields: Some(fields),
+            ..Self::refusal(code, "")
+        }
+    }
+
+    /// Arguments that fail the schema: a text-only error, `text` whole.
+    pub fn schema(text: impl Into<String>) -> Self {
+        Self {
             text_only: true,
-            crash: false,
+            details: None,
+            ..Self::refusal("invalid_arguments", text)
         }
     }
 
     /// An injected crash.
     pub fn crash(message: impl Into<String>) -> Self {
         Self {
-            code: "crash".into(),
-            message: message.into(),
-            text_only: false,
             crash: true,
+            details: None,
+            ..Self::refusal("crash", message)
         }
+    }
+
+    /// The structured body of the refusal (`structuredContent`).
+    pub fn body(&self) -> Value {
+        let mut body = Map::new();
+        body.insert("error".into(), json!(self.code));
+        match &self.fields {
+            Some(fields) => body.extend(fields.clone()),
+            None => {
+                body.insert("message".into(), json!(self.message));
+                if let Some(details) = &self.details {
+                    body.insert("details".into(), details.clone());
+                }
+            }
+        }
+        Value::Object(body)
     }
 }

@@ -1,77 +1,63 @@
 //! The simulator as an rmcp server.
 
+use std::borrow::Cow;
 use std::sync::{Arc, Mutex};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, JsonObject,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    ListToolsResult, MetaObject, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use super::state::SimState;
+use super::control::LeaseAnswer;
+use super::state::{SimAnswer, SimState};
 use super::{SimConfig, SimError};
 use crate::ComputerUseError;
-
-/// The tools the simulator serves, with a one-line description each.
-const TOOLS: [(&str, &str); 22] = [
-    ("start_session", "Start a runtime session."),
-    ("get_session", "Read a session."),
-    (
-        "get_execution_capabilities",
-        "What the desktop can do for a tool.",
-    ),
-    (
-        "preview_action",
-        "Bind an action into an envelope and decide whether it may run.",
-    ),
-    (
-        "approve_action",
-        "Issue an approval grant for a previewed action.",
-    ),
-    ("reserve_target", "Reserve a target window for an intent."),
-    ("release_target_reservation", "Release a reservation."),
-    (
-        "acquire_control_lease",
-        "Take the desktop's one-writer lease.",
-    ),
-    ("release_control_lease", "Release a lease."),
-    (
-        "execute_action",
-        "Perform one previewed action (or observe, in shadow mode).",
-    ),
-    ("get_session_events", "Read a session's event log."),
-    ("submit_follow_up", "Add an instruction to a session."),
-    ("get_follow_ups", "Read a session's follow-ups."),
-    ("pause_session", "Pause a session and revoke its leases."),
-    ("resume_session", "Resume a paused session."),
-    (
-        "take_over",
-        "Hand the desktop to the person and revoke leases.",
-    ),
-    ("stop_session", "Stop a session and revoke its leases."),
-    ("complete_session", "Complete a session with evidence."),
-    ("delete_session", "Delete a terminal session."),
-    (
-        "prune_sessions",
-        "Delete terminal sessions older than a time.",
-    ),
-    (
-        "emergency_stop",
-        "Stop every session and revoke every lease.",
-    ),
-    (
-        "sim_stats",
-        "The simulator's own counters (not part of the protocol).",
-    ),
-];
 
 /// The simulated desktop, served over MCP.
 #[derive(Clone)]
 pub struct SimServer {
     state: Arc<Mutex<SimState>>,
     slow: std::time::Duration,
+}
+
+fn content_block(block: &Value) -> Option<ContentBlock> {
+    match block.get("type").and_then(Value::as_str)? {
+        "text" => Some(ContentBlock::text(block.get("text")?.as_str()?.to_owned())),
+        "image" => Some(ContentBlock::image(
+            block.get("data")?.as_str()?.to_owned(),
+            block.get("mimeType")?.as_str()?.to_owned(),
+        )),
+        _ => None,
+    }
+}
+
+fn success(answer: SimAnswer) -> CallToolResult {
+    let content = answer.content.clone();
+    let mut result = CallToolResult::structured(answer.structured);
+    match content {
+        Some(blocks) => result.content = blocks.iter().filter_map(content_block).collect(),
+        None => {
+            for (data, mime) in answer.images {
+                result.content.push(ContentBlock::image(data, mime));
+            }
+        }
+    }
+    result
+}
+
+fn refused(error: SimError) -> CallToolResult {
+    if error.crash {
+        eprintln!("computer-use-sim: {}; exiting", error.message);
+        std::process::exit(70);
+    }
+    if error.text_only {
+        return CallToolResult::error(vec![ContentBlock::text(error.message)]);
+    }
+    CallToolResult::structured_error(error.body())
 }
 
 impl SimServer {
@@ -84,40 +70,50 @@ impl SimServer {
         }
     }
 
-    /// Answers one call as the MCP result the client will see. An injected
+    fn lock(&self) -> std::sync::MutexGuard<'_, SimState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Answers one call as the MCP result the client will see. A lease
+    /// acquire behind an active lease waits here for its turn. An injected
     /// crash fault (`crash.beforeEffect`, `crash.afterCommit`) exits the
-    /// process here, as a crashing server would.
-    pub fn answer(&self, tool: &str, arguments: Value) -> CallToolResult {
-        let outcome = {
-            let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
-            state.call(tool, &arguments)
+    /// process, as a crashing server would.
+    pub async fn answer(&self, tool: &str, arguments: Value) -> CallToolResult {
+        self.respond(tool, arguments, std::future::pending()).await
+    }
+
+    /// Answers one call; `cancelled` completes when the client cancels it.
+    async fn respond(
+        &self,
+        tool: &str,
+        arguments: Value,
+        cancelled: impl std::future::Future<Output = ()>,
+    ) -> CallToolResult {
+        if let Err(error) = SimState::check(tool, &arguments) {
+            return refused(error);
+        }
+        if tool != "acquire_control_lease" {
+            let outcome = self.lock().dispatch(tool, &arguments);
+            return outcome.map_or_else(refused, success);
+        }
+        // The state is locked only to queue and to settle, never while
+        // the request waits for its turn.
+        let started = self.lock().acquire_lease(&arguments);
+        let (ticket, wait) = match started {
+            Err(error) => return refused(error),
+            Ok(LeaseAnswer::Now(answer)) => return success(answer),
+            Ok(LeaseAnswer::Wait(ticket, wait)) => (ticket, wait),
         };
-        match outcome {
-            Ok(answer) => {
-                let mut result = CallToolResult::structured(answer.structured);
-                for (data, mime) in answer.images {
-                    result.content.push(ContentBlock::image(data, mime));
-                }
-                result
+        tokio::select! {
+            granted = wait => match granted {
+                Ok(Ok(lease)) => success(self.lock().lease_answer(&lease)),
+                Ok(Err(error)) => refused(error),
+                Err(_) => refused(SimError::refusal("interrupted", "lease request cancelled")),
+            },
+            () = cancelled => {
+                self.lock().cancel_lease_wait(ticket);
+                refused(SimError::refusal("interrupted", "lease request cancelled"))
             }
-            Err(SimError {
-                crash: true,
-                message,
-                ..
-            }) => {
-                eprintln!("computer-use-sim: {message}; exiting");
-                std::process::exit(70);
-            }
-            Err(SimError {
-                text_only: true,
-                message,
-                ..
-            }) => CallToolResult::error(vec![ContentBlock::text(format!(
-                "invalid arguments: {message}"
-            ))]),
-            Err(SimError { code, message, .. }) => CallToolResult::structured_error(
-                json!({ "error": code, "message": message, "details": {} }),
-            ),
         }
     }
 
@@ -149,14 +145,25 @@ impl ServerHandler for SimServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        let schema: JsonObject = match json!({ "type": "object", "additionalProperties": true }) {
-            Value::Object(map) => map,
-            _ => JsonObject::new(),
-        };
-        let schema = Arc::new(schema);
-        let tools = TOOLS
+        let tools = super::tools::TOOLS
             .iter()
-            .map(|(name, description)| Tool::new(*name, *description, Arc::clone(&schema)))
+            .map(|spec| {
+                let [read_only, destructive, idempotent, open_world] = spec.hints();
+                let schema: JsonObject = spec.input_schema();
+                Tool::new_with_raw(
+                    spec.name,
+                    Some(Cow::Borrowed(spec.description)),
+                    Arc::new(schema),
+                )
+                .with_annotations(
+                    ToolAnnotations::new()
+                        .read_only(read_only)
+                        .destructive(destructive)
+                        .idempotent(idempotent)
+                        .open_world(open_world),
+                )
+                .with_meta(MetaObject(spec.meta()))
+            })
             .collect();
         Ok(ListToolsResult::with_all_items(tools))
     }
@@ -164,12 +171,20 @@ impl ServerHandler for SimServer {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         if !self.slow.is_zero() {
             tokio::time::sleep(self.slow).await;
         }
         let arguments = Value::Object(request.arguments.unwrap_or_default());
-        Ok(self.answer(&request.name, arguments).into())
+        let cancel = context.ct;
+        Ok(self
+            .respond(
+                &request.name,
+                arguments,
+                async move { cancel.cancelled().await },
+            )
+            .await
+            .into())
     }
 }

@@ -198,6 +198,7 @@ impl FakeRuntime {
             observation_id: Some(format!("{kind}-observation")),
             structured: json!({ "kind": kind }),
             images: vec![],
+            captured_at: None,
         })
     }
 }

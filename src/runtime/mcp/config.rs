@@ -35,6 +35,14 @@ pub struct McpRuntimeConfig {
     /// expires; past this wait the request is cancelled and the action ends
     /// with [`crate::ComputerUseError::TimedOut`].
     pub lease_wait_ms: u64,
+    /// How long to wait for the server's MCP handshake, in milliseconds.
+    pub connect_timeout_ms: u64,
+    /// How long to wait for the answer to any one call (other than the
+    /// lease wait), in milliseconds. Past it the call is cancelled and ends
+    /// with [`crate::ComputerUseError::TimedOut`]; for `execute_action` that
+    /// becomes [`crate::ComputerUseError::OutcomeUnknown`], since the server
+    /// may have acted.
+    pub call_timeout_ms: u64,
 }
 
 impl McpRuntimeConfig {
@@ -50,6 +58,8 @@ impl McpRuntimeConfig {
             reservation_ttl_ms: 30_000,
             lease_ttl_ms: 30_000,
             lease_wait_ms: 30_000,
+            connect_timeout_ms: 30_000,
+            call_timeout_ms: 60_000,
         }
     }
 
@@ -75,6 +85,14 @@ impl McpRuntimeConfig {
     /// Waits at most `wait_ms` milliseconds for the one-writer lease.
     pub fn lease_wait(mut self, wait_ms: u64) -> Self {
         self.lease_wait_ms = wait_ms;
+        self
+    }
+
+    /// Waits at most `connect_ms` for the handshake and `call_ms` for each
+    /// call's answer, in milliseconds.
+    pub fn timeouts(mut self, connect_ms: u64, call_ms: u64) -> Self {
+        self.connect_timeout_ms = connect_ms;
+        self.call_timeout_ms = call_ms;
         self
     }
 

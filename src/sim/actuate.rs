@@ -1,0 +1,272 @@
+//! The server's side of the desktop: what upstream asks of its session and
+//! transaction hooks, answered by the simulated [`super::Desktop`]. Target
+//! revalidation, the accessibility sensitivity of a semantic edit, running
+//! a tool into a tool result, the independent effect check, and the
+//! cursor-and-focus capture and restore around a mutation.
+
+use serde_json::{Value, json};
+use time::OffsetDateTime;
+
+use super::preview::ActionRequest;
+use super::state::SimState;
+use super::wire::{now, parse_time, stamp, uuid};
+use super::{SimError, desktop::SNAPSHOT_PNG};
+use crate::contracts::{ActionPostcondition, TargetEvidence, WindowId};
+
+/// How old target evidence may be when it is revalidated.
+const MAX_TARGET_AGE_MS: i128 = 30_000;
+
+/// What a tool answered: upstream's tool result.
+pub(super) struct ToolResult {
+    /// `structuredContent`.
+    pub structured: Value,
+    /// Image blocks (base64, MIME type).
+    pub images: Vec<(String, String)>,
+}
+
+impl ToolResult {
+    /// The content blocks: the structured part as text, then the images.
+    pub(super) fn content(&self) -> Vec<Value> {
+        let mut content = vec![json!({ "type": "text", "text": self.structured.to_string() })];
+        for (data, mime) in &self.images {
+            content.push(json!({ "type": "image", "data": data, "mimeType": mime }));
+        }
+        content
+    }
+
+    /// The result as a receipt stores it.
+    pub(super) fn to_value(&self) -> Value {
+        json!({ "content": self.content(), "structuredContent": self.structured })
+    }
+}
+
+/// The cursor and focus before a mutation.
+pub(super) type Snapshot = ((i64, i64), Option<(String, u64)>);
+
+/// The target evidence as the desktop reads it.
+pub(super) fn evidence(target: &Value) -> Option<TargetEvidence> {
+    serde_json::from_value(target.clone()).ok()
+}
+
+fn window_of(target: &Value) -> Option<WindowId> {
+    target
+        .get("windowId")
+        .and_then(Value::as_u64)
+        .map(WindowId::Number)
+}
+
+impl SimState {
+    /// Fails `stale_target` when the evidence is too old or no longer
+    /// describes the desktop.
+    pub(super) fn revalidate_target(
+        &self,
+        target: &Value,
+        at: OffsetDateTime,
+    ) -> Result<(), SimError> {
+        let observation = json!({ "observationId": target.get("observationId") });
+        let captured = target
+            .get("capturedAt")
+            .and_then(Value::as_str)
+            .and_then(parse_time);
+        if captured.is_some_and(|c| (at - c).whole_milliseconds() > MAX_TARGET_AGE_MS) {
+            return Err(SimError::with_details(
+                "stale_target",
+                "target evidence is too old",
+                observation,
+            ));
+        }
+        if !evidence(target).is_some_and(|t| self.desktop.is_current(&t)) {
+            return Err(SimError::with_details(
+                "stale_target",
+                "target evidence no longer matches the desktop",
+                observation,
+            ));
+        }
+        Ok(())
+    }
+
+    /// What the accessibility tree says of the fields a semantic edit
+    /// writes, judged as upstream judges it: conclusive only when every
+    /// field was found once.
+    pub(super) fn sensitivity(&self, request: &ActionRequest) -> Option<Value> {
+        let fill = request.tool == "fill_form";
+        if request.tool != "set_value" && !fill {
+            return None;
+        }
+        let fields: Vec<&Value> = match request.args.get("fields").and_then(Value::as_array) {
+            Some(fields) if fill => fields.iter().collect(),
+            _ => vec![&request.args],
+        };
+        let expected = match request.args.get("fields").and_then(Value::as_array) {
+            _ if !fill => 1,
+            Some(fields) if (1..=100).contains(&fields.len()) => fields.len(),
+            _ => 0,
+        };
+        let mut signals: Vec<&str> = Vec::new();
+        let mut checked = 0;
+        let mut unknown = false;
+        let window = request
+            .target
+            .as_ref()
+            .and_then(|t| Some((t.get("appId")?.as_str()?, window_of(t)?)))
+            .and_then(|(app, window)| self.desktop.window(app, Some(&window)));
+        let source = if window.is_some() {
+            "accessibility"
+        } else {
+            "unavailable"
+        };
+        match window {
+            None => {
+                signals.push("invalid_field");
+                unknown = true;
+            }
+            Some(window) => {
+                for field in fields {
+                    let id = field.get("element_id").and_then(Value::as_str);
+                    let role = field.get("role").and_then(Value::as_str);
+                    let label = field.get("label").and_then(Value::as_str);
+                    let found: Vec<_> = window
+                        .elements
+                        .iter()
+                        .filter(|e| match (id, role, label) {
+                            (Some(id), _, _) => e.id == id,
+                            (None, Some(role), Some(label)) => e.role == role && e.label == label,
+                            _ => false,
+                        })
+                        .collect();
+                    match found.as_slice() {
+                        [] => {
+                            signals.push("element_not_found");
+                            unknown = true;
+                        }
+                        [element] => {
+                            checked += 1;
+                            if element.secure {
+                                signals.push("secure_role");
+                            }
+                            if super::policy::names_a_secret(&element.role)
+                                || super::policy::names_a_secret(&element.label)
+                            {
+                                signals.push("sensitive_label");
+                            }
+                        }
+                        _ => {
+                            signals.push("ambiguous_match");
+                            unknown = true;
+                        }
+                    }
+                }
+            }
+        }
+        signals.sort_unstable();
+        signals.dedup();
+        let sensitive = signals
+            .iter()
+            .any(|s| *s == "secure_role" || *s == "sensitive_label");
+        let reported = if sensitive {
+            "sensitive"
+        } else if unknown || checked != expected {
+            "unknown"
+        } else {
+            "non_sensitive"
+        };
+        let conclusive = checked == expected && expected > 0 && reported != "unknown";
+        let signals: Vec<&str> = match (signals.is_empty(), conclusive) {
+            (false, _) | (true, true) => signals,
+            (true, false) => vec!["native_signal_unavailable"],
+        };
+        Some(json!({
+            "assessment": if conclusive { reported } else { "unknown" },
+            "source": source,
+            "signals": signals,
+            "fieldsChecked": checked,
+            "observedAt": stamp(now()),
+        }))
+    }
+
+    /// Runs an observation tool. `Err` is a tool result with `isError`.
+    pub(super) fn observe(&self, tool: &str, args: &Value) -> Result<ToolResult, SimError> {
+        let observation_id = uuid();
+        let mut images = Vec::new();
+        let mut output = match tool {
+            "snapshot" => {
+                images.push((SNAPSHOT_PNG.to_owned(), "image/png".to_owned()));
+                json!({
+                    "observationId": observation_id,
+                    "revision": self.desktop.revision,
+                    "cursor": [self.desktop.cursor.0, self.desktop.cursor.1],
+                    "focus": self.desktop.focus,
+                    "screenshotHash": self.desktop.screenshot_hash(),
+                })
+            }
+            "get_ui_tree" => self.desktop.ui_tree(
+                args.get("app_id").and_then(Value::as_str),
+                args.get("window_id").and_then(Value::as_u64),
+            )?,
+            "list_windows" => self.desktop.list_windows(),
+            "read_clipboard" => json!({ "text": self.desktop.clipboard }),
+            other => {
+                return Err(SimError::refusal(
+                    "execution_failed",
+                    format!("{other} is not an observation"),
+                ));
+            }
+        };
+        if let Value::Object(map) = &mut output {
+            map.entry("observationId").or_insert(json!(observation_id));
+        }
+        Ok(ToolResult {
+            structured: output,
+            images,
+        })
+    }
+
+    /// Performs a mutating tool. `Err` is a tool result with `isError`.
+    pub(super) fn mutate(
+        &mut self,
+        tool: &str,
+        args: &Value,
+        target: Option<&Value>,
+    ) -> Result<ToolResult, SimError> {
+        let target = target.and_then(evidence);
+        let output = self.desktop.apply(tool, args, target.as_ref())?;
+        Ok(ToolResult {
+            structured: output,
+            images: Vec::new(),
+        })
+    }
+
+    /// The server's own check of the effect: `(verified, method, checks)`.
+    pub(super) fn verify_effect(
+        &self,
+        postcondition: Option<&Value>,
+        target: Option<&Value>,
+    ) -> (bool, &'static str, u64) {
+        let Some(postcondition) = postcondition else {
+            return (true, "simulated_effect", 0);
+        };
+        let Ok(postcondition) =
+            serde_json::from_value::<ActionPostcondition>(postcondition.clone())
+        else {
+            return (false, "simulated_state", 1);
+        };
+        let target = target.and_then(evidence);
+        let (satisfied, _) = self
+            .desktop
+            .observe_postcondition(&postcondition, target.as_ref());
+        (satisfied, "simulated_state", 1)
+    }
+
+    /// The cursor and focus, before a mutation.
+    pub(super) fn capture(&self) -> Snapshot {
+        (self.desktop.cursor, self.desktop.focus.clone())
+    }
+
+    /// Puts the cursor and focus back where they were.
+    pub(super) fn restore(&mut self, snapshot: Snapshot) -> Value {
+        let (cursor, focus) = snapshot;
+        self.desktop.cursor = cursor;
+        self.desktop.focus = focus;
+        json!({ "restored": true, "cursorRestored": true, "focusRestored": true })
+    }
+}

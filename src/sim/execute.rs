@@ -1,0 +1,427 @@
+//! `execute_action`, as upstream's coordinator runs it: preview again,
+//! refuse what the preview blocks, spend the approval, begin the receipt
+//! (or replay it), check the lease and the target, mark the start, cross
+//! the side-effect boundary, check the effect, restore the cursor and
+//! focus, and commit. A failure before the boundary leaves the receipt
+//! `rejected`; after it, `indeterminate` (and the lease revoked).
+
+use serde_json::{Value, json};
+use time::OffsetDateTime;
+
+use super::SimError;
+use super::actuate::ToolResult;
+use super::faults::Fault;
+use super::policy;
+use super::preview::{ActionRequest, Preview, postcondition_summary};
+use super::state::{SimAnswer, SimState, StoredReceipt};
+use super::wire::{now, object, reached, stamp, uuid};
+
+/// How a preview's blocker is refused at execution.
+fn blocked(preview: &Preview) -> SimError {
+    let policy = json!({ "policy": preview.answer["policy"] });
+    match preview.blocker() {
+        Some("shadow_mutation") => {
+            SimError::refusal("shadow_mutation", "shadow mode cannot mutate desktop state")
+        }
+        Some("foreground_required") => SimError::with_details(
+            "foreground_required",
+            "requested mode is not supported without foreground interference",
+            json!({ "capability": preview.answer["capability"] }),
+        ),
+        Some("target_evidence_required") => SimError::refusal(
+            "stale_target",
+            "fresh target evidence is required for this mutation",
+        ),
+        Some("sensitivity_unavailable") => SimError::refusal(
+            "sensitivity_unavailable",
+            "trusted accessibility sensitivity could not be established for this semantic mutation",
+        ),
+        Some("approval_required") => SimError::with_details(
+            "approval_required",
+            "policy requires an action-bound approval",
+            policy,
+        ),
+        _ => SimError::with_details("policy_denied", "policy denied the action", policy),
+    }
+}
+
+/// A failure inside the execution, and whether it came after the
+/// side-effect boundary.
+struct Failure {
+    error: Box<SimError>,
+    crossed: bool,
+}
+
+fn before(error: SimError) -> Failure {
+    Failure {
+        error: Box::new(error),
+        crossed: false,
+    }
+}
+
+fn answer(receipt: Value, replay: bool, result: &Value) -> SimAnswer {
+    let output = result.get("structuredContent").cloned();
+    let mut content: Vec<Value> = result
+        .get("content")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let images = content
+        .iter()
+        .filter(|b| b["type"] == "image")
+        .filter_map(|b| {
+            Some((
+                b["data"].as_str()?.to_owned(),
+                b["mimeType"].as_str()?.to_owned(),
+            ))
+        })
+        .collect();
+    content.push(json!({
+        "type": "text",
+        "text": json!({ "receipt": receipt, "replay": replay }).to_string(),
+    }));
+    SimAnswer {
+        structured: object([
+            ("receipt", Some(receipt)),
+            ("replay", Some(json!(replay))),
+            ("output", output),
+        ]),
+        images,
+        content: Some(content),
+    }
+}
+
+impl SimState {
+    pub(super) fn execute(&mut self, args: &Value) -> Result<SimAnswer, SimError> {
+        let request = ActionRequest::parse(args);
+        if policy::desktop_tool(&request.tool).is_none() {
+            return Err(SimError::bare(
+                "tool_outside_host_profile",
+                json!({ "tool": request.tool }),
+            ));
+        }
+        let Some(action_id) = request.action_id.clone().filter(|a| !a.is_empty()) else {
+            return Err(SimError::plain(
+                "execute requires an explicit actionId for idempotency",
+            ));
+        };
+        let preview = self.preview(&request)?;
+        if preview.blocker().is_some() {
+            return Err(blocked(&preview));
+        }
+        let at = now();
+        let envelope = preview.envelope().clone();
+        if reached(envelope["expiresAt"].as_str().unwrap_or_default(), at) {
+            return Err(SimError::refusal(
+                "stale_target",
+                "action proposal expired before execution",
+            ));
+        }
+        let session_id = request.session_id.clone();
+        if preview.decision() == "confirm" {
+            let Some(grant) = &request.approval_grant_id else {
+                return Err(SimError::refusal(
+                    "approval_required",
+                    "action-bound approval is required",
+                ));
+            };
+            self.grants.consume(
+                grant,
+                &envelope,
+                preview.policy_digest(),
+                preview.scope_digest.as_deref(),
+                at,
+            )?;
+            self.pending
+                .remove(&(session_id.clone(), action_id.clone()));
+        }
+        let key = (session_id.clone(), action_id.clone());
+        let digest = envelope["argsDigest"].clone();
+        if let Some(stored) = self.receipts.get(&key) {
+            let (receipt, mutating) = (stored.receipt.clone(), stored.mutating);
+            return self.replay(receipt, mutating, &digest, &session_id, &action_id);
+        }
+        let receipt = json!({
+            "receiptId": uuid(),
+            "sessionId": session_id,
+            "actionId": action_id,
+            "actionDigest": digest,
+            "attempt": request.attempt.unwrap_or(1),
+            "status": "pending",
+            "createdAt": stamp(at),
+            "updatedAt": stamp(at),
+        });
+        let mutating = preview.meta.mutates;
+        self.receipts.insert(
+            key.clone(),
+            StoredReceipt {
+                receipt: receipt.clone(),
+                mutating,
+            },
+        );
+        let receipt_id = receipt["receiptId"].clone();
+        let lease_id = request.lease_id.clone();
+        match self.run(&request, &preview, &action_id, at) {
+            Ok(result) => {
+                let result = result.to_value();
+                let receipt = self.finish(&key, "committed", Some(result.clone()), None);
+                self.publish(
+                    &session_id,
+                    Some(&action_id),
+                    "action.committed",
+                    json!({ "receiptId": receipt_id, "leaseId": lease_id }),
+                );
+                if mutating && self.config.has(Fault::CrashAfterCommit) {
+                    return Err(SimError::crash("injected crash after the commit"));
+                }
+                // The receipt faults lie about mutations, whose receipts
+                // the chain binds; observations answer true.
+                let receipt = if mutating {
+                    self.forge_receipt(receipt)
+                } else {
+                    receipt
+                };
+                Ok(answer(receipt, false, &result))
+            }
+            Err(Failure { error, crossed }) => {
+                let status = if crossed {
+                    "indeterminate"
+                } else if error.code == "interrupted" {
+                    "interrupted"
+                } else {
+                    "rejected"
+                };
+                if status == "indeterminate"
+                    && let Some(lease_id) = &lease_id
+                {
+                    self.leases.revoke(lease_id, "action_indeterminate", now());
+                }
+                let detail = json!({ "code": error.code, "message": error.message });
+                self.finish(&key, status, None, Some(detail));
+                self.publish(
+                    &session_id,
+                    Some(&action_id),
+                    &format!("action.{status}"),
+                    json!({ "receiptId": receipt_id, "code": error.code }),
+                );
+                Err(*error)
+            }
+        }
+    }
+
+    /// A second execution of an action with a receipt: the receipt again.
+    fn replay(
+        &mut self,
+        receipt: Value,
+        mutating: bool,
+        digest: &Value,
+        session_id: &str,
+        action_id: &str,
+    ) -> Result<SimAnswer, SimError> {
+        if receipt["actionDigest"] != *digest {
+            return Err(SimError::with_details(
+                "action_id_conflict",
+                "action_id was reused with a different digest",
+                json!({ "sessionId": session_id, "actionId": action_id }),
+            ));
+        }
+        self.replays += 1;
+        match receipt["status"].as_str() {
+            Some("pending") => Err(SimError::with_details(
+                "indeterminate",
+                "prior execution may have crossed the side-effect boundary",
+                json!({ "receiptId": receipt["receiptId"] }),
+            )),
+            Some("committed") => {
+                let result = receipt.get("result").cloned().unwrap_or(Value::Null);
+                let receipt = if mutating {
+                    self.forge_receipt(receipt)
+                } else {
+                    receipt
+                };
+                Ok(answer(receipt, true, &result))
+            }
+            Some(status) => {
+                let status = status.to_owned();
+                Err(SimError::bare(&status, json!({ "receipt": receipt })))
+            }
+            None => Err(SimError::plain("receipt without a status")),
+        }
+    }
+
+    /// Ends a pending receipt; the receipt as stored.
+    fn finish(
+        &mut self,
+        key: &(String, String),
+        status: &str,
+        result: Option<Value>,
+        error: Option<Value>,
+    ) -> Value {
+        let Some(stored) = self.receipts.get_mut(key) else {
+            return Value::Null;
+        };
+        if let Value::Object(receipt) = &mut stored.receipt {
+            receipt.insert("status".into(), json!(status));
+            receipt.insert("updatedAt".into(), json!(stamp(now())));
+            if let Some(result) = result {
+                receipt.insert("result".into(), result);
+            }
+            if let Some(error) = error {
+                receipt.insert("error".into(), error);
+            }
+        }
+        stored.receipt.clone()
+    }
+
+    /// The target and its sensitivity, checked again.
+    fn revalidate_context(
+        &self,
+        request: &ActionRequest,
+        envelope: &Value,
+        at: OffsetDateTime,
+    ) -> Result<(), SimError> {
+        if let Some(target) = envelope.get("target") {
+            self.revalidate_target(target, at)?;
+        }
+        let Some(before) = envelope.get("targetSensitivity") else {
+            return Ok(());
+        };
+        let fingerprint = |s: &Value| {
+            json!([
+                s.get("assessment"),
+                s.get("source"),
+                s.get("signals"),
+                s.get("fieldsChecked")
+            ])
+        };
+        let current = self.sensitivity(request);
+        let assessment = current
+            .as_ref()
+            .and_then(|s| s.get("assessment"))
+            .cloned()
+            .unwrap_or(json!("unknown"));
+        if assessment == "unknown" || current.as_ref().map(fingerprint) != Some(fingerprint(before))
+        {
+            return Err(SimError::with_details(
+                "stale_target",
+                "target sensitivity changed or could not be revalidated",
+                json!({ "assessment": assessment }),
+            ));
+        }
+        Ok(())
+    }
+
+    /// From the lease check to the restore: the tool's result, or why not.
+    fn run(
+        &mut self,
+        request: &ActionRequest,
+        preview: &Preview,
+        action_id: &str,
+        at: OffsetDateTime,
+    ) -> Result<ToolResult, Failure> {
+        let envelope = preview.envelope();
+        let mutating = preview.meta.mutates;
+        let mut snapshot = None;
+        if mutating {
+            let Some(lease_id) = &request.lease_id else {
+                return Err(before(SimError::refusal(
+                    "lease_conflict",
+                    "mutating execution requires a lease",
+                )));
+            };
+            let scope = |key: &str, resource: &str| {
+                envelope
+                    .pointer(&format!("/target/{key}"))
+                    .or_else(|| envelope.pointer(&format!("/resource/{resource}")))
+                    .cloned()
+            };
+            let target = [
+                ("app", scope("appId", "targetAppId")),
+                ("window", scope("windowId", "targetWindowId")),
+                ("display", envelope.pointer("/target/displayId").cloned()),
+            ];
+            self.leases.validate(lease_id, target, at).map_err(before)?;
+            self.revalidate_context(request, envelope, at)
+                .map_err(before)?;
+            snapshot = Some(self.capture());
+            self.leases.consume(lease_id, at).map_err(before)?;
+        }
+        self.publish(
+            &request.session_id,
+            Some(action_id),
+            "action.started",
+            json!({ "tool": request.tool, "mode": request.mode, "leaseId": request.lease_id }),
+        );
+        if mutating && self.config.has(Fault::CrashBeforeEffect) {
+            return Err(before(SimError::crash("injected crash before the effect")));
+        }
+        let tool = json!({ "tool": request.tool });
+        let result = if mutating {
+            self.mutate(&request.tool, &request.args, envelope.get("target"))
+                .map_err(|_| Failure {
+                    error: Box::new(SimError::with_details(
+                        "indeterminate",
+                        "mutating handler returned an error after entering the side-effect boundary",
+                        tool,
+                    )),
+                    crossed: true,
+                })?
+        } else {
+            self.observe(&request.tool, &request.args).map_err(|_| {
+                before(SimError::with_details(
+                    "execution_failed",
+                    "observation handler returned an error",
+                    tool,
+                ))
+            })?
+        };
+        if !mutating {
+            return Ok(result);
+        }
+        *self
+            .effects
+            .entry((request.session_id.clone(), action_id.to_owned()))
+            .or_default() += 1;
+        let postcondition = envelope.get("postcondition");
+        let (verified, method, checks) = self.verify_effect(postcondition, envelope.get("target"));
+        let mut payload = json!({ "verified": verified, "method": method, "checks": checks });
+        if let (Value::Object(map), Some(postcondition)) = (&mut payload, postcondition) {
+            map.extend(postcondition_summary(postcondition));
+        }
+        self.publish(
+            &request.session_id,
+            Some(action_id),
+            "action.verified",
+            payload,
+        );
+        let after = |error: SimError| Failure {
+            error: Box::new(error),
+            crossed: true,
+        };
+        if !verified {
+            return Err(after(SimError::with_details(
+                "indeterminate",
+                "postcondition verification failed",
+                json!({ "method": method }),
+            )));
+        }
+        if let Some(target) = envelope.get("target") {
+            self.revalidate_target(target, now()).map_err(after)?;
+        }
+        if let (Some(snapshot), Some(lease_id)) = (snapshot, &request.lease_id)
+            && self
+                .leases
+                .current(now())
+                .is_some_and(|l| &l.lease_id == lease_id)
+        {
+            let restoration = self.restore(snapshot);
+            self.publish(
+                &request.session_id,
+                Some(action_id),
+                "action.restored",
+                restoration,
+            );
+        }
+        Ok(result)
+    }
+}
