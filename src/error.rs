@@ -11,6 +11,21 @@ use thiserror::Error;
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 #[non_exhaustive]
 pub enum ComputerUseError {
+    /// A session is being built for something the runtime does not act
+    /// for: read `session` as what this session was built for and `runtime`
+    /// as what the runtime acts in.
+    #[error(
+        "this session was built for {what} {session:?}; the runtime acts for {what} {runtime:?}"
+    )]
+    BuiltForAnother {
+        /// What differs (`principal`, ...).
+        what: &'static str,
+        /// What the session was built for.
+        session: String,
+        /// What the runtime acts in.
+        runtime: String,
+    },
+
     /// A runtime response is well formed but bound to something else: another
     /// session, principal, agent, action, digest or target.
     #[error(
@@ -53,6 +68,33 @@ pub enum ComputerUseError {
         expires_at: String,
         /// The time of the check.
         now: String,
+    },
+
+    /// A record that carries its own integrity proof does not hold: a
+    /// journal's hash chain is broken or truncated, a receipt's seal does
+    /// not match its contents. The record was altered after it was written.
+    #[error("{object}.{field} fails its integrity check: expected {expected}, found {actual}")]
+    Integrity {
+        /// The record that was checked (`JournalEntry`, `EvaluationReceipt`, ...).
+        object: &'static str,
+        /// The field whose value the proof contradicts.
+        field: &'static str,
+        /// What the proof requires.
+        expected: String,
+        /// What the record holds.
+        actual: String,
+    },
+
+    /// Reading or writing local storage failed (a journal file, a
+    /// checkpoint directory).
+    #[error("could not {operation} {path}: {message}")]
+    Storage {
+        /// What was being done (`open the journal`, ...).
+        operation: String,
+        /// The file or directory.
+        path: String,
+        /// The system's reason.
+        message: String,
     },
 
     /// Bytes or JSON could not be decoded into the expected type.
@@ -149,6 +191,16 @@ pub enum ComputerUseError {
         waited_ms: u64,
     },
 
+    /// The action's target could not be found in what was observed, so no
+    /// evidence was derived for it and nothing was sent to the runtime.
+    #[error("no target evidence for {target}: {reason}; observe a round that shows it")]
+    TargetNotObserved {
+        /// The application and window asked for.
+        target: String,
+        /// What the observation lacked.
+        reason: String,
+    },
+
     /// The session was shut down: its stages can take no further step, and
     /// what they held was released by the shutdown.
     #[error("the session was shut down; {operation} is refused")]
@@ -194,7 +246,8 @@ impl ComputerUseError {
         match self {
             Self::IdentityMismatch { field, .. }
             | Self::InvalidField { field, .. }
-            | Self::Expired { field, .. } => Some(field),
+            | Self::Expired { field, .. }
+            | Self::Integrity { field, .. } => Some(field),
             Self::InvalidRequest { field, .. } => Some(field),
             Self::WithCleanup { primary, .. } => primary.field(),
             Self::OutcomeUnknown { cause, .. } => cause.field(),
@@ -210,6 +263,9 @@ impl ComputerUseError {
             Self::InvalidField { .. } => "invalid_field",
             Self::Expired { .. } => "expired",
             Self::Decode { .. } => "decode",
+            Self::BuiltForAnother { .. } => "built_for_another",
+            Self::Integrity { .. } => "integrity",
+            Self::Storage { .. } => "storage",
             Self::Transport { .. } => "transport",
             Self::Refused { .. } => "refused",
             Self::InvalidRequest { .. } => "invalid_request",
@@ -221,6 +277,7 @@ impl ComputerUseError {
             Self::OutcomeUnknown { .. } => "outcome_unknown",
             Self::SessionClosed { .. } => "session_closed",
             Self::TimedOut { .. } => "timed_out",
+            Self::TargetNotObserved { .. } => "target_not_observed",
         }
     }
 

@@ -221,7 +221,7 @@ impl AdkEvaluationReceipt {
         }
         let expected = self.compute_digest()?;
         if expected != self.receipt_digest {
-            return Err(ComputerUseError::IdentityMismatch {
+            return Err(ComputerUseError::Integrity {
                 object: OBJECT,
                 field: "receiptDigest",
                 expected,

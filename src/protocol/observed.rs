@@ -7,10 +7,15 @@ use super::session::Core;
 use super::witness::FreshPreview;
 use serde_json::json;
 
+use super::proposal::{bind_capability, bind_to_request};
 use crate::ComputerUseError;
-use crate::eval::journal_types;
-use crate::runtime::binding::bind_to_request;
+use crate::clock::format_rfc3339;
+use crate::contracts::{TargetEvidence, WindowId};
+use crate::journal::events;
 use crate::runtime::{ActionRequest, ComputerUseRuntime, Observations, ProposedAction};
+
+/// The longest a preview may authorize, in milliseconds (five minutes).
+const MAX_EXPIRES_IN_MS: u64 = 300_000;
 
 /// The result of one observation round, ready to preview an action.
 #[must_use = "an observation does nothing until an action is previewed from it"]
@@ -29,12 +34,52 @@ impl<R: ComputerUseRuntime> Observed<R> {
         &self.observations
     }
 
+    /// Target evidence for `app_id`'s window `window_id`, derived from this
+    /// round's frames (see [`Observations::target_evidence`]).
+    pub fn target_evidence(
+        &self,
+        app_id: &str,
+        window_id: Option<&WindowId>,
+    ) -> Result<TargetEvidence, ComputerUseError> {
+        let now = format_rfc3339(self.core.clock().now())?;
+        self.observations.target_evidence(app_id, window_id, &now)
+    }
+
     /// Asks the runtime to preview `action` and binds the envelope it returns
     /// to this session, this principal and this proposal; an envelope that is
     /// already expired stops here.
+    ///
+    /// An action that carries no target evidence gets the evidence of the
+    /// session's target (see [`SessionBuilder::target`](super::SessionBuilder::target))
+    /// from what was observed, so the runtime revalidates it against the
+    /// desktop as it was seen. A target the observation does not show is
+    /// refused here ([`ComputerUseError::TargetNotObserved`]) before the
+    /// runtime is asked anything. Only when the observation describes no
+    /// window at all (some servers' observations carry none) does the action
+    /// go without evidence, for the runtime to judge.
     pub async fn preview(self, action: &ProposedAction) -> Result<Previewed<R>, ComputerUseError> {
+        self.core.ensure_open("preview")?;
+        if let Some(ms) = action
+            .expires_in_ms
+            .filter(|ms| !(1..=MAX_EXPIRES_IN_MS).contains(ms))
+        {
+            return Err(ComputerUseError::InvalidField {
+                object: "ProposedAction",
+                field: "expiresInMs",
+                expected: format!("1 to {MAX_EXPIRES_IN_MS} ms (the protocol's cap)"),
+                actual: format!("{ms} ms"),
+            });
+        }
+        let derived = match (&action.target, &self.core.scope.app_id) {
+            (None, Some(app_id)) if self.observations.shows_windows() => Some(
+                action
+                    .clone()
+                    .with_target(self.target_evidence(app_id, self.core.scope.window_id.as_ref())?),
+            ),
+            _ => None,
+        };
+        let action = derived.as_ref().unwrap_or(action);
         let core = self.core;
-        core.ensure_open("preview")?;
         let request = ActionRequest {
             session_id: &core.session_id,
             agent_id: core.agent_id.as_deref(),
@@ -43,7 +88,9 @@ impl<R: ComputerUseRuntime> Observed<R> {
         };
         let answer = core.runtime.preview_action(&request).await?;
         let preview = Box::new(answer.preview);
-        let bound = match bind_to_request(&request, &preview.envelope) {
+        let bound = match bind_to_request(&request, &preview.envelope)
+            .and_then(|()| bind_capability(&preview))
+        {
             Ok(()) => FreshPreview::check(
                 preview,
                 answer.retained,
@@ -62,15 +109,14 @@ impl<R: ComputerUseRuntime> Observed<R> {
         };
         let previewed = fresh.get();
         let action_id = &previewed.envelope.action_id;
-        core.recorder
-            .record(action_id, journal_types::PREVIEWED, || {
-                json!({
-                    "argsDigest": previewed.envelope.args_digest,
-                    "policyDigest": previewed.policy.policy_digest,
-                    "executable": previewed.executable,
-                    "blocker": previewed.blocker,
-                })
-            })?;
+        core.recorder.record(action_id, events::PREVIEWED, || {
+            json!({
+                "argsDigest": previewed.envelope.args_digest,
+                "policyDigest": previewed.policy.policy_digest,
+                "executable": previewed.executable,
+                "blocker": previewed.blocker,
+            })
+        })?;
         Ok(Previewed::new(core, fresh))
     }
 }

@@ -38,6 +38,8 @@ pub struct Observation {
     pub structured: Value,
     /// Images, kept as they came.
     pub images: Vec<ImageContent>,
+    /// When the runtime captured the frame (RFC 3339), when it said.
+    pub captured_at: Option<String>,
 }
 
 /// The action an agent wants, before the runtime has bound it.
@@ -119,6 +121,25 @@ impl ProposedAction {
     /// Sets the data labels.
     pub fn with_data_labels(mut self, labels: impl IntoIterator<Item = DataLabel>) -> Self {
         self.data_labels = labels.into_iter().collect();
+        self
+    }
+
+    /// Sets how long the preview may authorize, in milliseconds. The
+    /// protocol caps it at 300000 (five minutes); a runtime refuses more.
+    pub fn with_expires_in_ms(mut self, expires_in_ms: u64) -> Self {
+        self.expires_in_ms = Some(expires_in_ms);
+        self
+    }
+
+    /// Sets the operation, when it differs from the tool.
+    pub fn with_operation(mut self, operation: impl Into<String>) -> Self {
+        self.operation = Some(operation.into());
+        self
+    }
+
+    /// Sets where the instruction came from.
+    pub fn with_provenance(mut self, provenance: ActionProvenance) -> Self {
+        self.provenance = Some(provenance);
         self
     }
 }

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::SimError;
 use crate::contracts::{ActionPostcondition, PostconditionFields, TargetEvidence, WindowId};
-use crate::digest::sha256_prefixed;
+use crate::digest::{sha256_hex, sha256_prefixed};
 
 /// One accessibility element.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,6 +32,11 @@ pub struct Window {
     pub id: u64,
     /// Title.
     pub title: String,
+    /// Position and size on the display: `(x, y, width, height)`.
+    pub bounds: (i64, i64, u32, u32),
+    /// Revision of the window's UI tree: it moves when the window's
+    /// structure or title changes, not when a value is typed into it.
+    pub tree_revision: u64,
     /// Elements, in order.
     pub elements: Vec<Element>,
 }
@@ -41,6 +46,10 @@ pub struct Window {
 pub struct App {
     /// Bundle-style id.
     pub id: String,
+    /// Name shown to people.
+    pub name: String,
+    /// Its process id.
+    pub pid: u32,
     /// Windows.
     pub windows: Vec<Window>,
 }
@@ -66,6 +75,10 @@ pub struct Desktop {
 pub const CLIPBOARD_APP: &str = "org.example.Clipboard";
 /// The clipboard viewer's window.
 pub const CLIPBOARD_WINDOW: u64 = 1;
+/// The one display of the simulated desktop.
+pub const DISPLAY_ID: u64 = 1;
+/// The frame `snapshot` returns: a 1x1 PNG, base64.
+pub const SNAPSHOT_PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
 /// Role of the clipboard viewer's text area.
 pub const CLIPBOARD_ROLE: &str = "AXTextArea";
 /// Label of the clipboard viewer's text area.
@@ -87,9 +100,13 @@ impl Default for Desktop {
             apps: vec![
                 App {
                     id: CLIPBOARD_APP.into(),
+                    name: "Clipboard".into(),
+                    pid: 4101,
                     windows: vec![Window {
                         id: CLIPBOARD_WINDOW,
                         title: "Clipboard".into(),
+                        bounds: (40, 40, 480, 320),
+                        tree_revision: 1,
                         elements: vec![element(
                             "clipboard-text",
                             CLIPBOARD_ROLE,
@@ -100,9 +117,13 @@ impl Default for Desktop {
                 },
                 App {
                     id: "com.example.Notes".into(),
+                    name: "Notes".into(),
+                    pid: 4102,
                     windows: vec![Window {
                         id: 7,
                         title: "Notes".into(),
+                        bounds: (560, 40, 640, 480),
+                        tree_revision: 1,
                         elements: vec![
                             element("notes-title", "AXTextField", "Title", false),
                             element("notes-body", "AXTextArea", "Body", false),
@@ -112,9 +133,13 @@ impl Default for Desktop {
                 },
                 App {
                     id: "com.example.Login".into(),
+                    name: "Login".into(),
+                    pid: 4103,
                     windows: vec![Window {
                         id: 9,
                         title: "Sign in".into(),
+                        bounds: (40, 400, 400, 240),
+                        tree_revision: 1,
                         elements: vec![
                             element("login-user", "AXTextField", "User", false),
                             element("login-password", "AXSecureTextField", "Password", true),
@@ -128,6 +153,13 @@ impl Default for Desktop {
             focus: Some((CLIPBOARD_APP.into(), CLIPBOARD_WINDOW)),
             revision: 1,
         }
+    }
+}
+
+impl Window {
+    /// The tree revision as observations state it.
+    pub fn tree_label(&self) -> String {
+        format!("tree-{}-{}", self.id, self.tree_revision)
     }
 }
 
@@ -167,10 +199,58 @@ impl Desktop {
         Some((app, window))
     }
 
-    /// Whether the evidence still describes a window on this desktop.
+    /// Whether the evidence still describes a window on this desktop, as
+    /// upstream revalidates it: every field the evidence states must equal
+    /// the desktop's (bounds within 4 px); a field it leaves out is not
+    /// compared. The simulated desktop has no platform of its own, so
+    /// `platform` is not compared.
     pub fn is_current(&self, target: &TargetEvidence) -> bool {
-        self.window(&target.app_id, target.window_id.as_ref())
-            .is_some()
+        let Some((app, window)) = self.locate(&target.app_id, target.window_id.as_ref()) else {
+            return false;
+        };
+        let (app, window) = (&self.apps[app], &self.apps[app].windows[window]);
+        let same = |stated: Option<&String>, now: &str| stated.is_none_or(|s| s == now);
+        target.pid.is_none_or(|pid| pid == app.pid)
+            && same(
+                target.window_title_digest.as_ref(),
+                &sha256_hex(&window.title),
+            )
+            && same(target.display_id.as_ref(), &DISPLAY_ID.to_string())
+            && same(target.screenshot_hash.as_ref(), &self.screenshot_hash())
+            && same(target.ui_tree_revision.as_ref(), &window.tree_label())
+            && target.bounds.as_ref().is_none_or(|b| {
+                let (x, y, width, height) = window.bounds;
+                [
+                    (b.x, x as f64),
+                    (b.y, y as f64),
+                    (b.width, f64::from(width)),
+                    (b.height, f64::from(height)),
+                ]
+                .iter()
+                .all(|(stated, now)| (stated - now).abs() <= 4.0)
+            })
+    }
+
+    /// The digest of what `snapshot` shows: `sha256:` + hex of the PNG's
+    /// bytes (upstream's evidence-frame digest).
+    pub fn screenshot_hash(&self) -> String {
+        use base64::Engine as _;
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(SNAPSHOT_PNG)
+            .unwrap_or_default();
+        sha256_prefixed(bytes)
+    }
+
+    /// Changes a window's title and tree, as a window that navigated away
+    /// would: evidence taken before no longer matches it.
+    pub fn drift_window(&mut self, app_id: &str, window_id: Option<&WindowId>) -> bool {
+        let Some(window) = self.window_mut(app_id, window_id) else {
+            return false;
+        };
+        window.title.push_str(" (changed)");
+        window.tree_revision += 1;
+        self.revision += 1;
+        true
     }
 
     /// Whether the element the target points at is a password field.
@@ -271,18 +351,34 @@ impl Desktop {
         Ok(output)
     }
 
-    /// The windows, as `list_windows` shows them.
+    /// The windows, as `list_windows` shows them (upstream's window
+    /// records: `bundleId`, `pid`, `bounds`, `displayId`, ...).
     pub fn list_windows(&self) -> Value {
         let windows: Vec<Value> = self
             .apps
             .iter()
-            .flat_map(|app| {
-                app.windows
-                    .iter()
-                    .map(move |w| json!({ "appId": app.id, "windowId": w.id, "title": w.title }))
-            })
+            .flat_map(|app| app.windows.iter().map(move |w| self.window_record(app, w)))
             .collect();
         json!({ "windows": windows, "revision": self.revision })
+    }
+
+    fn window_record(&self, app: &App, window: &Window) -> Value {
+        let (x, y, width, height) = window.bounds;
+        let focused = self
+            .focus
+            .as_ref()
+            .is_some_and(|(a, w)| *a == app.id && *w == window.id);
+        json!({
+            "windowId": window.id,
+            "bundleId": app.id,
+            "displayName": app.name,
+            "pid": app.pid,
+            "title": window.title,
+            "bounds": { "x": x, "y": y, "width": width, "height": height },
+            "isOnScreen": true,
+            "isFocused": focused,
+            "displayId": DISPLAY_ID,
+        })
     }
 
     /// A window's elements, with secure values withheld.
@@ -307,9 +403,14 @@ impl Desktop {
                 json!({ "id": e.id, "role": e.role, "label": e.label, "value": value, "secure": e.secure })
             })
             .collect();
-        Ok(
-            json!({ "appId": app.id, "windowId": window.id, "elements": elements, "revision": self.revision }),
-        )
+        Ok(json!({
+            "appId": app.id,
+            "windowId": window.id,
+            "window": self.window_record(app, window),
+            "uiTreeRevision": window.tree_label(),
+            "elements": elements,
+            "revision": self.revision,
+        }))
     }
 
     /// What the desktop shows for a postcondition: `(satisfied, observedDigest)`.

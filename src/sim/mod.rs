@@ -7,11 +7,13 @@
 //! idempotent receipts, stale targets) and putting the seeds' `verification`
 //! object on receipts so the `Verified` path can be exercised end to end.
 //! Faults chosen at start make it lie in precise ways, so tests can prove
-//! that every lie is caught. Serve it with the `computer-use-sim` binary.
+//! that every lie is caught. Serve it with the `computer-use-sim` binary, or
+//! inside your own process with [`spawn`].
 
 mod desktop;
 mod faults;
 mod server;
+mod spawn;
 mod state;
 
 pub use desktop::{
@@ -19,6 +21,7 @@ pub use desktop::{
 };
 pub use faults::{Fault, SimConfig};
 pub use server::SimServer;
+pub use spawn::spawn;
 pub use state::{SimAnswer, SimState};
 
 /// A refusal (or a crash) the simulator answers with.

@@ -15,7 +15,7 @@ use super::faults::{Fault, SimConfig};
 use crate::clock::format_rfc3339;
 use crate::contracts::case::to_camel_keys;
 use crate::contracts::*;
-use crate::digest::{canonical_json, sha256_hex, sha256_prefixed};
+use crate::digest::{canonical_json, sha256_hex};
 
 /// What a tool answers: the structured part and any images (base64, MIME type).
 #[derive(Debug, Clone, PartialEq)]
@@ -988,7 +988,7 @@ impl SimState {
                     "revision": self.desktop.revision,
                     "cursor": [self.desktop.cursor.0, self.desktop.cursor.1],
                     "focus": self.desktop.focus,
-                    "screenshotHash": sha256_prefixed(SNAPSHOT_PNG),
+                    "screenshotHash": self.desktop.screenshot_hash(),
                 });
                 (
                     frame,

@@ -1,6 +1,6 @@
 //! How a `ComputerUseMcpRuntime` is set up.
 
-use crate::contracts::WindowId;
+use crate::ComputerUseError;
 
 /// Correlation ids recorded as `tracing` span fields on every call.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -20,10 +20,9 @@ pub struct McpRuntimeConfig {
     pub principal_id: String,
     /// The tool whose capabilities `discover_capabilities` asks for.
     pub capability_tool: String,
-    /// The application observations look at.
-    pub target_app_id: Option<String>,
-    /// The window observations look at.
-    pub target_window_id: Option<WindowId>,
+    /// The execution group of the configured session (`start_session`
+    /// sets it from the server's answer instead).
+    pub execution_group_id: Option<String>,
     /// Correlation ids for tracing.
     pub trace: TraceContext,
     /// Reservation time-to-live asked for, in milliseconds.
@@ -35,6 +34,14 @@ pub struct McpRuntimeConfig {
     /// expires; past this wait the request is cancelled and the action ends
     /// with [`crate::ComputerUseError::TimedOut`].
     pub lease_wait_ms: u64,
+    /// How long to wait for the server's MCP handshake, in milliseconds.
+    pub connect_timeout_ms: u64,
+    /// How long to wait for the answer to any one call (other than the
+    /// lease wait), in milliseconds. Past it the call is cancelled and ends
+    /// with [`crate::ComputerUseError::TimedOut`]; for `execute_action` that
+    /// becomes [`crate::ComputerUseError::OutcomeUnknown`], since the server
+    /// may have acted.
+    pub call_timeout_ms: u64,
 }
 
 impl McpRuntimeConfig {
@@ -44,13 +51,40 @@ impl McpRuntimeConfig {
             session_id: None,
             principal_id: principal_id.into(),
             capability_tool: "execute_action".into(),
-            target_app_id: None,
-            target_window_id: None,
+            execution_group_id: None,
             trace: TraceContext::default(),
             reservation_ttl_ms: 30_000,
             lease_ttl_ms: 30_000,
             lease_wait_ms: 30_000,
+            connect_timeout_ms: 30_000,
+            call_timeout_ms: 60_000,
         }
+    }
+
+    /// Refuses a configuration that could only fail later: an empty
+    /// principal, a zero timeout or wait.
+    pub(crate) fn check(&self) -> Result<(), ComputerUseError> {
+        if self.principal_id.trim().is_empty() {
+            return Err(ComputerUseError::InvalidRequest {
+                field: "principalId".into(),
+                message: "expected the principal the host verified, got an empty string".into(),
+            });
+        }
+        for (field, value) in [
+            ("connectTimeoutMs", self.connect_timeout_ms),
+            ("callTimeoutMs", self.call_timeout_ms),
+            ("leaseWaitMs", self.lease_wait_ms),
+            ("leaseTtlMs", self.lease_ttl_ms),
+            ("reservationTtlMs", self.reservation_ttl_ms),
+        ] {
+            if value == 0 {
+                return Err(ComputerUseError::InvalidRequest {
+                    field: field.into(),
+                    message: "expected a positive number of milliseconds, got 0".into(),
+                });
+            }
+        }
+        Ok(())
     }
 
     /// Acts in an existing runtime session.
@@ -59,10 +93,14 @@ impl McpRuntimeConfig {
         self
     }
 
-    /// Observes this application and window.
-    pub fn target(mut self, app_id: impl Into<String>, window_id: Option<WindowId>) -> Self {
-        self.target_app_id = Some(app_id.into());
-        self.target_window_id = window_id;
+    /// Acts in an existing runtime session of `execution_group_id`.
+    pub fn session_in_group(
+        mut self,
+        session_id: impl Into<String>,
+        execution_group_id: impl Into<String>,
+    ) -> Self {
+        self.session_id = Some(session_id.into());
+        self.execution_group_id = Some(execution_group_id.into());
         self
     }
 
@@ -75,6 +113,14 @@ impl McpRuntimeConfig {
     /// Waits at most `wait_ms` milliseconds for the one-writer lease.
     pub fn lease_wait(mut self, wait_ms: u64) -> Self {
         self.lease_wait_ms = wait_ms;
+        self
+    }
+
+    /// Waits at most `connect_ms` for the handshake and `call_ms` for each
+    /// call's answer, in milliseconds.
+    pub fn timeouts(mut self, connect_ms: u64, call_ms: u64) -> Self {
+        self.connect_timeout_ms = connect_ms;
+        self.call_timeout_ms = call_ms;
         self
     }
 

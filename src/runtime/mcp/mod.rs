@@ -35,12 +35,12 @@ pub use config::{McpRuntimeConfig, TraceContext};
 /// The rmcp crate this adapter speaks through, for building custom transports.
 pub use rmcp;
 
-use super::binding::{self, bind};
 use super::{
     ActionRequest, ComputerUseRuntime, ExecuteProof, ImageContent, LeaseProof, LeaseReleaseProof,
-    Observation, ObservationScope, PreviewAnswer, ReleaseProof, ReserveProof,
+    Observation, ObservationScope, PreviewAnswer, ReleaseProof, ReserveProof, SessionContext,
 };
 use crate::ComputerUseError;
+use crate::binding::{self, bind};
 use crate::contracts::case::to_snake_keys;
 use crate::contracts::*;
 
@@ -51,6 +51,8 @@ pub struct ComputerUseMcpRuntime {
     config: McpRuntimeConfig,
     /// Shared with the approvers taken from this runtime.
     session_id: Arc<Mutex<Option<String>>>,
+    /// The execution group the runtime session was started in.
+    execution_group_id: Mutex<Option<String>>,
     /// The server's postcondition checks read so far.
     checks: tokio::sync::Mutex<evidence::ServerChecks>,
     child_pid: Option<u32>,
@@ -243,9 +245,18 @@ impl ComputerUseMcpRuntime {
         command: tokio::process::Command,
         config: McpRuntimeConfig,
     ) -> Result<Self, ComputerUseError> {
-        let (transport, _stderr) = TokioChildProcess::builder(command)
-            .spawn()
-            .map_err(|err| transport_error("spawn", err))?;
+        config.check()?;
+        let program = command
+            .as_std()
+            .get_program()
+            .to_string_lossy()
+            .into_owned();
+        let (transport, _stderr) = TokioChildProcess::builder(command).spawn().map_err(|err| {
+            ComputerUseError::Transport {
+                operation: format!("spawn {program:?}"),
+                message: err.to_string(),
+            }
+        })?;
         let pid = transport.id();
         let mut runtime = Self::connect(transport, config).await?;
         runtime.child_pid = pid;
@@ -261,11 +272,20 @@ impl ComputerUseMcpRuntime {
         T: IntoTransport<RoleClient, E, A>,
         E: std::error::Error + Send + Sync + 'static,
     {
-        let service = ().serve(transport).await.map_err(|err| transport_error("initialize", err))?;
+        config.check()?;
+        let wait = std::time::Duration::from_millis(config.connect_timeout_ms);
+        let service = tokio::time::timeout(wait, ().serve(transport))
+            .await
+            .map_err(|_| ComputerUseError::TimedOut {
+                operation: "the MCP handshake (initialize)".into(),
+                waited_ms: config.connect_timeout_ms,
+            })?
+            .map_err(|err| transport_error("initialize", err))?;
         Ok(Self {
             peer: service.peer().clone(),
             service: tokio::sync::Mutex::new(Some(service)),
             session_id: Arc::new(Mutex::new(config.session_id.clone())),
+            execution_group_id: Mutex::new(config.execution_group_id.clone()),
             checks: tokio::sync::Mutex::new(evidence::ServerChecks::default()),
             config,
             child_pid: None,
@@ -315,6 +335,17 @@ impl ComputerUseMcpRuntime {
         tool: &str,
         arguments: Map<String, Value>,
     ) -> Result<(Value, Vec<ImageContent>), ComputerUseError> {
+        let wait = std::time::Duration::from_millis(self.config.call_timeout_ms);
+        self.send_within(tool, arguments, Some(wait)).await
+    }
+
+    /// One call, waited for at most `wait` (`None`: the caller bounds it).
+    async fn send_within(
+        &self,
+        tool: &str,
+        arguments: Map<String, Value>,
+        wait: Option<std::time::Duration>,
+    ) -> Result<(Value, Vec<ImageContent>), ComputerUseError> {
         let span = tracing::info_span!(
             "computer_use.call",
             tool,
@@ -331,11 +362,19 @@ impl ComputerUseMcpRuntime {
         }
         async {
             let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
-            let result = self
-                .peer
-                .call_tool(params)
-                .await
-                .map_err(|err| transport_error(tool, err))?;
+            // Dropping the call on timeout makes rmcp tell the server the
+            // request was cancelled.
+            let call = self.peer.call_tool(params);
+            let answer = match wait {
+                Some(wait) => tokio::time::timeout(wait, call).await.map_err(|_| {
+                    ComputerUseError::TimedOut {
+                        operation: tool.to_owned(),
+                        waited_ms: u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
+                    }
+                })?,
+                None => call.await,
+            };
+            let result = answer.map_err(|err| transport_error(tool, err))?;
             decode_tool_result(tool, result)
         }
         .instrument(span)
@@ -389,6 +428,7 @@ impl ComputerUseMcpRuntime {
             ));
         }
         *lock(&self.session_id) = Some(session.session_id.clone());
+        *lock(&self.execution_group_id) = session.execution_group_id.clone();
         Ok(session)
     }
 
@@ -602,14 +642,17 @@ impl ComputerUseMcpRuntime {
             .get_mut("output")
             .map(Value::take)
             .unwrap_or(Value::Null);
+        // The frame's own id when it states one; otherwise the id upstream
+        // recorded the observation under, which names it just as uniquely.
         let observation_id = output
             .get("observationId")
             .and_then(Value::as_str)
-            .map(str::to_owned);
+            .map_or(receipt.action_id, str::to_owned);
         Ok(Observation {
-            observation_id,
+            observation_id: Some(observation_id),
             structured: output,
             images,
+            captured_at: Some(receipt.created_at),
         })
     }
 
@@ -674,6 +717,19 @@ impl ComputerUseMcpRuntime {
 }
 
 impl ComputerUseRuntime for ComputerUseMcpRuntime {
+    fn session_context(&self) -> Option<SessionContext> {
+        let session_id = lock(&self.session_id).clone()?;
+        Some(SessionContext {
+            session_id,
+            principal_id: self.config.principal_id.clone(),
+            execution_group_id: lock(&self.execution_group_id).clone(),
+        })
+    }
+
+    async fn close(&self) -> Result<(), ComputerUseError> {
+        self.shutdown().await
+    }
+
     async fn discover_capabilities(
         &self,
         scope: &ObservationScope,
@@ -682,14 +738,10 @@ impl ComputerUseRuntime for ComputerUseMcpRuntime {
             .tool
             .clone()
             .unwrap_or_else(|| self.config.capability_tool.clone());
-        let app = scope
-            .app_id
-            .clone()
-            .or_else(|| self.config.target_app_id.clone());
         let mut answer = self
             .call_json(
                 "get_execution_capabilities",
-                json!({ "tool": tool, "app_id": app }),
+                json!({ "tool": tool, "app_id": scope.app_id }),
             )
             .await?;
         decode("get_execution_capabilities", "capabilities", &mut answer)
@@ -706,14 +758,12 @@ impl ComputerUseRuntime for ComputerUseMcpRuntime {
         &self,
         scope: &ObservationScope,
     ) -> Result<Observation, ComputerUseError> {
-        let window = scope
-            .window_id
-            .clone()
-            .or_else(|| self.config.target_window_id.clone());
-        let app = scope
-            .app_id
-            .clone()
-            .or_else(|| self.config.target_app_id.clone());
+        // The session's target, app and window together; a window without
+        // its app is not looked for.
+        let (app, window) = match &scope.app_id {
+            Some(app) => (Some(app.clone()), scope.window_id.clone()),
+            None => (None, None),
+        };
         match window {
             Some(window) => {
                 self.observe_shadow("get_ui_tree", json!({ "window_id": window, "app_id": app }))
@@ -811,9 +861,9 @@ impl ComputerUseRuntime for ComputerUseMcpRuntime {
         // A second acquire waits in the server's queue. Bounded here: when
         // the wait runs out the call is dropped, and rmcp tells the server
         // the request was cancelled, so it leaves the queue.
-        let call = self.call_json(
+        let call = self.send_within(
             "acquire_control_lease",
-            json!({
+            object(json!({
                 "session_id": envelope.session_id,
                 "kind": kind,
                 "mode": envelope.requested_mode,
@@ -822,9 +872,10 @@ impl ComputerUseRuntime for ComputerUseMcpRuntime {
                 "agent_id": envelope.agent_id,
                 "app_ids": target.map(|t| vec![t.app_id.clone()]),
                 "window_ids": target.and_then(|t| t.window_id.clone()).map(|w| vec![w]),
-            }),
+            })),
+            None,
         );
-        let mut answer =
+        let (mut answer, _) =
             tokio::time::timeout(wait, call)
                 .await
                 .map_err(|_| ComputerUseError::TimedOut {
