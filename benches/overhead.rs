@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 use adk_computer_use::ComputerUseError;
 use adk_computer_use::auth::{ScopeAuthorizer, VerifiedIdentity};
 use adk_computer_use::contracts::*;
-use adk_computer_use::protocol::{ChainOutcome, SealingKey, Session};
+use adk_computer_use::protocol::{ChainOutcome, Session};
 use adk_computer_use::runtime::mcp::{
     ComputerUseMcpRuntime, McpRuntimeConfig, decode_tool_result, rmcp,
 };
@@ -37,19 +37,14 @@ use sim_support::PRINCIPAL;
 const FAR: &str = "2099-01-01T00:00:00Z";
 const NOW: &str = "2026-01-01T00:00:00Z";
 
-fn session<R: ComputerUseRuntime>(runtime: Arc<R>, session_id: &str, agent: &str) -> Session<R> {
+fn session<R: ComputerUseRuntime>(runtime: Arc<R>, agent: &str) -> Session<R> {
     let identity = VerifiedIdentity::new(PRINCIPAL, "tenant").unwrap();
     let authorizer =
         ScopeAuthorizer::new(identity, ["computer:plan", "computer:execute:background"]).unwrap();
-    Session::builder(
-        runtime,
-        session_id,
-        authorizer,
-        SealingKey::new(vec![9; 32]).unwrap(),
-    )
-    .agent_id(agent)
-    .build()
-    .unwrap()
+    Session::builder(runtime, authorizer)
+        .agent_id(agent)
+        .build()
+        .unwrap()
 }
 
 fn median(mut samples: Vec<f64>) -> f64 {
@@ -263,6 +258,13 @@ impl NoopRuntime {
 }
 
 impl ComputerUseRuntime for NoopRuntime {
+    fn session_context(&self) -> Option<SessionContext> {
+        Some(SessionContext {
+            session_id: "s".into(),
+            principal_id: PRINCIPAL.into(),
+            execution_group_id: None,
+        })
+    }
     async fn discover_capabilities(
         &self,
         _: &ObservationScope,
@@ -334,7 +336,7 @@ async fn raw_in_process(runtime: &NoopRuntime, action: &ProposedAction, scope: &
 fn in_process(rt: &tokio::runtime::Runtime) -> f64 {
     const N: usize = 10_000;
     let runtime = Arc::new(NoopRuntime::new());
-    let session = rt.block_on(async { session(Arc::clone(&runtime), "s", "agent") });
+    let session = rt.block_on(async { session(Arc::clone(&runtime), "agent") });
     let action = ProposedAction::new(
         "write_clipboard",
         json!({ "text": "x" }),
@@ -543,9 +545,7 @@ impl Server {
     }
 
     async fn governed(&self) -> (Arc<ComputerUseMcpRuntime>, Session<ComputerUseMcpRuntime>) {
-        let config = McpRuntimeConfig::new(self.principal())
-            .target(self.app(), Some(WindowId::Number(self.window())))
-            .capability_tool("write_clipboard");
+        let config = McpRuntimeConfig::new(self.principal()).capability_tool("write_clipboard");
         let runtime = ComputerUseMcpRuntime::spawn(self.command(), config)
             .await
             .unwrap();
@@ -558,17 +558,11 @@ impl Server {
         let authorizer =
             ScopeAuthorizer::new(identity, ["computer:plan", "computer:execute:background"])
                 .unwrap();
-        let session = Session::builder(
-            Arc::clone(&runtime),
-            runtime.session_id().unwrap(),
-            authorizer,
-            SealingKey::new(vec![9; 32]).unwrap(),
-        )
-        .agent_id("agent")
-        .execution_group_id("group-e2e")
-        .target(self.app(), Some(WindowId::Number(self.window())))
-        .build()
-        .unwrap();
+        let session = Session::builder(Arc::clone(&runtime), authorizer)
+            .agent_id("agent")
+            .target(self.app(), Some(WindowId::Number(self.window())))
+            .build()
+            .unwrap();
         (runtime, session)
     }
 }
@@ -584,7 +578,7 @@ fn over_mcp(rt: &tokio::runtime::Runtime, server: &Server) -> f64 {
         let start = Instant::now();
         rt.block_on(async {
             match governed_session.run(server.action(id)).await.unwrap() {
-                ChainOutcome::Completed(done) => assert!(done.verified()),
+                ChainOutcome::Completed(done) => assert!(done.outcome().is_verified()),
                 _ => unreachable!(),
             }
         });
@@ -654,7 +648,7 @@ fn concurrency(rt: &tokio::runtime::Runtime, agents: usize, chains_per_agent: us
                     let began = Instant::now();
                     let (done, _retries) =
                         sim_support::run_until_done(&session, &id, (agent * 7919 + n) as u64).await;
-                    assert!(done.verified());
+                    assert!(done.outcome().is_verified());
                     latencies.push(began.elapsed());
                 }
                 let _ = session.shutdown().await;

@@ -26,7 +26,6 @@ use adk_computer_use::runtime::ProposedAction;
 use serde_json::json;
 
 type Error = Box<dyn std::error::Error>;
-const SESSION: &str = "session-approval-demo";
 
 fn key() -> Result<SealingKey, Error> {
     let bytes = std::env::var("ADK_CHECKPOINT_KEY")
@@ -54,7 +53,7 @@ fn session(
     let identity = VerifiedIdentity::new(desktop::PRINCIPAL, "tenant-demo")?;
     let authorizer =
         ScopeAuthorizer::new(identity, ["computer:plan", "computer:execute:background"])?;
-    let session = Session::builder(Arc::clone(&runtime), SESSION, authorizer, key()?)
+    let session = Session::builder(Arc::clone(&runtime), authorizer)
         .agent_id("executor")
         .build()?;
     Ok((runtime, session))
@@ -72,7 +71,7 @@ async fn suspend(dir: &Path) -> Result<CheckpointId, Error> {
         ChainOutcome::NeedsApproval(pending) => pending,
         _ => return Err("expected the demo policy to ask for approval".into()),
     };
-    let store = FileCheckpointStore::new(dir)?;
+    let store = FileCheckpointStore::new(dir, key()?)?;
     println!("suspended: approval required for {}", pending.action_id());
     println!(
         "  approve with {{\"actionId\": \"{}\", \"actionDigest\": \"{}\", \"policyDigest\": \"{}\", \"runtimeApproved\": true}}",
@@ -90,7 +89,7 @@ async fn suspend(dir: &Path) -> Result<CheckpointId, Error> {
 
 async fn resume(dir: &Path, id: &CheckpointId) -> Result<Approval, Error> {
     let (runtime, session) = session(dir)?;
-    let store = FileCheckpointStore::new(dir)?;
+    let store = FileCheckpointStore::new(dir, key()?)?;
     // The person's approval echoes the digests they were shown. Here it is
     // read back from the checkpoint's preview for the demo's convenience.
     let record = std::fs::read_to_string(store.path_of(id))?;
@@ -115,7 +114,7 @@ async fn resume(dir: &Path, id: &CheckpointId) -> Result<Approval, Error> {
     println!(
         "  performed: {}, verified: {}",
         verified.performed(),
-        verified.verified()
+        verified.outcome().is_verified()
     );
     let _ = session.shutdown().await;
     Ok(approval)
@@ -125,7 +124,7 @@ async fn resume(dir: &Path, id: &CheckpointId) -> Result<Approval, Error> {
 /// before anything reaches the runtime.
 async fn resume_again(dir: &Path, id: &CheckpointId, approval: Approval) -> Result<(), Error> {
     let (_, session) = session(dir)?;
-    let store = FileCheckpointStore::new(dir)?;
+    let store = FileCheckpointStore::new(dir, key()?)?;
     match session.resume(&store, id, approval) {
         Ok(_) => Err("a checkpoint was resumed twice".into()),
         Err(err) => {
@@ -136,7 +135,7 @@ async fn resume_again(dir: &Path, id: &CheckpointId, approval: Approval) -> Resu
 }
 
 async fn tamper(dir: &Path, id: &CheckpointId) -> Result<(), Error> {
-    let store = FileCheckpointStore::new(dir)?;
+    let store = FileCheckpointStore::new(dir, key()?)?;
     let path = store.path_of(id);
     let original = std::fs::read_to_string(&path)?;
     std::fs::write(

@@ -22,7 +22,7 @@ use adk_computer_use::auth::{ScopeAuthorizer, VerifiedIdentity};
 use adk_computer_use::clock::format_rfc3339;
 use adk_computer_use::contracts::*;
 use adk_computer_use::digest::sha256_prefixed;
-use adk_computer_use::protocol::{Approval, ChainOutcome, SealingKey, Session};
+use adk_computer_use::protocol::{Approval, ChainOutcome, Session};
 use adk_computer_use::runtime::ProposedAction;
 use adk_computer_use::runtime::mcp::{ComputerUseMcpRuntime, McpRuntimeConfig};
 use adk_computer_use::sim::{CLIPBOARD_APP, CLIPBOARD_LABEL, CLIPBOARD_ROLE, CLIPBOARD_WINDOW};
@@ -118,9 +118,7 @@ async fn main() -> Result<(), Error> {
         None => sim_child::command(&["--principal", &principal])?,
     };
     let window = WindowId::Number(CLIPBOARD_WINDOW);
-    let config = McpRuntimeConfig::new(&principal)
-        .target(&app, Some(window.clone()))
-        .capability_tool("write_clipboard");
+    let config = McpRuntimeConfig::new(&principal).capability_tool("write_clipboard");
     let runtime = Arc::new(ComputerUseMcpRuntime::spawn(command, config).await?);
     let started = runtime.start_session(Some(&request), None).await?;
     println!(
@@ -131,15 +129,10 @@ async fn main() -> Result<(), Error> {
     let identity = VerifiedIdentity::new(&principal, "tenant-live")?;
     let authorizer =
         ScopeAuthorizer::new(identity, ["computer:plan", "computer:execute:background"])?;
-    let session = Session::builder(
-        Arc::clone(&runtime),
-        started.session_id.clone(),
-        authorizer,
-        SealingKey::new(vec![0x5a; 32])?,
-    )
-    .agent_id("live-clipboard")
-    .target(&app, Some(window.clone()))
-    .build()?;
+    let session = Session::builder(Arc::clone(&runtime), authorizer)
+        .agent_id("live-clipboard")
+        .target(&app, Some(window.clone()))
+        .build()?;
 
     // The target as the host observed it. Another server's desktop gives
     // its own evidence in `COMPUTER_USE_TARGET_EVIDENCE` (camelCase JSON);
@@ -188,7 +181,7 @@ async fn main() -> Result<(), Error> {
             println!(
                 "performed: {}, verified: {}",
                 done.performed(),
-                done.verified()
+                done.outcome().is_verified()
             );
             read_back(&session, &runtime, target.clone(), &text).await?;
             if let Some(why) = done.outcome().detail() {

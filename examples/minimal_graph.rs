@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use adk_computer_use::auth::{ScopeAuthorizer, VerifiedIdentity};
 use adk_computer_use::contracts::ExecutionMode;
-use adk_computer_use::protocol::{Route, SealingKey, Session};
+use adk_computer_use::protocol::{Route, Session};
 use adk_computer_use::runtime::ProposedAction;
 use serde_json::json;
 
@@ -25,8 +25,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let identity = VerifiedIdentity::new(desktop::PRINCIPAL, "tenant-demo")?;
     let authorizer =
         ScopeAuthorizer::new(identity, ["computer:plan", "computer:execute:background"])?;
-    let key = SealingKey::new(*b"minimal-graph-demo-key-not-secret")?;
-    let session = Session::builder(Arc::clone(&runtime), "session-demo", authorizer, key)
+    // The session id and principal are the runtime's; a session built for
+    // another principal is refused here.
+    let session = Session::builder(Arc::clone(&runtime), authorizer)
         .agent_id("executor")
         .build()?;
 
@@ -93,7 +94,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!(
         "performed: {}, verified: {}",
         verified.performed(),
-        verified.verified()
+        verified.outcome().is_verified()
     );
     Ok(())
 }

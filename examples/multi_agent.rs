@@ -20,7 +20,7 @@ use std::sync::Arc;
 use adk_computer_use::auth::{ScopeAuthorizer, VerifiedIdentity};
 use adk_computer_use::clock::format_rfc3339;
 use adk_computer_use::contracts::*;
-use adk_computer_use::protocol::{ChainOutcome, SealingKey, Session};
+use adk_computer_use::protocol::{ChainOutcome, Session};
 use adk_computer_use::runtime::ProposedAction;
 use adk_computer_use::runtime::mcp::{ComputerUseMcpRuntime, McpRuntimeConfig};
 use adk_computer_use::sim::{CLIPBOARD_APP, CLIPBOARD_WINDOW};
@@ -37,15 +37,9 @@ fn agent(
     let identity = VerifiedIdentity::new(principal, "tenant-team")?;
     let authorizer =
         ScopeAuthorizer::new(identity, ["computer:plan", "computer:execute:background"])?;
-    Ok(Session::builder(
-        Arc::clone(runtime),
-        runtime.session_id()?,
-        authorizer,
-        SealingKey::new(vec![1; 32])?,
-    )
-    .agent_id(name)
-    .execution_group_id("team")
-    .build()?)
+    Ok(Session::builder(Arc::clone(runtime), authorizer)
+        .agent_id(name)
+        .build()?)
 }
 
 /// The shared target: another server's desktop gives its own evidence in

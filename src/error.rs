@@ -11,6 +11,21 @@ use thiserror::Error;
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 #[non_exhaustive]
 pub enum ComputerUseError {
+    /// A session is being built for something the runtime does not act
+    /// for: read `session` as what this session was built for and `runtime`
+    /// as what the runtime acts in.
+    #[error(
+        "this session was built for {what} {session:?}; the runtime acts for {what} {runtime:?}"
+    )]
+    BuiltForAnother {
+        /// What differs (`principal`, ...).
+        what: &'static str,
+        /// What the session was built for.
+        session: String,
+        /// What the runtime acts in.
+        runtime: String,
+    },
+
     /// A runtime response is well formed but bound to something else: another
     /// session, principal, agent, action, digest or target.
     #[error(
@@ -248,6 +263,7 @@ impl ComputerUseError {
             Self::InvalidField { .. } => "invalid_field",
             Self::Expired { .. } => "expired",
             Self::Decode { .. } => "decode",
+            Self::BuiltForAnother { .. } => "built_for_another",
             Self::Integrity { .. } => "integrity",
             Self::Storage { .. } => "storage",
             Self::Transport { .. } => "transport",

@@ -4,8 +4,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use adk_computer_use::ComputerUseError;
+use adk_computer_use::binding::*;
 use adk_computer_use::contracts::*;
-use adk_computer_use::runtime::binding::*;
 use serde_json::{Value, json};
 use time::OffsetDateTime;
 use time::macros::datetime;

@@ -38,7 +38,7 @@ async fn observations_run_concurrently_and_exactly_one_mutation_happens() {
     assert_eq!(rig.runtime.mutations(), 1);
     assert_eq!(rig.runtime.count(Call::Execute), 1);
     assert_eq!(verified.outcome().status(), "committed_unverified");
-    assert!(verified.performed() && !verified.verified());
+    assert!(verified.performed() && !verified.outcome().is_verified());
     assert_eq!(
         rig.runtime.active_reservations(),
         0,
@@ -89,10 +89,16 @@ async fn an_approval_required_action_reserves_leases_and_mutates_nothing() {
 async fn a_blocked_action_carries_its_blocker_and_reasons() {
     let rig = rig();
     rig.runtime.script().route = Some(PreviewRoute::Blocked("foreground_required"));
+    rig.runtime.script().preview = Some(Arc::new(|p: &mut ActionPreview| {
+        p.policy.reasons = vec!["the policy wants the foreground".into()];
+    }));
     match rig.session.run(action("a-4")).await.unwrap() {
         ChainOutcome::Blocked(blocked) => {
             assert_eq!(blocked.blocker(), "foreground_required");
-            assert_eq!(blocked.reasons(), ["fake policy".to_owned()]);
+            assert_eq!(
+                blocked.reasons(),
+                ["the policy wants the foreground".to_owned()]
+            );
         }
         _ => panic!("expected a block"),
     }
@@ -103,7 +109,7 @@ async fn a_blocked_action_carries_its_blocker_and_reasons() {
 async fn resume_executes_only_the_original_digest_with_the_exact_grant() {
     let rig = rig();
     let pending = pending(&rig, "a-5").await;
-    let store = MemoryCheckpointStore::new();
+    let store = MemoryCheckpointStore::new(key());
     let digest = pending.action_digest().to_owned();
     let id = pending.suspend(&store).unwrap();
     let grant = rig.runtime.grant(&digest);
@@ -197,7 +203,7 @@ async fn ambiguous_authority_is_rejected() {
 async fn replaced_or_tampered_checkpoints_are_rejected_before_reservation() {
     let rig = rig();
     let dir = tempfile::tempdir().unwrap();
-    let store = FileCheckpointStore::new(dir.path()).unwrap();
+    let store = FileCheckpointStore::new(dir.path(), key()).unwrap();
     let pending_a = pending(&rig, "a-8").await;
     let approval = Approval::runtime_held(
         pending_a.action_id(),
@@ -236,29 +242,23 @@ async fn replaced_or_tampered_checkpoints_are_rejected_before_reservation() {
 
     // A checkpoint of another session fails, even with the same key.
     std::fs::write(&path, &original).unwrap();
-    let other = Session::builder(
-        Arc::clone(&rig.runtime),
-        "session-2",
-        full_authorizer(),
-        key(),
-    )
-    .clock(Arc::new(rig.clock.clone()))
-    .build()
-    .unwrap();
+    rig.runtime.act_in("session-2", None);
+    let other = Session::builder(Arc::clone(&rig.runtime), full_authorizer())
+        .clock(Arc::new(rig.clock.clone()))
+        .build()
+        .unwrap();
+    rig.runtime.act_in(SESSION, None);
     let err = other.resume(&store, &id, approval.clone()).err().unwrap();
     assert!(err.to_string().contains("session"), "{err}");
 
-    // Sealed under another key: refused.
-    let foreign = Session::builder(
-        Arc::clone(&rig.runtime),
-        SESSION,
-        full_authorizer(),
-        SealingKey::new(vec![9u8; 32]).unwrap(),
-    )
-    .clock(Arc::new(rig.clock.clone()))
-    .build()
-    .unwrap();
-    assert!(foreign.resume(&store, &id, approval.clone()).is_err());
+    // The same files opened with another key: refused.
+    let foreign_store =
+        FileCheckpointStore::new(dir.path(), SealingKey::new(vec![9u8; 32]).unwrap()).unwrap();
+    assert!(
+        rig.session
+            .resume(&foreign_store, &id, approval.clone())
+            .is_err()
+    );
 
     assert_eq!(rig.runtime.count(Call::Reserve), 0);
     // The untouched file still resumes.
@@ -643,9 +643,9 @@ async fn an_envelope_bound_to_another_principal_is_rejected_at_preview() {
 
 #[test]
 fn a_session_needs_a_tokio_runtime_and_a_session_id() {
-    let clock = adk_computer_use::ManualClock::new(start());
+    let clock = adk_computer_use::clock::ManualClock::new(start());
     let runtime = FakeRuntime::new(clock);
-    let outside = Session::builder(Arc::clone(&runtime), SESSION, full_authorizer(), key()).build();
+    let outside = Session::builder(Arc::clone(&runtime), full_authorizer()).build();
     assert!(
         matches!(outside, Err(ComputerUseError::InvalidRequest { ref field, .. }) if field == "runtime")
     );
@@ -653,14 +653,30 @@ fn a_session_needs_a_tokio_runtime_and_a_session_id() {
         .build()
         .unwrap();
     tokio.block_on(async {
-        let empty = Session::builder(runtime, "", full_authorizer(), key()).build();
+        runtime.act_in("", None);
+        let empty = Session::builder(Arc::clone(&runtime), full_authorizer()).build();
         assert!(matches!(empty, Err(ComputerUseError::InvalidRequest { ref field, .. }) if field == "sessionId"));
+        // Built for one principal over a runtime that acts for another:
+        // refused at build, worded from the caller's side.
+        runtime.act_in(SESSION, None);
+        let bob = adk_computer_use::auth::VerifiedIdentity::new("bob", TENANT).unwrap();
+        let authorizer = adk_computer_use::auth::ScopeAuthorizer::new(bob, ["computer:plan"]).unwrap();
+        let err = Session::builder(runtime, authorizer).build().err().unwrap();
+        assert!(
+            matches!(&err, ComputerUseError::BuiltForAnother { what: "principal", session, runtime }
+                if session == "bob" && runtime == PRINCIPAL),
+            "{err}"
+        );
+        assert_eq!(
+            err.to_string(),
+            format!("this session was built for principal \"bob\"; the runtime acts for principal \"{PRINCIPAL}\"")
+        );
     });
 }
 
 #[tokio::test]
 async fn session_controls_default_to_unsupported() {
-    use adk_computer_use::ComputerUseRuntime;
+    use adk_computer_use::runtime::ComputerUseRuntime;
     let rig = rig();
     for result in [
         rig.runtime.pause_session(None).await,
@@ -677,9 +693,9 @@ async fn session_controls_default_to_unsupported() {
 #[tokio::test]
 async fn an_envelope_of_another_execution_group_is_rejected_at_preview() {
     let rig = rig();
-    let session = Session::builder(Arc::clone(&rig.runtime), SESSION, full_authorizer(), key())
+    rig.runtime.act_in(SESSION, Some("group-a"));
+    let session = Session::builder(Arc::clone(&rig.runtime), full_authorizer())
         .clock(Arc::new(rig.clock.clone()))
-        .execution_group_id("group-a")
         .build()
         .unwrap();
     rig.runtime.script().envelope = Some(Arc::new(|e: &mut ActionEnvelope| {

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use adk_computer_use::ComputerUseError;
 use adk_computer_use::contracts::SessionEvent;
 use adk_computer_use::eval::*;
+use adk_computer_use::journal::*;
 use adk_computer_use::protocol::{ChainOutcome, Session};
 use common::*;
 use serde_json::{Value, json};
@@ -206,7 +207,7 @@ fn journaled_rig() -> (Rig, Arc<MemoryJournal>) {
     let mut rig = rig();
     let sink = Arc::new(MemoryJournal::new());
     let journal = Arc::new(Journal::new(sink.clone()));
-    rig.session = Session::builder(Arc::clone(&rig.runtime), SESSION, full_authorizer(), key())
+    rig.session = Session::builder(Arc::clone(&rig.runtime), full_authorizer())
         .clock(Arc::new(rig.clock.clone()))
         .agent_id("executor")
         .journal(journal)
@@ -334,7 +335,7 @@ async fn a_file_journal_appends_and_the_command_checks_it() {
     let path = dir.path().join("audit.jsonl");
     let rig = rig();
     let journal = Arc::new(Journal::new(Arc::new(FileJournal::open(&path).unwrap())));
-    let session = Session::builder(Arc::clone(&rig.runtime), SESSION, full_authorizer(), key())
+    let session = Session::builder(Arc::clone(&rig.runtime), full_authorizer())
         .clock(Arc::new(rig.clock.clone()))
         .journal(Arc::clone(&journal))
         .build()
@@ -426,7 +427,7 @@ fn is_journal_failure(err: &ComputerUseError) -> bool {
 
 fn rig_with_sink(sink: Arc<RefusingSink>) -> Rig {
     let mut rig = rig();
-    rig.session = Session::builder(Arc::clone(&rig.runtime), SESSION, full_authorizer(), key())
+    rig.session = Session::builder(Arc::clone(&rig.runtime), full_authorizer())
         .clock(Arc::new(rig.clock.clone()))
         .journal(Arc::new(Journal::new(sink)))
         .build()

@@ -123,7 +123,8 @@ fn no_postcondition_is_never_verified_and_an_uncommitted_receipt_fails() {
 }
 
 mod default_verify {
-    use adk_computer_use::{ComputerUseError, ComputerUseRuntime};
+    use adk_computer_use::ComputerUseError;
+    use adk_computer_use::runtime::ComputerUseRuntime;
 
     /// A runtime that implements only what the trait requires.
     pub struct NeverRuntime;
@@ -133,7 +134,7 @@ mod default_verify {
 /// A runtime that does not implement `verify` applies the evidence table.
 #[tokio::test]
 async fn the_default_verify_applies_the_evidence_table() {
-    use adk_computer_use::ComputerUseRuntime;
+    use adk_computer_use::runtime::ComputerUseRuntime;
     let runtime = default_verify::NeverRuntime;
     let post = digest_post();
     let cases = [

@@ -6,7 +6,7 @@
 mod common;
 
 use adk_computer_use::ComputerUseError;
-use adk_computer_use::eval::{FileJournal, read_journal};
+use adk_computer_use::journal::{FileJournal, read_journal};
 use adk_computer_use::runtime::mcp::{ComputerUseMcpRuntime, McpRuntimeConfig};
 use common::*;
 
@@ -90,4 +90,123 @@ fn storage_failures_and_broken_chains_are_their_own_errors() {
     let err = read_journal(dir.join("missing.jsonl")).unwrap_err();
     assert_eq!(err.class(), "storage", "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[tokio::test]
+async fn a_preview_whose_capability_is_for_another_operation_or_mode_stops_before_reserving() {
+    use adk_computer_use::contracts::{ActionPreview, ExecutionMode};
+    type Tweak = fn(&mut ActionPreview);
+    let cases: [(&str, Tweak, &str); 2] = [
+        (
+            "capability-op",
+            |p| p.capability.operation = "wirte_clipboard".into(),
+            "operation",
+        ),
+        (
+            "capability-mode",
+            |p| p.capability.supported_modes = vec![ExecutionMode::Shadow],
+            "supportedModes",
+        ),
+    ];
+    for (id, tweak, field) in cases {
+        let rig = rig();
+        rig.runtime.script().preview = Some(std::sync::Arc::new(tweak));
+        let err = rig.session.run(action(id)).await.err().expect("refused");
+        assert_eq!(err.field(), Some(field), "{id}: {err}");
+        assert_eq!(
+            rig.runtime.count(Call::Reserve),
+            0,
+            "{id}: nothing reserved"
+        );
+        assert_eq!(rig.runtime.mutations(), 0);
+    }
+}
+
+#[tokio::test]
+async fn one_shutdown_closes_the_runtime_when_no_one_else_holds_it() {
+    use std::sync::Arc;
+    use std::sync::atomic::Ordering;
+    let clock = adk_computer_use::clock::ManualClock::new(start());
+    // Two sessions over one runtime, and no other handle: the first
+    // shutdown leaves the runtime to the second, the second closes it.
+    let runtime = FakeRuntime::new(clock.clone());
+    let closed = Arc::clone(&runtime.closed);
+    let first = adk_computer_use::Session::builder(Arc::clone(&runtime), full_authorizer())
+        .build()
+        .unwrap();
+    let second = adk_computer_use::Session::builder(runtime, full_authorizer())
+        .build()
+        .unwrap();
+    let _ = first.shutdown().await;
+    assert_eq!(
+        closed.load(Ordering::SeqCst),
+        0,
+        "the other session still uses it"
+    );
+    let _ = second.shutdown().await;
+    assert_eq!(
+        closed.load(Ordering::SeqCst),
+        1,
+        "the last session closed it"
+    );
+    // A caller that keeps its own handle keeps the runtime open.
+    let runtime = FakeRuntime::new(clock);
+    let session = adk_computer_use::Session::builder(Arc::clone(&runtime), full_authorizer())
+        .build()
+        .unwrap();
+    let _ = session.shutdown().await;
+    assert_eq!(runtime.closed.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test]
+async fn an_empty_principal_is_refused_before_anything_starts() {
+    let command = tokio::process::Command::new("/no/such/server");
+    let err = ComputerUseMcpRuntime::spawn(command, McpRuntimeConfig::new("  "))
+        .await
+        .err()
+        .expect("refused");
+    assert_eq!(err.field(), Some("principalId"), "{err}");
+}
+
+#[cfg(feature = "sim")]
+#[tokio::test]
+async fn the_simulator_runs_in_process_and_refuses_faults_that_would_end_the_process() {
+    use adk_computer_use::sim::{self, Fault, SimConfig};
+    let mut config = SimConfig::for_principal("alice");
+    config.faults.insert(Fault::CrashAfterCommit);
+    let err = sim::spawn(config, McpRuntimeConfig::new("alice"))
+        .await
+        .err()
+        .expect("refused");
+    assert_eq!(err.field(), Some("faults"), "{err}");
+    let runtime = sim::spawn(
+        SimConfig::for_principal("alice"),
+        McpRuntimeConfig::new("alice"),
+    )
+    .await
+    .unwrap();
+    let started = runtime
+        .start_session(Some("in process"), Some("group-1"))
+        .await
+        .unwrap();
+    assert_eq!(started.principal_id, "alice");
+    use adk_computer_use::runtime::ComputerUseRuntime;
+    let context = runtime.session_context().unwrap();
+    assert_eq!(context.session_id, started.session_id);
+    assert_eq!(context.execution_group_id.as_deref(), Some("group-1"));
+    runtime.shutdown().await.unwrap();
+}
+
+#[cfg(feature = "sim")]
+#[test]
+fn the_simulator_binary_explains_itself() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_computer-use-sim"))
+        .arg("--help")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    for needle in ["--principal", "--fault", "lease.sessionId", "sim::spawn"] {
+        assert!(text.contains(needle), "--help mentions {needle}:\n{text}");
+    }
 }

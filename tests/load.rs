@@ -27,7 +27,7 @@ async fn a_thousand_chains_across_32_agents() {
             let mut retries = 0;
             for n in (agent..CHAINS).step_by(AGENTS) {
                 let (done, tries) = run_until_done(&session, &format!("load-{n}"), n as u64).await;
-                assert!(done.verified(), "load-{n}: {}", done.outcome());
+                assert!(done.outcome().is_verified(), "load-{n}: {}", done.outcome());
                 receipts.push(done.receipt_id().to_owned());
                 retries += tries;
             }

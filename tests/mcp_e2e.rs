@@ -25,7 +25,7 @@ fn completed<R: ComputerUseRuntime>(outcome: ChainOutcome<R>) -> Verified {
 async fn allowed(
     session: &adk_computer_use::Session<adk_computer_use::runtime::mcp::ComputerUseMcpRuntime>,
     action: &adk_computer_use::ProposedAction,
-) -> adk_computer_use::Approved<adk_computer_use::runtime::mcp::ComputerUseMcpRuntime> {
+) -> adk_computer_use::protocol::Approved<adk_computer_use::runtime::mcp::ComputerUseMcpRuntime> {
     let previewed = session
         .observe()
         .await
@@ -34,7 +34,7 @@ async fn allowed(
         .await
         .unwrap();
     match previewed.route() {
-        adk_computer_use::Route::Allowed(approved) => approved,
+        adk_computer_use::protocol::Route::Allowed(approved) => approved,
         _ => panic!("expected the action to be allowed"),
     }
 }
@@ -81,7 +81,7 @@ async fn no_postcondition_is_committed_but_unverified() {
             .unwrap(),
     );
     assert_eq!(verified.outcome().status(), "committed_unverified");
-    assert!(verified.performed() && !verified.verified());
+    assert!(verified.performed() && !verified.outcome().is_verified());
     runtime.shutdown().await.unwrap();
 }
 
@@ -110,7 +110,7 @@ async fn the_approval_path_uses_an_approve_action_grant() {
         .complete()
         .await
         .unwrap();
-    assert!(verified.verified());
+    assert!(verified.outcome().is_verified());
     // Without a grant the server refuses: the approval really is checked there too.
     let pending = match session
         .run(write_clipboard("a-4", "unapproved", false))
@@ -457,9 +457,8 @@ async fn injected_crashes_leave_the_outcome_unknown_and_name_the_action() {
 
 #[tokio::test]
 async fn the_journal_of_a_chain_over_mcp_and_the_servers_own_events_evaluate_clean() {
-    use adk_computer_use::eval::{
-        ComputerUseEvaluator, Journal, MemoryJournal, journal_events, verify_journal,
-    };
+    use adk_computer_use::eval::ComputerUseEvaluator;
+    use adk_computer_use::journal::{Journal, MemoryJournal, journal_events, verify_journal};
     use std::sync::Arc;
     let runtime = spawn_sim(&[]).await;
     let sink = Arc::new(MemoryJournal::new());
@@ -469,16 +468,11 @@ async fn the_journal_of_a_chain_over_mcp_and_the_servers_own_events_evaluate_cle
         ["computer:plan", "computer:execute:background"],
     )
     .unwrap();
-    let session = adk_computer_use::Session::builder(
-        Arc::clone(&runtime),
-        runtime.session_id().unwrap(),
-        authorizer,
-        adk_computer_use::protocol::SealingKey::new(vec![4u8; 32]).unwrap(),
-    )
-    .agent_id("agent-j")
-    .journal(Arc::new(Journal::new(sink.clone())))
-    .build()
-    .unwrap();
+    let session = adk_computer_use::Session::builder(Arc::clone(&runtime), authorizer)
+        .agent_id("agent-j")
+        .journal(Arc::new(Journal::new(sink.clone())))
+        .build()
+        .unwrap();
     for (i, with_post) in [true, false].into_iter().enumerate() {
         let _done = completed(
             session
@@ -555,7 +549,8 @@ async fn a_suspended_approval_resumes_over_mcp_once_with_its_sealed_arguments() 
     use adk_computer_use::protocol::{FileCheckpointStore, SealingKey};
     let runtime = spawn_sim(&["--confirm-tool", "write_clipboard"]).await;
     let dir = tempfile::tempdir().unwrap();
-    let store = FileCheckpointStore::new(dir.path()).unwrap();
+    let store =
+        FileCheckpointStore::new(dir.path(), SealingKey::new(vec![4u8; 32]).unwrap()).unwrap();
     let id = {
         let session = session(&runtime, "agent-a");
         let pending = match session
@@ -575,20 +570,13 @@ async fn a_suspended_approval_resumes_over_mcp_once_with_its_sealed_arguments() 
         .approve_action("resume-1", ApprovalScope::ExactAction, None)
         .await
         .unwrap();
-    // A checkpoint sealed under another key is refused before anything runs.
-    let identity = adk_computer_use::VerifiedIdentity::new(PRINCIPAL, "tenant-e2e").unwrap();
-    let authorizer = adk_computer_use::ScopeAuthorizer::new(identity, ["computer:plan"]).unwrap();
-    let foreign = adk_computer_use::Session::builder(
-        std::sync::Arc::clone(&runtime),
-        runtime.session_id().unwrap(),
-        authorizer,
-        SealingKey::new(vec![8u8; 32]).unwrap(),
-    )
-    .build()
-    .unwrap();
+    // The same checkpoint files opened with another key are refused before
+    // anything runs.
+    let foreign =
+        FileCheckpointStore::new(dir.path(), SealingKey::new(vec![8u8; 32]).unwrap()).unwrap();
     assert!(
-        foreign
-            .resume(&store, &id, Approval::from_grant("resume-1", &grant))
+        session(&runtime, "agent-a")
+            .resume(&foreign, &id, Approval::from_grant("resume-1", &grant))
             .is_err()
     );
     let session = session(&runtime, "agent-a");
@@ -598,7 +586,7 @@ async fn a_suspended_approval_resumes_over_mcp_once_with_its_sealed_arguments() 
         .complete()
         .await
         .unwrap();
-    assert!(verified.verified(), "{}", verified.outcome());
+    assert!(verified.outcome().is_verified(), "{}", verified.outcome());
     assert_eq!(sim_support::stats(&runtime).await["totalEffects"], 1);
     // Resumed once, the checkpoint is spent: a second resume is refused
     // before any runtime call.
@@ -717,7 +705,7 @@ async fn finding_10_a_stale_chain_cannot_break_a_live_retry_of_the_same_action()
     }
     assert_eq!(session.release_stats().reservations.reaped, 1);
     let verified = retry.complete().await.unwrap();
-    assert!(verified.verified(), "{}", verified.outcome());
+    assert!(verified.outcome().is_verified(), "{}", verified.outcome());
     assert_eq!(stats(&runtime).await["totalEffects"], 1);
     runtime.shutdown().await.unwrap();
 }
@@ -802,15 +790,13 @@ async fn the_servers_own_check_is_the_evidence_and_a_failed_check_leaves_the_out
 
 #[tokio::test]
 async fn a_second_writer_waits_in_the_servers_queue_and_a_cancelled_wait_leaves_it() {
-    use adk_computer_use::contracts::{DataLabel, ExecutionMode, WindowId};
+    use adk_computer_use::contracts::{DataLabel, ExecutionMode};
     use adk_computer_use::runtime::mcp::{ComputerUseMcpRuntime, McpRuntimeConfig};
-    use adk_computer_use::sim::{CLIPBOARD_APP, CLIPBOARD_WINDOW};
     use std::sync::Arc;
     let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_computer-use-sim"));
     command.arg("--principal").arg(PRINCIPAL);
     // Leases that live five minutes, and a wait of 300 ms for the next one.
     let config = McpRuntimeConfig::new(PRINCIPAL)
-        .target(CLIPBOARD_APP, Some(WindowId::Number(CLIPBOARD_WINDOW)))
         .capability_tool("write_clipboard")
         .lease_wait(300);
     let config = McpRuntimeConfig {
@@ -830,16 +816,10 @@ async fn a_second_writer_waits_in_the_servers_queue_and_a_cancelled_wait_leaves_
         ["computer:plan", "computer:execute:background"],
     )
     .unwrap();
-    let second = adk_computer_use::Session::builder(
-        Arc::clone(&runtime),
-        runtime.session_id().unwrap(),
-        authorizer,
-        adk_computer_use::protocol::SealingKey::new(vec![5u8; 32]).unwrap(),
-    )
-    .agent_id("agent-b")
-    .execution_group_id("group-e2e")
-    .build()
-    .unwrap();
+    let second = adk_computer_use::Session::builder(Arc::clone(&runtime), authorizer)
+        .agent_id("agent-b")
+        .build()
+        .unwrap();
     let untargeted = |id: &str| {
         adk_computer_use::ProposedAction::new(
             "write_clipboard",
@@ -864,7 +844,7 @@ async fn a_second_writer_waits_in_the_servers_queue_and_a_cancelled_wait_leaves_
         "{err}"
     );
     let done = leased.execute().await.unwrap().verify().await.unwrap();
-    assert!(done.verified(), "{}", done.outcome());
+    assert!(done.outcome().is_verified(), "{}", done.outcome());
     // The cancelled wait left the queue: had the server granted it the
     // lease, nobody would release it and this would time out too.
     match second.run(untargeted("queue-c")).await {

@@ -247,12 +247,16 @@ async fn session_run_uses_what_it_observed_and_the_server_accepts_it() {
         adk_computer_use::protocol::Route::Allowed(approved) => approved.complete().await.unwrap(),
         _ => panic!("the simulator allows a public clipboard write"),
     };
-    assert!(done.performed() && done.verified(), "{:?}", done.outcome());
+    assert!(
+        done.performed() && done.outcome().is_verified(),
+        "{:?}",
+        done.outcome()
+    );
     // And Session::run does the same.
     let mut again = write_clipboard("observed-target-1b", "again", true);
     again.target = None;
     assert!(
-        matches!(session.run(again).await.unwrap(), ChainOutcome::Completed(d) if d.verified())
+        matches!(session.run(again).await.unwrap(), ChainOutcome::Completed(d) if d.outcome().is_verified())
     );
     let events = runtime
         .call(
@@ -282,17 +286,11 @@ fn session_for(
         ["computer:plan", "computer:execute:background"],
     )
     .unwrap();
-    adk_computer_use::protocol::Session::builder(
-        std::sync::Arc::clone(runtime),
-        runtime.session_id().unwrap(),
-        authorizer,
-        adk_computer_use::protocol::SealingKey::new(vec![3u8; 32]).unwrap(),
-    )
-    .agent_id("observer")
-    .execution_group_id("group-e2e")
-    .target(app, None)
-    .build()
-    .unwrap()
+    adk_computer_use::protocol::Session::builder(std::sync::Arc::clone(runtime), authorizer)
+        .agent_id("observer")
+        .target(app, None)
+        .build()
+        .unwrap()
 }
 
 async fn previewed_on_server(

@@ -9,9 +9,10 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration as StdDuration;
 
+use adk_computer_use::ComputerUseError;
+use adk_computer_use::clock::ManualClock;
 use adk_computer_use::contracts::*;
 use adk_computer_use::protocol::*;
-use adk_computer_use::{ComputerUseError, ManualClock};
 use common::*;
 use serde_json::json;
 
@@ -64,7 +65,7 @@ async fn leased(rig: &Rig, id: &str) -> Leased<FakeRuntime> {
 
 /// A session over `runtime` whose releases give up after 50 ms.
 fn impatient_session(runtime: &Arc<FakeRuntime>, clock: ManualClock) -> Session<FakeRuntime> {
-    Session::builder(Arc::clone(runtime), SESSION, full_authorizer(), key())
+    Session::builder(Arc::clone(runtime), full_authorizer())
         .clock(Arc::new(clock))
         .agent_id("executor")
         .release_timeout(StdDuration::from_millis(50))
@@ -100,7 +101,7 @@ async fn finding_01_a_plan_only_session_cannot_mutate() {
 #[tokio::test]
 async fn finding_02_a_checkpoint_resumes_once_in_memory() {
     let rig = rig();
-    let store = MemoryCheckpointStore::new();
+    let store = MemoryCheckpointStore::new(key());
     let pending = pending(&rig, "d-2").await;
     let approval = held_approval(&pending);
     let id = pending.suspend(&store).unwrap();
@@ -126,7 +127,7 @@ async fn finding_02_racing_resumes_of_one_checkpoint_file_yield_one_approved_sta
     let pending = pending(&rig, "d-3").await;
     let approval = held_approval(&pending);
     let id = pending
-        .suspend(&FileCheckpointStore::new(dir.path()).unwrap())
+        .suspend(&FileCheckpointStore::new(dir.path(), key()).unwrap())
         .unwrap();
     // Each contender opens the directory on its own, as separate processes
     // would; they race on the same file.
@@ -137,7 +138,7 @@ async fn finding_02_racing_resumes_of_one_checkpoint_file_yield_one_approved_sta
             let handles: Vec<_> = (0..CONTENDERS)
                 .map(|_| {
                     scope.spawn(|| {
-                        let store = FileCheckpointStore::new(dir.path()).unwrap();
+                        let store = FileCheckpointStore::new(dir.path(), key()).unwrap();
                         barrier.wait();
                         rig.session.resume(&store, &id, approval.clone())
                     })
@@ -164,7 +165,7 @@ async fn finding_02_racing_resumes_of_one_checkpoint_file_yield_one_approved_sta
 #[tokio::test]
 async fn finding_02_a_refused_resume_does_not_spend_the_checkpoint() {
     let rig = rig();
-    let store = MemoryCheckpointStore::new();
+    let store = MemoryCheckpointStore::new(key());
     let pending = pending(&rig, "d-4").await;
     let good = held_approval(&pending);
     let id = pending.suspend(&store).unwrap();
@@ -309,7 +310,7 @@ async fn finding_05_a_runtime_cannot_verify_a_failed_receipt() {
         r.status = ReceiptStatus::Failed;
     }));
     let verified = completed(rig.session.run(action("d-9")).await.unwrap());
-    assert!(!verified.verified());
+    assert!(!verified.outcome().is_verified());
     assert_eq!(verified.outcome().status(), "verification_failed");
     assert!(!verified.performed());
 }
@@ -369,10 +370,10 @@ async fn finding_06_another_agents_lease_is_refused_even_when_the_envelope_names
 #[tokio::test]
 async fn finding_06_another_groups_reservation_is_refused_even_when_the_envelope_names_no_group() {
     let rig = rig();
-    let session = Session::builder(Arc::clone(&rig.runtime), SESSION, full_authorizer(), key())
+    rig.runtime.act_in(SESSION, Some("group-a"));
+    let session = Session::builder(Arc::clone(&rig.runtime), full_authorizer())
         .clock(Arc::new(rig.clock.clone()))
         .agent_id("executor")
-        .execution_group_id("group-a")
         .build()
         .unwrap();
     rig.runtime.script().envelope = Some(Arc::new(|e: &mut ActionEnvelope| {
@@ -500,7 +501,7 @@ fn finding_09_a_reservation_dropped_after_the_reaper_stopped_is_counted_lost_onc
         .build()
         .unwrap();
     let (session, reserved) = tokio.block_on(async {
-        let session = Session::builder(Arc::clone(&runtime), SESSION, full_authorizer(), key())
+        let session = Session::builder(Arc::clone(&runtime), full_authorizer())
             .clock(Arc::new(clock))
             .agent_id("executor")
             .build()
@@ -616,7 +617,7 @@ async fn retained_state_travels_with_the_stage_and_through_a_checkpoint() {
     let rig = rig();
     rig.runtime.script().retained = Some(json!({ "exact": "arguments" }));
     let _verified = completed(rig.session.run(action("d-26")).await.unwrap());
-    let store = MemoryCheckpointStore::new();
+    let store = MemoryCheckpointStore::new(key());
     let pending = pending(&rig, "d-27").await;
     let approval = held_approval(&pending);
     let id = pending.suspend(&store).unwrap();
@@ -745,13 +746,13 @@ async fn an_explicit_release_that_panics_hands_the_resource_to_the_reaper() {
 #[tokio::test]
 async fn a_checkpoint_copied_into_another_store_is_not_resumed_twice_by_one_session() {
     let rig = rig();
-    let store = MemoryCheckpointStore::new();
+    let store = MemoryCheckpointStore::new(key());
     let pending = pending(&rig, "h-5").await;
     let approval = held_approval(&pending);
     let id = pending.suspend(&store).unwrap();
     let record = store.load(&id).unwrap();
     let _first = rig.session.resume(&store, &id, approval.clone()).unwrap();
-    let copy = MemoryCheckpointStore::new();
+    let copy = MemoryCheckpointStore::new(key());
     copy.create(&id, &record[0]).unwrap();
     let err = rig.session.resume(&copy, &id, approval).err().unwrap();
     assert!(err.to_string().contains("already resumed"), "{err}");
@@ -859,8 +860,7 @@ fn a_session_on_a_runtime_without_timers_is_refused_when_built() {
     let tokio = tokio::runtime::Builder::new_current_thread()
         .build()
         .unwrap();
-    let built = tokio
-        .block_on(async { Session::builder(runtime, SESSION, full_authorizer(), key()).build() });
+    let built = tokio.block_on(async { Session::builder(runtime, full_authorizer()).build() });
     match built {
         Err(ComputerUseError::InvalidRequest { field, message }) => {
             assert_eq!(field, "runtime");
@@ -1068,7 +1068,7 @@ fn racing_creates_of_one_checkpoint_file_leave_exactly_one() {
                     let barrier = &barrier;
                     let id = &id;
                     scope.spawn(move || {
-                        let store = FileCheckpointStore::new(round_dir).unwrap();
+                        let store = FileCheckpointStore::new(round_dir, key()).unwrap();
                         barrier.wait();
                         store.create(id, &format!("record {n}"))
                     })
@@ -1078,7 +1078,7 @@ fn racing_creates_of_one_checkpoint_file_leave_exactly_one() {
         });
         let won = results.iter().filter(|r| r.is_ok()).count();
         assert_eq!(won, 1, "round {round}: {results:?}");
-        let store = FileCheckpointStore::new(&round_dir).unwrap();
+        let store = FileCheckpointStore::new(&round_dir, key()).unwrap();
         assert_eq!(store.load(&id).unwrap().len(), 1);
     }
 }

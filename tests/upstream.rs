@@ -12,7 +12,7 @@ use std::sync::Arc;
 use adk_computer_use::auth::{ScopeAuthorizer, VerifiedIdentity};
 use adk_computer_use::contracts::*;
 use adk_computer_use::digest::{sha256_hex, sha256_prefixed};
-use adk_computer_use::protocol::{ChainOutcome, SealingKey, Session};
+use adk_computer_use::protocol::{ChainOutcome, Session};
 use adk_computer_use::runtime::ProposedAction;
 use adk_computer_use::runtime::mcp::{ComputerUseMcpRuntime, McpRuntimeConfig};
 use adk_computer_use::{ComputerUseError, VerificationOutcome};
@@ -48,7 +48,6 @@ async fn spawn(parts: &[String], config: McpRuntimeConfig) -> Arc<ComputerUseMcp
 /// a lease left active shows as a timed-out wait, not as a slow run.
 fn long_leases(wait_ms: u64) -> McpRuntimeConfig {
     let config = McpRuntimeConfig::new(PRINCIPAL)
-        .target(FAKE_APP, Some(WindowId::Number(FAKE_WINDOW)))
         .capability_tool("write_clipboard")
         .lease_wait(wait_ms);
     McpRuntimeConfig {
@@ -61,16 +60,11 @@ fn session(runtime: &Arc<ComputerUseMcpRuntime>) -> Session<ComputerUseMcpRuntim
     let identity = VerifiedIdentity::new(PRINCIPAL, "tenant-upstream").unwrap();
     let authorizer =
         ScopeAuthorizer::new(identity, ["computer:plan", "computer:execute:background"]).unwrap();
-    Session::builder(
-        Arc::clone(runtime),
-        runtime.session_id().unwrap(),
-        authorizer,
-        SealingKey::new(vec![1u8; 32]).unwrap(),
-    )
-    .agent_id("conformance")
-    .target(FAKE_APP, Some(WindowId::Number(FAKE_WINDOW)))
-    .build()
-    .unwrap()
+    Session::builder(Arc::clone(runtime), authorizer)
+        .agent_id("conformance")
+        .target(FAKE_APP, Some(WindowId::Number(FAKE_WINDOW)))
+        .build()
+        .unwrap()
 }
 
 // Upstream's `DeterministicFakeDesktop` shows one window, and its shadow
@@ -209,7 +203,7 @@ async fn a_second_writer_waits_a_bounded_time_and_its_cancelled_request_leaves_t
         .preview(&write_clipboard("queue-a", "a"))
         .await
         .unwrap();
-    let adk_computer_use::Route::Allowed(approved) = previewed.route() else {
+    let adk_computer_use::protocol::Route::Allowed(approved) = previewed.route() else {
         panic!("expected the first action to be allowed");
     };
     let leased = approved.reserve().await.unwrap().lease().await.unwrap();

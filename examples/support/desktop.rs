@@ -12,12 +12,14 @@ use std::sync::Mutex;
 use adk_computer_use::ComputerUseError;
 use adk_computer_use::clock::format_rfc3339;
 use adk_computer_use::contracts::*;
-use adk_computer_use::digest::{canonical_json, sha256_hex};
 use adk_computer_use::runtime::*;
+use adk_computer_use::test_util;
 use serde_json::json;
 use time::{Duration, OffsetDateTime};
 
 pub const PRINCIPAL: &str = "principal-demo";
+/// The runtime session the in-process desktop acts in.
+pub const SESSION: &str = "session-demo";
 pub const APP: &str = "org.example.Clipboard";
 
 /// Target evidence for the clipboard window, as an observation would give it.
@@ -124,6 +126,14 @@ impl InProcessDesktop {
 }
 
 impl ComputerUseRuntime for InProcessDesktop {
+    fn session_context(&self) -> Option<SessionContext> {
+        Some(SessionContext {
+            session_id: SESSION.into(),
+            principal_id: PRINCIPAL.into(),
+            execution_group_id: None,
+        })
+    }
+
     async fn discover_capabilities(
         &self,
         _: &ObservationScope,
@@ -167,71 +177,31 @@ impl ComputerUseRuntime for InProcessDesktop {
         request: &ActionRequest<'_>,
     ) -> Result<PreviewAnswer, ComputerUseError> {
         let action = &request.action;
-        let digest = sha256_hex(canonical_json(&json!({
-            "tool": action.tool, "arguments": action.arguments, "mode": action.mode,
-        })));
-        let action_id = match &action.action_id {
-            Some(id) => id.clone(),
-            None => format!("action-{}", &digest[..12]),
-        };
-        let proposed = now();
-        let validity =
-            Duration::milliseconds(action.expires_in_ms.unwrap_or(300_000).min(300_000) as i64);
         let needs_approval = self.approval_tools.contains(&action.tool);
+        // Builders of a well-behaved answer: bound to the request, valid for
+        // the time it asked (five minutes at most).
+        let envelope = test_util::envelope_for(request, PRINCIPAL, now(), Duration::minutes(5))?;
         // Like a real runtime, keep the previewed arguments: the envelope
         // carries only their digest.
         self.state()
             .previewed
-            .insert(action_id.clone(), action.arguments.clone());
+            .insert(envelope.action_id.clone(), action.arguments.clone());
         self.save()?;
-        Ok(PreviewAnswer::from(ActionPreview {
-            envelope: Box::new(ActionEnvelope {
-                action_id,
-                session_id: request.session_id.to_owned(),
-                execution_group_id: request.execution_group_id.map(str::to_owned),
-                principal_id: PRINCIPAL.into(),
-                agent_id: request.agent_id.map(str::to_owned),
-                tool: action.tool.clone(),
-                operation: action.tool.clone(),
-                action_class: ActionClass::EditReversible,
-                requested_mode: action.mode,
-                target: action.target.clone(),
-                resource: None,
-                provenance: action.provenance.clone(),
-                target_sensitivity: None,
-                data_labels: action.data_labels.clone(),
-                postcondition: action.postcondition.clone(),
-                reversible: true,
-                external_side_effect: false,
-                proposed_at: stamp(proposed)?.into(),
-                expires_at: stamp(proposed + validity)?.into(),
-                args_digest: digest,
-                attempt: None,
-                certification_id: None,
-            }),
-            capability: self
-                .discover_capabilities(&ObservationScope::default())
-                .await?
-                .remove(0),
-            policy: PolicyDecision {
-                decision: if needs_approval {
-                    PolicyVerdict::Confirm
-                } else {
-                    PolicyVerdict::Allow
-                },
-                policy_digest: "demo-policy-v1".into(),
-                reasons: vec![
-                    if needs_approval {
-                        "the tool needs a person's approval"
-                    } else {
-                        "public text to the clipboard"
-                    }
-                    .into(),
-                ],
-            },
-            executable: !needs_approval,
-            blocker: needs_approval.then(|| blockers::APPROVAL_REQUIRED.to_owned()),
-        }))
+        let route = if needs_approval {
+            test_util::PreviewRoute::NeedsApproval
+        } else {
+            test_util::PreviewRoute::Allowed
+        };
+        let mut preview = test_util::preview_for(envelope, route, "demo-policy-v1");
+        preview.policy.reasons = vec![
+            if needs_approval {
+                "the tool needs a person's approval"
+            } else {
+                "public text to the clipboard"
+            }
+            .into(),
+        ];
+        Ok(PreviewAnswer::from(preview))
     }
 
     async fn reserve_target(
@@ -241,27 +211,13 @@ impl ComputerUseRuntime for InProcessDesktop {
         let envelope = proof.envelope();
         let id = self.next_id("reservation");
         self.state().reservations.insert(id.clone());
-        let at = now();
-        Ok(Some(TargetReservation {
-            reservation_id: id,
-            revision: 1,
-            intent_id: envelope.action_id.clone(),
-            session_id: envelope.session_id.clone(),
-            principal_id: envelope.principal_id.clone(),
-            execution_group_id: envelope.execution_group_id.clone(),
-            agent_id: envelope.agent_id.clone(),
-            scope: ReservationScope {
-                app_id: envelope
-                    .target
-                    .as_ref()
-                    .map_or_else(|| APP.to_owned(), |t| t.app_id.clone()),
-                window_id: envelope.target.as_ref().and_then(|t| t.window_id.clone()),
-            },
-            state: ReservationState::Active,
-            acquired_at: stamp(at)?,
-            expires_at: stamp(at + Duration::seconds(30))?.into(),
-            terminal_reason: None,
-        }))
+        Ok(Some(test_util::reservation_for(
+            envelope,
+            id,
+            APP,
+            now(),
+            Duration::seconds(30),
+        )?))
     }
 
     async fn release_target(&self, proof: &ReleaseProof<'_>) -> Result<(), ComputerUseError> {
@@ -281,23 +237,13 @@ impl ComputerUseRuntime for InProcessDesktop {
         proof: &LeaseProof<'_>,
     ) -> Result<ControlLease, ComputerUseError> {
         let envelope = proof.envelope();
-        let at = now();
-        Ok(ControlLease {
-            lease_id: self.next_id("lease"),
-            revision: 1,
-            session_id: envelope.session_id.clone(),
-            principal_id: envelope.principal_id.clone(),
-            agent_id: envelope.agent_id.clone(),
-            kind: LeaseKind::Cooperative,
-            execution_mode: envelope.requested_mode,
-            state: LeaseState::Active,
-            acquired_at: stamp(at)?,
-            expires_at: stamp(at + Duration::seconds(30))?.into(),
-            action_budget: 1,
-            actions_used: 0,
-            boundaries: LeaseBoundaries::default(),
-            terminal_reason: None,
-        })
+        test_util::lease_for(
+            envelope,
+            self.next_id("lease"),
+            &[],
+            now(),
+            Duration::seconds(30),
+        )
     }
 
     async fn execute_action(
@@ -308,19 +254,12 @@ impl ComputerUseRuntime for InProcessDesktop {
         if let Some(replayed) = self.state().receipts.get(&envelope.action_id) {
             return Ok(replayed.clone());
         }
-        let at = stamp(now())?;
-        let receipt = ExecutionReceipt {
-            receipt_id: self.next_id("receipt"),
-            session_id: envelope.session_id.clone(),
-            action_id: envelope.action_id.clone(),
-            action_digest: envelope.args_digest.clone(),
-            attempt: 1,
-            status: ReceiptStatus::Committed,
-            created_at: at.clone(),
-            updated_at: at,
-            result: Some(json!({ "structuredContent": { "written": true } })),
-            error: None,
-        };
+        let receipt = test_util::receipt_for(
+            envelope,
+            self.next_id("receipt"),
+            now(),
+            Some(json!({ "structuredContent": { "written": true } })),
+        )?;
         let mut state = self.state();
         let text = state
             .previewed

@@ -10,7 +10,8 @@
 
 use std::process::ExitCode;
 
-use adk_computer_use::eval::{ComputerUseEvaluator, journal_events, read_journal, verify_journal};
+use adk_computer_use::eval::ComputerUseEvaluator;
+use adk_computer_use::journal::{journal_events, read_journal, verify_journal};
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();

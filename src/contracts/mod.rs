@@ -3,7 +3,7 @@
 //! Answers from the server are camelCase JSON; these types decode them and
 //! write them back to equal JSON. Decoding proves shape, not provenance: a
 //! well-formed lease of another session decodes fine, which is why
-//! [`crate::runtime::binding`] exists. Where a published schema states an
+//! [`crate::binding`] exists. Where a published schema states an
 //! invariant (approval grants, target sensitivity, postconditions), the type
 //! holds it on decoding *and* on construction: the validated type is built
 //! only through `TryFrom` its plain `*Fields` form, and serde goes the same way.

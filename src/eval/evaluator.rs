@@ -20,18 +20,7 @@ use serde_json::Value;
 
 use crate::contracts::SessionEvent;
 
-/// Event types the evaluator reads.
-pub mod event_types {
-    /// The server (or the chain) previewed the action; a server's payload
-    /// says its `mode`, `actionClass` and `verificationRequired`.
-    pub const PREVIEWED: &str = "action.previewed";
-    /// The single mutation is about to run; the payload carries `leaseId`.
-    pub const STARTED: &str = "action.started";
-    /// The runtime committed the mutation; the payload carries `receiptId`.
-    pub const COMMITTED: &str = "action.committed";
-    /// Verification ran; the payload carries its outcome.
-    pub const VERIFIED: &str = "action.verified";
-}
+use crate::journal::events as event_types;
 
 /// The kinds of violation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -10,8 +10,8 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::ComputerUseError;
+use crate::binding::bind;
 use crate::contracts::{ActionPreview, ApprovalGrant};
-use crate::runtime::binding::bind;
 
 use super::route::Way;
 

@@ -11,7 +11,7 @@ use serde_json::json;
 
 use crate::ComputerUseError;
 use crate::contracts::ActionPreview;
-use crate::eval::journal_types;
+use crate::journal::events;
 use crate::runtime::{ComputerUseRuntime, ReserveProof};
 
 /// An action with authority to run, not yet holding its target.
@@ -65,7 +65,7 @@ impl<R: ComputerUseRuntime> Approved<R> {
                 return Err(err);
             }
         };
-        let mut guard = ActionGuard::new(Arc::clone(&self.core));
+        let mut guard = ActionGuard::new(Arc::clone(&self.core.release));
         if let Some(reservation) = answer {
             guard.hold_reservation(reservation);
         }
@@ -87,7 +87,7 @@ impl<R: ComputerUseRuntime> Approved<R> {
                 let payload = || json!({ "reservationId": id });
                 self.core
                     .recorder
-                    .record(&envelope.action_id, journal_types::RESERVED, payload)?;
+                    .record(&envelope.action_id, events::RESERVED, payload)?;
                 Ok(bound)
             });
         match bound {

@@ -35,14 +35,14 @@
 //!
 //! ```compile_fail,E0599
 //! // The session does not hand out its runtime.
-//! fn reach<R: adk_computer_use::ComputerUseRuntime>(session: &adk_computer_use::Session<R>) {
+//! fn reach<R: adk_computer_use::runtime::ComputerUseRuntime>(session: &adk_computer_use::Session<R>) {
 //!     let _ = session.runtime();
 //! }
 //! ```
 //!
 //! ```compile_fail,E0308
 //! // An envelope is not a proof.
-//! async fn mutate<R: adk_computer_use::ComputerUseRuntime>(
+//! async fn mutate<R: adk_computer_use::runtime::ComputerUseRuntime>(
 //!     runtime: &R,
 //!     envelope: &adk_computer_use::contracts::ActionEnvelope,
 //! ) {
@@ -63,7 +63,7 @@
 //!
 //! ```compile_fail,E0382
 //! use adk_computer_use::protocol::{Approval, CheckpointStore, PendingApproval};
-//! fn both<R: adk_computer_use::ComputerUseRuntime>(
+//! fn both<R: adk_computer_use::runtime::ComputerUseRuntime>(
 //!     pending: PendingApproval<R>,
 //!     store: &dyn CheckpointStore,
 //!     approval: Approval,
@@ -125,7 +125,7 @@
 //!
 //! [`super::Authority`] re-checks the route and the approval inside
 //! `execute`; a receipt whose `actionDigest` differs is refused by
-//! [`crate::runtime::binding::validate_receipt`]. [`super::ApprovalSource`]
+//! [`crate::binding::validate_receipt`]. [`super::ApprovalSource`]
 //! is an enum (a grant id *or* the runtime holding the approval), and the
 //! JSON form is parsed strictly (`tests/chain.rs`:
 //! `ambiguous_authority_is_rejected`, `changed_digests_are_rejected_*`).

@@ -128,6 +128,10 @@ impl FromStr for CheckpointId {
 /// checkpoint is single-use: `consume` retires it atomically, and a
 /// consumed id can be neither loaded nor created again.
 pub trait CheckpointStore: Send + Sync {
+    /// The key this store's checkpoints are sealed and opened with. A store
+    /// holds it so that a session that never suspends needs none.
+    fn sealing_key(&self) -> &SealingKey;
+
     /// Stores the first record for `id`; refuses if `id` holds one already
     /// or was consumed.
     fn create(&self, id: &CheckpointId, record: &str) -> Result<(), ComputerUseError>;
@@ -163,20 +167,29 @@ fn missing(id: &CheckpointId) -> ComputerUseError {
 }
 
 /// Checkpoints kept in memory (for tests and short-lived hosts).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct MemoryCheckpointStore {
+    key: SealingKey,
     records: Mutex<HashMap<CheckpointId, Vec<String>>>,
     consumed: Mutex<std::collections::HashSet<CheckpointId>>,
 }
 
 impl MemoryCheckpointStore {
-    /// An empty store.
-    pub fn new() -> Self {
-        Self::default()
+    /// An empty store whose checkpoints are sealed with `key`.
+    pub fn new(key: SealingKey) -> Self {
+        Self {
+            key,
+            records: Mutex::default(),
+            consumed: Mutex::default(),
+        }
     }
 }
 
 impl CheckpointStore for MemoryCheckpointStore {
+    fn sealing_key(&self) -> &SealingKey {
+        &self.key
+    }
+
     fn create(&self, id: &CheckpointId, record: &str) -> Result<(), ComputerUseError> {
         let mut records = self.records.lock().unwrap_or_else(|p| p.into_inner());
         let consumed = self.consumed.lock().unwrap_or_else(|p| p.into_inner());
@@ -221,15 +234,17 @@ impl CheckpointStore for MemoryCheckpointStore {
 #[derive(Debug, Clone)]
 pub struct FileCheckpointStore {
     dir: PathBuf,
+    key: SealingKey,
 }
 
 impl FileCheckpointStore {
-    /// A store in `dir`, created if missing.
-    pub fn new(dir: impl Into<PathBuf>) -> Result<Self, ComputerUseError> {
+    /// A store in `dir` (created if missing) whose checkpoints are sealed
+    /// with `key`.
+    pub fn new(dir: impl Into<PathBuf>, key: SealingKey) -> Result<Self, ComputerUseError> {
         let dir = dir.into();
         std::fs::create_dir_all(&dir)
             .map_err(|err| io_error(&dir, "create the checkpoint directory", err))?;
-        Ok(Self { dir })
+        Ok(Self { dir, key })
     }
 
     /// The file that holds `id`.
@@ -252,6 +267,10 @@ fn io_error(path: &Path, doing: &str, err: std::io::Error) -> ComputerUseError {
 }
 
 impl CheckpointStore for FileCheckpointStore {
+    fn sealing_key(&self) -> &SealingKey {
+        &self.key
+    }
+
     fn create(&self, id: &CheckpointId, record: &str) -> Result<(), ComputerUseError> {
         let target = self.path_of(id);
         if target.exists() || self.consumed_path_of(id).exists() {

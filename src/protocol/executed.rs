@@ -10,7 +10,7 @@ use serde_json::json;
 
 use crate::ComputerUseError;
 use crate::contracts::{ControlLease, ExecutionReceipt};
-use crate::eval::journal_types;
+use crate::journal::events;
 use crate::runtime::{ComputerUseRuntime, VerificationOutcome, evaluate_with};
 
 /// A mutation with a bound receipt, not yet verified.
@@ -70,7 +70,7 @@ impl<R: ComputerUseRuntime> Executed<R> {
         };
         self.core
             .recorder
-            .note(&envelope.action_id, journal_types::VERIFIED, || {
+            .note(&envelope.action_id, events::VERIFIED, || {
                 json!({
                     "status": outcome.status(),
                     "verified": outcome.is_verified(),

@@ -31,7 +31,6 @@ use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 
 use super::recorder::Recorder;
-use super::session::{Core, release_note};
 use crate::ComputerUseError;
 use crate::contracts::{ControlLease, TargetReservation};
 use crate::runtime::{ComputerUseRuntime, LeaseReleaseProof, ReleaseProof};
@@ -451,12 +450,49 @@ impl From<Arc<ControlLease>> for Held {
     }
 }
 
+/// What a guard needs of its session, and nothing more: the releaser (the
+/// runtime, the ledger, the counters, the recorder) and the reaper's inbox.
+/// A guard never sees the session's identity, scope or stages.
+pub(crate) struct ReleaseHandle<R: ComputerUseRuntime> {
+    pub(crate) releaser: Arc<Releaser<R>>,
+    pub(crate) reaper: mpsc::UnboundedSender<ReaperMessage>,
+}
+
+/// Logs one release (explicit, by the reaper, or at shutdown) and journals
+/// it under its action when it is a reservation's (a lease names no action).
+pub(crate) fn release_note(
+    recorder: &Recorder,
+    held: &Held,
+    how: &str,
+    error: Option<&ComputerUseError>,
+) {
+    let resource = held.resource_id();
+    match error {
+        None => tracing::debug!(resource, how, "released"),
+        Some(err) => tracing::warn!(resource, how, error = %err, "release failed"),
+    }
+    if let Held::Reservation(reservation) = held {
+        recorder.note(
+            &reservation.intent_id,
+            crate::journal::events::RELEASED,
+            || {
+                serde_json::json!({
+                    "reservationId": reservation.reservation_id,
+                    "how": how,
+                    "ok": error.is_none(),
+                    "errorClass": error.map(ComputerUseError::class),
+                })
+            },
+        );
+    }
+}
+
 /// A release in flight on the explicit path: its ledger entry is busy, so
 /// `shutdown` cannot release it a second time; if the release future is
 /// dropped or unwinds before the answer, `Drop` hands the resource to the
 /// reaper.
 struct InFlight<'a, R: ComputerUseRuntime> {
-    core: &'a Core<R>,
+    handle: &'a ReleaseHandle<R>,
     id: Option<LedgerId>,
 }
 
@@ -464,7 +500,7 @@ impl<R: ComputerUseRuntime> InFlight<'_, R> {
     /// The call answered: the resource leaves the ledger.
     fn finish(mut self) {
         if let Some(id) = self.id.take() {
-            self.core.releaser.ledger.take(id);
+            self.handle.releaser.ledger.take(id);
         }
     }
 }
@@ -472,9 +508,9 @@ impl<R: ComputerUseRuntime> InFlight<'_, R> {
 impl<R: ComputerUseRuntime> Drop for InFlight<'_, R> {
     fn drop(&mut self) {
         if let Some(id) = self.id.take()
-            && let Some(held) = self.core.releaser.ledger.take(id)
+            && let Some(held) = self.handle.releaser.ledger.take(id)
         {
-            queue(self.core, held);
+            queue(self.handle, held);
         }
     }
 }
@@ -495,9 +531,12 @@ async fn bounded<F: Future>(
 
 /// Hands `held` to the reaper; when the reaper has stopped, counts it lost.
 /// True when it was handed over.
-fn send<R: ComputerUseRuntime>(core: &Core<R>, held: Held, how: Reap) -> bool {
-    let counters = core.releaser.counters.of(held.kind());
-    let sent = core.reaper.send(ReaperMessage::Release(held, how)).is_ok();
+fn send<R: ComputerUseRuntime>(handle: &ReleaseHandle<R>, held: Held, how: Reap) -> bool {
+    let counters = handle.releaser.counters.of(held.kind());
+    let sent = handle
+        .reaper
+        .send(ReaperMessage::Release(held, how))
+        .is_ok();
     if !sent {
         bump(&counters.lost);
     }
@@ -505,9 +544,9 @@ fn send<R: ComputerUseRuntime>(core: &Core<R>, held: Held, how: Reap) -> bool {
 }
 
 /// Hands a dropped guard's resource to the reaper, counting it queued.
-fn queue<R: ComputerUseRuntime>(core: &Core<R>, held: Held) {
-    let counters = core.releaser.counters.of(held.kind());
-    if send(core, held, Reap::Dropped) {
+fn queue<R: ComputerUseRuntime>(handle: &ReleaseHandle<R>, held: Held) {
+    let counters = handle.releaser.counters.of(held.kind());
+    if send(handle, held, Reap::Dropped) {
         bump(&counters.queued);
     }
 }
@@ -516,14 +555,14 @@ fn queue<R: ComputerUseRuntime>(core: &Core<R>, held: Held) {
 /// resource whose call is in flight is left to that call. Sending does not
 /// await, so a shutdown cancelled after this leaves nothing behind: the
 /// reaper runs on. Returns how many were handed over.
-pub(crate) fn reclaim<R: ComputerUseRuntime>(core: &Core<R>) -> u64 {
+pub(crate) fn reclaim<R: ComputerUseRuntime>(handle: &ReleaseHandle<R>) -> u64 {
     let mut sent = 0;
-    while let Some(held) = core.releaser.ledger.take_idle() {
+    while let Some(held) = handle.releaser.ledger.take_idle() {
         tracing::warn!(
             resource = held.resource_id(),
             "reclaiming a resource still held by a stage"
         );
-        if send(core, held, Reap::Reclaimed) {
+        if send(handle, held, Reap::Reclaimed) {
             sent += 1;
         }
     }
@@ -533,16 +572,16 @@ pub(crate) fn reclaim<R: ComputerUseRuntime>(core: &Core<R>) -> u64 {
 /// Holds what an action has on the server until it is given back.
 #[must_use = "dropping an action guard queues its releases on the session's reaper instead of awaiting them"]
 pub(crate) struct ActionGuard<R: ComputerUseRuntime> {
-    core: Arc<Core<R>>,
+    handle: Arc<ReleaseHandle<R>>,
     reservation: Option<Slot<TargetReservation>>,
     lease: Option<Slot<ControlLease>>,
 }
 
 impl<R: ComputerUseRuntime> ActionGuard<R> {
     /// A guard holding nothing yet.
-    pub(crate) fn new(core: Arc<Core<R>>) -> Self {
+    pub(crate) fn new(handle: Arc<ReleaseHandle<R>>) -> Self {
         Self {
-            core,
+            handle,
             reservation: None,
             lease: None,
         }
@@ -553,7 +592,7 @@ impl<R: ComputerUseRuntime> ActionGuard<R> {
     pub(crate) fn hold_reservation(&mut self, reservation: TargetReservation) {
         let value = Arc::new(reservation);
         let id = self
-            .core
+            .handle
             .releaser
             .ledger
             .register(Held::Reservation(Arc::clone(&value)));
@@ -565,7 +604,7 @@ impl<R: ComputerUseRuntime> ActionGuard<R> {
     pub(crate) fn hold_lease(&mut self, lease: ControlLease) -> Arc<ControlLease> {
         let value = Arc::new(lease);
         let id = self
-            .core
+            .handle
             .releaser
             .ledger
             .register(Held::Lease(Arc::clone(&value)));
@@ -588,7 +627,7 @@ impl<R: ComputerUseRuntime> ActionGuard<R> {
             self.reservation.as_ref().map(|slot| slot.id),
             self.lease.as_ref().map(|slot| slot.id),
         ];
-        self.core
+        self.handle
             .releaser
             .ledger
             .set_busy_all(ids.into_iter().flatten(), busy);
@@ -600,37 +639,40 @@ impl<R: ComputerUseRuntime> ActionGuard<R> {
     /// outstanding); a resource shutdown already reclaimed is not released
     /// twice. A release future dropped or unwinding before the answer hands
     /// the resource to the reaper.
-    async fn release_one<T>(core: &Core<R>, slot: &Slot<T>) -> Result<(), ComputerUseError>
+    async fn release_one<T>(
+        handle: &ReleaseHandle<R>,
+        slot: &Slot<T>,
+    ) -> Result<(), ComputerUseError>
     where
         Arc<T>: Into<Held>,
     {
-        if !core.releaser.ledger.set_busy(slot.id, true) {
+        if !handle.releaser.ledger.set_busy(slot.id, true) {
             return Ok(());
         }
         let in_flight = InFlight {
-            core,
+            handle,
             id: Some(slot.id),
         };
         let held: Held = slot.held();
         let answer = bounded(
-            core.releaser.timeout,
-            give_back(&*core.releaser.runtime, &held),
+            handle.releaser.timeout,
+            give_back(&*handle.releaser.runtime, &held),
         )
         .await;
         in_flight.finish();
         let result = answer.unwrap_or_else(|_| {
             Err(ComputerUseError::Transport {
                 operation: release_operation(&held).into(),
-                message: format!("no answer within {:?}", core.releaser.timeout),
+                message: format!("no answer within {:?}", handle.releaser.timeout),
             })
         });
-        let counters = core.releaser.counters.of(held.kind());
+        let counters = handle.releaser.counters.of(held.kind());
         match &result {
             Ok(()) => bump(&counters.explicit_released),
             Err(_) => bump(&counters.explicit_failed),
         }
         release_note(
-            &core.releaser.recorder,
+            &handle.releaser.recorder,
             &held,
             "explicit",
             result.as_ref().err(),
@@ -641,13 +683,13 @@ impl<R: ComputerUseRuntime> ActionGuard<R> {
     /// Gives back the lease, then the reservation, and reports how that went.
     /// Both are attempted; when both fail, the lease's failure comes first.
     pub(crate) async fn release(mut self) -> Result<(), ComputerUseError> {
-        let core = Arc::clone(&self.core);
+        let handle = Arc::clone(&self.handle);
         let lease = match self.lease.take() {
-            Some(slot) => Self::release_one(&core, &slot).await,
+            Some(slot) => Self::release_one(&handle, &slot).await,
             None => Ok(()),
         };
         let reservation = match self.reservation.take() {
-            Some(slot) => Self::release_one(&core, &slot).await,
+            Some(slot) => Self::release_one(&handle, &slot).await,
             None => Ok(()),
         };
         match (lease, reservation) {
@@ -668,7 +710,7 @@ impl<R: ComputerUseRuntime> ActionGuard<R> {
         primary: ComputerUseError,
     ) -> Pin<Box<dyn Future<Output = ComputerUseError> + Send + '_>> {
         Box::pin(async move {
-            self.core.recorder.refusal(action_id, &primary);
+            self.handle.releaser.recorder.refusal(action_id, &primary);
             let cleanup = self.release().await;
             ComputerUseError::with_cleanup(primary, cleanup)
         })
@@ -679,14 +721,14 @@ impl<R: ComputerUseRuntime> Drop for ActionGuard<R> {
     fn drop(&mut self) {
         // Lease first, as the explicit path does.
         if let Some(slot) = self.lease.take()
-            && let Some(held) = self.core.releaser.ledger.take(slot.id)
+            && let Some(held) = self.handle.releaser.ledger.take(slot.id)
         {
-            queue(&self.core, held);
+            queue(&self.handle, held);
         }
         if let Some(slot) = self.reservation.take()
-            && let Some(held) = self.core.releaser.ledger.take(slot.id)
+            && let Some(held) = self.handle.releaser.ledger.take(slot.id)
         {
-            queue(&self.core, held);
+            queue(&self.handle, held);
         }
     }
 }

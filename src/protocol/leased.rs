@@ -11,7 +11,7 @@ use serde_json::json;
 
 use crate::ComputerUseError;
 use crate::contracts::{ActionPreview, ControlLease, ReceiptStatus};
-use crate::eval::journal_types;
+use crate::journal::events;
 use crate::runtime::{ComputerUseRuntime, ExecuteProof};
 
 /// An action holding its reservation and a validated lease.
@@ -87,7 +87,7 @@ impl<R: ComputerUseRuntime> Leased<R> {
             let payload = || json!({ "leaseId": lease.lease_id });
             self.core
                 .recorder
-                .record(&envelope.action_id, journal_types::STARTED, payload)
+                .record(&envelope.action_id, events::STARTED, payload)
         });
         if let Err(err) = ready {
             return Err(self.guard.fail(&envelope.action_id, err).await);
@@ -118,9 +118,9 @@ impl<R: ComputerUseRuntime> Leased<R> {
         };
         let bound = receipt.get();
         let event_type = if bound.status == ReceiptStatus::Committed {
-            journal_types::COMMITTED
+            events::COMMITTED
         } else {
-            journal_types::RECEIPT
+            events::RECEIPT
         };
         self.core.recorder.note(
             &envelope.action_id,

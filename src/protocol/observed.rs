@@ -7,11 +7,11 @@ use super::session::Core;
 use super::witness::FreshPreview;
 use serde_json::json;
 
+use super::proposal::{bind_capability, bind_to_request};
 use crate::ComputerUseError;
 use crate::clock::format_rfc3339;
 use crate::contracts::{TargetEvidence, WindowId};
-use crate::eval::journal_types;
-use crate::runtime::binding::bind_to_request;
+use crate::journal::events;
 use crate::runtime::{ActionRequest, ComputerUseRuntime, Observations, ProposedAction};
 
 /// The longest a preview may authorize, in milliseconds (five minutes).
@@ -88,7 +88,9 @@ impl<R: ComputerUseRuntime> Observed<R> {
         };
         let answer = core.runtime.preview_action(&request).await?;
         let preview = Box::new(answer.preview);
-        let bound = match bind_to_request(&request, &preview.envelope) {
+        let bound = match bind_to_request(&request, &preview.envelope)
+            .and_then(|()| bind_capability(&preview))
+        {
             Ok(()) => FreshPreview::check(
                 preview,
                 answer.retained,
@@ -107,15 +109,14 @@ impl<R: ComputerUseRuntime> Observed<R> {
         };
         let previewed = fresh.get();
         let action_id = &previewed.envelope.action_id;
-        core.recorder
-            .record(action_id, journal_types::PREVIEWED, || {
-                json!({
-                    "argsDigest": previewed.envelope.args_digest,
-                    "policyDigest": previewed.policy.policy_digest,
-                    "executable": previewed.executable,
-                    "blocker": previewed.blocker,
-                })
-            })?;
+        core.recorder.record(action_id, events::PREVIEWED, || {
+            json!({
+                "argsDigest": previewed.envelope.args_digest,
+                "policyDigest": previewed.policy.policy_digest,
+                "executable": previewed.executable,
+                "blocker": previewed.blocker,
+            })
+        })?;
         Ok(Previewed::new(core, fresh))
     }
 }

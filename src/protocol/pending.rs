@@ -14,7 +14,7 @@ use crate::contracts::ActionPreview;
 use serde_json::Value;
 
 use super::route::Way;
-use crate::eval::journal_types;
+use crate::journal::events;
 use crate::runtime::ComputerUseRuntime;
 
 /// An action that needs approval. Nothing has been reserved, leased or run.
@@ -94,7 +94,7 @@ impl<R: ComputerUseRuntime> PendingApproval<R> {
         };
         self.core.recorder.record(
             &envelope.action_id,
-            journal_types::APPROVED,
+            events::APPROVED,
             || json!({ "authority": authority, "grantId": approval.grant_id() }),
         )?;
         Ok(Approved::new(
@@ -126,7 +126,7 @@ impl<R: ComputerUseRuntime> PendingApproval<R> {
             preview: self.preview.get().clone(),
             runtime_state: self.preview.retained().cloned(),
         };
-        store.create(&id, &seal_record(&self.core.key, &body)?)?;
+        store.create(&id, &seal_record(store.sealing_key(), &body)?)?;
         Ok(id)
     }
 }

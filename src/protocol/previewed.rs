@@ -10,7 +10,7 @@ use super::{Approved, PendingApproval};
 use serde_json::json;
 
 use crate::contracts::ActionPreview;
-use crate::eval::journal_types;
+use crate::journal::events;
 use crate::runtime::ComputerUseRuntime;
 
 /// A bound, fresh preview waiting to be routed.
@@ -43,20 +43,18 @@ impl<R: ComputerUseRuntime> Previewed<R> {
         match way {
             Way::Allowed => recorder.note(
                 action_id,
-                journal_types::APPROVED,
+                events::APPROVED,
                 || json!({ "authority": "policy" }),
             ),
-            Way::NeedsApproval => {
-                recorder.note(action_id, journal_types::APPROVAL_REQUIRED, || {
-                    json!({
-                        "actionDigest": preview.envelope.args_digest,
-                        "policyDigest": preview.policy.policy_digest,
-                    })
+            Way::NeedsApproval => recorder.note(action_id, events::APPROVAL_REQUIRED, || {
+                json!({
+                    "actionDigest": preview.envelope.args_digest,
+                    "policyDigest": preview.policy.policy_digest,
                 })
-            }
+            }),
             Way::Blocked(_) => recorder.note(
                 action_id,
-                journal_types::BLOCKED,
+                events::BLOCKED,
                 || json!({ "blocker": preview.blocker, "reasons": preview.policy.reasons }),
             ),
         }

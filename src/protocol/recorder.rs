@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use crate::ComputerUseError;
 use crate::clock::{Clock, display};
-use crate::eval::{Journal, journal_types};
+use crate::journal::{Journal, events};
 
 #[derive(Clone)]
 pub(crate) struct Recorder {
@@ -88,7 +88,7 @@ impl Recorder {
 
     /// Records why a transition failed.
     pub(crate) fn refusal(&self, action_id: &str, err: &ComputerUseError) {
-        self.note(action_id, journal_types::REFUSED, || {
+        self.note(action_id, events::REFUSED, || {
             json!({
                 "errorClass": err.class(),
                 "field": err.field(),

@@ -11,7 +11,7 @@ use serde_json::json;
 
 use crate::ComputerUseError;
 use crate::contracts::{ActionPreview, TargetReservation};
-use crate::eval::journal_types;
+use crate::journal::events;
 use crate::runtime::{ComputerUseRuntime, LeaseProof};
 
 /// An action holding a validated reservation of its target.
@@ -78,7 +78,7 @@ impl<R: ComputerUseRuntime> Reserved<R> {
             BoundLease::check(lease, envelope, &core.acting(), core.clock()).and_then(|bound| {
                 let payload = || json!({ "leaseId": bound.get().lease_id });
                 core.recorder
-                    .record(&envelope.action_id, journal_types::LEASED, payload)?;
+                    .record(&envelope.action_id, events::LEASED, payload)?;
                 Ok(bound)
             });
         match bound {

@@ -4,12 +4,13 @@ use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 
 use super::approval::Approval;
-use super::checkpoint::{CheckpointId, CheckpointStore, SealingKey, open_record};
+use super::checkpoint::{CheckpointId, CheckpointStore, open_record};
 use super::guard::{
-    DEFAULT_RELEASE_TIMEOUT, Held, ReaperMessage, ReleaseStats, Releaser, reclaim, spawn_reaper,
+    DEFAULT_RELEASE_TIMEOUT, ReaperMessage, ReleaseHandle, ReleaseStats, Releaser, reclaim,
+    spawn_reaper,
 };
 use super::recorder::Recorder;
 use super::witness::Acting;
@@ -17,8 +18,8 @@ use super::{Approved, Observed, PendingApproval};
 use crate::auth::{Scope, ScopeAuthorizer};
 use crate::clock::{Clock, SystemClock};
 use crate::contracts::{ExecutionMode, WindowId};
-use crate::eval::Journal;
-use crate::runtime::{ComputerUseRuntime, ObservationScope, Observations};
+use crate::journal::Journal;
+use crate::runtime::{ComputerUseRuntime, ObservationScope, Observations, SessionContext};
 use crate::{ComputerUseError, VerifiedIdentity};
 
 /// What every stage of a session shares.
@@ -31,14 +32,14 @@ pub(crate) struct Core<R: ComputerUseRuntime> {
     /// Where observations look; built once, lent to every observation round.
     pub(crate) scope: ObservationScope,
     pub(crate) clock: Arc<dyn Clock>,
-    pub(crate) key: SealingKey,
-    pub(crate) reaper: mpsc::UnboundedSender<ReaperMessage>,
+
     /// Set by `Session::shutdown`: no stage takes another step.
     pub(crate) closed: AtomicBool,
     /// Checkpoints this session resumed, whatever store they came from.
     pub(crate) resumed: Mutex<HashSet<CheckpointId>>,
-    /// Releases, counts and the ledger of everything the actions hold.
-    pub(crate) releaser: Arc<Releaser<R>>,
+    /// Releases, counts, the ledger of everything the actions hold, and the
+    /// reaper's inbox: all a guard needs of its session.
+    pub(crate) release: Arc<ReleaseHandle<R>>,
     pub(crate) recorder: Recorder,
 }
 
@@ -54,8 +55,8 @@ impl<R: ComputerUseRuntime> Core<R> {
 
     /// The counters, with what is still held right now.
     pub(crate) fn release_stats(&self) -> ReleaseStats {
-        let held = self.releaser.ledger.len();
-        self.releaser.counters.snapshot(held)
+        let held = self.release.releaser.ledger.len();
+        self.release.releaser.counters.snapshot(held)
     }
 
     /// Refuses `operation` once the session was shut down.
@@ -82,35 +83,6 @@ impl<R: ComputerUseRuntime> Core<R> {
     }
 }
 
-/// Logs one release (explicit, by the reaper, or at shutdown) and journals
-/// it under its action when it is a reservation's (a lease names no action).
-pub(crate) fn release_note(
-    recorder: &Recorder,
-    held: &Held,
-    how: &str,
-    error: Option<&ComputerUseError>,
-) {
-    let resource = held.resource_id();
-    match error {
-        None => tracing::debug!(resource, how, "released"),
-        Some(err) => tracing::warn!(resource, how, error = %err, "release failed"),
-    }
-    if let Held::Reservation(reservation) = held {
-        recorder.note(
-            &reservation.intent_id,
-            crate::eval::journal_types::RELEASED,
-            || {
-                serde_json::json!({
-                    "reservationId": reservation.reservation_id,
-                    "how": how,
-                    "ok": error.is_none(),
-                    "errorClass": error.map(ComputerUseError::class),
-                })
-            },
-        );
-    }
-}
-
 /// One governed session with a runtime. Start chains with
 /// [`Session::observe`] or [`Session::run`]; resume suspended approvals with
 /// [`Session::resume`]; finish with [`Session::shutdown`].
@@ -119,16 +91,17 @@ pub struct Session<R: ComputerUseRuntime> {
     core: Arc<Core<R>>,
 }
 
-/// Builds a [`Session`].
+/// Builds a [`Session`] over a runtime, in the runtime session it acts in.
+///
+/// The session id, the principal and the execution group are the runtime's
+/// ([`ComputerUseRuntime::session_context`]); they are not given again here.
+/// `build` refuses an identity that is not the runtime's principal.
 #[must_use = "a builder does nothing until build() is called"]
 pub struct SessionBuilder<R: ComputerUseRuntime> {
     runtime: Arc<R>,
-    runtime_session_id: String,
     authorizer: ScopeAuthorizer,
-    key: SealingKey,
     clock: Arc<dyn Clock>,
     agent_id: Option<String>,
-    execution_group_id: Option<String>,
     target_app_id: Option<String>,
     target_window_id: Option<WindowId>,
     journal: Option<Arc<Journal>>,
@@ -161,13 +134,9 @@ impl<R: ComputerUseRuntime> SessionBuilder<R> {
         self
     }
 
-    /// The execution group the agent belongs to.
-    pub fn execution_group_id(mut self, group: impl Into<String>) -> Self {
-        self.execution_group_id = Some(group.into());
-        self
-    }
-
-    /// The application (and optionally window) observations look at.
+    /// The application (and optionally window) this session acts on:
+    /// observations look at it, and an action without target evidence gets
+    /// the evidence of it from what was observed.
     pub fn target(mut self, app_id: impl Into<String>, window_id: Option<WindowId>) -> Self {
         self.target_app_id = Some(app_id.into());
         self.target_window_id = window_id;
@@ -177,12 +146,32 @@ impl<R: ComputerUseRuntime> SessionBuilder<R> {
     /// Starts the session. Must be called inside a Tokio runtime: the reaper
     /// task is spawned on the current runtime's handle.
     pub fn build(self) -> Result<Session<R>, ComputerUseError> {
-        if self.runtime_session_id.is_empty() {
-            return Err(ComputerUseError::InvalidRequest {
-                field: "sessionId".into(),
-                message: "expected the runtime session id, got an empty string".into(),
+        let context =
+            self.runtime
+                .session_context()
+                .ok_or_else(|| ComputerUseError::InvalidRequest {
+                    field: "runtime".into(),
+                    message: "the runtime acts in no session yet: start one (start_session) or configure one before building a Session".into(),
+                })?;
+        let principal = self.authorizer.identity().principal_id();
+        if context.principal_id != principal {
+            return Err(ComputerUseError::BuiltForAnother {
+                what: "principal",
+                session: principal.to_owned(),
+                runtime: context.principal_id,
             });
         }
+        if context.session_id.is_empty() {
+            return Err(ComputerUseError::InvalidRequest {
+                field: "sessionId".into(),
+                message: "the runtime reports an empty session id".into(),
+            });
+        }
+        let SessionContext {
+            session_id,
+            execution_group_id,
+            ..
+        } = context;
         let handle = tokio::runtime::Handle::try_current().map_err(|err| {
             ComputerUseError::InvalidRequest {
                 field: "runtime".into(),
@@ -202,7 +191,7 @@ impl<R: ComputerUseRuntime> SessionBuilder<R> {
         }
         let recorder = Recorder::new(
             self.journal,
-            self.runtime_session_id.clone(),
+            session_id.clone(),
             self.authorizer.identity().principal_id().to_owned(),
             Arc::clone(&self.clock),
         );
@@ -219,21 +208,20 @@ impl<R: ComputerUseRuntime> SessionBuilder<R> {
             core: Arc::new(Core {
                 runtime: self.runtime,
                 authorizer: self.authorizer,
-                session_id: self.runtime_session_id.clone(),
+                session_id: session_id.clone(),
                 agent_id: self.agent_id,
-                execution_group_id: self.execution_group_id,
+                execution_group_id,
                 scope: ObservationScope {
-                    session_id: self.runtime_session_id,
+                    session_id,
                     tool: None,
                     app_id: self.target_app_id,
                     window_id: self.target_window_id,
                 },
                 clock: self.clock,
-                key: self.key,
-                reaper,
+
                 closed: AtomicBool::new(false),
                 resumed: Mutex::new(HashSet::new()),
-                releaser,
+                release: Arc::new(ReleaseHandle { releaser, reaper }),
                 recorder,
             }),
         })
@@ -241,23 +229,15 @@ impl<R: ComputerUseRuntime> SessionBuilder<R> {
 }
 
 impl<R: ComputerUseRuntime> Session<R> {
-    /// Starts building a session over `runtime`, for the runtime session
-    /// `runtime_session_id`, acting for the identity `authorizer` was built
-    /// for, sealing checkpoints with `key`.
-    pub fn builder(
-        runtime: Arc<R>,
-        runtime_session_id: impl Into<String>,
-        authorizer: ScopeAuthorizer,
-        key: SealingKey,
-    ) -> SessionBuilder<R> {
+    /// Starts building a session over `runtime`, in the runtime session it
+    /// acts in, for the identity `authorizer` was built for (which must be
+    /// the runtime's principal).
+    pub fn builder(runtime: Arc<R>, authorizer: ScopeAuthorizer) -> SessionBuilder<R> {
         SessionBuilder {
             runtime,
-            runtime_session_id: runtime_session_id.into(),
             authorizer,
-            key,
             clock: Arc::new(SystemClock),
             agent_id: None,
-            execution_group_id: None,
             target_app_id: None,
             target_window_id: None,
             journal: None,
@@ -332,7 +312,7 @@ impl<R: ComputerUseRuntime> Session<R> {
             });
         }
         let records = store.load(id)?;
-        let body = open_record(&self.core.key, id, &records)?;
+        let body = open_record(store.sealing_key(), id, &records)?;
         let identity = self.core.identity();
         let fail = |reason: String| ComputerUseError::Checkpoint {
             id: id.to_string(),
@@ -370,7 +350,7 @@ impl<R: ComputerUseRuntime> Session<R> {
 
     /// Reservations and leases the session's actions hold right now.
     pub fn held_resources(&self) -> usize {
-        self.core.releaser.ledger.len()
+        self.core.release.releaser.ledger.len()
     }
 
     /// Ends the session. Every stage of it refuses further steps from now
@@ -387,19 +367,34 @@ impl<R: ComputerUseRuntime> Session<R> {
     /// it after its first poll leaves nothing behind: the reaper runs on.
     pub async fn shutdown(self) -> ReleaseStats {
         self.core.closed.store(true, Ordering::Release);
-        let reclaimed = reclaim(&self.core);
+        let reclaimed = reclaim(&self.core.release);
         // Everything the reaper still has to do: what dropped guards queued
         // and it has not finished, and what was just reclaimed.
-        let backlog = self.core.releaser.counters.reaper_backlog() + reclaimed;
+        let backlog = self.core.release.releaser.counters.reaper_backlog() + reclaimed;
         let (done, finished) = oneshot::channel();
-        if self.core.reaper.send(ReaperMessage::Flush(done)).is_ok() {
+        if self
+            .core
+            .release
+            .reaper
+            .send(ReaperMessage::Flush(done))
+            .is_ok()
+        {
             let rounds = u32::try_from(backlog.saturating_add(1)).unwrap_or(u32::MAX);
-            let bound = self.core.releaser.timeout.saturating_mul(rounds);
+            let bound = self.core.release.releaser.timeout.saturating_mul(rounds);
             if tokio::time::timeout(bound, finished).await.is_err() {
                 tracing::warn!(?bound, "the reaper did not finish within its bound");
             }
         }
-        self.core.release_stats()
+        let stats = self.core.release_stats();
+        // The session's own two handles (its core's and its releaser's) are
+        // all that is left: nobody else can use the runtime, so it is closed
+        // here and one shutdown ends everything.
+        if Arc::strong_count(&self.core.runtime) == 2
+            && let Err(err) = self.core.runtime.close().await
+        {
+            tracing::warn!(error = %err, "closing the runtime failed");
+        }
+        stats
     }
 }
 

@@ -39,7 +39,10 @@ impl Verified {
         }
     }
 
-    /// What the evidence says about the effect.
+    /// What the evidence says about the effect: match on it. `Verified`
+    /// only when the declared postcondition was observed to hold;
+    /// `CommittedUnverified` when the runtime performed the action but
+    /// nothing shows its effect; `Failed` otherwise.
     pub fn outcome(&self) -> &VerificationOutcome {
         &self.outcome
     }
@@ -70,10 +73,5 @@ impl Verified {
     /// performed action must not be run again.
     pub fn performed(&self) -> bool {
         self.receipt.get().status == ReceiptStatus::Committed
-    }
-
-    /// True when the postcondition was observed to hold.
-    pub fn verified(&self) -> bool {
-        self.outcome.is_verified()
     }
 }

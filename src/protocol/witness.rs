@@ -5,11 +5,11 @@
 //! lease that was bound to its envelope — a fact about the type, not a flag.
 
 use crate::ComputerUseError;
+use crate::binding;
 use crate::clock::Clock;
 use crate::contracts::{
     ActionEnvelope, ActionPreview, ControlLease, ExecutionReceipt, TargetReservation,
 };
-use crate::runtime::binding;
 use serde_json::Value;
 use std::sync::Arc;
 

@@ -3,14 +3,13 @@
 //! [`ComputerUseRuntime`] is the one trait the stage types drive. Its futures
 //! are `Send` so a chain can run on a multi-threaded executor; implementors
 //! may write plain `async fn`s. Nothing here checks the answers: that is the
-//! job of [`binding`] and of the stage types that call it.
+//! job of [`crate::binding`] and of the stage types that call it.
 //!
 //! Every method that changes state on the server takes a proof (see
 //! [`proof`](ExecuteProof)) that only the matching stage can make, so this
 //! trait is not a second door to the desktop: holding a runtime is not
 //! enough to reserve, lease, execute or release anything.
 
-pub mod binding;
 mod cancel;
 mod evidence;
 #[cfg(feature = "mcp")]
@@ -41,12 +40,35 @@ fn unsupported(operation: &str) -> ComputerUseError {
     }
 }
 
+/// The runtime session a runtime acts in, as the runtime knows it: what a
+/// governed session takes from it instead of being told a second time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionContext {
+    /// The runtime session's id.
+    pub session_id: String,
+    /// The principal the runtime authenticated; every answer must name it.
+    pub principal_id: String,
+    /// The execution group the runtime session was started in.
+    pub execution_group_id: Option<String>,
+}
+
 /// A desktop runtime: the authority for policy, targets, leases and effects.
 ///
 /// The chain calls these in a fixed order and validates every answer. A
 /// runtime may be a live MCP server (`ComputerUseMcpRuntime`) or a plain struct
 /// in a test.
 pub trait ComputerUseRuntime: Send + Sync + 'static {
+    /// The runtime session this runtime acts in, or `None` while it has
+    /// none (before `start_session`). A [`crate::protocol::Session`] is built from it.
+    fn session_context(&self) -> Option<SessionContext>;
+
+    /// Closes the runtime (for a spawned server: ends the child process).
+    /// Called by the last [`crate::protocol::Session`] over this runtime to shut
+    /// down; the default does nothing.
+    fn close(&self) -> impl Future<Output = Result<(), ComputerUseError>> + Send {
+        async { Ok(()) }
+    }
+
     /// What the runtime can do in the observed scope.
     fn discover_capabilities(
         &self,

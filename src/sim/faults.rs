@@ -128,6 +128,15 @@ impl Default for SimConfig {
 }
 
 impl SimConfig {
+    /// A simulator that authenticates every caller as `principal_id`, with
+    /// no faults and the default policy.
+    pub fn for_principal(principal_id: impl Into<String>) -> Self {
+        Self {
+            principal_id: principal_id.into(),
+            ..Self::default()
+        }
+    }
+
     /// Whether `fault` is injected.
     pub fn has(&self, fault: Fault) -> bool {
         self.faults.contains(&fault)

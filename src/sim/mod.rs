@@ -12,7 +12,7 @@
 //! desktop's). Faults chosen at start make it lie in precise ways, so tests
 //! can prove that every lie is caught, and `sim_stats` (not part of the
 //! protocol) reports its own counters. Serve it with the `computer-use-sim`
-//! binary.
+//! binary, or inside your own process with [`spawn`].
 
 mod actuate;
 mod control;
@@ -31,6 +31,7 @@ mod reservation;
 mod schema;
 mod server;
 mod session;
+mod spawn;
 mod state;
 #[cfg(test)]
 mod tests;
@@ -44,6 +45,7 @@ pub use desktop::{
 };
 pub use faults::{Fault, SimConfig};
 pub use server::SimServer;
+pub use spawn::spawn;
 pub use state::{SimAnswer, SimState};
 
 /// A refusal (or a crash) the simulator answers with.

@@ -11,9 +11,9 @@ use adk_computer_use::ComputerUseError;
 use adk_computer_use::auth::{ScopeAuthorizer, VerifiedIdentity};
 use adk_computer_use::clock::{Clock, ManualClock, format_rfc3339};
 use adk_computer_use::contracts::*;
-use adk_computer_use::digest::{canonical_json, sha256_hex};
 use adk_computer_use::protocol::{SealingKey, Session};
 use adk_computer_use::runtime::*;
+use adk_computer_use::test_util;
 use serde_json::{Value, json};
 use time::Duration;
 use time::macros::datetime;
@@ -112,6 +112,10 @@ pub struct FakeRuntime {
     pub held: Notify,
     in_flight: AtomicUsize,
     pub max_observe_concurrency: AtomicUsize,
+    /// The runtime session it acts in; a session built over it takes this.
+    pub context: Mutex<SessionContext>,
+    /// How many times `close` was called.
+    pub closed: Arc<AtomicUsize>,
 }
 
 pub fn start() -> time::OffsetDateTime {
@@ -128,7 +132,21 @@ impl FakeRuntime {
             held: Notify::new(),
             in_flight: AtomicUsize::new(0),
             max_observe_concurrency: AtomicUsize::new(0),
+            closed: Arc::new(AtomicUsize::new(0)),
+            context: Mutex::new(SessionContext {
+                session_id: SESSION.into(),
+                principal_id: PRINCIPAL.into(),
+                execution_group_id: None,
+            }),
         })
+    }
+
+    /// Acts in another runtime session (and group) from now on: sessions
+    /// built afterwards take these.
+    pub fn act_in(&self, session_id: &str, execution_group_id: Option<&str>) {
+        let mut context = self.context.lock().unwrap();
+        context.session_id = session_id.into();
+        context.execution_group_id = execution_group_id.map(str::to_owned);
     }
 
     pub fn script(&self) -> std::sync::MutexGuard<'_, Script> {
@@ -223,13 +241,19 @@ pub fn target() -> TargetEvidence {
 }
 
 pub fn args_digest(request: &ActionRequest<'_>) -> String {
-    let a = &request.action;
-    sha256_hex(canonical_json(
-        &json!({ "tool": a.tool, "arguments": a.arguments, "mode": a.mode }),
-    ))
+    test_util::args_digest(request)
 }
 
 impl ComputerUseRuntime for FakeRuntime {
+    fn session_context(&self) -> Option<SessionContext> {
+        Some(self.context.lock().unwrap().clone())
+    }
+
+    async fn close(&self) -> Result<(), ComputerUseError> {
+        self.closed.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+
     async fn discover_capabilities(
         &self,
         _scope: &ObservationScope,
@@ -264,71 +288,27 @@ impl ComputerUseRuntime for FakeRuntime {
             format!("action-{}", truth.next_id)
         });
         let now = self.clock.now();
-        let mut envelope = ActionEnvelope {
-            action_id,
-            session_id: request.session_id.to_owned(),
-            execution_group_id: request.execution_group_id.map(str::to_owned),
-            principal_id: PRINCIPAL.into(),
-            agent_id: request.agent_id.map(str::to_owned),
-            tool: request.action.tool.clone(),
-            operation: request
-                .action
-                .operation
-                .clone()
-                .unwrap_or_else(|| request.action.tool.clone()),
-            action_class: ActionClass::EditReversible,
-            requested_mode: request.action.mode,
-            target: request.action.target.clone(),
-            resource: None,
-            provenance: request.action.provenance.clone(),
-            target_sensitivity: None,
-            data_labels: request.action.data_labels.clone(),
-            postcondition: request.action.postcondition.clone(),
-            reversible: true,
-            external_side_effect: false,
-            proposed_at: format_rfc3339(now).unwrap().into(),
-            expires_at: format_rfc3339(now + Duration::seconds(30)).unwrap().into(),
-            args_digest: args_digest(request),
-            attempt: None,
-            certification_id: None,
+        let mut request_with_id = request.action.clone();
+        request_with_id.action_id = Some(action_id);
+        let numbered = ActionRequest {
+            action: &request_with_id,
+            ..request.clone()
         };
+        let mut envelope =
+            test_util::envelope_for(&numbered, PRINCIPAL, now, Duration::seconds(30))?;
         if let Some(tweak) = self.script().envelope.clone() {
             tweak(&mut envelope);
         }
         self.truth()
             .previews_answered
             .push(envelope.action_id.clone());
-        let (executable, blocker, decision) = match route {
-            PreviewRoute::Executable => (true, None, PolicyVerdict::Allow),
-            PreviewRoute::NeedsApproval => (
-                false,
-                Some(blockers::APPROVAL_REQUIRED.to_owned()),
-                PolicyVerdict::Confirm,
-            ),
-            PreviewRoute::Blocked(code) => (false, Some(code.to_owned()), PolicyVerdict::Deny),
+        let route = match route {
+            PreviewRoute::Executable => test_util::PreviewRoute::Allowed,
+            PreviewRoute::NeedsApproval => test_util::PreviewRoute::NeedsApproval,
+            PreviewRoute::Blocked(code) => test_util::PreviewRoute::Blocked(code.to_owned()),
         };
         let retained = self.script().retained.clone();
-        let preview = ActionPreview {
-            envelope: Box::new(envelope),
-            capability: ExecutionCapability {
-                app_id: APP.into(),
-                operation: request.action.tool.clone(),
-                backend: ExecutionBackend::Scripting,
-                supported_modes: vec![ExecutionMode::Background],
-                interference: Interference::None,
-                confidence: 1.0,
-                verified_at: None,
-                verification_source: VerificationSource::PlatformRule,
-                certification: None,
-            },
-            policy: PolicyDecision {
-                decision,
-                policy_digest: POLICY.into(),
-                reasons: vec!["fake policy".into()],
-            },
-            executable,
-            blocker,
-        };
+        let preview = test_util::preview_for(envelope, route, POLICY);
         let mut preview = preview;
         if let Some(tweak) = self.script().preview.clone() {
             tweak(&mut preview);
@@ -352,26 +332,8 @@ impl ComputerUseRuntime for FakeRuntime {
             truth.active_reservations.insert(id.clone());
             id
         };
-        let target = envelope.target.clone().unwrap_or_else(target);
-        let mut reservation = TargetReservation {
-            reservation_id: id,
-            revision: 1,
-            intent_id: envelope.action_id.clone(),
-            session_id: envelope.session_id.clone(),
-            principal_id: envelope.principal_id.clone(),
-            execution_group_id: envelope.execution_group_id.clone(),
-            agent_id: envelope.agent_id.clone(),
-            scope: ReservationScope {
-                app_id: target.app_id,
-                window_id: target.window_id,
-            },
-            state: ReservationState::Active,
-            acquired_at: self.now_text(),
-            expires_at: format_rfc3339(self.clock.now() + Duration::seconds(60))
-                .unwrap()
-                .into(),
-            terminal_reason: None,
-        };
+        let mut reservation =
+            test_util::reservation_for(envelope, id, APP, self.clock.now(), Duration::seconds(60))?;
         if let Some(tweak) = self.script().reservation.clone() {
             tweak(&mut reservation);
         }
@@ -405,28 +367,13 @@ impl ComputerUseRuntime for FakeRuntime {
             truth.active_leases.insert(id.clone());
             id
         };
-        let mut lease = ControlLease {
+        let mut lease = test_util::lease_for(
+            envelope,
             lease_id,
-            revision: 1,
-            session_id: envelope.session_id.clone(),
-            principal_id: envelope.principal_id.clone(),
-            agent_id: envelope.agent_id.clone(),
-            kind: LeaseKind::Cooperative,
-            execution_mode: envelope.requested_mode,
-            state: LeaseState::Active,
-            acquired_at: self.now_text(),
-            expires_at: format_rfc3339(self.clock.now() + Duration::seconds(60))
-                .unwrap()
-                .into(),
-            action_budget: 1,
-            actions_used: 0,
-            boundaries: LeaseBoundaries {
-                app_ids: vec![APP.into()],
-                window_ids: vec![],
-                display_ids: vec![],
-            },
-            terminal_reason: None,
-        };
+            &[APP],
+            self.clock.now(),
+            Duration::seconds(60),
+        )?;
         if let Some(tweak) = self.script().lease.clone() {
             tweak(&mut lease);
         }
@@ -450,12 +397,9 @@ impl ComputerUseRuntime for FakeRuntime {
         let approval_grant_id = proof.grant_id();
         self.truth().retained_seen.push(proof.retained().cloned());
         // Whether the chain called with a lease that was valid when it called.
-        let valid_at_call = adk_computer_use::runtime::binding::validate_lease_at(
-            _lease,
-            envelope,
-            self.clock.now(),
-        )
-        .is_ok();
+        let valid_at_call =
+            adk_computer_use::binding::validate_lease_at(_lease, envelope, self.clock.now())
+                .is_ok();
         self.truth().executes_with_valid_lease.push(valid_at_call);
         self.enter(Call::Execute).await?;
         self.truth()
@@ -483,23 +427,14 @@ impl ComputerUseRuntime for FakeRuntime {
         let mut receipt = match stored {
             Some(replayed) => replayed,
             None => {
-                let receipt = ExecutionReceipt {
-                    receipt_id: format!("receipt-{}", envelope.action_id),
-                    session_id: envelope.session_id.clone(),
-                    action_id: envelope.action_id.clone(),
-                    action_digest: envelope.args_digest.clone(),
-                    attempt: 1,
-                    status: ReceiptStatus::Committed,
-                    created_at: self.now_text(),
-                    updated_at: self.now_text(),
-                    result: self
-                        .script()
-                        .evidence
-                        .clone()
-                        .map(|v| json!({ "verification": v })),
-                    error: None,
-                };
-                let valid = adk_computer_use::runtime::binding::validate_lease_at(
+                let evidence = self.script().evidence.clone();
+                let receipt = test_util::receipt_for(
+                    envelope,
+                    format!("receipt-{}", envelope.action_id),
+                    self.clock.now(),
+                    evidence.map(|v| json!({ "verification": v })),
+                )?;
+                let valid = adk_computer_use::binding::validate_lease_at(
                     _lease,
                     envelope,
                     self.clock.now(),
@@ -577,7 +512,7 @@ pub fn rig() -> Rig {
 pub fn rig_with(authorizer: ScopeAuthorizer) -> Rig {
     let clock = ManualClock::new(start());
     let runtime = FakeRuntime::new(clock.clone());
-    let session = Session::builder(Arc::clone(&runtime), SESSION, authorizer, key())
+    let session = Session::builder(Arc::clone(&runtime), authorizer)
         .clock(Arc::new(clock.clone()))
         .agent_id("executor")
         .build()

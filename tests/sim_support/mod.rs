@@ -6,7 +6,7 @@ use std::sync::Arc;
 use adk_computer_use::auth::{ScopeAuthorizer, VerifiedIdentity};
 use adk_computer_use::contracts::*;
 use adk_computer_use::digest::sha256_prefixed;
-use adk_computer_use::protocol::{SealingKey, Session};
+use adk_computer_use::protocol::Session;
 use adk_computer_use::runtime::ProposedAction;
 use adk_computer_use::runtime::mcp::{ComputerUseMcpRuntime, McpRuntimeConfig};
 use adk_computer_use::sim::{CLIPBOARD_APP, CLIPBOARD_LABEL, CLIPBOARD_ROLE, CLIPBOARD_WINDOW};
@@ -21,9 +21,7 @@ pub async fn spawn_sim(flags: &[&str]) -> Arc<ComputerUseMcpRuntime> {
 pub async fn spawn_sim_as(flags: &[&str], principal: &str) -> Arc<ComputerUseMcpRuntime> {
     let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_computer-use-sim"));
     command.arg("--principal").arg(PRINCIPAL).args(flags);
-    let config = McpRuntimeConfig::new(principal)
-        .target(CLIPBOARD_APP, Some(WindowId::Number(CLIPBOARD_WINDOW)))
-        .capability_tool("write_clipboard");
+    let config = McpRuntimeConfig::new(principal).capability_tool("write_clipboard");
     let runtime = ComputerUseMcpRuntime::spawn(command, config).await.unwrap();
     runtime
         .start_session(Some("e2e"), Some("group-e2e"))
@@ -46,17 +44,11 @@ pub fn session(
         ],
     )
     .unwrap();
-    Session::builder(
-        Arc::clone(runtime),
-        runtime.session_id().unwrap(),
-        authorizer,
-        SealingKey::new(vec![3u8; 32]).unwrap(),
-    )
-    .agent_id(agent)
-    .execution_group_id("group-e2e")
-    .target(CLIPBOARD_APP, Some(WindowId::Number(CLIPBOARD_WINDOW)))
-    .build()
-    .unwrap()
+    Session::builder(Arc::clone(runtime), authorizer)
+        .agent_id(agent)
+        .target(CLIPBOARD_APP, Some(WindowId::Number(CLIPBOARD_WINDOW)))
+        .build()
+        .unwrap()
 }
 
 pub fn clipboard_target() -> TargetEvidence {

@@ -1,6 +1,6 @@
 // Invariant: one approval, one execution. `suspend` consumes the pending
 // approval, so it cannot also be approved in process (E0382).
-use adk_computer_use::ComputerUseRuntime;
+use adk_computer_use::runtime::ComputerUseRuntime;
 use adk_computer_use::protocol::{Approval, CheckpointStore, PendingApproval};
 
 fn both<R: ComputerUseRuntime>(pending: PendingApproval<R>, store: &dyn CheckpointStore, approval: Approval) {

@@ -1,6 +1,6 @@
 // Invariant: a stage cannot be duplicated to mutate twice; `Leased` is not
 // `Clone` (E0599).
-use adk_computer_use::ComputerUseRuntime;
+use adk_computer_use::runtime::ComputerUseRuntime;
 use adk_computer_use::protocol::Leased;
 
 fn duplicate<R: ComputerUseRuntime>(leased: Leased<R>) {

@@ -1,6 +1,6 @@
 // Invariant: `Approved` is reachable only through `route` or `approve`;
 // its constructor is private to the crate (E0624).
-use adk_computer_use::ComputerUseRuntime;
+use adk_computer_use::runtime::ComputerUseRuntime;
 use adk_computer_use::protocol::Approved;
 
 fn forge<R: ComputerUseRuntime>() {

@@ -1,6 +1,6 @@
 // Invariant: the single mutation is callable only on `Leased`; `Executed`
 // has no `execute` (E0599).
-use adk_computer_use::ComputerUseRuntime;
+use adk_computer_use::runtime::ComputerUseRuntime;
 use adk_computer_use::protocol::Executed;
 
 async fn mutate<R: ComputerUseRuntime>(stage: Executed<R>) {

@@ -1,6 +1,6 @@
 // Invariant: a session cannot mutate without walking the chain; `Session`
 // has no `execute` (E0599).
-use adk_computer_use::ComputerUseRuntime;
+use adk_computer_use::runtime::ComputerUseRuntime;
 use adk_computer_use::protocol::Session;
 
 async fn mutate<R: ComputerUseRuntime>(session: Session<R>) {

@@ -1,6 +1,7 @@
 // Invariant: a reservation enters a stage only through the binding validator;
-// `BoundReservation` has private fields, so a struct literal is refused (E0451).
-use adk_computer_use::protocol::BoundReservation;
+// its witness `BoundReservation` is private to the crate, so code outside
+// cannot even name it, let alone build one (E0603).
+use adk_computer_use::protocol::witness::BoundReservation;
 
 fn forge() -> BoundReservation {
     BoundReservation { _checked: () }

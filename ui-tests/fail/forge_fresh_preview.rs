@@ -1,8 +1,8 @@
 // Invariant: a preview enters the chain only after it was bound to the
-// session and found fresh; `FreshPreview` has private fields, so a struct
-// literal is refused (E0451).
+// session and found fresh; its witness `FreshPreview` is private to the
+// crate, so code outside cannot name it, let alone build one (E0603).
 use adk_computer_use::contracts::ActionPreview;
-use adk_computer_use::protocol::FreshPreview;
+use adk_computer_use::protocol::witness::FreshPreview;
 
 fn forge(preview: ActionPreview) -> FreshPreview {
     FreshPreview {

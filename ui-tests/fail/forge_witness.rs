@@ -1,7 +1,8 @@
-// Invariant: a lease enters a stage only through the binding validator;
-// `BoundLease` has private fields, so a struct literal is refused (E0451).
+// Invariant: a lease enters a stage only through the binding validator; its
+// witness `BoundLease` is private to the crate, so code outside cannot name
+// it, let alone build one (E0603).
 use adk_computer_use::contracts::ControlLease;
-use adk_computer_use::protocol::BoundLease;
+use adk_computer_use::protocol::witness::BoundLease;
 
 fn forge(lease: ControlLease) -> BoundLease {
     BoundLease {

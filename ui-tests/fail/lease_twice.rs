@@ -1,6 +1,6 @@
 // Invariant: a reserved action takes the one-writer lease once: `lease`
 // consumes it (E0382).
-use adk_computer_use::ComputerUseRuntime;
+use adk_computer_use::runtime::ComputerUseRuntime;
 use adk_computer_use::protocol::Reserved;
 
 async fn lease_twice<R: ComputerUseRuntime>(reserved: Reserved<R>) {

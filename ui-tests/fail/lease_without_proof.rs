@@ -1,6 +1,6 @@
 // Invariant: taking the one-writer lease takes a `LeaseProof` that only
 // `Reserved::lease` makes (E0308).
-use adk_computer_use::ComputerUseRuntime;
+use adk_computer_use::runtime::ComputerUseRuntime;
 use adk_computer_use::contracts::ActionEnvelope;
 
 async fn lease<R: ComputerUseRuntime>(runtime: &R, envelope: &ActionEnvelope) {

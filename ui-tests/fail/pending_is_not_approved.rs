@@ -1,6 +1,6 @@
 // Invariant: a pending approval is not an approved action; only `approve`
 // converts one into the other (E0308).
-use adk_computer_use::ComputerUseRuntime;
+use adk_computer_use::runtime::ComputerUseRuntime;
 use adk_computer_use::protocol::{Approved, PendingApproval};
 
 fn skip_approval<R: ComputerUseRuntime>(pending: PendingApproval<R>) -> Approved<R> {

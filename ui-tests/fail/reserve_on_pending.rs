@@ -1,6 +1,6 @@
 // Invariant: an action waiting for approval cannot reserve its target;
 // `PendingApproval` has no `reserve` (E0599).
-use adk_computer_use::ComputerUseRuntime;
+use adk_computer_use::runtime::ComputerUseRuntime;
 use adk_computer_use::protocol::PendingApproval;
 
 async fn skip_approval<R: ComputerUseRuntime>(pending: PendingApproval<R>) {

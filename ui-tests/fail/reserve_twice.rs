@@ -1,6 +1,6 @@
 // Invariant: an approved action reserves its target once: `reserve`
 // consumes it (E0382).
-use adk_computer_use::ComputerUseRuntime;
+use adk_computer_use::runtime::ComputerUseRuntime;
 use adk_computer_use::protocol::Approved;
 
 async fn reserve_twice<R: ComputerUseRuntime>(approved: Approved<R>) {

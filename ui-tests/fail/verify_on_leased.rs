@@ -1,6 +1,6 @@
 // Invariant: only an executed action can be verified; `Leased` has no
 // `verify` (E0599).
-use adk_computer_use::ComputerUseRuntime;
+use adk_computer_use::runtime::ComputerUseRuntime;
 use adk_computer_use::protocol::Leased;
 
 async fn verify_unexecuted<R: ComputerUseRuntime>(leased: Leased<R>) {

@@ -1,7 +1,8 @@
 // The approval path compiles: a pending approval becomes `Approved` only
 // through `approve`, directly or after a sealed checkpoint.
 use adk_computer_use::protocol::{Approval, CheckpointStore, PendingApproval, Session, Verified};
-use adk_computer_use::{ComputerUseError, ComputerUseRuntime};
+use adk_computer_use::ComputerUseError;
+use adk_computer_use::runtime::ComputerUseRuntime;
 
 async fn approve_now<R: ComputerUseRuntime>(pending: PendingApproval<R>, approval: Approval) -> Result<Verified, ComputerUseError> {
     pending.approve(approval)?.complete().await

@@ -1,7 +1,8 @@
 // The legal order compiles: observe, preview, route, reserve, lease,
 // execute, verify.
 use adk_computer_use::protocol::{Route, Session, Verified};
-use adk_computer_use::{ComputerUseError, ComputerUseRuntime, ProposedAction};
+use adk_computer_use::{ComputerUseError, ProposedAction};
+use adk_computer_use::runtime::ComputerUseRuntime;
 
 async fn run<R: ComputerUseRuntime>(session: &Session<R>, action: ProposedAction) -> Result<Option<Verified>, ComputerUseError> {
     let previewed = session.observe().await?.preview(&action).await?;

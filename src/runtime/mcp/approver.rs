@@ -16,8 +16,8 @@ use std::sync::{Arc, Mutex};
 
 use super::{current_session, decode, decode_tool_result, object, transport_error};
 use crate::ComputerUseError;
+use crate::binding::bind;
 use crate::contracts::{ApprovalGrant, ApprovalScope};
-use crate::runtime::binding::bind;
 
 /// Asks a `computer-use-mcp` server for approval grants, on the host's behalf.
 #[derive(Clone)]

@@ -1,6 +1,6 @@
 //! How a `ComputerUseMcpRuntime` is set up.
 
-use crate::contracts::WindowId;
+use crate::ComputerUseError;
 
 /// Correlation ids recorded as `tracing` span fields on every call.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -20,10 +20,9 @@ pub struct McpRuntimeConfig {
     pub principal_id: String,
     /// The tool whose capabilities `discover_capabilities` asks for.
     pub capability_tool: String,
-    /// The application observations look at.
-    pub target_app_id: Option<String>,
-    /// The window observations look at.
-    pub target_window_id: Option<WindowId>,
+    /// The execution group of the configured session (`start_session`
+    /// sets it from the server's answer instead).
+    pub execution_group_id: Option<String>,
     /// Correlation ids for tracing.
     pub trace: TraceContext,
     /// Reservation time-to-live asked for, in milliseconds.
@@ -52,8 +51,7 @@ impl McpRuntimeConfig {
             session_id: None,
             principal_id: principal_id.into(),
             capability_tool: "execute_action".into(),
-            target_app_id: None,
-            target_window_id: None,
+            execution_group_id: None,
             trace: TraceContext::default(),
             reservation_ttl_ms: 30_000,
             lease_ttl_ms: 30_000,
@@ -63,16 +61,46 @@ impl McpRuntimeConfig {
         }
     }
 
+    /// Refuses a configuration that could only fail later: an empty
+    /// principal, a zero timeout or wait.
+    pub(crate) fn check(&self) -> Result<(), ComputerUseError> {
+        if self.principal_id.trim().is_empty() {
+            return Err(ComputerUseError::InvalidRequest {
+                field: "principalId".into(),
+                message: "expected the principal the host verified, got an empty string".into(),
+            });
+        }
+        for (field, value) in [
+            ("connectTimeoutMs", self.connect_timeout_ms),
+            ("callTimeoutMs", self.call_timeout_ms),
+            ("leaseWaitMs", self.lease_wait_ms),
+            ("leaseTtlMs", self.lease_ttl_ms),
+            ("reservationTtlMs", self.reservation_ttl_ms),
+        ] {
+            if value == 0 {
+                return Err(ComputerUseError::InvalidRequest {
+                    field: field.into(),
+                    message: "expected a positive number of milliseconds, got 0".into(),
+                });
+            }
+        }
+        Ok(())
+    }
+
     /// Acts in an existing runtime session.
     pub fn session(mut self, session_id: impl Into<String>) -> Self {
         self.session_id = Some(session_id.into());
         self
     }
 
-    /// Observes this application and window.
-    pub fn target(mut self, app_id: impl Into<String>, window_id: Option<WindowId>) -> Self {
-        self.target_app_id = Some(app_id.into());
-        self.target_window_id = window_id;
+    /// Acts in an existing runtime session of `execution_group_id`.
+    pub fn session_in_group(
+        mut self,
+        session_id: impl Into<String>,
+        execution_group_id: impl Into<String>,
+    ) -> Self {
+        self.session_id = Some(session_id.into());
+        self.execution_group_id = Some(execution_group_id.into());
         self
     }
 

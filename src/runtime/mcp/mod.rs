@@ -35,12 +35,12 @@ pub use config::{McpRuntimeConfig, TraceContext};
 /// The rmcp crate this adapter speaks through, for building custom transports.
 pub use rmcp;
 
-use super::binding::{self, bind};
 use super::{
     ActionRequest, ComputerUseRuntime, ExecuteProof, ImageContent, LeaseProof, LeaseReleaseProof,
-    Observation, ObservationScope, PreviewAnswer, ReleaseProof, ReserveProof,
+    Observation, ObservationScope, PreviewAnswer, ReleaseProof, ReserveProof, SessionContext,
 };
 use crate::ComputerUseError;
+use crate::binding::{self, bind};
 use crate::contracts::case::to_snake_keys;
 use crate::contracts::*;
 
@@ -51,6 +51,8 @@ pub struct ComputerUseMcpRuntime {
     config: McpRuntimeConfig,
     /// Shared with the approvers taken from this runtime.
     session_id: Arc<Mutex<Option<String>>>,
+    /// The execution group the runtime session was started in.
+    execution_group_id: Mutex<Option<String>>,
     /// The server's postcondition checks read so far.
     checks: tokio::sync::Mutex<evidence::ServerChecks>,
     child_pid: Option<u32>,
@@ -243,6 +245,7 @@ impl ComputerUseMcpRuntime {
         command: tokio::process::Command,
         config: McpRuntimeConfig,
     ) -> Result<Self, ComputerUseError> {
+        config.check()?;
         let program = command
             .as_std()
             .get_program()
@@ -269,6 +272,7 @@ impl ComputerUseMcpRuntime {
         T: IntoTransport<RoleClient, E, A>,
         E: std::error::Error + Send + Sync + 'static,
     {
+        config.check()?;
         let wait = std::time::Duration::from_millis(config.connect_timeout_ms);
         let service = tokio::time::timeout(wait, ().serve(transport))
             .await
@@ -281,6 +285,7 @@ impl ComputerUseMcpRuntime {
             peer: service.peer().clone(),
             service: tokio::sync::Mutex::new(Some(service)),
             session_id: Arc::new(Mutex::new(config.session_id.clone())),
+            execution_group_id: Mutex::new(config.execution_group_id.clone()),
             checks: tokio::sync::Mutex::new(evidence::ServerChecks::default()),
             config,
             child_pid: None,
@@ -423,6 +428,7 @@ impl ComputerUseMcpRuntime {
             ));
         }
         *lock(&self.session_id) = Some(session.session_id.clone());
+        *lock(&self.execution_group_id) = session.execution_group_id.clone();
         Ok(session)
     }
 
@@ -711,6 +717,19 @@ impl ComputerUseMcpRuntime {
 }
 
 impl ComputerUseRuntime for ComputerUseMcpRuntime {
+    fn session_context(&self) -> Option<SessionContext> {
+        let session_id = lock(&self.session_id).clone()?;
+        Some(SessionContext {
+            session_id,
+            principal_id: self.config.principal_id.clone(),
+            execution_group_id: lock(&self.execution_group_id).clone(),
+        })
+    }
+
+    async fn close(&self) -> Result<(), ComputerUseError> {
+        self.shutdown().await
+    }
+
     async fn discover_capabilities(
         &self,
         scope: &ObservationScope,
@@ -719,14 +738,10 @@ impl ComputerUseRuntime for ComputerUseMcpRuntime {
             .tool
             .clone()
             .unwrap_or_else(|| self.config.capability_tool.clone());
-        let app = scope
-            .app_id
-            .clone()
-            .or_else(|| self.config.target_app_id.clone());
         let mut answer = self
             .call_json(
                 "get_execution_capabilities",
-                json!({ "tool": tool, "app_id": app }),
+                json!({ "tool": tool, "app_id": scope.app_id }),
             )
             .await?;
         decode("get_execution_capabilities", "capabilities", &mut answer)
@@ -743,15 +758,11 @@ impl ComputerUseRuntime for ComputerUseMcpRuntime {
         &self,
         scope: &ObservationScope,
     ) -> Result<Observation, ComputerUseError> {
-        // App and window come as a pair from one place: the scope's, or
-        // the configured target when the scope names no app. A window of the
-        // configured app is never looked for in another app.
+        // The session's target, app and window together; a window without
+        // its app is not looked for.
         let (app, window) = match &scope.app_id {
             Some(app) => (Some(app.clone()), scope.window_id.clone()),
-            None => (
-                self.config.target_app_id.clone(),
-                self.config.target_window_id.clone(),
-            ),
+            None => (None, None),
         };
         match window {
             Some(window) => {

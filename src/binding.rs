@@ -16,7 +16,6 @@ use crate::contracts::{
     ActionEnvelope, ControlLease, ExecutionReceipt, LeaseState, ReservationState,
     TargetReservation, WindowId, WireTime,
 };
-use crate::runtime::ActionRequest;
 
 const LEASE: &str = "ControlLease";
 const RESERVATION: &str = "TargetReservation";
@@ -120,7 +119,7 @@ fn expired(object: &'static str, expires_at: &WireTime, clock: &dyn Clock) -> Co
     }
 }
 
-fn window_text(window: Option<&WindowId>) -> String {
+pub(crate) fn window_text(window: Option<&WindowId>) -> String {
     window.map_or_else(|| "none".to_owned(), ToString::to_string)
 }
 
@@ -369,91 +368,4 @@ pub fn validate_receipt_at(
     _now: OffsetDateTime,
 ) -> Result<(), ComputerUseError> {
     validate_receipt(receipt, envelope)
-}
-
-/// The envelope is about the action that was proposed: same id (when one was
-/// given), tool, mode and operation (when one was given), the proposed
-/// target's app and window, the same postcondition (absent when none was
-/// proposed), and the same agent and group when both name one.
-pub(crate) fn bind_to_request(
-    request: &ActionRequest<'_>,
-    envelope: &ActionEnvelope,
-) -> Result<(), ComputerUseError> {
-    const OBJECT: &str = "ActionEnvelope";
-    let proposed = &request.action;
-    bind_optional(
-        OBJECT,
-        "actionId",
-        proposed.action_id.as_deref(),
-        Some(&envelope.action_id),
-    )?;
-    bind(OBJECT, "tool", &proposed.tool, &envelope.tool)?;
-    bind(
-        OBJECT,
-        "requestedMode",
-        proposed.mode.as_str(),
-        envelope.requested_mode.as_str(),
-    )?;
-    bind_optional(
-        OBJECT,
-        "operation",
-        proposed.operation.as_deref(),
-        Some(&envelope.operation),
-    )?;
-    if let Some(target) = &proposed.target {
-        let bound = envelope.target.as_ref();
-        bind(
-            OBJECT,
-            "target.appId",
-            &target.app_id,
-            bound.map_or("(no target)", |t| t.app_id.as_str()),
-        )?;
-        if target.window_id.is_some()
-            && target.window_id.as_ref() != bound.and_then(|t| t.window_id.as_ref())
-        {
-            return Err(ComputerUseError::IdentityMismatch {
-                object: OBJECT,
-                field: "target.windowId",
-                expected: window_text(target.window_id.as_ref()),
-                actual: window_text(bound.and_then(|t| t.window_id.as_ref())),
-            });
-        }
-    }
-    if proposed.postcondition != envelope.postcondition {
-        return Err(postcondition_mismatch(
-            proposed.postcondition.as_ref(),
-            envelope.postcondition.as_ref(),
-        ));
-    }
-    bind_optional(
-        OBJECT,
-        "agentId",
-        request.agent_id,
-        envelope.agent_id.as_deref(),
-    )?;
-    bind_optional(
-        OBJECT,
-        "executionGroupId",
-        request.execution_group_id,
-        envelope.execution_group_id.as_deref(),
-    )
-}
-
-#[cold]
-#[inline(never)]
-fn postcondition_mismatch(
-    proposed: Option<&crate::contracts::ActionPostcondition>,
-    envelope: Option<&crate::contracts::ActionPostcondition>,
-) -> ComputerUseError {
-    let text = |postcondition: Option<&crate::contracts::ActionPostcondition>| match postcondition {
-        Some(postcondition) => serde_json::to_string(postcondition)
-            .unwrap_or_else(|err| format!("(unprintable: {err})")),
-        None => "none".to_owned(),
-    };
-    ComputerUseError::IdentityMismatch {
-        object: "ActionEnvelope",
-        field: "postcondition",
-        expected: text(proposed),
-        actual: text(envelope),
-    }
 }

@@ -23,7 +23,7 @@
 //! | `action.refused` | `errorClass`, `field`, `refusalCode` | when a transition fails |
 //!
 //! A correct chain therefore evaluates clean under
-//! [`super::ComputerUseEvaluator`]: its `action.started` carries the lease,
+//! [`crate::eval::ComputerUseEvaluator`]: its `action.started` carries the lease,
 //! its one `action.committed` follows the start and is followed by
 //! `action.verified`.
 
@@ -39,21 +39,48 @@ use crate::ComputerUseError;
 use crate::contracts::SessionEvent;
 use crate::digest::{canonical_json_of, sha256_prefixed};
 
-/// Event type names the journal writes.
-pub mod journal_types {
-    #![allow(missing_docs)]
+/// The event vocabulary: one name for each event, shared by the journal
+/// (which writes them), the evaluator (which reads them, on our journal or
+/// on a server's `get_session_events`) and the simulator (which publishes
+/// the server's). Names a server publishes are upstream's.
+pub mod events {
+    /// A preview was bound (journal), or the server previewed (server).
     pub const PREVIEWED: &str = "action.previewed";
+    /// The route waits for a person's approval.
     pub const APPROVAL_REQUIRED: &str = "action.approval_required";
+    /// The route blocked the action.
     pub const BLOCKED: &str = "action.blocked";
+    /// The action may run: policy, a grant, or the runtime approved it.
     pub const APPROVED: &str = "action.approved";
+    /// The target reservation was bound.
     pub const RESERVED: &str = "target.reserved";
+    /// The one-writer lease was bound.
     pub const LEASED: &str = "lease.acquired";
+    /// The single mutation is about to run; the payload carries `leaseId`.
     pub const STARTED: &str = "action.started";
+    /// The runtime committed the mutation; the payload carries `receiptId`.
     pub const COMMITTED: &str = "action.committed";
+    /// The receipt of the mutation was recorded.
     pub const RECEIPT: &str = "action.receipt";
+    /// Verification ran (journal), or the server's own postcondition check
+    /// ran (server, before it commits); the payload carries its outcome.
     pub const VERIFIED: &str = "action.verified";
+    /// The server restored the desktop state it captured before acting.
+    pub const RESTORED: &str = "action.restored";
+    /// The server rejected the execution (a receipt `rejected`).
+    pub const REJECTED: &str = "action.rejected";
+    /// A reservation was given back.
     pub const RELEASED: &str = "target.released";
+    /// A transition of the chain failed.
     pub const REFUSED: &str = "action.refused";
+    /// A runtime session was created.
+    pub const SESSION_CREATED: &str = "session.created";
+    /// A runtime session changed state (`from`, `to`).
+    pub const SESSION_STATE_CHANGED: &str = "session.state_changed";
+    /// A runtime session completed.
+    pub const SESSION_COMPLETED: &str = "session.completed";
+    /// A follow-up instruction was submitted to a runtime session.
+    pub const FOLLOW_UP_SUBMITTED: &str = "session.follow_up_submitted";
 }
 
 /// The `previous` of the first entry.

@@ -1,0 +1,127 @@
+//! The proposal an envelope answers: an envelope is bound to the action the
+//! chain proposed before anything is reserved on its authority.
+
+use crate::ComputerUseError;
+use crate::binding::{bind, bind_optional, window_text};
+use crate::contracts::{ActionEnvelope, ActionPostcondition, ActionPreview};
+use crate::runtime::ActionRequest;
+
+/// The envelope is about the action that was proposed: same id (when one was
+/// given), tool, mode and operation (when one was given), the proposed
+/// target's app and window, the same postcondition (absent when none was
+/// proposed), and the same agent and group when both name one.
+pub(crate) fn bind_to_request(
+    request: &ActionRequest<'_>,
+    envelope: &ActionEnvelope,
+) -> Result<(), ComputerUseError> {
+    const OBJECT: &str = "ActionEnvelope";
+    let proposed = &request.action;
+    bind_optional(
+        OBJECT,
+        "actionId",
+        proposed.action_id.as_deref(),
+        Some(&envelope.action_id),
+    )?;
+    bind(OBJECT, "tool", &proposed.tool, &envelope.tool)?;
+    bind(
+        OBJECT,
+        "requestedMode",
+        proposed.mode.as_str(),
+        envelope.requested_mode.as_str(),
+    )?;
+    bind_optional(
+        OBJECT,
+        "operation",
+        proposed.operation.as_deref(),
+        Some(&envelope.operation),
+    )?;
+    if let Some(target) = &proposed.target {
+        let bound = envelope.target.as_ref();
+        bind(
+            OBJECT,
+            "target.appId",
+            &target.app_id,
+            bound.map_or("(no target)", |t| t.app_id.as_str()),
+        )?;
+        if target.window_id.is_some()
+            && target.window_id.as_ref() != bound.and_then(|t| t.window_id.as_ref())
+        {
+            return Err(ComputerUseError::IdentityMismatch {
+                object: OBJECT,
+                field: "target.windowId",
+                expected: window_text(target.window_id.as_ref()),
+                actual: window_text(bound.and_then(|t| t.window_id.as_ref())),
+            });
+        }
+    }
+    if proposed.postcondition != envelope.postcondition {
+        return Err(postcondition_mismatch(
+            proposed.postcondition.as_ref(),
+            envelope.postcondition.as_ref(),
+        ));
+    }
+    bind_optional(
+        OBJECT,
+        "agentId",
+        request.agent_id,
+        envelope.agent_id.as_deref(),
+    )?;
+    bind_optional(
+        OBJECT,
+        "executionGroupId",
+        request.execution_group_id,
+        envelope.execution_group_id.as_deref(),
+    )
+}
+
+#[cold]
+#[inline(never)]
+fn postcondition_mismatch(
+    proposed: Option<&ActionPostcondition>,
+    envelope: Option<&ActionPostcondition>,
+) -> ComputerUseError {
+    let text = |postcondition: Option<&ActionPostcondition>| match postcondition {
+        Some(postcondition) => serde_json::to_string(postcondition)
+            .unwrap_or_else(|err| format!("(unprintable: {err})")),
+        None => "none".to_owned(),
+    };
+    ComputerUseError::IdentityMismatch {
+        object: "ActionEnvelope",
+        field: "postcondition",
+        expected: text(proposed),
+        actual: text(envelope),
+    }
+}
+
+/// The capability the runtime would use is the one for this action: its
+/// operation is the envelope's, and an executable preview's capability
+/// supports the mode asked for. A tool the runtime cannot run stops here,
+/// before anything is reserved on its authority.
+pub(crate) fn bind_capability(preview: &ActionPreview) -> Result<(), ComputerUseError> {
+    let capability = &preview.capability;
+    let envelope = &preview.envelope;
+    bind(
+        "ExecutionCapability",
+        "operation",
+        &envelope.operation,
+        &capability.operation,
+    )?;
+    if preview.executable
+        && !capability
+            .supported_modes
+            .contains(&envelope.requested_mode)
+    {
+        let modes: Vec<&str> = capability
+            .supported_modes
+            .iter()
+            .map(|m| m.as_str())
+            .collect();
+        return Err(ComputerUseError::InvalidField {
+            object: "ExecutionCapability",
+            field: "supportedModes",
+            expected: format!("a list with {}", envelope.requested_mode.as_str()),
+            actual: format!("[{}]", modes.join(", ")),
+        });
+    }
+    Ok(())
+}
