@@ -13,9 +13,6 @@
 //! `COMPUTER_USE_PRINCIPAL_ID` and the clipboard application from
 //! `COMPUTER_USE_CLIPBOARD_APP` (both default to the simulator's).
 
-#[path = "support/sim_child.rs"]
-mod sim_child;
-
 use std::sync::Arc;
 
 use adk_computer_use::auth::{ScopeAuthorizer, VerifiedIdentity};
@@ -25,7 +22,9 @@ use adk_computer_use::digest::sha256_prefixed;
 use adk_computer_use::protocol::{Approval, ChainOutcome, Session};
 use adk_computer_use::runtime::ProposedAction;
 use adk_computer_use::runtime::mcp::{ComputerUseMcpRuntime, McpRuntimeConfig};
-use adk_computer_use::sim::{CLIPBOARD_APP, CLIPBOARD_LABEL, CLIPBOARD_ROLE, CLIPBOARD_WINDOW};
+use adk_computer_use::sim::{
+    self, CLIPBOARD_APP, CLIPBOARD_LABEL, CLIPBOARD_ROLE, CLIPBOARD_WINDOW, SimConfig,
+};
 use serde_json::json;
 
 type Error = Box<dyn std::error::Error>;
@@ -46,12 +45,12 @@ fn quoted_text(request: &str) -> Result<&str, Error> {
 async fn read_back(
     session: &Session<ComputerUseMcpRuntime>,
     runtime: &ComputerUseMcpRuntime,
-    target: TargetEvidence,
+    target: Option<TargetEvidence>,
     expected: &str,
 ) -> Result<(), Error> {
-    let read = ProposedAction::new("read_clipboard", json!({}), ExecutionMode::Background)
-        .with_target(target)
+    let mut read = ProposedAction::new("read_clipboard", json!({}), ExecutionMode::Background)
         .with_data_labels([DataLabel::Private]);
+    read.target = target;
     let done = match session.run(read).await? {
         ChainOutcome::Completed(done) => done,
         ChainOutcome::NeedsApproval(pending) => {
@@ -93,9 +92,6 @@ async fn read_back(
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
-    if sim_child::serve_if_asked().await? {
-        return Ok(());
-    }
     let args: Vec<String> = std::env::args().skip(1).collect();
     let (request, server) = match args.iter().position(|a| a == "--server") {
         Some(at) => (args[..at].first().cloned(), Some(args[at + 1..].to_vec())),
@@ -108,18 +104,19 @@ async fn main() -> Result<(), Error> {
     let app =
         std::env::var("COMPUTER_USE_CLIPBOARD_APP").unwrap_or_else(|_| CLIPBOARD_APP.to_owned());
 
-    let command = match &server {
+    let window = WindowId::Number(CLIPBOARD_WINDOW);
+    let config = McpRuntimeConfig::new(&principal).capability_tool("write_clipboard");
+    // Another server as a child process, or the bundled simulator served
+    // inside this process.
+    let runtime = Arc::new(match &server {
         Some(parts) if !parts.is_empty() => {
             let mut command = tokio::process::Command::new(&parts[0]);
             command.args(&parts[1..]);
-            command
+            ComputerUseMcpRuntime::spawn(command, config).await?
         }
         Some(_) => return Err("--server needs a command".into()),
-        None => sim_child::command(&["--principal", &principal])?,
-    };
-    let window = WindowId::Number(CLIPBOARD_WINDOW);
-    let config = McpRuntimeConfig::new(&principal).capability_tool("write_clipboard");
-    let runtime = Arc::new(ComputerUseMcpRuntime::spawn(command, config).await?);
+        None => sim::spawn(SimConfig::for_principal(&principal), config).await?,
+    });
     let started = runtime.start_session(Some(&request), None).await?;
     println!(
         "session {} started for {}",
@@ -134,31 +131,17 @@ async fn main() -> Result<(), Error> {
         .target(&app, Some(window.clone()))
         .build()?;
 
-    // The target as the host observed it. Another server's desktop gives
-    // its own evidence in `COMPUTER_USE_TARGET_EVIDENCE` (camelCase JSON);
-    // its capture time is stamped now.
+    // The target evidence: by default the chain derives it from what the
+    // session observes (the clipboard window above). A server whose
+    // observations show no windows (upstream's fake desktop) is given its
+    // evidence in `COMPUTER_USE_TARGET_EVIDENCE` (camelCase JSON), stamped now.
     let target = match std::env::var("COMPUTER_USE_TARGET_EVIDENCE") {
         Ok(json) => {
             let mut target: TargetEvidence = serde_json::from_str(&json)?;
             target.captured_at = format_rfc3339(time::OffsetDateTime::now_utc())?;
-            target
+            Some(target)
         }
-        Err(_) => TargetEvidence {
-            platform: std::env::consts::OS.into(),
-            app_id: app.clone(),
-            pid: None,
-            window_id: Some(window),
-            window_title_digest: None,
-            display_id: None,
-            role: Some(CLIPBOARD_ROLE.into()),
-            label_digest: None,
-            bounds: None,
-            observation_id: "live-clipboard".into(),
-            screenshot_hash: None,
-            ui_tree_revision: None,
-            confidence: 1.0,
-            captured_at: format_rfc3339(time::OffsetDateTime::now_utc())?,
-        },
+        Err(_) => None,
     };
     let postcondition = ActionPostcondition::try_from(PostconditionFields::UiElement {
         role: Some(CLIPBOARD_ROLE.into()),
@@ -166,14 +149,14 @@ async fn main() -> Result<(), Error> {
         exists: true,
         value_digest: Some(sha256_prefixed(&text)),
     })?;
-    let action = ProposedAction::new(
+    let mut action = ProposedAction::new(
         "write_clipboard",
         json!({ "text": text }),
         ExecutionMode::Background,
     )
-    .with_target(target.clone())
     .with_postcondition(postcondition)
     .with_data_labels([DataLabel::Public]);
+    action.target = target.clone();
 
     match session.run(action).await? {
         ChainOutcome::Completed(done) => {

@@ -12,9 +12,6 @@
 //! and the target evidence from `COMPUTER_USE_TARGET_EVIDENCE` (camelCase
 //! JSON), as in `live_clipboard`.
 
-#[path = "support/sim_child.rs"]
-mod sim_child;
-
 use std::sync::Arc;
 
 use adk_computer_use::auth::{ScopeAuthorizer, VerifiedIdentity};
@@ -23,7 +20,7 @@ use adk_computer_use::contracts::*;
 use adk_computer_use::protocol::{ChainOutcome, Session};
 use adk_computer_use::runtime::ProposedAction;
 use adk_computer_use::runtime::mcp::{ComputerUseMcpRuntime, McpRuntimeConfig};
-use adk_computer_use::sim::{CLIPBOARD_APP, CLIPBOARD_WINDOW};
+use adk_computer_use::sim::{self, CLIPBOARD_APP, CLIPBOARD_WINDOW, SimConfig};
 use serde_json::{Map, json};
 
 type Error = Box<dyn std::error::Error>;
@@ -97,9 +94,6 @@ fn report(
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
-    if sim_child::serve_if_asked().await? {
-        return Ok(());
-    }
     // Slow calls make the two chains overlap for certain.
     let args: Vec<String> = std::env::args().skip(1).collect();
     let server = match args.iter().position(|a| a == "--server") {
@@ -113,16 +107,21 @@ async fn main() -> Result<(), Error> {
         }
         None => PRINCIPAL.to_owned(),
     };
-    let command = match &server {
+    let config = McpRuntimeConfig::new(&principal);
+    // Another server as a child process, or the bundled simulator (each
+    // call slowed by 20 ms, so the two agents overlap) inside this process.
+    let runtime = Arc::new(match &server {
         Some(parts) => {
             let mut command = tokio::process::Command::new(&parts[0]);
             command.args(&parts[1..]);
-            command
+            ComputerUseMcpRuntime::spawn(command, config).await?
         }
-        None => sim_child::command(&["--principal", PRINCIPAL, "--slow-ms", "20"])?,
-    };
-    let runtime =
-        Arc::new(ComputerUseMcpRuntime::spawn(command, McpRuntimeConfig::new(&principal)).await?);
+        None => {
+            let mut sim_config = SimConfig::for_principal(PRINCIPAL);
+            sim_config.slow_ms = 20;
+            sim::spawn(sim_config, config).await?
+        }
+    });
     runtime
         .start_session(Some("two agents, one window"), Some("team"))
         .await?;

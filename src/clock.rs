@@ -171,9 +171,11 @@ pub fn parse_rfc3339(
 pub fn format_rfc3339(instant: OffsetDateTime) -> Result<String, ComputerUseError> {
     instant
         .format(&Rfc3339)
-        .map_err(|err| ComputerUseError::InvalidRequest {
-            field: "timestamp".into(),
-            message: format!("cannot be written as RFC 3339: {err}"),
+        .map_err(|err| ComputerUseError::InvalidField {
+            object: "Timestamp",
+            field: "instant",
+            expected: "an instant RFC 3339 can write (years 0 to 9999)".into(),
+            actual: format!("{instant} ({err})"),
         })
 }
 

@@ -69,6 +69,16 @@ pub mod events {
     pub const RESTORED: &str = "action.restored";
     /// The server rejected the execution (a receipt `rejected`).
     pub const REJECTED: &str = "action.rejected";
+    /// The server crossed the effect boundary and cannot say what happened
+    /// (a receipt `indeterminate`).
+    pub const INDETERMINATE: &str = "action.indeterminate";
+    /// The execution was interrupted before its effect (a receipt
+    /// `interrupted`).
+    pub const INTERRUPTED: &str = "action.interrupted";
+    /// A reservation was cancelled by the server (a stop, a takeover).
+    pub const TARGET_CANCELLED: &str = "target.cancelled";
+    /// Grants lost their authority (the session stopped or was taken over).
+    pub const AUTHORITY_REVOKED: &str = "approval.authority_revoked";
     /// A reservation was given back.
     pub const RELEASED: &str = "target.released";
     /// A transition of the chain failed.

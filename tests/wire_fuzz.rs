@@ -75,9 +75,7 @@ proptest! {
     ) {
         match decode_tool_result("execute_action", result(structured.clone(), is_error, text)) {
             Ok((value, _)) => prop_assert!(value.is_object() && is_error != Some(true)),
-            Err(ComputerUseError::Decode { .. })
-            | Err(ComputerUseError::Refused { .. })
-            | Err(ComputerUseError::InvalidRequest { .. }) => {}
+            Err(ComputerUseError::Decode { .. }) | Err(ComputerUseError::Refused { .. }) => {}
             Err(other) => prop_assert!(false, "unexpected error kind: {other}"),
         }
     }

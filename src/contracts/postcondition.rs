@@ -5,6 +5,32 @@
 //! process postcondition that can only prove the process stopped. Answers use
 //! camelCase keys; the action input uses snake_case (`value_digest`,
 //! `content_digest`, `window_id`); both directions go through the same checks.
+//!
+//! Every digest here (`valueDigest`, `contentDigest`) is `sha256:` followed
+//! by the 64 lowercase hex digits of the SHA-256 of the value's UTF-8 bytes
+//! (a file's raw bytes): [`crate::digest::sha256_prefixed`] makes one.
+//!
+//! ```
+//! use adk_computer_use::contracts::{ActionPostcondition, PostconditionFields};
+//! use adk_computer_use::digest::sha256_prefixed;
+//!
+//! // "The clipboard viewer's text area now holds exactly `hi`."
+//! let post = ActionPostcondition::try_from(PostconditionFields::UiElement {
+//!     role: Some("AXTextArea".into()),
+//!     label: None,
+//!     exists: true,
+//!     value_digest: Some(sha256_prefixed("hi")),
+//! })?;
+//! assert!(ActionPostcondition::try_from(PostconditionFields::UiElement {
+//!     role: Some("AXTextArea".into()),
+//!     label: None,
+//!     exists: true,
+//!     value_digest: Some("hi".into()), // not a digest: refused
+//! })
+//! .is_err());
+//! # let _ = post;
+//! # Ok::<(), adk_computer_use::ComputerUseError>(())
+//! ```
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -27,7 +53,8 @@ pub enum PostconditionFields {
         label: Option<String>,
         /// Whether it must exist.
         exists: bool,
-        /// Digest of its value.
+        /// Digest of its value: `sha256:` + 64 lowercase hex digits of the
+        /// SHA-256 of the value's UTF-8 bytes ([`crate::digest::sha256_prefixed`]).
         #[serde(
             default,
             rename = "valueDigest",
@@ -41,7 +68,8 @@ pub enum PostconditionFields {
         path: String,
         /// Whether it must exist.
         exists: bool,
-        /// Digest of its content.
+        /// Digest of its content: `sha256:` + 64 lowercase hex digits of the
+        /// SHA-256 of the file's bytes.
         #[serde(
             default,
             rename = "contentDigest",

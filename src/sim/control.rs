@@ -2,6 +2,7 @@
 //! from the queue, releasing, the emergency stop, and what a session gives
 //! up before its state changes.
 
+use crate::journal::events;
 use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
@@ -112,7 +113,7 @@ impl SimState {
             self.publish(
                 session_id,
                 None,
-                "target.cancelled",
+                events::TARGET_CANCELLED,
                 json!({
                     "reservationId": reservation.reservation_id,
                     "intentId": reservation.intent_id,
@@ -128,7 +129,7 @@ impl SimState {
             self.publish(
                 session_id,
                 None,
-                "approval.authority_revoked",
+                events::AUTHORITY_REVOKED,
                 json!({
                     "revokedGrants": revoked,
                     "pendingApprovals": pending,
@@ -151,7 +152,7 @@ impl SimState {
             self.publish(
                 &session,
                 None,
-                "approval.authority_revoked",
+                events::AUTHORITY_REVOKED,
                 json!({
                     "revokedGrants": grants,
                     "pendingApprovals": pending,

@@ -5,6 +5,7 @@
 //! focus, and commit. A failure before the boundary leaves the receipt
 //! `rejected`; after it, `indeterminate` (and the lease revoked).
 
+use crate::journal::events;
 use serde_json::{Value, json};
 use time::OffsetDateTime;
 
@@ -168,7 +169,7 @@ impl SimState {
                 self.publish(
                     &session_id,
                     Some(&action_id),
-                    "action.committed",
+                    events::COMMITTED,
                     json!({ "receiptId": receipt_id, "leaseId": lease_id }),
                 );
                 if mutating && self.config.has(Fault::CrashAfterCommit) {
@@ -201,7 +202,11 @@ impl SimState {
                 self.publish(
                     &session_id,
                     Some(&action_id),
-                    &format!("action.{status}"),
+                    match status {
+                        "indeterminate" => events::INDETERMINATE,
+                        "interrupted" => events::INTERRUPTED,
+                        _ => events::REJECTED,
+                    },
                     json!({ "receiptId": receipt_id, "code": error.code }),
                 );
                 Err(*error)
@@ -349,7 +354,7 @@ impl SimState {
         self.publish(
             &request.session_id,
             Some(action_id),
-            "action.started",
+            events::STARTED,
             json!({ "tool": request.tool, "mode": request.mode, "leaseId": request.lease_id }),
         );
         if mutating && self.config.has(Fault::CrashBeforeEffect) {
@@ -391,7 +396,7 @@ impl SimState {
         self.publish(
             &request.session_id,
             Some(action_id),
-            "action.verified",
+            events::VERIFIED,
             payload,
         );
         let after = |error: SimError| Failure {
@@ -418,7 +423,7 @@ impl SimState {
             self.publish(
                 &request.session_id,
                 Some(action_id),
-                "action.restored",
+                events::RESTORED,
                 restoration,
             );
         }

@@ -9,6 +9,7 @@
 //! principal, session, scope, policy digest, class and mode) when a preview
 //! names it, and consumed when the action executes.
 
+use crate::journal::events;
 use std::collections::BTreeMap;
 
 use serde::Serialize;
@@ -227,7 +228,7 @@ impl SimState {
         self.publish(
             &session_id,
             Some(&action_id),
-            "action.approved",
+            events::APPROVED,
             json!({
                 "scope": grant.scope,
                 "scopeDigest": grant.scope_digest,

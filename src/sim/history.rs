@@ -2,6 +2,7 @@
 //! its event log as an audit export page, and its deletion (alone, or
 //! pruned with the other old terminal sessions).
 
+use crate::journal::events;
 use serde::Serialize;
 use serde_json::{Value, json};
 use time::OffsetDateTime;
@@ -94,7 +95,7 @@ impl SimState {
         self.publish(
             &id,
             None,
-            "session.follow_up_submitted",
+            events::FOLLOW_UP_SUBMITTED,
             json!({
                 "followUpId": follow_up.follow_up_id,
                 "sequence": follow_up.sequence,

@@ -2,6 +2,7 @@
 //! upstream's coordinator does it. `preview_action` answers the preview;
 //! `execute_action` previews again, internally, before it runs anything.
 
+use crate::journal::events;
 use serde_json::{Map, Value, json};
 
 use super::SimError;
@@ -286,7 +287,7 @@ impl SimState {
         self.publish(
             &session_id,
             Some(&action_id),
-            "action.previewed",
+            events::PREVIEWED,
             Value::Object(payload),
         );
         if blocker == Some("approval_required") {
@@ -315,7 +316,7 @@ impl SimState {
             self.publish(
                 &session_id,
                 Some(&action_id),
-                "action.approval_required",
+                events::APPROVAL_REQUIRED,
                 Value::Object(payload),
             );
         }

@@ -8,6 +8,7 @@
 //! or either without one) is refused `target_conflict`, whoever asks:
 //! another agent, or the same agent with another intent.
 
+use crate::journal::events;
 use std::collections::BTreeMap;
 
 use serde::Serialize;
@@ -285,7 +286,7 @@ impl super::state::SimState {
         self.publish(
             &session_id,
             None,
-            "target.reserved",
+            events::RESERVED,
             json!({
                 "reservationId": reservation.reservation_id,
                 "intentId": reservation.intent_id,
@@ -340,7 +341,7 @@ impl super::state::SimState {
                 self.publish(
                     &session_id,
                     None,
-                    "target.released",
+                    events::RELEASED,
                     json!({ "reservationId": id, "intentId": reservation.intent_id }),
                 );
                 Ok(super::state::SimAnswer::of(

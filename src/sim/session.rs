@@ -8,6 +8,7 @@
 //! Every change is a `session.state_changed` event `{from, to}`, with the
 //! reason's digest and length (never its text) when there is one.
 
+use crate::journal::events;
 use serde::Serialize;
 use serde_json::{Value, json};
 use time::OffsetDateTime;
@@ -122,7 +123,7 @@ impl SimState {
             ("to", Some(json!(to))),
             ("reasonMetadata", reason.map(text_metadata)),
         ]);
-        self.publish(id, None, "session.state_changed", payload);
+        self.publish(id, None, events::SESSION_STATE_CHANGED, payload);
         Ok(changed)
     }
 
@@ -143,7 +144,12 @@ impl SimState {
             completion: None,
         };
         self.sessions.insert(id.clone(), session);
-        self.publish(&id, None, "session.created", json!({ "state": "created" }));
+        self.publish(
+            &id,
+            None,
+            events::SESSION_CREATED,
+            json!({ "state": "created" }),
+        );
         Ok(self.transition(&id, "running", None)?.answer())
     }
 
@@ -267,7 +273,7 @@ impl SimState {
         self.publish(
             &id,
             None,
-            "session.completed",
+            events::SESSION_COMPLETED,
             json!({
                 "summaryMetadata": text_metadata(&summary),
                 "postconditions": {

@@ -14,7 +14,7 @@ use serde_json::json;
 
 use std::sync::{Arc, Mutex};
 
-use super::{current_session, decode, decode_tool_result, object, transport_error};
+use super::wire::{current_session, decode, decode_tool_result, object, transport_error};
 use crate::ComputerUseError;
 use crate::binding::bind;
 use crate::contracts::{ApprovalGrant, ApprovalScope};

@@ -13,6 +13,7 @@
 //! are kept in a small bounded cache, so evidence for a chain of actions
 //! costs one page read per action, not a scan of the whole session.
 
+use crate::journal::events;
 use std::collections::{HashMap, VecDeque};
 
 use serde_json::{Value, json};
@@ -40,7 +41,7 @@ impl ServerChecks {
     /// Takes in a page of events ending at `next`.
     pub(super) fn absorb(&mut self, events: Vec<SessionEvent>, next: u64) {
         for event in events {
-            if event.event_type != "action.verified" {
+            if event.event_type != events::VERIFIED {
                 continue;
             }
             let (Some(action_id), Some(payload)) = (event.action_id, event.payload) else {

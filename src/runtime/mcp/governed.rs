@@ -1,0 +1,299 @@
+//! The runtime trait over MCP: the governed chain's only way to the
+//! server's state-changing tools, each reached with the proof its stage
+//! made.
+
+use serde_json::{Value, json};
+
+use super::wire::{decode, lock, object};
+use super::{ComputerUseMcpRuntime, evidence};
+use crate::ComputerUseError;
+use crate::binding::{self, bind};
+use crate::contracts::*;
+use crate::runtime::{
+    ActionRequest, ComputerUseRuntime, ExecuteProof, LeaseProof, LeaseReleaseProof, Observation,
+    ObservationScope, PreviewAnswer, ReleaseProof, ReserveProof, SessionContext,
+};
+
+impl ComputerUseRuntime for ComputerUseMcpRuntime {
+    fn session_context(&self) -> Option<SessionContext> {
+        let session_id = lock(&self.session_id).clone()?;
+        Some(SessionContext {
+            session_id,
+            principal_id: self.config.principal_id.clone(),
+            execution_group_id: lock(&self.execution_group_id).clone(),
+        })
+    }
+
+    async fn close(&self) -> Result<(), ComputerUseError> {
+        self.shutdown().await
+    }
+
+    async fn discover_capabilities(
+        &self,
+        scope: &ObservationScope,
+    ) -> Result<Vec<ExecutionCapability>, ComputerUseError> {
+        let tool = scope
+            .tool
+            .clone()
+            .unwrap_or_else(|| self.config.capability_tool.clone());
+        let mut answer = self
+            .call_json(
+                "get_execution_capabilities",
+                json!({ "tool": tool, "app_id": scope.app_id }),
+            )
+            .await?;
+        decode("get_execution_capabilities", "capabilities", &mut answer)
+    }
+
+    async fn observe_visual(
+        &self,
+        _scope: &ObservationScope,
+    ) -> Result<Observation, ComputerUseError> {
+        self.observe_shadow("snapshot", json!({})).await
+    }
+
+    async fn observe_semantic(
+        &self,
+        scope: &ObservationScope,
+    ) -> Result<Observation, ComputerUseError> {
+        // The session's target, app and window together; a window without
+        // its app is not looked for.
+        let (app, window) = match &scope.app_id {
+            Some(app) => (Some(app.clone()), scope.window_id.clone()),
+            None => (None, None),
+        };
+        match window {
+            Some(window) => {
+                self.observe_shadow("get_ui_tree", json!({ "window_id": window, "app_id": app }))
+                    .await
+            }
+            None => self.observe_shadow("list_windows", json!({})).await,
+        }
+    }
+
+    async fn preview_action(
+        &self,
+        request: &ActionRequest<'_>,
+    ) -> Result<PreviewAnswer, ComputerUseError> {
+        let arguments = Self::action_arguments(request);
+        let (answer, _) = self.send("preview_action", arguments.clone()).await?;
+        let preview: ActionPreview = serde_json::from_value(answer)
+            .map_err(|err| ComputerUseError::decode("preview_action answer", err))?;
+        // What runs must be what was previewed: the exact arguments, under
+        // the action id the server bound them to, travel with the stage.
+        let mut arguments = arguments;
+        arguments.insert("action_id".into(), json!(preview.envelope.action_id));
+        Ok(PreviewAnswer {
+            preview,
+            retained: Some(Value::Object(arguments)),
+        })
+    }
+
+    async fn reserve_target(
+        &self,
+        proof: &ReserveProof<'_>,
+    ) -> Result<Option<TargetReservation>, ComputerUseError> {
+        let envelope = proof.envelope();
+        let Some(target) = &envelope.target else {
+            return Ok(None);
+        };
+        let mut answer = self
+            .call_json(
+                "reserve_target",
+                json!({
+                    "session_id": envelope.session_id,
+                    "intent_id": envelope.action_id,
+                    "app_id": target.app_id,
+                    "window_id": target.window_id,
+                    "ttl_ms": self.config.reservation_ttl_ms,
+                    "execution_group_id": envelope.execution_group_id,
+                    "agent_id": envelope.agent_id,
+                }),
+            )
+            .await?;
+        decode("reserve_target", "reservation", &mut answer).map(Some)
+    }
+
+    async fn release_target(&self, proof: &ReleaseProof<'_>) -> Result<(), ComputerUseError> {
+        let reservation = proof.reservation();
+        // In this adapter's session, whatever session the answer claimed.
+        let answer = self
+            .call_json(
+                "release_target_reservation",
+                json!({ "session_id": self.session_id()?, "reservation_id": reservation.reservation_id }),
+            )
+            .await;
+        // No longer active is what a release is for: a release whose answer
+        // was lost and is sent again finds it so.
+        let mut answer = match answer {
+            Err(err) if err.refusal_code() == Some("reservation_not_active") => return Ok(()),
+            other => other?,
+        };
+        let released: TargetReservation =
+            decode("release_target_reservation", "reservation", &mut answer)?;
+        bind(
+            "TargetReservation",
+            "reservationId",
+            &reservation.reservation_id,
+            &released.reservation_id,
+        )?;
+        binding::require_state(
+            "TargetReservation",
+            ReservationState::Released,
+            released.state,
+        )
+    }
+
+    async fn acquire_lease(
+        &self,
+        proof: &LeaseProof<'_>,
+    ) -> Result<ControlLease, ComputerUseError> {
+        let envelope = proof.envelope();
+        let kind = if envelope.requested_mode == ExecutionMode::Foreground {
+            "exclusive"
+        } else {
+            "cooperative"
+        };
+        let target = envelope.target.as_ref();
+        let wait = std::time::Duration::from_millis(self.config.lease_wait_ms);
+        // A second acquire waits in the server's queue. Bounded here: when
+        // the wait runs out the call is dropped, and rmcp tells the server
+        // the request was cancelled, so it leaves the queue.
+        let call = self.send_within(
+            "acquire_control_lease",
+            object(json!({
+                "session_id": envelope.session_id,
+                "kind": kind,
+                "mode": envelope.requested_mode,
+                "ttl_ms": self.config.lease_ttl_ms,
+                "action_budget": 1,
+                "agent_id": envelope.agent_id,
+                "app_ids": target.map(|t| vec![t.app_id.clone()]),
+                "window_ids": target.and_then(|t| t.window_id.clone()).map(|w| vec![w]),
+            })),
+            None,
+        );
+        let (mut answer, _) =
+            tokio::time::timeout(wait, call)
+                .await
+                .map_err(|_| ComputerUseError::TimedOut {
+                    operation: "acquire_control_lease".into(),
+                    waited_ms: self.config.lease_wait_ms,
+                })??;
+        decode("acquire_control_lease", "lease", &mut answer)
+    }
+
+    async fn release_lease(&self, proof: &LeaseReleaseProof<'_>) -> Result<(), ComputerUseError> {
+        let lease = proof.lease();
+        let answer = self
+            .call_json(
+                "release_control_lease",
+                json!({ "lease_id": lease.lease_id }),
+            )
+            .await;
+        // No longer active (released, expired, or revoked by the server) is
+        // what a release is for.
+        let mut answer = match answer {
+            Err(err)
+                if matches!(
+                    err.refusal_code(),
+                    Some("lease_not_active" | "lease_revoked")
+                ) =>
+            {
+                return Ok(());
+            }
+            other => other?,
+        };
+        let released: ControlLease = decode("release_control_lease", "lease", &mut answer)?;
+        bind(
+            "ControlLease",
+            "leaseId",
+            &lease.lease_id,
+            &released.lease_id,
+        )?;
+        binding::require_state("ControlLease", LeaseState::Released, released.state)
+    }
+
+    async fn execute_action(
+        &self,
+        proof: &ExecuteProof<'_>,
+    ) -> Result<ExecutionReceipt, ComputerUseError> {
+        let envelope = proof.envelope();
+        let mut arguments = match proof.retained() {
+            Some(Value::Object(arguments)) => arguments.clone(),
+            _ => {
+                return Err(ComputerUseError::InvalidRequest {
+                    field: "retained".into(),
+                    message: format!(
+                        "expected the arguments action {} was previewed with, found none; preview it again",
+                        envelope.action_id
+                    ),
+                });
+            }
+        };
+        bind(
+            "ActionEnvelope",
+            "actionId",
+            &envelope.action_id,
+            arguments
+                .get("action_id")
+                .and_then(Value::as_str)
+                .unwrap_or(""),
+        )?;
+        arguments.insert("lease_id".into(), json!(proof.lease().lease_id));
+        if let Some(grant) = proof.grant_id() {
+            arguments.insert("approval_grant_id".into(), json!(grant));
+        }
+        let (mut answer, _) = self.send("execute_action", arguments).await?;
+        decode("execute_action", "receipt", &mut answer)
+    }
+
+    /// The server's own check of the action, read from its `action.verified`
+    /// event (see [`evidence`](self)); `None` when it reported none.
+    async fn evidence(
+        &self,
+        receipt: &ExecutionReceipt,
+        postcondition: Option<&ActionPostcondition>,
+    ) -> Result<Option<Value>, ComputerUseError> {
+        let mut checks = self.checks.lock().await;
+        if checks.get(&receipt.action_id).is_none() {
+            loop {
+                let after = checks.after();
+                let page = self.get_session_events(Some(after), Some(1000)).await?;
+                let done = page.events.is_empty() || page.next_sequence <= after;
+                checks.absorb(page.events, page.next_sequence);
+                if done || checks.get(&receipt.action_id).is_some() {
+                    break;
+                }
+            }
+        }
+        Ok(checks
+            .get(&receipt.action_id)
+            .map(|check| evidence::verification(check, postcondition)))
+    }
+
+    async fn pause_session(&self, reason: Option<&str>) -> Result<(), ComputerUseError> {
+        self.session_state_call("pause_session", reason)
+            .await
+            .map(|_| ())
+    }
+
+    async fn stop_session(&self, reason: Option<&str>) -> Result<(), ComputerUseError> {
+        self.session_state_call("stop_session", reason)
+            .await
+            .map(|_| ())
+    }
+
+    async fn emergency_stop(&self, reason: Option<&str>) -> Result<(), ComputerUseError> {
+        let answer = self
+            .call_json("emergency_stop", json!({ "reason": reason }))
+            .await?;
+        match answer.get("stopped") {
+            Some(Value::Bool(true)) => Ok(()),
+            other => Err(ComputerUseError::decode(
+                "emergency_stop answer",
+                format!("expected stopped: true, got {other:?}"),
+            )),
+        }
+    }
+}

@@ -1,0 +1,215 @@
+//! The runtime session's own tools: start and read it, its events and
+//! follow-ups, its lifecycle, and deleting it. None of them mutates the
+//! desktop.
+
+use std::sync::Arc;
+
+use serde::de::DeserializeOwned;
+use serde_json::json;
+
+use super::wire::{decode, lock};
+use super::{ComputerUseMcpRuntime, McpApprover};
+use crate::ComputerUseError;
+use crate::binding::bind;
+use crate::contracts::*;
+
+impl ComputerUseMcpRuntime {
+    /// Starts a runtime session and acts in it from now on.
+    pub async fn start_session(
+        &self,
+        objective: Option<&str>,
+        execution_group_id: Option<&str>,
+    ) -> Result<RuntimeSession, ComputerUseError> {
+        let mut answer = self
+            .call_json(
+                "start_session",
+                json!({ "objective": objective, "execution_group_id": execution_group_id }),
+            )
+            .await?;
+        let session: RuntimeSession = decode("start_session", "session", &mut answer)?;
+        bind(
+            "RuntimeSession",
+            "principalId",
+            &self.config.principal_id,
+            &session.principal_id,
+        )?;
+        if session.state != "running" {
+            return Err(ComputerUseError::invalid(
+                "RuntimeSession",
+                "state",
+                "running",
+                session.state.clone(),
+            ));
+        }
+        *lock(&self.session_id) = Some(session.session_id.clone());
+        *lock(&self.execution_group_id) = session.execution_group_id.clone();
+        Ok(session)
+    }
+
+    /// Reads the session.
+    pub async fn get_session(&self) -> Result<RuntimeSession, ComputerUseError> {
+        let mut answer = self
+            .call_json("get_session", json!({ "session_id": self.session_id()? }))
+            .await?;
+        let session: RuntimeSession = decode("get_session", "session", &mut answer)?;
+        self.check_session("RuntimeSession", &session.session_id, &session.principal_id)?;
+        Ok(session)
+    }
+
+    /// Reads one page of a session-scoped list (`tool` answers with the page
+    /// itself); the caller checks what the page holds.
+    async fn page<P: DeserializeOwned>(
+        &self,
+        tool: &str,
+        after_sequence: Option<u64>,
+        limit: Option<u32>,
+    ) -> Result<P, ComputerUseError> {
+        let answer = self
+            .call_json(
+                tool,
+                json!({ "session_id": self.session_id()?, "after_sequence": after_sequence, "limit": limit }),
+            )
+            .await?;
+        serde_json::from_value(answer)
+            .map_err(|err| ComputerUseError::decode(format!("{tool} answer"), err))
+    }
+
+    /// Reads a page of the session's events; every event must be this
+    /// session's and this principal's.
+    pub async fn get_session_events(
+        &self,
+        after_sequence: Option<u64>,
+        limit: Option<u32>,
+    ) -> Result<SessionEventPage, ComputerUseError> {
+        let page: SessionEventPage = self
+            .page("get_session_events", after_sequence, limit)
+            .await?;
+        for event in &page.events {
+            self.check_session("SessionEvent", &event.session_id, &event.principal_id)?;
+        }
+        Ok(page)
+    }
+
+    /// Reads every event of the session, page by page.
+    pub async fn all_session_events(&self) -> Result<Vec<SessionEvent>, ComputerUseError> {
+        let mut events = Vec::new();
+        let mut after = 0;
+        loop {
+            let page = self.get_session_events(Some(after), Some(1000)).await?;
+            if page.events.is_empty() || page.next_sequence <= after {
+                return Ok(events);
+            }
+            after = page.next_sequence;
+            events.extend(page.events);
+        }
+    }
+
+    /// Adds an instruction to the session.
+    pub async fn submit_follow_up(
+        &self,
+        instruction: &str,
+    ) -> Result<SessionFollowUp, ComputerUseError> {
+        let mut answer = self
+            .call_json(
+                "submit_follow_up",
+                json!({ "session_id": self.session_id()?, "instruction": instruction }),
+            )
+            .await?;
+        let follow_up: SessionFollowUp = decode("submit_follow_up", "follow_up", &mut answer)?;
+        self.check_session(
+            "SessionFollowUp",
+            &follow_up.session_id,
+            &follow_up.principal_id,
+        )?;
+        Ok(follow_up)
+    }
+
+    /// Reads a page of the session's follow-ups.
+    pub async fn get_follow_ups(
+        &self,
+        after_sequence: Option<u64>,
+        limit: Option<u32>,
+    ) -> Result<FollowUpPage, ComputerUseError> {
+        let page: FollowUpPage = self.page("get_follow_ups", after_sequence, limit).await?;
+        for follow_up in &page.follow_ups {
+            self.check_session(
+                "SessionFollowUp",
+                &follow_up.session_id,
+                &follow_up.principal_id,
+            )?;
+        }
+        Ok(page)
+    }
+
+    /// The host's capability to approve actions on this server. It is a
+    /// separate value from the runtime a `Session` drives, so an agent that
+    /// holds only its session cannot approve its own action.
+    pub fn approver(&self) -> McpApprover {
+        McpApprover::new(
+            self.peer.clone(),
+            self.config.principal_id.clone(),
+            Arc::clone(&self.session_id),
+        )
+    }
+
+    /// Deletes a terminal session.
+    pub async fn delete_session(
+        &self,
+        session_id: &str,
+    ) -> Result<SessionDeletionResult, ComputerUseError> {
+        let mut answer = self
+            .call_json(
+                "delete_session",
+                json!({ "session_id": session_id, "confirm": true }),
+            )
+            .await?;
+        let deletion: SessionDeletionResult = decode("delete_session", "deletion", &mut answer)?;
+        bind(
+            "SessionDeletionResult",
+            "sessionId",
+            session_id,
+            &deletion.session_id,
+        )?;
+        Ok(deletion)
+    }
+
+    /// Deletes terminal sessions last changed before `older_than` (RFC 3339).
+    pub async fn prune_sessions(
+        &self,
+        older_than: &str,
+        limit: Option<u32>,
+    ) -> Result<Vec<SessionDeletionResult>, ComputerUseError> {
+        crate::clock::parse_rfc3339("prune_sessions", "olderThan", older_than)?;
+        let mut answer = self
+            .call_json(
+                "prune_sessions",
+                json!({ "older_than": older_than, "limit": limit, "confirm": true }),
+            )
+            .await?;
+        decode("prune_sessions", "deletions", &mut answer)
+    }
+
+    /// Resumes a paused session.
+    pub async fn resume_session(
+        &self,
+        reason: Option<&str>,
+    ) -> Result<RuntimeSession, ComputerUseError> {
+        self.session_state_call("resume_session", reason).await
+    }
+
+    pub(super) async fn session_state_call(
+        &self,
+        tool: &str,
+        reason: Option<&str>,
+    ) -> Result<RuntimeSession, ComputerUseError> {
+        let mut answer = self
+            .call_json(
+                tool,
+                json!({ "session_id": self.session_id()?, "reason": reason }),
+            )
+            .await?;
+        let session: RuntimeSession = decode(tool, "session", &mut answer)?;
+        self.check_session("RuntimeSession", &session.session_id, &session.principal_id)?;
+        Ok(session)
+    }
+}
