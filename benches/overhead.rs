@@ -31,11 +31,10 @@ use adk_computer_use::runtime::mcp::{
 };
 use adk_computer_use::runtime::*;
 use adk_computer_use::sim::{CLIPBOARD_APP, CLIPBOARD_WINDOW};
+use adk_computer_use::test_util;
 use serde_json::{Map, Value, json};
 
 use sim_support::PRINCIPAL;
-const FAR: &str = "2099-01-01T00:00:00Z";
-const NOW: &str = "2026-01-01T00:00:00Z";
 
 fn session<R: ComputerUseRuntime>(runtime: Arc<R>, agent: &str) -> Session<R> {
     let identity = VerifiedIdentity::new(PRINCIPAL, "tenant").unwrap();
@@ -125,101 +124,23 @@ struct NoopRuntime {
 }
 
 impl NoopRuntime {
-    fn new() -> Self {
-        let envelope = ActionEnvelope {
-            action_id: "a".into(),
-            session_id: "s".into(),
+    /// The answers a well-behaved runtime gives `action` (the bench's one
+    /// action), built once: valid for years, so no check ever fails.
+    fn new(action: &ProposedAction) -> Self {
+        let now = time::OffsetDateTime::now_utc();
+        let years = time::Duration::days(3650);
+        let request = ActionRequest {
+            session_id: "s",
+            agent_id: Some("agent"),
             execution_group_id: None,
-            principal_id: PRINCIPAL.into(),
-            agent_id: Some("agent".into()),
-            tool: "write_clipboard".into(),
-            operation: "write_clipboard".into(),
-            action_class: ActionClass::EditReversible,
-            requested_mode: ExecutionMode::Background,
-            target: Some(sim_support::clipboard_target()),
-            resource: None,
-            provenance: None,
-            target_sensitivity: None,
-            data_labels: vec![DataLabel::Public],
-            postcondition: None,
-            reversible: true,
-            external_side_effect: false,
-            proposed_at: NOW.into(),
-            expires_at: FAR.into(),
-            args_digest: "ab".repeat(32),
-            attempt: None,
-            certification_id: None,
+            action,
         };
-        let reservation = TargetReservation {
-            reservation_id: "r".into(),
-            revision: 1,
-            intent_id: "a".into(),
-            session_id: "s".into(),
-            principal_id: PRINCIPAL.into(),
-            execution_group_id: None,
-            agent_id: Some("agent".into()),
-            scope: ReservationScope {
-                app_id: CLIPBOARD_APP.into(),
-                window_id: Some(WindowId::Number(CLIPBOARD_WINDOW)),
-            },
-            state: ReservationState::Active,
-            acquired_at: NOW.into(),
-            expires_at: FAR.into(),
-            terminal_reason: None,
-        };
-        let lease = ControlLease {
-            lease_id: "l".into(),
-            revision: 1,
-            session_id: "s".into(),
-            principal_id: PRINCIPAL.into(),
-            agent_id: Some("agent".into()),
-            kind: LeaseKind::Cooperative,
-            execution_mode: ExecutionMode::Background,
-            state: LeaseState::Active,
-            acquired_at: NOW.into(),
-            expires_at: FAR.into(),
-            action_budget: 1,
-            actions_used: 0,
-            boundaries: LeaseBoundaries {
-                app_ids: vec![CLIPBOARD_APP.into()],
-                window_ids: vec![],
-                display_ids: vec![],
-            },
-            terminal_reason: None,
-        };
-        let receipt = ExecutionReceipt {
-            receipt_id: "rc".into(),
-            session_id: "s".into(),
-            action_id: "a".into(),
-            action_digest: envelope.args_digest.clone(),
-            attempt: 1,
-            status: ReceiptStatus::Committed,
-            created_at: NOW.into(),
-            updated_at: NOW.into(),
-            result: None,
-            error: None,
-        };
-        let preview = ActionPreview {
-            envelope: Box::new(envelope),
-            capability: ExecutionCapability {
-                app_id: CLIPBOARD_APP.into(),
-                operation: "write_clipboard".into(),
-                backend: ExecutionBackend::Scripting,
-                supported_modes: vec![ExecutionMode::Background],
-                interference: Interference::None,
-                confidence: 1.0,
-                verified_at: None,
-                verification_source: VerificationSource::PlatformRule,
-                certification: None,
-            },
-            policy: PolicyDecision {
-                decision: PolicyVerdict::Allow,
-                policy_digest: "p".into(),
-                reasons: vec![],
-            },
-            executable: true,
-            blocker: None,
-        };
+        let envelope = test_util::envelope_for(&request, PRINCIPAL, now, years).unwrap();
+        let reservation =
+            test_util::reservation_for(&envelope, "r", CLIPBOARD_APP, now, years).unwrap();
+        let lease = test_util::lease_for(&envelope, "l", &[CLIPBOARD_APP], now, years).unwrap();
+        let receipt = test_util::receipt_for(&envelope, "rc", now, None).unwrap();
+        let preview = test_util::preview_for(envelope, test_util::PreviewRoute::Allowed, "p");
         Self {
             preview,
             reservation,
@@ -335,8 +256,6 @@ async fn raw_in_process(runtime: &NoopRuntime, action: &ProposedAction, scope: &
 
 fn in_process(rt: &tokio::runtime::Runtime) -> f64 {
     const N: usize = 10_000;
-    let runtime = Arc::new(NoopRuntime::new());
-    let session = rt.block_on(async { session(Arc::clone(&runtime), "agent") });
     let action = ProposedAction::new(
         "write_clipboard",
         json!({ "text": "x" }),
@@ -344,6 +263,8 @@ fn in_process(rt: &tokio::runtime::Runtime) -> f64 {
     )
     .with_action_id("a")
     .with_target(sim_support::clipboard_target());
+    let runtime = Arc::new(NoopRuntime::new(&action));
+    let session = rt.block_on(async { session(Arc::clone(&runtime), "agent") });
     let scope = ObservationScope::default();
     let governed = || {
         let start = Instant::now();

@@ -1,0 +1,128 @@
+//! The ledger of everything a session's actions hold right now: whoever
+//! takes a resource out of it releases it, so each is released once.
+
+use std::sync::Mutex;
+
+use super::held::Held;
+
+/// A ledger entry's id: its slot and the slot's generation, so an id whose
+/// entry was taken never reaches the entry that reuses the slot.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) struct LedgerId {
+    slot: usize,
+    generation: u64,
+}
+
+/// One ledger slot: its generation, the resource, and whether a call that
+/// uses it (the mutation, or its own explicit release) is in flight.
+#[derive(Default)]
+struct Entry {
+    generation: u64,
+    held: Option<Held>,
+    busy: bool,
+}
+
+#[derive(Default)]
+struct Slots {
+    entries: Vec<Entry>,
+    free: Vec<usize>,
+    held: usize,
+}
+
+/// Every resource the session's actions hold right now.
+#[derive(Default)]
+pub(crate) struct Ledger {
+    slots: Mutex<Slots>,
+}
+
+impl Ledger {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Slots> {
+        self.slots.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(super) fn register(&self, held: Held) -> LedgerId {
+        let mut slots = self.lock();
+        slots.held += 1;
+        match slots.free.pop() {
+            Some(slot) => {
+                let entry = &mut slots.entries[slot];
+                entry.generation += 1;
+                entry.held = Some(held);
+                entry.busy = false;
+                LedgerId {
+                    slot,
+                    generation: entry.generation,
+                }
+            }
+            None => {
+                slots.entries.push(Entry {
+                    generation: 0,
+                    held: Some(held),
+                    busy: false,
+                });
+                LedgerId {
+                    slot: slots.entries.len() - 1,
+                    generation: 0,
+                }
+            }
+        }
+    }
+
+    /// The live entry of `id`, if it is still in the ledger.
+    fn entry(slots: &mut Slots, id: LedgerId) -> Option<&mut Entry> {
+        slots
+            .entries
+            .get_mut(id.slot)
+            .filter(|entry| entry.generation == id.generation && entry.held.is_some())
+    }
+
+    /// Takes the entry out: whoever gets it is the one that releases it.
+    pub(super) fn take(&self, id: LedgerId) -> Option<Held> {
+        let mut slots = self.lock();
+        let held = Self::entry(&mut slots, id)?.held.take()?;
+        slots.free.push(id.slot);
+        slots.held -= 1;
+        Some(held)
+    }
+
+    /// Marks the entry busy (or not): a busy entry is in use by a call in
+    /// flight, and `shutdown` leaves it to that call. False when the entry
+    /// is no longer in the ledger.
+    pub(super) fn set_busy(&self, id: LedgerId, busy: bool) -> bool {
+        let mut slots = self.lock();
+        match Self::entry(&mut slots, id) {
+            Some(entry) => {
+                entry.busy = busy;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Marks several entries busy (or not) under one lock.
+    pub(super) fn set_busy_all(&self, ids: impl IntoIterator<Item = LedgerId>, busy: bool) {
+        let mut slots = self.lock();
+        for id in ids {
+            if let Some(entry) = Self::entry(&mut slots, id) {
+                entry.busy = busy;
+            }
+        }
+    }
+
+    /// Takes out one entry that no call is using, if there is one.
+    pub(super) fn take_idle(&self) -> Option<Held> {
+        let mut slots = self.lock();
+        let slot = slots
+            .entries
+            .iter()
+            .position(|entry| entry.held.is_some() && !entry.busy)?;
+        let held = slots.entries[slot].held.take()?;
+        slots.free.push(slot);
+        slots.held -= 1;
+        Some(held)
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.lock().held
+    }
+}
