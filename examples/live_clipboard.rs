@@ -104,7 +104,24 @@ async fn main() -> Result<(), Error> {
     let app =
         std::env::var("COMPUTER_USE_CLIPBOARD_APP").unwrap_or_else(|_| CLIPBOARD_APP.to_owned());
 
-    let window = WindowId::Number(CLIPBOARD_WINDOW);
+    // The target evidence: by default the chain derives it from what the
+    // session observes (the clipboard window above). A server whose
+    // observations show no windows (upstream's fake desktop) is given its
+    // evidence in `COMPUTER_USE_TARGET_EVIDENCE` (camelCase JSON), stamped now.
+    let target = match std::env::var("COMPUTER_USE_TARGET_EVIDENCE") {
+        Ok(json) => {
+            let mut target: TargetEvidence = serde_json::from_str(&json)?;
+            target.captured_at = format_rfc3339(time::OffsetDateTime::now_utc())?;
+            Some(target)
+        }
+        Err(_) => None,
+    };
+    // The session acts on that window (the simulator's clipboard viewer
+    // unless the evidence names another).
+    let window = target
+        .as_ref()
+        .and_then(|t| t.window_id.clone())
+        .unwrap_or(WindowId::Number(CLIPBOARD_WINDOW));
     let config = McpRuntimeConfig::new(&principal).capability_tool("write_clipboard");
     // Another server as a child process, or the bundled simulator served
     // inside this process.
@@ -131,18 +148,6 @@ async fn main() -> Result<(), Error> {
         .target(&app, Some(window.clone()))
         .build()?;
 
-    // The target evidence: by default the chain derives it from what the
-    // session observes (the clipboard window above). A server whose
-    // observations show no windows (upstream's fake desktop) is given its
-    // evidence in `COMPUTER_USE_TARGET_EVIDENCE` (camelCase JSON), stamped now.
-    let target = match std::env::var("COMPUTER_USE_TARGET_EVIDENCE") {
-        Ok(json) => {
-            let mut target: TargetEvidence = serde_json::from_str(&json)?;
-            target.captured_at = format_rfc3339(time::OffsetDateTime::now_utc())?;
-            Some(target)
-        }
-        Err(_) => None,
-    };
     let postcondition = ActionPostcondition::try_from(PostconditionFields::UiElement {
         role: Some(CLIPBOARD_ROLE.into()),
         label: Some(CLIPBOARD_LABEL.into()),

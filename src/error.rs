@@ -313,10 +313,16 @@ impl ComputerUseError {
         match err {
             // The server says itself it does not know (upstream's
             // `indeterminate`: the effect boundary was crossed).
-            Self::Refused { ref code, .. } if code == "indeterminate" => Self::OutcomeUnknown {
-                action_id: action_id.to_owned(),
-                cause: Box::new(err),
-            },
+            // Or answers in words only (an exception the server's MCP layer
+            // turned into text): nothing says it happened before the effect.
+            Self::Refused { ref code, .. }
+                if code == "indeterminate" || code == "unstructured_refusal" =>
+            {
+                Self::OutcomeUnknown {
+                    action_id: action_id.to_owned(),
+                    cause: Box::new(err),
+                }
+            }
             // Refused before acting, or refused by a local check before the
             // call was made: nothing was performed.
             Self::Refused { .. }

@@ -495,83 +495,107 @@ fn a_server_that_checks_before_it_commits_is_not_flagged_and_an_unchecked_commit
     );
 }
 
-/// Upstream records observations and reads as actions too: a shadow
-/// observation starts with no lease and commits with nothing to verify; a
-/// read the server previewed as needing no verification commits unverified.
-/// Neither is a violation; a mutation doing the same still is.
+/// Upstream records its shadow observations as actions too: previewed in
+/// shadow mode, started with no lease, committed with nothing to verify.
+/// Those are not violations. A mutation is, however it is dressed: a start
+/// that says shadow after a preview that did not, an earlier shadow preview
+/// of the same id, or the server's word that no verification is needed.
 #[test]
-fn observations_and_reads_the_server_exempts_are_not_violations_but_mutations_still_are() {
-    let clean = vec![
+fn observations_are_exempt_and_nothing_else_is() {
+    let observation = |id: &str, at: u64| {
+        vec![
+            ev(
+                at,
+                id,
+                "action.previewed",
+                json!({ "mode": "shadow", "actionClass": "observe" }),
+            ),
+            ev(
+                at + 1,
+                id,
+                "action.started",
+                json!({ "mode": "shadow", "leaseId": null }),
+            ),
+            ev(
+                at + 2,
+                id,
+                "action.committed",
+                json!({ "receiptId": format!("r-{id}") }),
+            ),
+        ]
+    };
+    let report = ComputerUseEvaluator::new().evaluate(&observation("obs", 1));
+    assert!(report.violations.is_empty(), "{:?}", report.violations);
+    let classes = |events: Vec<SessionEvent>| -> Vec<ViolationClass> {
+        ComputerUseEvaluator::new()
+            .evaluate(&events)
+            .violations
+            .into_iter()
+            .map(|v| v.class)
+            .collect()
+    };
+    let both = [
+        ViolationClass::MutationWithoutLease,
+        ViolationClass::CommitNeverVerified,
+    ];
+    // A start that claims shadow after a real preview.
+    let dressed = vec![
         ev(
             1,
-            "obs",
+            "w",
             "action.previewed",
-            json!({ "mode": "shadow", "actionClass": "observe", "verificationRequired": false }),
+            json!({ "mode": "foreground", "actionClass": "edit_reversible" }),
         ),
         ev(
             2,
-            "obs",
+            "w",
             "action.started",
             json!({ "mode": "shadow", "leaseId": null }),
         ),
-        ev(
-            3,
-            "obs",
-            "action.committed",
-            json!({ "receiptId": "r-obs" }),
-        ),
+        ev(3, "w", "action.committed", json!({ "receiptId": "r-w" })),
+    ];
+    assert_eq!(classes(dressed), both);
+    // An earlier shadow run of the same id exempts nothing after it.
+    let mut reused = observation("a", 1);
+    reused.extend([
         ev(
             4,
-            "read",
+            "a",
+            "action.previewed",
+            json!({ "mode": "background", "actionClass": "edit_reversible" }),
+        ),
+        ev(
+            5,
+            "a",
+            "action.started",
+            json!({ "mode": "background", "leaseId": null }),
+        ),
+        ev(6, "a", "action.committed", json!({ "receiptId": "r-a2" })),
+    ]);
+    let found = classes(reused);
+    assert!(
+        found.contains(&ViolationClass::MutationWithoutLease),
+        "{found:?}"
+    );
+    assert!(
+        found.contains(&ViolationClass::CommitNeverVerified),
+        "{found:?}"
+    );
+    // The server saying a verification is not required does not excuse one.
+    let unchecked = vec![
+        ev(
+            1,
+            "r",
             "action.previewed",
             json!({ "mode": "background", "actionClass": "secret_access", "verificationRequired": false }),
         ),
         ev(
-            5,
-            "read",
+            2,
+            "r",
             "action.started",
             json!({ "mode": "background", "leaseId": "lease-1" }),
         ),
-        ev(
-            6,
-            "read",
-            "action.committed",
-            json!({ "receiptId": "r-read" }),
-        ),
+        ev(3, "r", "action.committed", json!({ "receiptId": "r-r" })),
     ];
-    let report = ComputerUseEvaluator::new().evaluate(&clean);
-    assert!(report.violations.is_empty(), "{:?}", report.violations);
-    let dirty = vec![
-        ev(
-            1,
-            "write",
-            "action.previewed",
-            json!({ "mode": "background", "actionClass": "edit_reversible", "verificationRequired": true }),
-        ),
-        ev(
-            2,
-            "write",
-            "action.started",
-            json!({ "mode": "background", "leaseId": null }),
-        ),
-        ev(
-            3,
-            "write",
-            "action.committed",
-            json!({ "receiptId": "r-write" }),
-        ),
-    ];
-    let classes: Vec<ViolationClass> = ComputerUseEvaluator::new()
-        .evaluate(&dirty)
-        .violations
-        .into_iter()
-        .map(|v| v.class)
-        .collect();
-    assert_eq!(
-        classes,
-        [
-            ViolationClass::MutationWithoutLease,
-            ViolationClass::CommitNeverVerified
-        ]
-    );
+    assert_eq!(classes(unchecked), [ViolationClass::CommitNeverVerified]);
 }

@@ -651,7 +651,21 @@ async fn the_simulators_policy_denies_destructive_actions_unless_configured() {
 #[tokio::test]
 async fn a_password_field_target_needs_approval() {
     let runtime = spawn_sim(&[]).await;
-    let session = session(&runtime, "agent-a");
+    // A session that acts on the sign-in window.
+    let identity = adk_computer_use::VerifiedIdentity::new(PRINCIPAL, "tenant-e2e").unwrap();
+    let authorizer = adk_computer_use::ScopeAuthorizer::new(
+        identity,
+        ["computer:plan", "computer:execute:foreground"],
+    )
+    .unwrap();
+    let session = adk_computer_use::Session::builder(std::sync::Arc::clone(&runtime), authorizer)
+        .agent_id("agent-a")
+        .target(
+            "com.example.Login",
+            Some(adk_computer_use::contracts::WindowId::Number(9)),
+        )
+        .build()
+        .unwrap();
     let mut target = clipboard_target();
     target.app_id = "com.example.Login".into();
     target.window_id = Some(adk_computer_use::contracts::WindowId::Number(9));

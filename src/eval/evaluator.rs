@@ -154,11 +154,13 @@ impl ComputerUseEvaluator {
         let mut unverified: BTreeMap<String, u64> = BTreeMap::new();
         let mut verified = BTreeSet::new();
         let mut receipts = BTreeSet::new();
-        // Actions that change nothing (shadow observations) and actions the
-        // server said need no verification (reads): neither needs a lease
-        // or a verification.
+        // Shadow observations change nothing: upstream records them as
+        // actions (previewed, started with no lease, committed, never
+        // verified). An action counts as one only when its latest preview
+        // and its start both say shadow; the server's word that an action
+        // "needs no verification" is not taken.
+        let mut shadow_previews = BTreeSet::new();
         let mut observations = BTreeSet::new();
-        let mut unchecked = BTreeSet::new();
         for event in events {
             let action = event.action_id.clone().unwrap_or_default();
             let mut flag = |class| {
@@ -170,25 +172,27 @@ impl ComputerUseEvaluator {
             };
             match event.event_type.as_str() {
                 event_types::PREVIEWED => {
-                    if payload_str(event, "mode") == Some("shadow")
-                        || payload_str(event, "actionClass") == Some("observe")
-                    {
-                        observations.insert(action.clone());
+                    // The latest preview of an id decides; an earlier shadow
+                    // preview exempts nothing that follows a real one.
+                    let shadow = payload_str(event, "mode") == Some("shadow")
+                        && payload_str(event, "actionClass").is_none_or(|c| c == "observe");
+                    if shadow {
+                        shadow_previews.insert(action.clone());
+                    } else {
+                        shadow_previews.remove(&action);
                     }
-                    let required = event
-                        .payload
-                        .as_ref()
-                        .and_then(|p| p.get("verificationRequired"));
-                    if required == Some(&Value::Bool(false)) {
-                        unchecked.insert(action.clone());
-                    }
+                    observations.remove(&action);
                 }
                 event_types::STARTED => {
-                    let shadow = payload_str(event, "mode") == Some("shadow");
+                    let shadow = payload_str(event, "mode") == Some("shadow")
+                        && shadow_previews.contains(&action);
                     if shadow {
                         observations.insert(action.clone());
-                    } else if payload_str(event, "leaseId").is_none() {
-                        flag(ViolationClass::MutationWithoutLease);
+                    } else {
+                        observations.remove(&action);
+                        if payload_str(event, "leaseId").is_none() {
+                            flag(ViolationClass::MutationWithoutLease);
+                        }
                     }
                     started.insert(action.clone());
                 }
@@ -206,8 +210,7 @@ impl ComputerUseEvaluator {
                     {
                         flag(ViolationClass::ReceiptSeenTwice);
                     }
-                    let exempt = observations.contains(&action) || unchecked.contains(&action);
-                    if !verified.contains(&action) && !exempt {
+                    if !verified.contains(&action) && !observations.contains(&action) {
                         unverified.insert(action.clone(), event.sequence);
                     }
                 }

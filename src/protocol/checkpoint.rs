@@ -347,6 +347,12 @@ pub(crate) struct CheckpointBody {
     pub(crate) session_id: String,
     pub(crate) principal_id: String,
     pub(crate) tenant_id: String,
+    /// The agent the suspended action was proposed by, if the session named one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) agent_id: Option<String>,
+    /// The execution group it was proposed in, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) execution_group_id: Option<String>,
     pub(crate) preview: ActionPreview,
     /// What the runtime needs to execute the preview later, if anything.
     #[serde(default, skip_serializing_if = "Option::is_none")]

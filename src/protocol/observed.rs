@@ -22,11 +22,19 @@ const MAX_EXPIRES_IN_MS: u64 = 300_000;
 pub struct Observed<R: ComputerUseRuntime> {
     core: Arc<Core<R>>,
     observations: Observations,
+    /// When the round ended, by the session's clock: the latest its frames
+    /// can have been captured.
+    observed_at: time::OffsetDateTime,
 }
 
 impl<R: ComputerUseRuntime> Observed<R> {
     pub(crate) fn new(core: Arc<Core<R>>, observations: Observations) -> Self {
-        Self { core, observations }
+        let observed_at = core.clock().now();
+        Self {
+            core,
+            observations,
+            observed_at,
+        }
     }
 
     /// What was observed.
@@ -41,8 +49,9 @@ impl<R: ComputerUseRuntime> Observed<R> {
         app_id: &str,
         window_id: Option<&WindowId>,
     ) -> Result<TargetEvidence, ComputerUseError> {
-        let now = format_rfc3339(self.core.clock().now())?;
-        self.observations.target_evidence(app_id, window_id, &now)
+        let observed_at = format_rfc3339(self.observed_at)?;
+        self.observations
+            .target_evidence(app_id, window_id, &observed_at)
     }
 
     /// Asks the runtime to preview `action` and binds the envelope it returns
@@ -52,7 +61,8 @@ impl<R: ComputerUseRuntime> Observed<R> {
     /// An action that carries no target evidence gets the evidence of the
     /// session's target (see [`SessionBuilder::target`](super::SessionBuilder::target))
     /// from what was observed, so the runtime revalidates it against the
-    /// desktop as it was seen. A target the observation does not show is
+    /// desktop as it was seen. Evidence an action carries itself must be for
+    /// the session's target, when the session has one. A target the observation does not show is
     /// refused here ([`ComputerUseError::TargetNotObserved`]) before the
     /// runtime is asked anything. Only when the observation describes no
     /// window at all (some servers' observations carry none) does the action
@@ -69,6 +79,28 @@ impl<R: ComputerUseRuntime> Observed<R> {
                 expected: format!("1 to {MAX_EXPIRES_IN_MS} ms (the protocol's cap)"),
                 actual: format!("{ms} ms"),
             });
+        }
+        if let (Some(target), Some(app_id)) = (&action.target, &self.core.scope.app_id) {
+            let window = self.core.scope.window_id.as_ref();
+            let other_window = window.is_some_and(|w| target.window_id.as_ref() != Some(w));
+            if &target.app_id != app_id || other_window {
+                return Err(ComputerUseError::InvalidField {
+                    object: "ProposedAction",
+                    field: "target",
+                    expected: format!(
+                        "evidence for this session's target, {app_id} {}",
+                        window.map_or_else(|| "(any window)".to_owned(), |w| format!("window {w}"))
+                    ),
+                    actual: format!(
+                        "{} {}",
+                        target.app_id,
+                        target
+                            .window_id
+                            .as_ref()
+                            .map_or_else(|| "(no window)".to_owned(), |w| format!("window {w}"))
+                    ),
+                });
+            }
         }
         let derived = match (&action.target, &self.core.scope.app_id) {
             (None, Some(app_id)) if self.observations.shows_windows() => Some(

@@ -123,6 +123,8 @@ impl<R: ComputerUseRuntime> PendingApproval<R> {
             session_id: self.core.session_id.clone(),
             principal_id: identity.principal_id().to_owned(),
             tenant_id: identity.tenant_id().to_owned(),
+            agent_id: self.core.agent_id.clone(),
+            execution_group_id: self.core.execution_group_id.clone(),
             preview: self.preview.get().clone(),
             runtime_state: self.preview.retained().cloned(),
         };

@@ -3,7 +3,7 @@
 
 use crate::ComputerUseError;
 use crate::binding::{bind, bind_optional, window_text};
-use crate::contracts::{ActionEnvelope, ActionPostcondition, ActionPreview};
+use crate::contracts::{ActionEnvelope, ActionPostcondition, ActionPreview, blockers};
 use crate::runtime::ActionRequest;
 
 /// The envelope is about the action that was proposed: same id (when one was
@@ -94,8 +94,8 @@ fn postcondition_mismatch(
 }
 
 /// The capability the runtime would use is the one for this action: its
-/// operation is the envelope's, and an executable preview's capability
-/// supports the mode asked for. A tool the runtime cannot run stops here,
+/// operation is the envelope's, and the capability of a preview that may
+/// run (executable, or waiting for approval) supports the mode asked for. A tool the runtime cannot run stops here,
 /// before anything is reserved on its authority.
 pub(crate) fn bind_capability(preview: &ActionPreview) -> Result<(), ComputerUseError> {
     let capability = &preview.capability;
@@ -106,7 +106,11 @@ pub(crate) fn bind_capability(preview: &ActionPreview) -> Result<(), ComputerUse
         &envelope.operation,
         &capability.operation,
     )?;
-    if preview.executable
+    // A preview that may still run (executable, or waiting for a person)
+    // must be runnable in its mode; only a blocked one is left to its route.
+    let may_run =
+        preview.executable || preview.blocker.as_deref() == Some(blockers::APPROVAL_REQUIRED);
+    if may_run
         && !capability
             .supported_modes
             .contains(&envelope.requested_mode)

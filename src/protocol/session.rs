@@ -161,7 +161,7 @@ impl<R: ComputerUseRuntime> SessionBuilder<R> {
                 runtime: context.principal_id,
             });
         }
-        if context.session_id.is_empty() {
+        if context.session_id.trim().is_empty() {
             return Err(ComputerUseError::InvalidRequest {
                 field: "sessionId".into(),
                 message: "the runtime reports an empty session id".into(),
@@ -197,6 +197,7 @@ impl<R: ComputerUseRuntime> SessionBuilder<R> {
         );
         let releaser = Arc::new(Releaser {
             runtime: Arc::clone(&self.runtime),
+            session_id: session_id.clone(),
             counters: Default::default(),
             ledger: Default::default(),
             recorder: recorder.clone(),
@@ -327,6 +328,17 @@ impl<R: ComputerUseRuntime> Session<R> {
         if body.principal_id != identity.principal_id() || body.tenant_id != identity.tenant_id() {
             return Err(fail("sealed for another principal or tenant".into()));
         }
+        if body.agent_id != self.core.agent_id
+            || body.execution_group_id != self.core.execution_group_id
+        {
+            return Err(fail(format!(
+                "sealed for agent {:?} in group {:?}, not this session's agent {:?} in group {:?}",
+                body.agent_id,
+                body.execution_group_id,
+                self.core.agent_id,
+                self.core.execution_group_id
+            )));
+        }
         let pending =
             PendingApproval::restore(Arc::clone(&self.core), body.preview, body.runtime_state)?;
         let approved = pending.approve(approval)?;
@@ -365,6 +377,11 @@ impl<R: ComputerUseRuntime> Session<R> {
     /// (by the timeout times the releases queued), so this returns even
     /// when the runtime the reaper runs on is no longer driven. Cancelling
     /// it after its first poll leaves nothing behind: the reaper runs on.
+    ///
+    /// Last, it closes the runtime ([`ComputerUseRuntime::close`]) when
+    /// nothing else can use it: no stage of this session is still alive,
+    /// nothing is outstanding, and no other session or caller holds the
+    /// runtime. A caller that kept its own handle closes it itself.
     pub async fn shutdown(self) -> ReleaseStats {
         self.core.closed.store(true, Ordering::Release);
         let reclaimed = reclaim(&self.core.release);
@@ -386,12 +403,17 @@ impl<R: ComputerUseRuntime> Session<R> {
             }
         }
         let stats = self.core.release_stats();
-        // The session's own two handles (its core's and its releaser's) are
-        // all that is left: nobody else can use the runtime, so it is closed
-        // here and one shutdown ends everything.
-        if Arc::strong_count(&self.core.runtime) == 2
-            && let Err(err) = self.core.runtime.close().await
-        {
+        // Closed only when nothing can use it any more: no stage of this
+        // session is alive (a stage holds the core, and a call it is making
+        // must be able to finish and give back what it holds), nothing is
+        // outstanding, and the session's own two handles (its core's and its
+        // releaser's) are the runtime's only ones: no other session and no
+        // caller holds it. Otherwise it stays open for them, and a spawned
+        // server ends when the last handle is dropped.
+        let unused = Arc::strong_count(&self.core) == 1
+            && stats.outstanding == 0
+            && Arc::strong_count(&self.core.runtime) == 2;
+        if unused && let Err(err) = self.core.runtime.close().await {
             tracing::warn!(error = %err, "closing the runtime failed");
         }
         stats

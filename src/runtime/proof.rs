@@ -134,16 +134,28 @@ impl<'a> ExecuteProof<'a> {
 /// this session holds, handed back by the stage or the reaper that owns it.
 pub struct ReleaseProof<'a> {
     reservation: &'a TargetReservation,
+    session_id: &'a str,
 }
 
 impl<'a> ReleaseProof<'a> {
-    pub(crate) fn new(reservation: &'a TargetReservation) -> Self {
-        Self { reservation }
+    pub(crate) fn new(reservation: &'a TargetReservation, session_id: &'a str) -> Self {
+        Self {
+            reservation,
+            session_id,
+        }
     }
 
     /// The reservation to release.
     pub fn reservation(&self) -> &TargetReservation {
         self.reservation
+    }
+
+    /// The runtime session the reservation was asked for in: the governed
+    /// session's. Release in it, not in whatever session the reservation
+    /// claims (a forged answer may claim another) nor in the one the
+    /// runtime has moved to since.
+    pub fn session_id(&self) -> &str {
+        self.session_id
     }
 }
 

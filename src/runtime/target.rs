@@ -45,20 +45,25 @@ impl Observations {
     /// observations carry no window data (upstream's fake desktop answers
     /// `{fake, effectCount}`) give the chain nothing to derive from.
     pub fn shows_windows(&self) -> bool {
-        !window_records(&self.semantic.structured).is_empty()
+        let frame = &self.semantic.structured;
+        frame.get("windows").is_some_and(Value::is_array)
+            || frame.get("window").is_some_and(Value::is_object)
+            || frame.get("windowId").is_some()
     }
 
     /// Target evidence for `app_id`'s window `window_id` (its first window
     /// when `None`), derived from this round's frames.
     ///
     /// The window must appear in the semantic frame, matched exactly on app
-    /// and window id; nothing is guessed. `captured_at` is the semantic
-    /// frame's capture time, or `now` when the runtime gave none.
+    /// and window id (a record whose window id is neither a whole number nor
+    /// text is not a window); nothing is guessed. `captured_at` is the
+    /// semantic frame's capture time, which must be RFC 3339, or `observed_at`
+    /// (when the observation round ended) when the runtime gave none.
     pub fn target_evidence(
         &self,
         app_id: &str,
         window_id: Option<&WindowId>,
-        now: &str,
+        observed_at: &str,
     ) -> Result<TargetEvidence, ComputerUseError> {
         let records = window_records(&self.semantic.structured);
         if records.is_empty() {
@@ -70,6 +75,7 @@ impl Observations {
         }
         let record = records
             .into_iter()
+            .filter(|record| record_window(record).is_some())
             .find(|record| {
                 record_app(record) == Some(app_id)
                     && window_id.is_none_or(|wanted| record_window(record).as_ref() == Some(wanted))
@@ -116,11 +122,21 @@ impl Observations {
             screenshot_hash: screenshot_hash(&self.visual),
             ui_tree_revision: tree_revision(&self.semantic.structured),
             confidence: 1.0,
-            captured_at: self
-                .semantic
-                .captured_at
-                .clone()
-                .unwrap_or_else(|| now.to_owned()),
+            captured_at: match &self.semantic.captured_at {
+                Some(at)
+                    if crate::clock::parse_rfc3339("Observation", "capturedAt", at).is_ok() =>
+                {
+                    at.clone()
+                }
+                Some(at) => {
+                    return Err(not_observed(
+                        app_id,
+                        window_id,
+                        format!("the frame's capture time {at:?} is not RFC 3339"),
+                    ));
+                }
+                None => observed_at.to_owned(),
+            },
         })
     }
 }

@@ -68,6 +68,11 @@ impl SimState {
         self.leases.cancel(ticket)
     }
 
+    /// Releases `lease_id`, granted to a waiter that is no longer there.
+    pub(super) fn give_back_lease(&mut self, lease_id: &str) {
+        let _ = self.leases.release(lease_id, now());
+    }
+
     pub(super) fn release_lease(&mut self, args: &Value) -> Result<SimAnswer, SimError> {
         let id = super::wire::text(args, "lease_id").unwrap_or_default();
         match self.leases.release(id, now()) {

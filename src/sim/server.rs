@@ -99,19 +99,27 @@ impl SimServer {
         // The state is locked only to queue and to settle, never while
         // the request waits for its turn.
         let started = self.lock().acquire_lease(&arguments);
-        let (ticket, wait) = match started {
+        let (ticket, mut wait) = match started {
             Err(error) => return refused(error),
             Ok(LeaseAnswer::Now(answer)) => return success(answer),
             Ok(LeaseAnswer::Wait(ticket, wait)) => (ticket, wait),
         };
         tokio::select! {
-            granted = wait => match granted {
+            granted = &mut wait => match granted {
                 Ok(Ok(lease)) => success(self.lock().lease_answer(&lease)),
                 Ok(Err(error)) => refused(error),
                 Err(_) => refused(SimError::refusal("interrupted", "lease request cancelled")),
             },
             () = cancelled => {
-                self.lock().cancel_lease_wait(ticket);
+                let mut state = self.lock();
+                // The grant may have raced the cancellation: a lease granted
+                // to a waiter who left is given back at once, never left
+                // active with no holder.
+                if !state.cancel_lease_wait(ticket)
+                    && let Ok(Ok(lease)) = wait.try_recv()
+                {
+                    state.give_back_lease(&lease.lease_id);
+                }
                 refused(SimError::refusal("interrupted", "lease request cancelled"))
             }
         }

@@ -4,7 +4,7 @@ use adk_computer_use::contracts::TargetReservation;
 use adk_computer_use::runtime::ReleaseProof;
 
 fn mint(reservation: &TargetReservation) -> ReleaseProof<'_> {
-    ReleaseProof::new(reservation)
+    ReleaseProof::new(reservation, "session-1")
 }
 
 fn main() {}

@@ -41,11 +41,12 @@ pub(super) enum Kind {
 pub(super) async fn give_back<R: ComputerUseRuntime>(
     runtime: &R,
     held: &Held,
+    session_id: &str,
 ) -> Result<(), ComputerUseError> {
     match held {
         Held::Reservation(reservation) => {
             runtime
-                .release_target(&ReleaseProof::new(reservation))
+                .release_target(&ReleaseProof::new(reservation, session_id))
                 .await
         }
         Held::Lease(lease) => runtime.release_lease(&LeaseReleaseProof::new(lease)).await,

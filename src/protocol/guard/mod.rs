@@ -237,7 +237,11 @@ impl<R: ComputerUseRuntime> ActionGuard<R> {
         let held: Held = slot.held();
         let answer = bounded(
             handle.releaser.timeout,
-            give_back(&*handle.releaser.runtime, &held),
+            give_back(
+                &*handle.releaser.runtime,
+                &held,
+                &handle.releaser.session_id,
+            ),
         )
         .await;
         in_flight.finish();

@@ -23,6 +23,8 @@ pub(crate) enum ReaperMessage {
 /// cycle and outlive the last stage that queued something.
 pub(crate) struct Releaser<R: ComputerUseRuntime> {
     pub(crate) runtime: Arc<R>,
+    /// The governed session's runtime session: releases happen in it.
+    pub(crate) session_id: String,
     pub(crate) counters: ReleaseCounters,
     pub(crate) ledger: Ledger,
     pub(crate) recorder: Recorder,
@@ -36,9 +38,10 @@ impl<R: ComputerUseRuntime> Releaser<R> {
     async fn isolated(&self, held: Held, how: &'static str) -> bool {
         let runtime = Arc::clone(&self.runtime);
         let task_held = held.clone();
+        let session_id = self.session_id.clone();
         let task = self
             .handle
-            .spawn(async move { give_back(&*runtime, &task_held).await });
+            .spawn(async move { give_back(&*runtime, &task_held, &session_id).await });
         let abort = task.abort_handle();
         let error = match tokio::time::timeout(self.timeout, task).await {
             Ok(Ok(Ok(()))) => None,

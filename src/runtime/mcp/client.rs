@@ -204,6 +204,18 @@ impl ComputerUseMcpRuntime {
         tool: &str,
         arguments: Value,
     ) -> Result<Observation, ComputerUseError> {
+        self.observe_shadow_in(&self.session_id()?, tool, arguments)
+            .await
+    }
+
+    /// [`Self::observe_shadow`] in the runtime session `session_id` (the
+    /// chain's, whatever session the runtime was switched to since).
+    pub(super) async fn observe_shadow_in(
+        &self,
+        session_id: &str,
+        tool: &str,
+        arguments: Value,
+    ) -> Result<Observation, ComputerUseError> {
         if !OBSERVATION_TOOLS.contains(&tool) {
             return Err(ComputerUseError::InvalidRequest {
                 field: "tool".into(),
@@ -213,10 +225,9 @@ impl ComputerUseMcpRuntime {
                 ),
             });
         }
-        let session_id = self.session_id()?;
         // Upstream records every execution, shadow ones included, under its
         // own action id.
-        let action_id = self.observation_id(&session_id);
+        let action_id = self.observation_id(session_id);
         let (mut answer, images) = self
             .send(
                 "execute_action",
@@ -233,7 +244,7 @@ impl ComputerUseMcpRuntime {
         bind(
             "ExecutionReceipt",
             "sessionId",
-            &session_id,
+            session_id,
             &receipt.session_id,
         )?;
         let output = answer

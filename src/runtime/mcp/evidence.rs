@@ -24,15 +24,35 @@ use crate::contracts::{ActionPostcondition, SessionEvent};
 /// then gathers no evidence, which fails safe).
 const KEPT: usize = 1024;
 
-/// The checks read so far, by action id, and where reading stopped.
+/// Events asked for per page.
+pub(super) const PAGE: u32 = 1000;
+
+/// Most pages read for one action's evidence; past them the action gathers
+/// no evidence (which fails safe) instead of reading on.
+pub(super) const MAX_PAGES: usize = 64;
+
+/// The checks read so far from one runtime session, by action id, and
+/// where reading stopped.
 #[derive(Default)]
 pub(super) struct ServerChecks {
+    session_id: String,
     after: u64,
     checks: HashMap<String, Value>,
     order: VecDeque<String>,
 }
 
 impl ServerChecks {
+    /// Reads `session_id`'s events from now on: another session's cursor
+    /// and checks are dropped.
+    pub(super) fn reading(&mut self, session_id: &str) {
+        if self.session_id != session_id {
+            *self = Self {
+                session_id: session_id.to_owned(),
+                ..Self::default()
+            };
+        }
+    }
+
     /// Where to read from next.
     pub(super) fn after(&self) -> u64 {
         self.after

@@ -14,6 +14,18 @@ use crate::runtime::{
     ObservationScope, PreviewAnswer, ReleaseProof, ReserveProof, SessionContext,
 };
 
+impl ComputerUseMcpRuntime {
+    /// The session an observation is for: the scope's (the chain's), or
+    /// the runtime's current one for a scope that names none.
+    fn scope_session(&self, scope: &ObservationScope) -> Result<String, ComputerUseError> {
+        if scope.session_id.is_empty() {
+            self.session_id()
+        } else {
+            Ok(scope.session_id.clone())
+        }
+    }
+}
+
 impl ComputerUseRuntime for ComputerUseMcpRuntime {
     fn session_context(&self) -> Option<SessionContext> {
         let session_id = lock(&self.session_id).clone()?;
@@ -47,9 +59,10 @@ impl ComputerUseRuntime for ComputerUseMcpRuntime {
 
     async fn observe_visual(
         &self,
-        _scope: &ObservationScope,
+        scope: &ObservationScope,
     ) -> Result<Observation, ComputerUseError> {
-        self.observe_shadow("snapshot", json!({})).await
+        self.observe_shadow_in(&self.scope_session(scope)?, "snapshot", json!({}))
+            .await
     }
 
     async fn observe_semantic(
@@ -64,10 +77,17 @@ impl ComputerUseRuntime for ComputerUseMcpRuntime {
         };
         match window {
             Some(window) => {
-                self.observe_shadow("get_ui_tree", json!({ "window_id": window, "app_id": app }))
+                self.observe_shadow_in(
+                    &self.scope_session(scope)?,
+                    "get_ui_tree",
+                    json!({ "window_id": window, "app_id": app }),
+                )
+                .await
+            }
+            None => {
+                self.observe_shadow_in(&self.scope_session(scope)?, "list_windows", json!({}))
                     .await
             }
-            None => self.observe_shadow("list_windows", json!({})).await,
         }
     }
 
@@ -120,7 +140,7 @@ impl ComputerUseRuntime for ComputerUseMcpRuntime {
         let answer = self
             .call_json(
                 "release_target_reservation",
-                json!({ "session_id": self.session_id()?, "reservation_id": reservation.reservation_id }),
+                json!({ "session_id": proof.session_id(), "reservation_id": reservation.reservation_id }),
             )
             .await;
         // No longer active is what a release is for: a release whose answer
@@ -255,11 +275,19 @@ impl ComputerUseRuntime for ComputerUseMcpRuntime {
         receipt: &ExecutionReceipt,
         postcondition: Option<&ActionPostcondition>,
     ) -> Result<Option<Value>, ComputerUseError> {
+        // The receipt's session's events: the chain's session, whatever
+        // session the runtime was switched to since.
+        let session_id = receipt.session_id.as_str();
         let mut checks = self.checks.lock().await;
+        checks.reading(session_id);
         if checks.get(&receipt.action_id).is_none() {
-            loop {
+            // Bounded: a server that keeps answering full pages cannot hold
+            // verification (and the lease it waits to release) forever.
+            for _ in 0..evidence::MAX_PAGES {
                 let after = checks.after();
-                let page = self.get_session_events(Some(after), Some(1000)).await?;
+                let page = self
+                    .events_of(session_id, Some(after), Some(evidence::PAGE))
+                    .await?;
                 let done = page.events.is_empty() || page.next_sequence <= after;
                 checks.absorb(page.events, page.next_sequence);
                 if done || checks.get(&receipt.action_id).is_some() {

@@ -61,13 +61,14 @@ impl ComputerUseMcpRuntime {
     async fn page<P: DeserializeOwned>(
         &self,
         tool: &str,
+        session_id: &str,
         after_sequence: Option<u64>,
         limit: Option<u32>,
     ) -> Result<P, ComputerUseError> {
         let answer = self
             .call_json(
                 tool,
-                json!({ "session_id": self.session_id()?, "after_sequence": after_sequence, "limit": limit }),
+                json!({ "session_id": session_id, "after_sequence": after_sequence, "limit": limit }),
             )
             .await?;
         serde_json::from_value(answer)
@@ -81,11 +82,29 @@ impl ComputerUseMcpRuntime {
         after_sequence: Option<u64>,
         limit: Option<u32>,
     ) -> Result<SessionEventPage, ComputerUseError> {
+        self.events_of(&self.session_id()?, after_sequence, limit)
+            .await
+    }
+
+    /// A page of the events of the runtime session `session_id`; every
+    /// event must be that session's and this principal's.
+    pub(super) async fn events_of(
+        &self,
+        session_id: &str,
+        after_sequence: Option<u64>,
+        limit: Option<u32>,
+    ) -> Result<SessionEventPage, ComputerUseError> {
         let page: SessionEventPage = self
-            .page("get_session_events", after_sequence, limit)
+            .page("get_session_events", session_id, after_sequence, limit)
             .await?;
         for event in &page.events {
-            self.check_session("SessionEvent", &event.session_id, &event.principal_id)?;
+            bind("SessionEvent", "sessionId", session_id, &event.session_id)?;
+            bind(
+                "SessionEvent",
+                "principalId",
+                &self.config.principal_id,
+                &event.principal_id,
+            )?;
         }
         Ok(page)
     }
@@ -130,7 +149,9 @@ impl ComputerUseMcpRuntime {
         after_sequence: Option<u64>,
         limit: Option<u32>,
     ) -> Result<FollowUpPage, ComputerUseError> {
-        let page: FollowUpPage = self.page("get_follow_ups", after_sequence, limit).await?;
+        let page: FollowUpPage = self
+            .page("get_follow_ups", &self.session_id()?, after_sequence, limit)
+            .await?;
         for follow_up in &page.follow_ups {
             self.check_session(
                 "SessionFollowUp",
