@@ -12,7 +12,7 @@
 //!
 //! One verified write against the bundled simulator (feature `sim`; any
 //! `computer-use-mcp` v8 server works the same through
-//! [`ComputerUseMcpRuntime::spawn`]):
+//! `ComputerUseMcpRuntime::spawn`):
 //!
 #![cfg_attr(feature = "sim", doc = "```")]
 #![cfg_attr(not(feature = "sim"), doc = "```ignore")]

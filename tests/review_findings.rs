@@ -7,10 +7,10 @@ mod common;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
+use adk_computer_use::ComputerUseError;
 use adk_computer_use::contracts::*;
 use adk_computer_use::protocol::{Approval, ChainOutcome, MemoryCheckpointStore, Route, Session};
 use adk_computer_use::runtime::{Observation, Observations};
-use adk_computer_use::{ComputerUseError, ProposedAction};
 use common::*;
 use serde_json::{Value, json};
 
@@ -211,8 +211,8 @@ async fn a_blank_session_id_is_refused_at_build() {
 #[cfg(feature = "sim")]
 mod over_mcp {
     use super::*;
-    use adk_computer_use::McpRuntimeConfig;
     use adk_computer_use::sim::{self, CLIPBOARD_APP, SimConfig};
+    use adk_computer_use::{McpRuntimeConfig, ProposedAction};
 
     fn alice() -> adk_computer_use::ScopeAuthorizer {
         adk_computer_use::ScopeAuthorizer::new(

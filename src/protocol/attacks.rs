@@ -21,7 +21,7 @@
 //! `Clone`, and borrow from the stage, so a runtime cannot keep one.
 //! [`super::Session`] does not hand out its runtime, and the MCP adapter's
 //! raw `call` speaks read-only tools only; approving is the host's
-//! [`crate::runtime::mcp::McpApprover`], which the session cannot reach.
+//! `runtime::mcp::McpApprover`, which the session cannot reach.
 //!
 //! - `ui-tests/fail/execute_without_proof.rs`, `reserve_without_proof.rs`,
 //!   `lease_without_proof.rs`, `release_without_proof.rs` (E0308)

@@ -269,7 +269,7 @@ impl ComputerUseRuntime for ComputerUseMcpRuntime {
     }
 
     /// The server's own check of the action, read from its `action.verified`
-    /// event (see [`evidence`](self)); `None` when it reported none.
+    /// event; `None` when it reported none.
     async fn evidence(
         &self,
         receipt: &ExecutionReceipt,

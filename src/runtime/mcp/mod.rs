@@ -4,7 +4,7 @@
 //! Arguments go out flat and snake_case; answers come back camelCase under
 //! their keys in `structuredContent`. A text-only answer where a typed one was
 //! expected is a decode error, never a guess, and an `isError` refusal becomes
-//! [`ComputerUseError::Refused`] keeping the server's code.
+//! [`crate::ComputerUseError::Refused`] keeping the server's code.
 //!
 //! The adapter decodes and reports; it does not judge. Binding every answer
 //! to the request is the chain's job, done once against the session's clock.
@@ -13,7 +13,7 @@
 //! stage can make, the raw [`ComputerUseMcpRuntime::call`] speaks read-only
 //! tools only, and approving is a separate host capability
 //! ([`McpApprover`]). The exact arguments a preview was made with travel
-//! inside the stage (as [`PreviewAnswer::retained`]) to the one
+//! inside the stage (as [`crate::runtime::PreviewAnswer::retained`]) to the one
 //! `execute_action` that sends them.
 
 mod approver;
