@@ -83,6 +83,12 @@ pub mod events {
     pub const RELEASED: &str = "target.released";
     /// A transition of the chain failed.
     pub const REFUSED: &str = "action.refused";
+    /// The agent loop checked a planner's step and will govern it.
+    pub const AGENT_PLANNED: &str = "agent.planned";
+    /// The agent loop refused a planner's output (the field is named).
+    pub const AGENT_PLAN_REFUSED: &str = "agent.plan_refused";
+    /// The planner said the request is done.
+    pub const AGENT_DONE: &str = "agent.done";
     /// A runtime session was created.
     pub const SESSION_CREATED: &str = "session.created";
     /// A runtime session changed state (`from`, `to`).

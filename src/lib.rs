@@ -65,6 +65,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod agent;
 pub mod auth;
 pub mod binding;
 pub mod clock;

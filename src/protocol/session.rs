@@ -349,6 +349,22 @@ impl<R: ComputerUseRuntime> Session<R> {
         Ok(approved)
     }
 
+    /// The session clock's now.
+    pub(crate) fn clock_now(&self) -> time::OffsetDateTime {
+        self.core.clock().now()
+    }
+
+    /// Journals an event of the agent loop under `action_id`; a failed
+    /// write is counted in [`Session::journal_failures`], never hidden.
+    pub(crate) fn journal_note(
+        &self,
+        action_id: &str,
+        event_type: &str,
+        payload: impl FnOnce() -> serde_json::Value,
+    ) {
+        self.core.recorder.note(action_id, event_type, payload);
+    }
+
     /// Journal writes that failed after a mutation had already happened
     /// (before it, a failed write stops the chain instead).
     pub fn journal_failures(&self) -> u64 {

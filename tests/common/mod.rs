@@ -322,7 +322,8 @@ impl ComputerUseRuntime for FakeRuntime {
     ) -> Result<Option<TargetReservation>, ComputerUseError> {
         let envelope = proof.envelope();
         self.enter(Call::Reserve).await?;
-        if self.script().no_reservation {
+        // Like the MCP adapter: nothing to reserve without a target.
+        if self.script().no_reservation || envelope.target.is_none() {
             return Ok(None);
         }
         let id = {
@@ -367,10 +368,11 @@ impl ComputerUseRuntime for FakeRuntime {
             truth.active_leases.insert(id.clone());
             id
         };
+        let apps: Vec<&str> = envelope.target.iter().map(|t| t.app_id.as_str()).collect();
         let mut lease = test_util::lease_for(
             envelope,
             lease_id,
-            &[APP],
+            &apps,
             self.clock.now(),
             Duration::seconds(60),
         )?;

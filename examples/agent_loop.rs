@@ -1,0 +1,117 @@
+//! A model plans, the chain governs: a three-step task run by the agent
+//! loop, with a recorded transcript as the planner.
+//!
+//! ```text
+//! cargo run --features sim --example agent_loop
+//! cargo run --features sim --example agent_loop -- --server <command> [args...]
+//! ```
+//!
+//! By default the bundled simulator is served in-process. With `--server`
+//! the same transcript runs against another `computer-use-mcp` v8 server
+//! (its principal in `COMPUTER_USE_PRINCIPAL_ID`). The transcript is what a
+//! model answered under the allowed-action schema; every answer is checked
+//! against that schema before the chain runs it, and the chain binds
+//! identity, scope, lease and action ids: the planner names none of them.
+
+use std::sync::Arc;
+
+use adk_computer_use::agent::{AgentLoop, AgentStop, AllowedActions, ScriptedPlanner};
+use adk_computer_use::eval::ComputerUseEvaluator;
+use adk_computer_use::journal::{Journal, MemoryJournal, journal_events, verify_journal};
+use adk_computer_use::sim::{self, CLIPBOARD_APP, SimConfig};
+use adk_computer_use::{
+    ComputerUseMcpRuntime, McpRuntimeConfig, ScopeAuthorizer, Session, VerifiedIdentity,
+};
+
+type Error = Box<dyn std::error::Error>;
+
+const TRANSCRIPT: &str = include_str!("transcripts/three_steps.json");
+const REQUEST: &str = "Put the draft on my clipboard, then the reviewed text, then the final text.";
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() -> Result<(), Error> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let server = args
+        .iter()
+        .position(|a| a == "--server")
+        .map(|at| args[at + 1..].to_vec());
+    let principal =
+        std::env::var("COMPUTER_USE_PRINCIPAL_ID").unwrap_or_else(|_| "principal-agent".to_owned());
+    let config = McpRuntimeConfig::new(&principal);
+    let runtime = match &server {
+        Some(parts) if !parts.is_empty() => {
+            let mut command = tokio::process::Command::new(&parts[0]);
+            command.args(&parts[1..]);
+            ComputerUseMcpRuntime::spawn(command, config).await?
+        }
+        Some(_) => return Err("--server needs a command".into()),
+        None => sim::spawn(SimConfig::for_principal(&principal), config).await?,
+    };
+    runtime.start_session(Some(REQUEST), None).await?;
+
+    // What the model may propose: the capabilities the server reports for
+    // the tools this host offers it.
+    let (answer, _) = runtime
+        .call(
+            "get_execution_capabilities",
+            serde_json::Map::from_iter([("tool".into(), "write_clipboard".into())]),
+        )
+        .await?;
+    let capabilities: Vec<adk_computer_use::contracts::ExecutionCapability> =
+        serde_json::from_value(answer["capabilities"].clone())?;
+    let allowed = AllowedActions::from_capabilities(&capabilities);
+    println!(
+        "allowed: {} (the schema handed to the model has {} properties)",
+        allowed.tools().collect::<Vec<_>>().join(", "),
+        allowed.schema()["properties"]
+            .as_object()
+            .map_or(0, |p| p.len())
+    );
+
+    let identity = VerifiedIdentity::new(&principal, "tenant-agent")?;
+    let authorizer =
+        ScopeAuthorizer::new(identity, ["computer:plan", "computer:execute:background"])?;
+    let sink = Arc::new(MemoryJournal::new());
+    let journal = Arc::new(Journal::new(sink.clone()));
+    let mut builder = Session::builder(Arc::new(runtime), authorizer)
+        .agent_id("agent-loop")
+        .journal(journal);
+    if server.is_none() {
+        // The simulator shows its windows: target evidence is derived from
+        // what the loop observes.
+        builder = builder.target(CLIPBOARD_APP, None);
+    }
+    let session = builder.build()?;
+
+    let planner = ScriptedPlanner::from_transcript(&serde_json::from_str(TRANSCRIPT)?)?;
+    let report = AgentLoop::new(&session, planner, allowed)
+        .budget(5)
+        .run(REQUEST)
+        .await?;
+    for step in &report.history {
+        println!(
+            "step {}: {} -> {}",
+            step.step,
+            step.tool.as_deref().unwrap_or("-"),
+            step.outcome
+        );
+    }
+    match &report.stop {
+        AgentStop::Done { summary } => println!("done: {summary}"),
+        other => println!("stopped: {other:?}"),
+    }
+    let entries = sink.entries();
+    verify_journal(&entries, None)?;
+    let evaluation = ComputerUseEvaluator::new().evaluate(&journal_events(&entries));
+    println!(
+        "journal: {} entries, hash chain intact, evaluator passed: {}",
+        entries.len(),
+        evaluation.passed
+    );
+    let stats = session.shutdown().await;
+    println!("released: {} leaked", stats.leaked());
+    if !matches!(report.stop, AgentStop::Done { .. }) || !evaluation.passed {
+        return Err("the task did not complete cleanly".into());
+    }
+    Ok(())
+}

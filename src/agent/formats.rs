@@ -1,0 +1,422 @@
+//! Model action formats: OpenAI's computer-use actions and Anthropic's
+//! computer tool actions, mapped onto `computer-use-mcp` low-level tools.
+//!
+//! A coordinate means nothing to the protocol by itself: the mapping hit-
+//! tests it against the windows the session observed and attaches that
+//! window's target evidence, so the server revalidates the exact window the
+//! model was looking at. A point outside every observed window, a missing or
+//! negative coordinate, an unknown action or button, an empty drag path, a
+//! scroll along both axes, a zero amount: each is refused with the field
+//! named. Pointer and keyboard tools run in the foreground (upstream runs
+//! them in no other mode); `screenshot` and `wait` are reads, mapped in
+//! shadow mode, which the agent loop serves as a fresh observation and a
+//! bounded pause, never as a governed mutation.
+
+use serde_json::{Value, json};
+
+use crate::ComputerUseError;
+use crate::contracts::{ExecutionMode, TargetEvidence};
+use crate::runtime::{Observations, ProposedAction};
+
+const OBJECT_OPENAI: &str = "OpenAiComputerAction";
+const OBJECT_ANTHROPIC: &str = "AnthropicComputerAction";
+
+/// The largest coordinate accepted (a 32k-pixel desktop).
+const MAX_COORDINATE: i64 = 32_767;
+/// The longest wait a model may ask for, in seconds (upstream's cap).
+pub const MAX_WAIT_SECONDS: f64 = 300.0;
+/// Pixels of a model's scroll delta per wheel step.
+const PIXELS_PER_STEP: i64 = 100;
+
+/// Where a model's action lands: the mapped action, and the evidence of
+/// the window it hit (none for keyboard input, screenshots and waits).
+#[derive(Debug, Clone, PartialEq)]
+pub struct MappedAction {
+    /// The low-level tool, its arguments and its mode.
+    pub action: ProposedAction,
+}
+
+fn refuse(
+    object: &'static str,
+    field: &'static str,
+    expected: &str,
+    actual: impl ToString,
+) -> ComputerUseError {
+    ComputerUseError::InvalidField {
+        object,
+        field,
+        expected: expected.to_owned(),
+        actual: actual.to_string().chars().take(120).collect(),
+    }
+}
+
+fn coordinate(
+    object: &'static str,
+    field: &'static str,
+    x: Option<&Value>,
+    y: Option<&Value>,
+) -> Result<(i64, i64), ComputerUseError> {
+    let one = |v: Option<&Value>| -> Result<i64, ComputerUseError> {
+        let v = v.ok_or_else(|| refuse(object, field, "a coordinate", "none"))?;
+        let n = v
+            .as_i64()
+            .or_else(|| {
+                v.as_f64()
+                    .filter(|f| f.fract() == 0.0 && f.abs() < 1e9)
+                    .map(|f| f as i64)
+            })
+            .ok_or_else(|| refuse(object, field, "a whole number of pixels", v))?;
+        if !(0..=MAX_COORDINATE).contains(&n) {
+            return Err(refuse(object, field, "0 to 32767 pixels", n));
+        }
+        Ok(n)
+    };
+    Ok((one(x)?, one(y)?))
+}
+
+fn pair(
+    object: &'static str,
+    field: &'static str,
+    value: Option<&Value>,
+) -> Result<(i64, i64), ComputerUseError> {
+    let Some(Value::Array(items)) = value else {
+        return Err(refuse(
+            object,
+            field,
+            "[x, y]",
+            value.map_or_else(|| "none".to_owned(), Value::to_string),
+        ));
+    };
+    if items.len() != 2 {
+        return Err(refuse(object, field, "[x, y]", Value::Array(items.clone())));
+    }
+    coordinate(object, field, items.first(), items.get(1))
+}
+
+/// The target evidence of the observed window under `(x, y)`: the topmost
+/// (last listed) window whose bounds contain the point.
+fn hit(
+    object: &'static str,
+    observed: &Observations,
+    at: (i64, i64),
+    observed_at: &str,
+) -> Result<TargetEvidence, ComputerUseError> {
+    let frame = &observed.semantic.structured;
+    let windows: Vec<&Value> = match frame.get("windows").and_then(Value::as_array) {
+        Some(list) => list.iter().collect(),
+        None => frame.get("window").into_iter().collect(),
+    };
+    let inside = |w: &&&Value| {
+        let b = w.get("bounds");
+        let num = |k: &str| b.and_then(|b| b.get(k)).and_then(Value::as_f64);
+        match (num("x"), num("y"), num("width"), num("height")) {
+            (Some(x), Some(y), Some(wd), Some(ht)) => {
+                let (px, py) = (at.0 as f64, at.1 as f64);
+                px >= x && py >= y && px < x + wd && py < y + ht
+            }
+            _ => false,
+        }
+    };
+    let window = windows.iter().rev().find(inside).ok_or_else(|| {
+        refuse(
+            object,
+            "coordinate",
+            "a point inside an observed window",
+            format!("({}, {})", at.0, at.1),
+        )
+    })?;
+    let app = window
+        .get("bundleId")
+        .or_else(|| window.get("appId"))
+        .and_then(Value::as_str)
+        .ok_or_else(|| refuse(object, "coordinate", "a window that names its app", window))?;
+    let id = window
+        .get("windowId")
+        .and_then(|w| serde_json::from_value(w.clone()).ok());
+    observed.target_evidence(app, id.as_ref(), observed_at)
+}
+
+fn act(
+    tool: &str,
+    arguments: Value,
+    mode: ExecutionMode,
+    target: Option<TargetEvidence>,
+) -> MappedAction {
+    let mut action = ProposedAction::new(tool, arguments, mode);
+    action.target = target;
+    MappedAction { action }
+}
+
+fn pointer(
+    object: &'static str,
+    tool: &str,
+    at: (i64, i64),
+    observed: &Observations,
+    observed_at: &str,
+) -> Result<MappedAction, ComputerUseError> {
+    let target = hit(object, observed, at, observed_at)?;
+    Ok(act(
+        tool,
+        json!({ "coordinate": [at.0, at.1] }),
+        ExecutionMode::Foreground,
+        Some(target),
+    ))
+}
+
+fn text_field<'a>(
+    object: &'static str,
+    field: &'static str,
+    action: &'a Value,
+) -> Result<&'a str, ComputerUseError> {
+    action
+        .get(field)
+        .and_then(Value::as_str)
+        .filter(|t| !t.is_empty())
+        .ok_or_else(|| {
+            refuse(
+                object,
+                field,
+                "non-empty text",
+                action
+                    .get(field)
+                    .map_or_else(|| "none".to_owned(), Value::to_string),
+            )
+        })
+}
+
+fn wait_seconds(
+    object: &'static str,
+    seconds: Option<f64>,
+) -> Result<MappedAction, ComputerUseError> {
+    let seconds = seconds.unwrap_or(1.0);
+    if !(seconds > 0.0 && seconds <= MAX_WAIT_SECONDS) {
+        return Err(refuse(
+            object,
+            "duration",
+            "more than 0 and at most 300 seconds",
+            seconds,
+        ));
+    }
+    Ok(act(
+        "wait",
+        json!({ "duration": seconds }),
+        ExecutionMode::Shadow,
+        None,
+    ))
+}
+
+/// Maps one OpenAI computer-use action (`click`, `double_click`, `scroll`,
+/// `type`, `keypress`, `drag`, `move`, `wait`, `screenshot`).
+pub fn from_openai(
+    action: &Value,
+    observed: &Observations,
+    observed_at: &str,
+) -> Result<MappedAction, ComputerUseError> {
+    const O: &str = OBJECT_OPENAI;
+    let kind = action.get("type").and_then(Value::as_str).unwrap_or("");
+    let at = || coordinate(O, "x", action.get("x"), action.get("y"));
+    match kind {
+        "click" => {
+            let tool = match action
+                .get("button")
+                .and_then(Value::as_str)
+                .unwrap_or("left")
+            {
+                "left" => "left_click",
+                "right" => "right_click",
+                "wheel" | "middle" => "middle_click",
+                other => return Err(refuse(O, "button", "left, right or wheel", other)),
+            };
+            pointer(O, tool, at()?, observed, observed_at)
+        }
+        "double_click" => pointer(O, "double_click", at()?, observed, observed_at),
+        "move" => pointer(O, "mouse_move", at()?, observed, observed_at),
+        "scroll" => {
+            let at = at()?;
+            let delta = |k: &str| action.get(k).and_then(Value::as_i64).unwrap_or(0);
+            let (dx, dy) = (delta("scroll_x"), delta("scroll_y"));
+            let (direction, pixels) = match (dx, dy) {
+                (0, 0) => return Err(refuse(O, "scroll_y", "a non-zero scroll", "0")),
+                (0, y) => (if y > 0 { "down" } else { "up" }, y.abs()),
+                (x, 0) => (if x > 0 { "right" } else { "left" }, x.abs()),
+                (x, y) => {
+                    return Err(refuse(
+                        O,
+                        "scroll_x",
+                        "a scroll along one axis",
+                        format!("({x}, {y})"),
+                    ));
+                }
+            };
+            let amount = (pixels + PIXELS_PER_STEP - 1) / PIXELS_PER_STEP;
+            let target = hit(O, observed, at, observed_at)?;
+            Ok(act(
+                "scroll",
+                json!({ "coordinate": [at.0, at.1], "direction": direction, "amount": amount.min(100) }),
+                ExecutionMode::Foreground,
+                Some(target),
+            ))
+        }
+        "type" => Ok(act(
+            "type",
+            json!({ "text": text_field(O, "text", action)? }),
+            ExecutionMode::Foreground,
+            None,
+        )),
+        "keypress" => {
+            let keys: Vec<String> = action
+                .get("keys")
+                .and_then(Value::as_array)
+                .map(|keys| {
+                    keys.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_lowercase)
+                        .collect()
+                })
+                .unwrap_or_default();
+            if keys.is_empty() || keys.iter().any(String::is_empty) {
+                return Err(refuse(
+                    O,
+                    "keys",
+                    "one or more key names",
+                    action
+                        .get("keys")
+                        .map_or_else(|| "none".to_owned(), Value::to_string),
+                ));
+            }
+            Ok(act(
+                "key",
+                json!({ "text": keys.join("+") }),
+                ExecutionMode::Foreground,
+                None,
+            ))
+        }
+        "drag" => {
+            let path = action
+                .get("path")
+                .and_then(Value::as_array)
+                .filter(|p| p.len() >= 2)
+                .ok_or_else(|| {
+                    refuse(
+                        O,
+                        "path",
+                        "at least two points",
+                        action
+                            .get("path")
+                            .map_or_else(|| "none".to_owned(), Value::to_string),
+                    )
+                })?;
+            let point = |p: &Value| coordinate(O, "path", p.get("x"), p.get("y"));
+            let (start, end) = (point(&path[0])?, point(&path[path.len() - 1])?);
+            let target = hit(O, observed, start, observed_at)?;
+            Ok(act(
+                "left_click_drag",
+                json!({ "start_coordinate": [start.0, start.1], "coordinate": [end.0, end.1] }),
+                ExecutionMode::Foreground,
+                Some(target),
+            ))
+        }
+        "wait" => wait_seconds(
+            O,
+            action
+                .get("ms")
+                .and_then(Value::as_f64)
+                .map(|ms| ms / 1000.0),
+        ),
+        "screenshot" => Ok(act("screenshot", json!({}), ExecutionMode::Shadow, None)),
+        other => Err(refuse(
+            O,
+            "type",
+            "click, double_click, scroll, type, keypress, drag, move, wait or screenshot",
+            other,
+        )),
+    }
+}
+
+/// Maps one Anthropic computer tool action (`left_click`, `right_click`,
+/// `middle_click`, `double_click`, `triple_click`, `left_click_drag`,
+/// `mouse_move`, `type`, `key`, `scroll`, `wait`, `screenshot`).
+pub fn from_anthropic(
+    action: &Value,
+    observed: &Observations,
+    observed_at: &str,
+) -> Result<MappedAction, ComputerUseError> {
+    const A: &str = OBJECT_ANTHROPIC;
+    let kind = action.get("action").and_then(Value::as_str).unwrap_or("");
+    let at = || pair(A, "coordinate", action.get("coordinate"));
+    match kind {
+        "left_click" | "right_click" | "middle_click" | "double_click" | "triple_click" => {
+            pointer(A, kind, at()?, observed, observed_at)
+        }
+        "mouse_move" => pointer(A, "mouse_move", at()?, observed, observed_at),
+        "left_click_drag" => {
+            let start = pair(A, "start_coordinate", action.get("start_coordinate"))?;
+            let end = at()?;
+            let target = hit(A, observed, start, observed_at)?;
+            Ok(act(
+                "left_click_drag",
+                json!({ "start_coordinate": [start.0, start.1], "coordinate": [end.0, end.1] }),
+                ExecutionMode::Foreground,
+                Some(target),
+            ))
+        }
+        "type" => Ok(act(
+            "type",
+            json!({ "text": text_field(A, "text", action)? }),
+            ExecutionMode::Foreground,
+            None,
+        )),
+        "key" => Ok(act(
+            "key",
+            json!({ "text": text_field(A, "text", action)? }),
+            ExecutionMode::Foreground,
+            None,
+        )),
+        "scroll" => {
+            let at = at()?;
+            let direction = action
+                .get("scroll_direction")
+                .and_then(Value::as_str)
+                .filter(|d| ["up", "down", "left", "right"].contains(d))
+                .ok_or_else(|| {
+                    refuse(
+                        A,
+                        "scroll_direction",
+                        "up, down, left or right",
+                        action
+                            .get("scroll_direction")
+                            .map_or_else(|| "none".to_owned(), Value::to_string),
+                    )
+                })?;
+            let amount = action
+                .get("scroll_amount")
+                .map_or(Some(3), Value::as_i64)
+                .filter(|a| (1..=100).contains(a))
+                .ok_or_else(|| {
+                    refuse(
+                        A,
+                        "scroll_amount",
+                        "1 to 100 steps",
+                        action
+                            .get("scroll_amount")
+                            .map_or_else(|| "none".to_owned(), Value::to_string),
+                    )
+                })?;
+            let target = hit(A, observed, at, observed_at)?;
+            Ok(act(
+                "scroll",
+                json!({ "coordinate": [at.0, at.1], "direction": direction, "amount": amount }),
+                ExecutionMode::Foreground,
+                Some(target),
+            ))
+        }
+        "wait" => wait_seconds(A, action.get("duration").and_then(Value::as_f64)),
+        "screenshot" => Ok(act("screenshot", json!({}), ExecutionMode::Shadow, None)),
+        other => Err(refuse(
+            A,
+            "action",
+            "left_click, right_click, middle_click, double_click, triple_click, left_click_drag, mouse_move, type, key, scroll, wait or screenshot",
+            other,
+        )),
+    }
+}

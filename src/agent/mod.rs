@@ -1,0 +1,19 @@
+//! Agents: a model plans, the chain governs.
+//!
+//! A [`Planner`] (a model behind a client, or a recorded script) proposes
+//! the next step from the request, the latest observations, the
+//! [`AllowedActions`] schema and the outcomes so far. The [`AgentLoop`]
+//! checks every proposal before it becomes a [`crate::ProposedAction`] (a
+//! model's OpenAI or Anthropic computer-use action is first mapped onto the
+//! low-level tools by [`formats`], hit-testing its coordinates against the
+//! observed windows) and runs it through the session's chain. The model
+//! never supplies identity, scope, session, lease, approval or action ids.
+
+mod allowed;
+pub mod formats;
+mod planner;
+mod run;
+
+pub use allowed::{AllowedActions, PlannedStep};
+pub use planner::{PlanContext, PlanOutput, Planner, ScriptedPlanner, StepRecord};
+pub use run::{AgentLoop, AgentReport, AgentStop, LoopInterrupt, SafetyAcknowledger};

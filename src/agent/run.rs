@@ -1,0 +1,397 @@
+//! The agent loop: observe, plan, govern, feed the outcome back, repeat.
+//!
+//! The loop is the only place a planner's words meet the chain, and it adds
+//! nothing of its own authority: each output is checked against the allowed
+//! actions (or mapped from a model's computer-use format and then checked),
+//! given a fresh action id by the loop, and run through the session's
+//! chain, which binds identity, scope, lease and approval as it does for
+//! any caller. It stops on `done`, on the step budget, on a blocked action,
+//! on an approval the host must give (suspended to a sealed checkpoint when
+//! a store is given), on OpenAI safety checks nobody acknowledged, or when
+//! interrupted. Every planned step is journaled.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use serde_json::{Value, json};
+
+use super::allowed::{AllowedActions, PlannedStep};
+use super::formats::{self, MappedAction};
+use super::planner::{PlanContext, PlanOutput, Planner, StepRecord};
+use crate::ComputerUseError;
+use crate::clock::format_rfc3339;
+use crate::contracts::{ActionPreview, ExecutionMode};
+use crate::journal::events;
+use crate::protocol::{
+    Approval, ChainOutcome, CheckpointId, CheckpointStore, PendingApproval, Route, Session,
+};
+use crate::runtime::{AgentInterrupter, ComputerUseRuntime, ProposedAction};
+
+/// Why the loop stopped.
+pub enum AgentStop<R: ComputerUseRuntime> {
+    /// The planner said the request is done.
+    Done {
+        /// Its closing words.
+        summary: String,
+    },
+    /// The step budget ran out first.
+    Budget,
+    /// An action may not run.
+    Blocked {
+        /// The blocker code.
+        code: String,
+        /// The policy's reasons.
+        reasons: Vec<String>,
+    },
+    /// An action waits for a person; it was suspended to this checkpoint
+    /// and resumes with [`Session::resume`].
+    Suspended {
+        /// The sealed checkpoint.
+        checkpoint: CheckpointId,
+        /// The action waiting.
+        action_id: String,
+        /// The digest a person approves.
+        action_digest: String,
+        /// The policy the action was previewed under.
+        policy_digest: String,
+    },
+    /// An action waits for a person, and no checkpoint store was given.
+    NeedsApproval(PendingApproval<R>),
+    /// OpenAI reported safety checks for the next action and nobody
+    /// acknowledged them with an approval of that exact action.
+    SafetyChecks {
+        /// The checks, as the model reported them.
+        checks: Vec<Value>,
+        /// The preview the acknowledgement must name.
+        preview: Box<ActionPreview>,
+    },
+    /// The loop was interrupted (see [`LoopInterrupt`]).
+    Interrupted,
+}
+
+/// What the loop did and why it stopped.
+pub struct AgentReport<R: ComputerUseRuntime> {
+    /// Why it stopped.
+    pub stop: AgentStop<R>,
+    /// Every step, oldest first.
+    pub history: Vec<StepRecord>,
+}
+
+impl<R: ComputerUseRuntime> std::fmt::Debug for AgentStop<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Done { summary } => f.debug_struct("Done").field("summary", summary).finish(),
+            Self::Budget => f.write_str("Budget"),
+            Self::Blocked { code, reasons } => f
+                .debug_struct("Blocked")
+                .field("code", code)
+                .field("reasons", reasons)
+                .finish(),
+            Self::Suspended {
+                checkpoint,
+                action_id,
+                ..
+            } => f
+                .debug_struct("Suspended")
+                .field("checkpoint", checkpoint)
+                .field("action_id", action_id)
+                .finish_non_exhaustive(),
+            Self::NeedsApproval(pending) => f
+                .debug_tuple("NeedsApproval")
+                .field(&pending.action_id())
+                .finish(),
+            Self::SafetyChecks { checks, .. } => f
+                .debug_struct("SafetyChecks")
+                .field("checks", checks)
+                .finish_non_exhaustive(),
+            Self::Interrupted => f.write_str("Interrupted"),
+        }
+    }
+}
+
+impl<R: ComputerUseRuntime> std::fmt::Debug for AgentReport<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentReport")
+            .field("stop", &self.stop)
+            .field("history", &self.history)
+            .finish()
+    }
+}
+
+/// Stops the loop between steps. Give it to a
+/// [`crate::runtime::CancellationBridge`], which revokes the desktop's
+/// authority first.
+#[derive(Debug, Clone, Default)]
+pub struct LoopInterrupt {
+    stopped: Arc<AtomicBool>,
+}
+
+impl LoopInterrupt {
+    /// Whether the loop was told to stop.
+    pub fn is_set(&self) -> bool {
+        self.stopped.load(Ordering::Acquire)
+    }
+}
+
+impl AgentInterrupter for LoopInterrupt {
+    async fn interrupt(&self, reason: &str) {
+        tracing::info!(reason, "agent loop interrupted");
+        self.stopped.store(true, Ordering::Release);
+    }
+}
+
+/// Acknowledges OpenAI safety checks: the only way past them is an
+/// [`Approval`] of the exact previewed action (its id and both digests).
+pub trait SafetyAcknowledger: Send + Sync {
+    /// An approval of `preview` given the `checks`, or `None` to stop.
+    fn acknowledge(&self, checks: &[Value], preview: &ActionPreview) -> Option<Approval>;
+}
+
+/// The agent loop over one session.
+pub struct AgentLoop<'a, R: ComputerUseRuntime, P: Planner> {
+    session: &'a Session<R>,
+    planner: P,
+    allowed: AllowedActions,
+    budget: usize,
+    store: Option<&'a dyn CheckpointStore>,
+    acknowledger: Option<&'a dyn SafetyAcknowledger>,
+    interrupt: LoopInterrupt,
+    /// Distinguishes this run's action ids from every other run's.
+    run_id: String,
+}
+
+impl<'a, R: ComputerUseRuntime, P: Planner> AgentLoop<'a, R, P> {
+    /// A loop over `session`, planned by `planner`, that may propose only
+    /// `allowed`, for at most ten steps.
+    pub fn new(session: &'a Session<R>, planner: P, allowed: AllowedActions) -> Self {
+        let seed = format!(
+            "{}|{}|{:?}",
+            session.session_id(),
+            std::process::id(),
+            std::time::SystemTime::now()
+        );
+        Self {
+            session,
+            planner,
+            allowed,
+            budget: 10,
+            store: None,
+            acknowledger: None,
+            interrupt: LoopInterrupt::default(),
+            run_id: crate::digest::sha256_hex(seed)[..12].to_owned(),
+        }
+    }
+
+    /// At most `steps` planned steps.
+    pub fn budget(mut self, steps: usize) -> Self {
+        self.budget = steps;
+        self
+    }
+
+    /// Suspends actions that need approval to sealed checkpoints in `store`.
+    pub fn checkpoints(mut self, store: &'a dyn CheckpointStore) -> Self {
+        self.store = Some(store);
+        self
+    }
+
+    /// Asks `acknowledger` about OpenAI safety checks.
+    pub fn acknowledger(mut self, acknowledger: &'a dyn SafetyAcknowledger) -> Self {
+        self.acknowledger = Some(acknowledger);
+        self
+    }
+
+    /// The handle that interrupts this loop.
+    pub fn interrupter(&self) -> LoopInterrupt {
+        self.interrupt.clone()
+    }
+
+    /// Runs the loop for `request` until it stops.
+    pub async fn run(self, request: &str) -> Result<AgentReport<R>, ComputerUseError> {
+        let mut history: Vec<StepRecord> = Vec::new();
+        let report = |stop, history| Ok(AgentReport { stop, history });
+        for step in 1..=self.budget {
+            if self.interrupt.is_set() {
+                return report(AgentStop::Interrupted, history);
+            }
+            let observed = self.session.observe().await?;
+            let output = self
+                .planner
+                .plan(PlanContext {
+                    request,
+                    observations: observed.observations(),
+                    allowed: &self.allowed,
+                    history: &history,
+                })
+                .await?;
+            if self.interrupt.is_set() {
+                return report(AgentStop::Interrupted, history);
+            }
+            let action_id = format!("agent-{}-{step}", self.run_id);
+            let observed_at = format_rfc3339(self.session.clock_now())?;
+            let planned = self.check(&output, observed.observations(), &observed_at);
+            let (mut action, checks) = match planned {
+                Ok(Planned::Done(summary)) => {
+                    self.session.journal_note(
+                        &action_id,
+                        events::AGENT_DONE,
+                        || json!({ "step": step }),
+                    );
+                    return report(AgentStop::Done { summary }, history);
+                }
+                Ok(Planned::Act(action, checks)) => (*action, checks),
+                Err(err) => {
+                    self.session.journal_note(
+                        &action_id,
+                        events::AGENT_PLAN_REFUSED,
+                        || json!({ "step": step, "field": err.field(), "class": err.class() }),
+                    );
+                    return Err(err);
+                }
+            };
+            action.action_id = Some(action_id.clone());
+            self.session
+                .journal_note(&action_id, events::AGENT_PLANNED, || {
+                    json!({
+                        "step": step,
+                        "tool": action.tool,
+                        "mode": action.mode,
+                        "argsDigest": crate::digest::canonical_digest(&action.arguments),
+                    })
+                });
+            let tool = Some(action.tool.clone());
+            // Reads a model asks for: a fresh observation, a bounded pause.
+            if action.mode == ExecutionMode::Shadow {
+                let outcome = if action.tool == "wait" {
+                    let seconds = action
+                        .arguments
+                        .get("duration")
+                        .and_then(Value::as_f64)
+                        .unwrap_or(1.0);
+                    tokio::time::sleep(std::time::Duration::from_secs_f64(
+                        seconds.clamp(0.0, formats::MAX_WAIT_SECONDS),
+                    ))
+                    .await;
+                    "waited"
+                } else {
+                    "observed"
+                };
+                history.push(StepRecord {
+                    step,
+                    tool,
+                    outcome: outcome.into(),
+                });
+                continue;
+            }
+            let previewed = observed.preview(&action).await?;
+            if !checks.is_empty() {
+                let approval = self
+                    .acknowledger
+                    .and_then(|a| a.acknowledge(&checks, previewed.preview()));
+                let acknowledged = approval
+                    .as_ref()
+                    .is_some_and(|a| a.check_against(previewed.preview()).is_ok());
+                if !acknowledged {
+                    let preview = Box::new(previewed.preview().clone());
+                    drop(previewed);
+                    return report(AgentStop::SafetyChecks { checks, preview }, history);
+                }
+            }
+            let outcome = match previewed.route() {
+                Route::Allowed(approved) => ChainOutcome::Completed(approved.complete().await?),
+                Route::NeedsApproval(pending) => ChainOutcome::NeedsApproval(pending),
+                Route::Blocked(blocked) => ChainOutcome::Blocked(blocked),
+            };
+            match outcome {
+                ChainOutcome::Completed(done) => {
+                    history.push(StepRecord {
+                        step,
+                        tool,
+                        outcome: done.outcome().status().to_owned(),
+                    });
+                }
+                ChainOutcome::Blocked(blocked) => {
+                    history.push(StepRecord {
+                        step,
+                        tool,
+                        outcome: format!("blocked: {}", blocked.blocker()),
+                    });
+                    return report(
+                        AgentStop::Blocked {
+                            code: blocked.blocker().to_owned(),
+                            reasons: blocked.reasons().to_vec(),
+                        },
+                        history,
+                    );
+                }
+                ChainOutcome::NeedsApproval(pending) => {
+                    history.push(StepRecord {
+                        step,
+                        tool,
+                        outcome: "needs approval".into(),
+                    });
+                    let Some(store) = self.store else {
+                        return report(AgentStop::NeedsApproval(pending), history);
+                    };
+                    let (action_digest, policy_digest) = (
+                        pending.action_digest().to_owned(),
+                        pending.policy_digest().to_owned(),
+                    );
+                    let checkpoint = pending.suspend(store)?;
+                    return report(
+                        AgentStop::Suspended {
+                            checkpoint,
+                            action_id,
+                            action_digest,
+                            policy_digest,
+                        },
+                        history,
+                    );
+                }
+            }
+        }
+        report(AgentStop::Budget, history)
+    }
+
+    /// The planner's output, checked: structured output against the
+    /// allowed actions; a model's computer-use action mapped, then held to
+    /// the allowed tools and modes like any other.
+    fn check(
+        &self,
+        output: &PlanOutput,
+        observed: &crate::runtime::Observations,
+        observed_at: &str,
+    ) -> Result<Planned, ComputerUseError> {
+        let (mapped, checks) = match output {
+            PlanOutput::Structured(value) => {
+                return Ok(match self.allowed.check(value)? {
+                    PlannedStep::Done { summary } => Planned::Done(summary),
+                    PlannedStep::Act(action) => Planned::Act(action, Vec::new()),
+                });
+            }
+            PlanOutput::OpenAi(call) => {
+                let action = call.get("action").unwrap_or(call);
+                let checks = call
+                    .get("pending_safety_checks")
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default();
+                (formats::from_openai(action, observed, observed_at)?, checks)
+            }
+            PlanOutput::Anthropic(input) => (
+                formats::from_anthropic(input, observed, observed_at)?,
+                Vec::new(),
+            ),
+        };
+        let MappedAction { action } = mapped;
+        if action.mode != ExecutionMode::Shadow {
+            self.allowed.permits(&action)?;
+        }
+        Ok(Planned::Act(Box::new(action), checks))
+    }
+}
+
+/// A checked planner output.
+enum Planned {
+    Done(String),
+    Act(Box<ProposedAction>, Vec<Value>),
+}

@@ -1,0 +1,156 @@
+//! The agent loop against the simulator over MCP: a recorded three-step
+//! task completes, and an action that needs a person is suspended to a
+//! sealed checkpoint and resumed once.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+
+use adk_computer_use::agent::{AgentLoop, AgentStop, AllowedActions, PlanOutput, ScriptedPlanner};
+use adk_computer_use::contracts::{ApprovalScope, ExecutionMode};
+use adk_computer_use::eval::ComputerUseEvaluator;
+use adk_computer_use::journal::{Journal, MemoryJournal, journal_events, verify_journal};
+use adk_computer_use::protocol::{Approval, MemoryCheckpointStore, SealingKey};
+use adk_computer_use::sim::{self, CLIPBOARD_APP, SimConfig};
+use adk_computer_use::{
+    ComputerUseMcpRuntime, McpRuntimeConfig, ScopeAuthorizer, Session, VerifiedIdentity,
+};
+use serde_json::json;
+
+const TRANSCRIPT: &str = include_str!("../examples/transcripts/three_steps.json");
+
+async fn runtime(sim: SimConfig) -> Arc<ComputerUseMcpRuntime> {
+    let runtime = sim::spawn(sim, McpRuntimeConfig::new("alice"))
+        .await
+        .unwrap();
+    runtime
+        .start_session(Some("agent"), Some("team"))
+        .await
+        .unwrap();
+    Arc::new(runtime)
+}
+
+fn session(
+    runtime: &Arc<ComputerUseMcpRuntime>,
+    journal: Arc<Journal>,
+) -> Session<ComputerUseMcpRuntime> {
+    let identity = VerifiedIdentity::new("alice", "t").unwrap();
+    let authorizer =
+        ScopeAuthorizer::new(identity, ["computer:plan", "computer:execute:background"]).unwrap();
+    Session::builder(Arc::clone(runtime), authorizer)
+        .agent_id("agent-e2e")
+        .target(CLIPBOARD_APP, None)
+        .journal(journal)
+        .build()
+        .unwrap()
+}
+
+fn writes() -> AllowedActions {
+    AllowedActions::default().allow("write_clipboard", &[ExecutionMode::Background], None)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recorded_three_step_task_completes_and_its_journal_evaluates_clean() {
+    let runtime = runtime(SimConfig::for_principal("alice")).await;
+    let sink = Arc::new(MemoryJournal::new());
+    let session = session(&runtime, Arc::new(Journal::new(sink.clone())));
+    let planner =
+        ScriptedPlanner::from_transcript(&serde_json::from_str(TRANSCRIPT).unwrap()).unwrap();
+    let report = AgentLoop::new(&session, planner, writes())
+        .budget(5)
+        .run("three steps")
+        .await
+        .unwrap();
+    assert!(matches!(report.stop, AgentStop::Done { .. }), "{report:?}");
+    assert_eq!(report.history.len(), 3);
+    assert!(
+        report
+            .history
+            .iter()
+            .all(|s| s.outcome == "committed_unverified"),
+        "{report:?}"
+    );
+    let (stats, _) = runtime.call("sim_stats", Default::default()).await.unwrap();
+    assert_eq!(stats["clipboard"], "step 3: final");
+    assert_eq!(stats["maxEffectsPerAction"], 1);
+    let entries = sink.entries();
+    verify_journal(&entries, None).unwrap();
+    let types: Vec<&str> = entries
+        .iter()
+        .map(|e| e.event.event_type.as_str())
+        .collect();
+    assert_eq!(types.iter().filter(|t| **t == "agent.planned").count(), 3);
+    assert_eq!(types.iter().filter(|t| **t == "agent.done").count(), 1);
+    assert!(
+        ComputerUseEvaluator::new()
+            .evaluate(&journal_events(&entries))
+            .passed
+    );
+    assert!(
+        ComputerUseEvaluator::new()
+            .evaluate(&runtime.all_session_events().await.unwrap())
+            .passed
+    );
+    let stats = session.shutdown().await;
+    assert_eq!(stats.leaked(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_action_that_needs_a_person_is_suspended_and_resumed_once() {
+    let mut config = SimConfig::for_principal("alice");
+    config.confirm_tools.insert("write_clipboard".into());
+    let runtime = runtime(config).await;
+    let session = session(
+        &runtime,
+        Arc::new(Journal::new(Arc::new(MemoryJournal::new()))),
+    );
+    let store = MemoryCheckpointStore::new(SealingKey::new(vec![7u8; 32]).unwrap());
+    let planner = ScriptedPlanner::new([PlanOutput::Structured(json!({
+        "kind": "act", "tool": "write_clipboard", "arguments": { "text": "approved" },
+        "mode": "background", "data_labels": ["public"], "summary": ""
+    }))]);
+    let report = AgentLoop::new(&session, planner, writes())
+        .checkpoints(&store)
+        .run("needs a person")
+        .await
+        .unwrap();
+    let AgentStop::Suspended {
+        checkpoint,
+        action_id,
+        ..
+    } = report.stop
+    else {
+        panic!("expected a suspended approval: {report:?}");
+    };
+    let (stats, _) = runtime.call("sim_stats", Default::default()).await.unwrap();
+    assert_eq!(stats["totalEffects"], 0, "nothing ran before the approval");
+    // The host's approver, never the agent's session, grants it.
+    let grant = runtime
+        .approver()
+        .approve_action(&action_id, ApprovalScope::ExactAction, None)
+        .await
+        .unwrap();
+    let done = session
+        .resume(
+            &store,
+            &checkpoint,
+            Approval::from_grant(&action_id, &grant),
+        )
+        .unwrap()
+        .complete()
+        .await
+        .unwrap();
+    assert!(done.performed());
+    assert!(
+        session
+            .resume(
+                &store,
+                &checkpoint,
+                Approval::from_grant(&action_id, &grant)
+            )
+            .is_err()
+    );
+    let (stats, _) = runtime.call("sim_stats", Default::default()).await.unwrap();
+    assert_eq!(stats["clipboard"], "approved");
+    assert_eq!(stats["totalEffects"], 1);
+    let _ = session.shutdown().await;
+}
