@@ -4,7 +4,12 @@
 //! ```text
 //! cargo run --features sim --example agent_loop
 //! cargo run --features sim --example agent_loop -- --server <command> [args...]
+//! cargo run --features sim,openai --example agent_loop -- --model [--server ...]
 //! ```
+//!
+//! With `--model` the planner is a model behind any OpenAI-compatible
+//! endpoint: `OPENAI_BASE_URL` (default `https://api.openai.com/v1`),
+//! `OPENAI_API_KEY` and `OPENAI_MODEL`.
 //!
 //! By default the bundled simulator is served in-process. With `--server`
 //! the same transcript runs against another `computer-use-mcp` v8 server
@@ -83,11 +88,15 @@ async fn main() -> Result<(), Error> {
     }
     let session = builder.build()?;
 
-    let planner = ScriptedPlanner::from_transcript(&serde_json::from_str(TRANSCRIPT)?)?;
-    let report = AgentLoop::new(&session, planner, allowed)
-        .budget(5)
-        .run(REQUEST)
-        .await?;
+    let report = if args.iter().any(|a| a == "--model") {
+        run_model(&session, allowed).await?
+    } else {
+        let planner = ScriptedPlanner::from_transcript(&serde_json::from_str(TRANSCRIPT)?)?;
+        AgentLoop::new(&session, planner, allowed)
+            .budget(5)
+            .run(REQUEST)
+            .await?
+    };
     for step in &report.history {
         println!(
             "step {}: {} -> {}",
@@ -114,4 +123,25 @@ async fn main() -> Result<(), Error> {
         return Err("the task did not complete cleanly".into());
     }
     Ok(())
+}
+
+#[cfg(feature = "openai")]
+async fn run_model(
+    session: &Session<ComputerUseMcpRuntime>,
+    allowed: AllowedActions,
+) -> Result<adk_computer_use::agent::AgentReport<ComputerUseMcpRuntime>, Error> {
+    use adk_computer_use::agent::openai::{OpenAiConfig, OpenAiPlanner};
+    let planner = OpenAiPlanner::new(OpenAiConfig::from_env()?)?;
+    Ok(AgentLoop::new(session, planner, allowed)
+        .budget(5)
+        .run(REQUEST)
+        .await?)
+}
+
+#[cfg(not(feature = "openai"))]
+async fn run_model(
+    _session: &Session<ComputerUseMcpRuntime>,
+    _allowed: AllowedActions,
+) -> Result<adk_computer_use::agent::AgentReport<ComputerUseMcpRuntime>, Error> {
+    Err("--model needs the openai feature: cargo run --features sim,openai --example agent_loop -- --model".into())
 }

@@ -154,3 +154,72 @@ async fn an_action_that_needs_a_person_is_suspended_and_resumed_once() {
     assert_eq!(stats["totalEffects"], 1);
     let _ = session.shutdown().await;
 }
+
+struct Acknowledge(bool);
+
+impl adk_computer_use::agent::SafetyAcknowledger for Acknowledge {
+    fn acknowledge(
+        &self,
+        checks: &[serde_json::Value],
+        preview: &adk_computer_use::contracts::ActionPreview,
+    ) -> Option<Approval> {
+        assert_eq!(checks[0]["code"], "malicious_instructions");
+        self.0.then(|| {
+            Approval::runtime_held(
+                preview.envelope.action_id.clone(),
+                preview.envelope.args_digest.clone(),
+                preview.policy.policy_digest.clone(),
+            )
+        })
+    }
+}
+
+/// OpenAI's pending safety checks are acknowledged only with an approval
+/// of the exact previewed action, never automatically.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn openai_safety_checks_stop_the_loop_until_an_approval_names_the_action() {
+    let runtime = runtime(SimConfig::for_principal("alice")).await;
+    let identity = VerifiedIdentity::new("alice", "t").unwrap();
+    let authorizer =
+        ScopeAuthorizer::new(identity, ["computer:plan", "computer:execute:foreground"]).unwrap();
+    let session = Session::builder(Arc::clone(&runtime), authorizer)
+        .target(CLIPBOARD_APP, None)
+        .build()
+        .unwrap();
+    let click = || {
+        PlanOutput::OpenAi(json!({
+            "type": "computer_call",
+            "action": { "type": "click", "x": 100, "y": 100, "button": "left" },
+            "pending_safety_checks": [{ "id": "cu_sc_1", "code": "malicious_instructions", "message": "The page asks to do something else." }],
+        }))
+    };
+    let clicks = AllowedActions::default().allow("left_click", &[ExecutionMode::Foreground], None);
+    let stopped = AgentLoop::new(&session, ScriptedPlanner::new([click()]), clicks.clone())
+        .acknowledger(&Acknowledge(false))
+        .run("click it")
+        .await
+        .unwrap();
+    assert!(
+        matches!(stopped.stop, AgentStop::SafetyChecks { .. }),
+        "{stopped:?}"
+    );
+    let (stats, _) = runtime.call("sim_stats", Default::default()).await.unwrap();
+    assert_eq!(
+        stats["totalEffects"], 0,
+        "nothing ran without the acknowledgement"
+    );
+    let done = ScriptedPlanner::new([
+        click(),
+        PlanOutput::Structured(json!({ "kind": "done", "summary": "clicked" })),
+    ]);
+    let report = AgentLoop::new(&session, done, clicks)
+        .acknowledger(&Acknowledge(true))
+        .run("click it")
+        .await
+        .unwrap();
+    assert!(matches!(report.stop, AgentStop::Done { .. }), "{report:?}");
+    assert_eq!(report.history[0].tool.as_deref(), Some("left_click"));
+    let (stats, _) = runtime.call("sim_stats", Default::default()).await.unwrap();
+    assert_eq!(stats["totalEffects"], 1);
+    let _ = session.shutdown().await;
+}

@@ -11,6 +11,8 @@
 
 mod allowed;
 pub mod formats;
+#[cfg(feature = "openai")]
+pub mod openai;
 mod planner;
 mod run;
 

@@ -318,14 +318,20 @@ impl Desktop {
                 json!({ "focused": window_id })
             }
             "left_click" | "move_cursor" => {
-                let x = args
-                    .get("x")
-                    .and_then(Value::as_i64)
-                    .ok_or_else(|| invalid("arguments.x must be an integer"))?;
-                let y = args
-                    .get("y")
-                    .and_then(Value::as_i64)
-                    .ok_or_else(|| invalid("arguments.y must be an integer"))?;
+                // Upstream's `coordinate: [x, y]`, or the simulator's older
+                // `x` and `y`.
+                let pair = args.get("coordinate").and_then(Value::as_array);
+                let at = |i: usize, key: &str| {
+                    pair.and_then(|p| p.get(i))
+                        .or_else(|| args.get(key))
+                        .and_then(Value::as_i64)
+                        .ok_or_else(|| {
+                            invalid(format!(
+                                "arguments.coordinate must be [x, y] (missing {key})"
+                            ))
+                        })
+                };
+                let (x, y) = (at(0, "x")?, at(1, "y")?);
                 self.cursor = (x, y);
                 json!({ "cursor": [x, y] })
             }
