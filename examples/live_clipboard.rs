@@ -6,7 +6,13 @@
 //! cargo run --features sim --example live_clipboard -- \
 //!     "Place the exact public text 'ADK-Rust live prompt completed' on my clipboard."
 //! cargo run --features sim --example live_clipboard -- "..." --server <command> [args...]
+//! cargo run --features sim,openai --example live_clipboard -- "..." --planner model
 //! ```
+//!
+//! With `--planner model` a model behind any OpenAI-compatible endpoint
+//! (`OPENAI_BASE_URL`, `OPENAI_API_KEY`, `OPENAI_MODEL`) plans the write
+//! from the request under the allowed-action schema, and the agent loop
+//! governs what it planned; the read-back is the same.
 //!
 //! By default it spawns the bundled simulator. With `--server` it drives any
 //! other computer-use-mcp server; the principal it expects is read from
@@ -92,7 +98,16 @@ async fn read_back(
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let planner = match args.iter().position(|a| a == "--planner") {
+        Some(at) if at + 1 < args.len() => {
+            let planner = args.remove(at + 1);
+            args.remove(at);
+            planner
+        }
+        Some(_) => return Err("--planner needs a name: model".into()),
+        None => "rules".to_owned(),
+    };
     let (request, server) = match args.iter().position(|a| a == "--server") {
         Some(at) => (args[..at].first().cloned(), Some(args[at + 1..].to_vec())),
         None => (args.first().cloned(), None),
@@ -163,6 +178,16 @@ async fn main() -> Result<(), Error> {
     .with_data_labels([DataLabel::Public]);
     action.target = target.clone();
 
+    if planner == "model" {
+        model_writes(&session, &request).await?;
+        read_back(&session, &runtime, target.clone(), &text).await?;
+        let stats = session.shutdown().await;
+        println!("reservations released: {} leaked", stats.leaked());
+        runtime.shutdown().await?;
+        return Ok(());
+    } else if planner != "rules" {
+        return Err(format!("unknown planner {planner:?}: the choices are rules and model").into());
+    }
     match session.run(action).await? {
         ChainOutcome::Completed(done) => {
             println!("receipt {}: {}", done.receipt_id(), done.outcome());
@@ -194,4 +219,37 @@ async fn main() -> Result<(), Error> {
     );
     runtime.shutdown().await?;
     Ok(())
+}
+
+/// The model plans the write from the request; the agent loop governs it.
+#[cfg(feature = "openai")]
+async fn model_writes(
+    session: &Session<ComputerUseMcpRuntime>,
+    request: &str,
+) -> Result<(), Error> {
+    use adk_computer_use::agent::openai::{OpenAiConfig, OpenAiPlanner};
+    use adk_computer_use::agent::{AgentLoop, AllowedActions};
+    let allowed =
+        AllowedActions::default().allow("write_clipboard", &[ExecutionMode::Background], None);
+    let planner = OpenAiPlanner::new(OpenAiConfig::from_env()?)?;
+    let report = AgentLoop::new(session, planner, allowed)
+        .budget(3)
+        .run(request)
+        .await?;
+    for step in &report.history {
+        println!(
+            "model step {}: {:?} -> {}",
+            step.step, step.tool, step.outcome
+        );
+    }
+    println!("model loop stopped: {:?}", report.stop);
+    Ok(())
+}
+
+#[cfg(not(feature = "openai"))]
+async fn model_writes(
+    _session: &Session<ComputerUseMcpRuntime>,
+    _request: &str,
+) -> Result<(), Error> {
+    Err("--planner model needs the openai feature: cargo run --features sim,openai --example live_clipboard -- \"...\" --planner model".into())
 }
