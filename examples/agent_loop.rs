@@ -56,15 +56,7 @@ async fn main() -> Result<(), Error> {
 
     // What the model may propose: the capabilities the server reports for
     // the tools this host offers it.
-    let (answer, _) = runtime
-        .call(
-            "get_execution_capabilities",
-            serde_json::Map::from_iter([("tool".into(), "write_clipboard".into())]),
-        )
-        .await?;
-    let capabilities: Vec<adk_computer_use::contracts::ExecutionCapability> =
-        serde_json::from_value(answer["capabilities"].clone())?;
-    let allowed = AllowedActions::from_capabilities(&capabilities);
+    let allowed = runtime.allowed_actions(&["write_clipboard"]).await?;
     println!(
         "allowed: {} (the schema handed to the model has {} properties)",
         allowed.tools().collect::<Vec<_>>().join(", "),

@@ -223,3 +223,50 @@ async fn openai_safety_checks_stop_the_loop_until_an_approval_names_the_action()
     assert_eq!(stats["totalEffects"], 1);
     let _ = session.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_allowed_actions_come_from_what_the_server_reports() {
+    let runtime = runtime(SimConfig::for_principal("alice")).await;
+    let allowed = runtime
+        .allowed_actions(&["write_clipboard", "read_clipboard", "no_such_tool"])
+        .await
+        .unwrap();
+    assert_eq!(
+        allowed.tools().collect::<Vec<_>>(),
+        ["read_clipboard", "write_clipboard"]
+    );
+    let schema = allowed.schema();
+    assert_eq!(
+        schema["properties"]["mode"]["enum"],
+        json!(["background", "foreground", null]),
+        "shadow is the chain's, never the model's"
+    );
+    runtime.shutdown().await.unwrap();
+}
+
+/// The CancellationBridge pauses the runtime session first, then stops the
+/// loop before its next step.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cancellation_bridge_revokes_authority_then_stops_the_loop() {
+    use adk_computer_use::runtime::{CancellationBridge, StopKind};
+    let runtime = runtime(SimConfig::for_principal("alice")).await;
+    let session = session(
+        &runtime,
+        Arc::new(Journal::new(Arc::new(MemoryJournal::new()))),
+    );
+    let planner =
+        ScriptedPlanner::from_transcript(&serde_json::from_str(TRANSCRIPT).unwrap()).unwrap();
+    let agent = AgentLoop::new(&session, planner, writes());
+    let bridge = CancellationBridge::new(Arc::clone(&runtime), agent.interrupter());
+    bridge
+        .cancel(StopKind::Pause, "the person took over")
+        .await
+        .unwrap();
+    let report = agent.run("three steps").await.unwrap();
+    assert!(matches!(report.stop, AgentStop::Interrupted), "{report:?}");
+    let state = runtime.get_session().await.unwrap().state;
+    assert_eq!(state, "paused_by_user");
+    let (stats, _) = runtime.call("sim_stats", Default::default()).await.unwrap();
+    assert_eq!(stats["totalEffects"], 0);
+    let _ = session.shutdown().await;
+}

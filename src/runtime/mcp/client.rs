@@ -121,6 +121,59 @@ impl ComputerUseMcpRuntime {
         self.send(tool, arguments).await
     }
 
+    /// What a model may propose among `tools`: each tool's capabilities as
+    /// the server reports them (`get_execution_capabilities`), and its
+    /// argument schema when the server lists the tool in `tools/list`.
+    /// A tool the server does not know is left out; a server error is
+    /// returned.
+    pub async fn allowed_actions(
+        &self,
+        tools: &[&str],
+    ) -> Result<crate::agent::AllowedActions, ComputerUseError> {
+        let listed = tokio::time::timeout(
+            std::time::Duration::from_millis(self.config.call_timeout_ms),
+            self.peer.list_all_tools(),
+        )
+        .await
+        .map_err(|_| ComputerUseError::TimedOut {
+            operation: "tools/list".into(),
+            waited_ms: self.config.call_timeout_ms,
+        })?
+        .map_err(|err| transport_error("tools/list", err))?;
+        let mut allowed = crate::agent::AllowedActions::default();
+        for tool in tools {
+            let answer = self
+                .call_json("get_execution_capabilities", json!({ "tool": tool }))
+                .await;
+            let mut answer = match answer {
+                Ok(answer) => answer,
+                Err(err) if err.refusal_code() == Some("unknown_tool") => continue,
+                Err(err) => return Err(err),
+            };
+            let capabilities: Vec<ExecutionCapability> =
+                decode("get_execution_capabilities", "capabilities", &mut answer)?;
+            let modes: Vec<ExecutionMode> = capabilities
+                .iter()
+                .flat_map(|c| c.supported_modes.iter().copied())
+                .filter(|m| *m != ExecutionMode::Shadow)
+                .fold(Vec::new(), |mut modes, m| {
+                    if !modes.contains(&m) {
+                        modes.push(m);
+                    }
+                    modes
+                });
+            if modes.is_empty() {
+                continue;
+            }
+            let schema = listed
+                .iter()
+                .find(|t| t.name == *tool)
+                .map(|t| Value::Object((*t.input_schema).clone()));
+            allowed = allowed.allow(tool, &modes, schema);
+        }
+        Ok(allowed)
+    }
+
     /// Sends one tool call, any tool. Private: every caller is a method of
     /// this adapter that was handed the right to make that call.
     pub(super) async fn send(
