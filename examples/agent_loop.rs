@@ -87,7 +87,8 @@ async fn main() -> Result<(), Error> {
         AgentLoop::new(&session, planner, allowed)
             .budget(5)
             .run(REQUEST)
-            .await?
+            .await
+            .into_result()?
     };
     for step in &report.history {
         println!(
@@ -127,7 +128,8 @@ async fn run_model(
     Ok(AgentLoop::new(session, planner, allowed)
         .budget(5)
         .run(REQUEST)
-        .await?)
+        .await
+        .into_result()?)
 }
 
 #[cfg(not(feature = "openai"))]

@@ -235,7 +235,8 @@ async fn model_writes(
     let report = AgentLoop::new(session, planner, allowed)
         .budget(3)
         .run(request)
-        .await?;
+        .await
+        .into_result()?;
     for step in &report.history {
         println!(
             "model step {}: {:?} -> {}",

@@ -89,6 +89,10 @@ pub mod events {
     pub const AGENT_PLAN_REFUSED: &str = "agent.plan_refused";
     /// The planner said the request is done.
     pub const AGENT_DONE: &str = "agent.done";
+    /// OpenAI safety checks were acknowledged with an approval of the action.
+    pub const AGENT_SAFETY_ACKNOWLEDGED: &str = "agent.safety_acknowledged";
+    /// The loop stopped on safety checks nobody acknowledged.
+    pub const AGENT_SAFETY_STOP: &str = "agent.safety_stop";
     /// A runtime session was created.
     pub const SESSION_CREATED: &str = "session.created";
     /// A runtime session changed state (`from`, `to`).

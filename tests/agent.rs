@@ -158,7 +158,7 @@ fn screen() -> Observations {
             structured: json!({ "windows": [
                 { "windowId": 1, "bundleId": "com.back", "pid": 10, "title": "Back",
                   "bounds": { "x": 0, "y": 0, "width": 800, "height": 600 } },
-                { "windowId": 2, "bundleId": "com.front", "pid": 20, "title": "Front",
+                { "windowId": 2, "bundleId": "com.front", "pid": 20, "title": "Front", "isFocused": true,
                   "bounds": { "x": 100, "y": 100, "width": 200, "height": 200 } },
             ] }),
             images: vec![],
@@ -304,6 +304,26 @@ fn every_openai_action_maps_onto_a_low_level_tool() {
             "path",
         ),
         (json!({ "type": "wait", "ms": 400000 }), "duration"),
+        (
+            json!({ "type": "scroll", "x": 10, "y": 10, "scroll_y": i64::MAX }),
+            "scroll_y",
+        ),
+        (
+            json!({ "type": "scroll", "x": 10, "y": 10, "scroll_y": i64::MIN }),
+            "scroll_y",
+        ),
+        (
+            json!({ "type": "scroll", "x": 10, "y": 10, "scroll_y": 2.5 }),
+            "scroll_y",
+        ),
+        (
+            json!({ "type": "drag", "path": [{ "x": 110, "y": 110 }, { "x": 900, "y": 900 }] }),
+            "coordinate",
+        ),
+        (
+            json!({ "type": "drag", "path": [{ "x": 110, "y": 110 }, { "x": "junk" }, { "x": 20, "y": 20 }] }),
+            "path",
+        ),
     ];
     for (action, field) in refusals {
         let err = from_openai(&action, &screen(), AT).unwrap_err();
@@ -403,6 +423,7 @@ async fn one_step(output: PlanOutput) -> (Arc<FakeRuntime>, Result<(), ComputerU
         .budget(2)
         .run("put text on the clipboard")
         .await
+        .into_result()
         .map(|_| ());
     (rig.runtime, result)
 }
@@ -465,7 +486,43 @@ async fn an_interrupted_loop_stops_before_its_next_step() {
     )]);
     let agent = AgentLoop::new(&rig.session, planner, allowed());
     agent.interrupter().interrupt("the user pressed stop").await;
-    let report = agent.run("anything").await.unwrap();
+    let report = agent.run("anything").await.into_result().unwrap();
     assert!(matches!(report.stop, AgentStop::Interrupted), "{report:?}");
     assert_eq!(rig.runtime.count(Call::Preview), 0);
+}
+
+#[test]
+fn a_point_under_two_unfocused_windows_or_a_window_without_an_id_is_refused() {
+    let mut observed = screen();
+    observed.semantic.structured["windows"][1]["isFocused"] = json!(false);
+    let err = from_openai(
+        &json!({ "type": "click", "x": 150, "y": 150 }),
+        &observed,
+        AT,
+    )
+    .unwrap_err();
+    assert_eq!(field_of(&err), "coordinate", "{err}");
+    // Both windows of one app, the one under the point without a usable id:
+    // never the other window's evidence.
+    let mut observed = screen();
+    observed.semantic.structured["windows"] = json!([
+        { "windowId": 5, "bundleId": "com.app", "bounds": { "x": 0, "y": 0, "width": 100, "height": 100 } },
+        { "windowId": -3, "bundleId": "com.app", "bounds": { "x": 500, "y": 500, "width": 100, "height": 100 } },
+    ]);
+    let err = from_openai(
+        &json!({ "type": "click", "x": 550, "y": 550 }),
+        &observed,
+        AT,
+    )
+    .unwrap_err();
+    assert_eq!(field_of(&err), "coordinate", "{err}");
+}
+
+#[test]
+fn structured_arguments_may_not_aim_elsewhere_or_name_the_chains_ids() {
+    for key in adk_computer_use::agent::formats::FORBIDDEN_ARGUMENTS {
+        let output = json!({ "kind": "act", "tool": "left_click", "arguments": { "coordinate": [1, 1], key: "x" }, "mode": "foreground", "data_labels": [], "summary": "" });
+        let err = allowed().check(&output).unwrap_err();
+        assert_eq!(field_of(&err), "arguments", "{key}: {err}");
+    }
 }

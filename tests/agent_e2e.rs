@@ -59,6 +59,7 @@ async fn a_recorded_three_step_task_completes_and_its_journal_evaluates_clean() 
         .budget(5)
         .run("three steps")
         .await
+        .into_result()
         .unwrap();
     assert!(matches!(report.stop, AgentStop::Done { .. }), "{report:?}");
     assert_eq!(report.history.len(), 3);
@@ -112,6 +113,7 @@ async fn an_action_that_needs_a_person_is_suspended_and_resumed_once() {
         .checkpoints(&store)
         .run("needs a person")
         .await
+        .into_result()
         .unwrap();
     let AgentStop::Suspended {
         checkpoint,
@@ -198,6 +200,7 @@ async fn openai_safety_checks_stop_the_loop_until_an_approval_names_the_action()
         .acknowledger(&Acknowledge(false))
         .run("click it")
         .await
+        .into_result()
         .unwrap();
     assert!(
         matches!(stopped.stop, AgentStop::SafetyChecks { .. }),
@@ -216,6 +219,7 @@ async fn openai_safety_checks_stop_the_loop_until_an_approval_names_the_action()
         .acknowledger(&Acknowledge(true))
         .run("click it")
         .await
+        .into_result()
         .unwrap();
     assert!(matches!(report.stop, AgentStop::Done { .. }), "{report:?}");
     assert_eq!(report.history[0].tool.as_deref(), Some("left_click"));
@@ -262,11 +266,131 @@ async fn the_cancellation_bridge_revokes_authority_then_stops_the_loop() {
         .cancel(StopKind::Pause, "the person took over")
         .await
         .unwrap();
-    let report = agent.run("three steps").await.unwrap();
+    let report = agent.run("three steps").await.into_result().unwrap();
     assert!(matches!(report.stop, AgentStop::Interrupted), "{report:?}");
     let state = runtime.get_session().await.unwrap().state;
     assert_eq!(state, "paused_by_user");
     let (stats, _) = runtime.call("sim_stats", Default::default()).await.unwrap();
     assert_eq!(stats["totalEffects"], 0);
     let _ = session.shutdown().await;
+}
+
+/// Review findings on the agent layer, each as a test.
+mod review {
+    use super::*;
+    use adk_computer_use::runtime::AgentInterrupter;
+
+    fn clicks() -> AllowedActions {
+        AllowedActions::default().allow("left_click", &[ExecutionMode::Foreground], None)
+    }
+
+    fn foreground(runtime: &Arc<ComputerUseMcpRuntime>) -> Session<ComputerUseMcpRuntime> {
+        let identity = VerifiedIdentity::new("alice", "t").unwrap();
+        let authorizer =
+            ScopeAuthorizer::new(identity, ["computer:plan", "computer:execute:foreground"])
+                .unwrap();
+        Session::builder(Arc::clone(runtime), authorizer)
+            .target(CLIPBOARD_APP, None)
+            .build()
+            .unwrap()
+    }
+
+    /// A structured click is hit-tested like a mapped one: a point in
+    /// another app's window gets that window's evidence, which a session
+    /// aimed at the clipboard refuses; nothing reaches the runtime.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_structured_click_is_hit_tested_too() {
+        let runtime = runtime(SimConfig::for_principal("alice")).await;
+        let session = foreground(&runtime);
+        for coordinate in [json!([700, 200]), json!([-50, 99999])] {
+            let planner = ScriptedPlanner::new([PlanOutput::Structured(json!({
+                "kind": "act", "tool": "left_click", "arguments": { "coordinate": coordinate },
+                "mode": "foreground", "data_labels": [], "summary": ""
+            }))]);
+            let report = AgentLoop::new(&session, planner, clicks())
+                .run("click")
+                .await;
+            assert!(report.error().is_some(), "{coordinate}: {report:?}");
+        }
+        let (stats, _) = runtime.call("sim_stats", Default::default()).await.unwrap();
+        assert_eq!(stats["totalEffects"], 0);
+        let _ = session.shutdown().await;
+    }
+
+    /// Safety checks on a read stop the loop too, and checks in any other
+    /// shape than a list are refused, never dropped.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn safety_checks_are_never_dropped() {
+        let runtime = runtime(SimConfig::for_principal("alice")).await;
+        let session = foreground(&runtime);
+        let shot = ScriptedPlanner::new([PlanOutput::OpenAi(json!({
+            "action": { "type": "screenshot" },
+            "pending_safety_checks": [{ "id": "cu_sc_9", "code": "irrelevant_domain" }],
+        }))]);
+        let report = AgentLoop::new(&session, shot, clicks()).run("look").await;
+        assert!(
+            matches!(report.stop, AgentStop::SafetyChecks { preview: None, .. }),
+            "{report:?}"
+        );
+        let object = ScriptedPlanner::new([PlanOutput::OpenAi(json!({
+            "action": { "type": "click", "x": 100, "y": 100 },
+            "pending_safety_checks": { "id": "cu_sc_1", "code": "malicious_instructions" },
+        }))]);
+        let report = AgentLoop::new(&session, object, clicks())
+            .run("click")
+            .await;
+        assert_eq!(
+            report.error().and_then(|e| e.field()),
+            Some("pending_safety_checks"),
+            "{report:?}"
+        );
+        let (stats, _) = runtime.call("sim_stats", Default::default()).await.unwrap();
+        assert_eq!(stats["totalEffects"], 0);
+        let _ = session.shutdown().await;
+    }
+
+    /// An interrupt cuts a model's wait short.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_interrupt_cuts_a_wait_short() {
+        let runtime = runtime(SimConfig::for_principal("alice")).await;
+        let session = foreground(&runtime);
+        let planner = ScriptedPlanner::new([PlanOutput::Anthropic(
+            json!({ "action": "wait", "duration": 300 }),
+        )]);
+        let agent = AgentLoop::new(&session, planner, clicks());
+        let interrupter = agent.interrupter();
+        let started = std::time::Instant::now();
+        let (report, ()) = tokio::join!(agent.run("wait"), async {
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            interrupter.interrupt("stop").await;
+        });
+        assert!(matches!(report.stop, AgentStop::Interrupted), "{report:?}");
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "bounded by the interrupt, not the wait"
+        );
+        let _ = session.shutdown().await;
+    }
+
+    /// A failure after steps ran keeps the history of what ran.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_failure_keeps_the_history_of_what_ran() {
+        let runtime = runtime(SimConfig::for_principal("alice")).await;
+        let session = session(
+            &runtime,
+            Arc::new(Journal::new(Arc::new(MemoryJournal::new()))),
+        );
+        let planner = ScriptedPlanner::new([
+            PlanOutput::Structured(
+                json!({ "kind": "act", "tool": "write_clipboard", "arguments": { "text": "a" }, "mode": "background", "data_labels": [], "summary": "" }),
+            ),
+            PlanOutput::Structured(
+                json!({ "kind": "act", "tool": "run_script", "arguments": {}, "mode": "background", "data_labels": [], "summary": "" }),
+            ),
+        ]);
+        let report = AgentLoop::new(&session, planner, writes()).run("two").await;
+        assert_eq!(report.history.len(), 1, "{report:?}");
+        assert_eq!(report.error().and_then(|e| e.field()), Some("tool"));
+        let _ = session.shutdown().await;
+    }
 }

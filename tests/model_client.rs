@@ -111,6 +111,7 @@ async fn the_model_plans_a_write_and_says_done_under_the_strict_schema() {
     let report = AgentLoop::new(&session, planner, writes())
         .run("put 'from the model' on my clipboard")
         .await
+        .into_result()
         .unwrap();
     assert!(
         matches!(&report.stop, AgentStop::Done { summary } if summary == "The clipboard holds the text."),
@@ -149,6 +150,7 @@ async fn a_model_that_ignores_the_schema_is_still_checked() {
     let err = AgentLoop::new(&session, planner, writes())
         .run("x")
         .await
+        .into_result()
         .unwrap_err();
     assert_eq!(err.field(), Some("(unknown field)"), "{err}");
     let _ = session.shutdown().await;
@@ -156,13 +158,19 @@ async fn a_model_that_ignores_the_schema_is_still_checked() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn refusals_and_errors_are_typed_and_never_carry_the_key() {
-    let (base, _) = replay(vec![(200, "refusal.json"), (401, "unauthorized.json")]).await;
+    let (base, _) = replay(vec![
+        (200, "refusal.json"),
+        (401, "unauthorized.json"),
+        (400, "echo_key.json"),
+    ])
+    .await;
     let planner = OpenAiPlanner::new(OpenAiConfig::new(base, KEY, "m")).unwrap();
     let session = session().await;
-    for code in ["model_refused", "http_401"] {
+    for code in ["model_refused", "http_401", "http_400"] {
         let err = AgentLoop::new(&session, planner.clone(), writes())
             .run("x")
             .await
+            .into_result()
             .unwrap_err();
         assert_eq!(err.refusal_code(), Some(code), "{err}");
         assert!(!format!("{err} {err:?}").contains(KEY));
@@ -176,6 +184,7 @@ async fn refusals_and_errors_are_typed_and_never_carry_the_key() {
     let err = AgentLoop::new(&session, dead, writes())
         .run("x")
         .await
+        .into_result()
         .unwrap_err();
     assert!(matches!(err, ComputerUseError::Transport { .. }), "{err}");
     assert!(!format!("{err:?}").contains(KEY));

@@ -268,6 +268,16 @@ impl AllowedActions {
             Some(Value::Object(map)) => Value::Object(map.clone()),
             Some(other) => return Err(refuse("arguments", "an object", clip(&other.to_string()))),
         };
+        if let Some(key) = arguments.as_object().and_then(|map| {
+            map.keys()
+                .find(|k| super::formats::FORBIDDEN_ARGUMENTS.contains(&k.as_str()))
+        }) {
+            return Err(refuse(
+                "arguments",
+                "the tool's own arguments (no targeting keys, no ids of the chain)",
+                clip(key),
+            ));
+        }
         if let Some(schema) = &tool.arguments {
             check_arguments(schema, &arguments)?;
         }

@@ -15,7 +15,7 @@
 use serde_json::{Value, json};
 
 use crate::ComputerUseError;
-use crate::contracts::{ExecutionMode, TargetEvidence};
+use crate::contracts::{ExecutionMode, TargetEvidence, WindowId};
 use crate::runtime::{Observations, ProposedAction};
 
 const OBJECT_OPENAI: &str = "OpenAiComputerAction";
@@ -27,6 +27,8 @@ const MAX_COORDINATE: i64 = 32_767;
 pub const MAX_WAIT_SECONDS: f64 = 300.0;
 /// Pixels of a model's scroll delta per wheel step.
 const PIXELS_PER_STEP: i64 = 100;
+/// The largest scroll delta accepted, in pixels.
+const MAX_SCROLL_PIXELS: u64 = 100_000;
 
 /// Where a model's action lands: the mapped action, and the evidence of
 /// the window it hit (none for keyboard input, screenshots and waits).
@@ -93,8 +95,13 @@ fn pair(
     coordinate(object, field, items.first(), items.get(1))
 }
 
-/// The target evidence of the observed window under `(x, y)`: the topmost
-/// (last listed) window whose bounds contain the point.
+/// The target evidence of the observed window under `(x, y)`.
+///
+/// Among the windows whose bounds contain the point, the focused one wins;
+/// a single one is taken as it is. Two or more unfocused windows under the
+/// point are refused: a window list says nothing reliable about which is on
+/// top. The window must name its app and a usable id, so the evidence is for
+/// exactly that window and no other of its app.
 fn hit(
     object: &'static str,
     observed: &Observations,
@@ -106,7 +113,7 @@ fn hit(
         Some(list) => list.iter().collect(),
         None => frame.get("window").into_iter().collect(),
     };
-    let inside = |w: &&&Value| {
+    let inside = |w: &&Value| {
         let b = w.get("bounds");
         let num = |k: &str| b.and_then(|b| b.get(k)).and_then(Value::as_f64);
         match (num("x"), num("y"), num("width"), num("height")) {
@@ -117,23 +124,105 @@ fn hit(
             _ => false,
         }
     };
-    let window = windows.iter().rev().find(inside).ok_or_else(|| {
-        refuse(
-            object,
-            "coordinate",
-            "a point inside an observed window",
-            format!("({}, {})", at.0, at.1),
-        )
-    })?;
+    let under: Vec<&Value> = windows.into_iter().filter(inside).collect();
+    let point = || format!("({}, {})", at.0, at.1);
+    let window = match under.as_slice() {
+        [] => {
+            return Err(refuse(
+                object,
+                "coordinate",
+                "a point inside an observed window",
+                point(),
+            ));
+        }
+        [only] => *only,
+        several => several
+            .iter()
+            .copied()
+            .find(|w| w.get("isFocused") == Some(&Value::Bool(true)))
+            .ok_or_else(|| {
+                refuse(
+                    object,
+                    "coordinate",
+                    "a point inside one observed window, or inside the focused one",
+                    format!("{} overlapping windows at {}", several.len(), point()),
+                )
+            })?,
+    };
     let app = window
         .get("bundleId")
         .or_else(|| window.get("appId"))
         .and_then(Value::as_str)
         .ok_or_else(|| refuse(object, "coordinate", "a window that names its app", window))?;
-    let id = window
-        .get("windowId")
-        .and_then(|w| serde_json::from_value(w.clone()).ok());
-    observed.target_evidence(app, id.as_ref(), observed_at)
+    let id = match window.get("windowId") {
+        Some(Value::Number(n)) => n.as_u64().map(WindowId::Number),
+        Some(Value::String(name)) if !name.is_empty() => Some(WindowId::Name(name.clone())),
+        _ => None,
+    }
+    .ok_or_else(|| refuse(object, "coordinate", "a window with a usable id", window))?;
+    observed.target_evidence(app, Some(&id), observed_at)
+}
+
+/// A drag: both ends inside observed windows; the evidence is the start's.
+fn drag(
+    object: &'static str,
+    start: (i64, i64),
+    end: (i64, i64),
+    observed: &Observations,
+    observed_at: &str,
+) -> Result<MappedAction, ComputerUseError> {
+    let target = hit(object, observed, start, observed_at)?;
+    hit(object, observed, end, observed_at)?;
+    Ok(act(
+        "left_click_drag",
+        json!({ "start_coordinate": [start.0, start.1], "coordinate": [end.0, end.1] }),
+        ExecutionMode::Foreground,
+        Some(target),
+    ))
+}
+
+/// Argument keys a model may not set: the ones that aim a low-level tool
+/// at another app or window than its evidence names, or that name the
+/// chain's own ids.
+pub const FORBIDDEN_ARGUMENTS: [&str; 12] = [
+    "target_app",
+    "target_window_id",
+    "focus_strategy",
+    "session_id",
+    "action_id",
+    "agent_id",
+    "execution_group_id",
+    "principal_id",
+    "lease_id",
+    "approval_grant_id",
+    "approval_token",
+    "target",
+];
+
+/// Evidence for an action a planner proposed as structured output: a
+/// pointer tool's coordinates (`coordinate`, `start_coordinate`) are
+/// validated and hit-tested like a mapped action's, and the action gets the
+/// evidence of the window under its (start) point.
+pub fn locate(
+    action: &mut ProposedAction,
+    observed: &Observations,
+    observed_at: &str,
+) -> Result<(), ComputerUseError> {
+    const O: &str = "PlannerOutput";
+    let end = action.arguments.get("coordinate").cloned();
+    let start = action.arguments.get("start_coordinate").cloned();
+    let first = match (&start, &end) {
+        (Some(start), _) => Some(pair(O, "start_coordinate", Some(start))?),
+        (None, Some(end)) => Some(pair(O, "coordinate", Some(end))?),
+        (None, None) => None,
+    };
+    if let (Some(_), Some(end)) = (&start, &end) {
+        hit(O, observed, pair(O, "coordinate", Some(end))?, observed_at)?;
+    }
+    if let Some(at) = first {
+        action.target = Some(hit(O, observed, at, observed_at)?);
+    }
+    Ok(())
 }
 
 fn act(
@@ -233,8 +322,16 @@ pub fn from_openai(
         "move" => pointer(O, "mouse_move", at()?, observed, observed_at),
         "scroll" => {
             let at = at()?;
-            let delta = |k: &str| action.get(k).and_then(Value::as_i64).unwrap_or(0);
-            let (dx, dy) = (delta("scroll_x"), delta("scroll_y"));
+            let delta = |k: &'static str| -> Result<i64, ComputerUseError> {
+                match action.get(k) {
+                    None | Some(Value::Null) => Ok(0),
+                    Some(v) => v
+                        .as_i64()
+                        .filter(|d| d.unsigned_abs() <= MAX_SCROLL_PIXELS)
+                        .ok_or_else(|| refuse(O, k, "whole pixels, at most 100000 either way", v)),
+                }
+            };
+            let (dx, dy) = (delta("scroll_x")?, delta("scroll_y")?);
             let (direction, pixels) = match (dx, dy) {
                 (0, 0) => return Err(refuse(O, "scroll_y", "a non-zero scroll", "0")),
                 (0, y) => (if y > 0 { "down" } else { "up" }, y.abs()),
@@ -306,15 +403,17 @@ pub fn from_openai(
                             .map_or_else(|| "none".to_owned(), Value::to_string),
                     )
                 })?;
-            let point = |p: &Value| coordinate(O, "path", p.get("x"), p.get("y"));
-            let (start, end) = (point(&path[0])?, point(&path[path.len() - 1])?);
-            let target = hit(O, observed, start, observed_at)?;
-            Ok(act(
-                "left_click_drag",
-                json!({ "start_coordinate": [start.0, start.1], "coordinate": [end.0, end.1] }),
-                ExecutionMode::Foreground,
-                Some(target),
-            ))
+            // Every point is read (a junk middle point is refused too);
+            // the low-level tool drags from the first to the last.
+            let points = path
+                .iter()
+                .map(|p| coordinate(O, "path", p.get("x"), p.get("y")))
+                .collect::<Result<Vec<_>, _>>()?;
+            let (start, end) = match (points.first(), points.last()) {
+                (Some(start), Some(end)) => (*start, *end),
+                _ => return Err(refuse(O, "path", "at least two points", "none")),
+            };
+            drag(O, start, end, observed, observed_at)
         }
         "wait" => wait_seconds(
             O,
@@ -351,14 +450,7 @@ pub fn from_anthropic(
         "mouse_move" => pointer(A, "mouse_move", at()?, observed, observed_at),
         "left_click_drag" => {
             let start = pair(A, "start_coordinate", action.get("start_coordinate"))?;
-            let end = at()?;
-            let target = hit(A, observed, start, observed_at)?;
-            Ok(act(
-                "left_click_drag",
-                json!({ "start_coordinate": [start.0, start.1], "coordinate": [end.0, end.1] }),
-                ExecutionMode::Foreground,
-                Some(target),
-            ))
+            drag(A, start, at()?, observed, observed_at)
         }
         "type" => Ok(act(
             "type",

@@ -16,6 +16,9 @@ use serde_json::{Value, json};
 use super::planner::{PlanContext, PlanOutput, Planner};
 use crate::ComputerUseError;
 
+/// The most bytes of one answer read.
+const MAX_BODY: usize = 4 * 1024 * 1024;
+
 /// The default endpoint.
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 
@@ -104,6 +107,16 @@ impl OpenAiPlanner {
         Ok(Self { config, http })
     }
 
+    /// A server's words, clipped, with the key taken out should it echo it.
+    fn scrub(&self, text: &str) -> String {
+        let clipped: String = text.chars().take(300).collect();
+        if self.config.api_key.is_empty() {
+            clipped
+        } else {
+            clipped.replace(&self.config.api_key, "<redacted>")
+        }
+    }
+
     /// The request body for `context` (what is sent, minus the key).
     pub fn body(&self, context: &PlanContext<'_>) -> Value {
         let history: Vec<Value> = context
@@ -156,9 +169,23 @@ impl Planner for OpenAiPlanner {
             // reqwest's errors name the URL, never the headers.
             .map_err(|err| failed(err.to_string()))?;
         let status = response.status();
-        let answer: Value = response
-            .json()
+        // Bounded: a server cannot make the client read without end.
+        let mut response = response;
+        let mut body = Vec::new();
+        while let Some(chunk) = response
+            .chunk()
             .await
+            .map_err(|err| failed(err.to_string()))?
+        {
+            if body.len() + chunk.len() > MAX_BODY {
+                return Err(ComputerUseError::decode(
+                    "the completion",
+                    format!("an answer over {MAX_BODY} bytes"),
+                ));
+            }
+            body.extend_from_slice(&chunk);
+        }
+        let answer: Value = serde_json::from_slice(&body)
             .map_err(|err| ComputerUseError::decode("the completion", err))?;
         if !status.is_success() {
             let message = answer
@@ -168,7 +195,7 @@ impl Planner for OpenAiPlanner {
             return Err(ComputerUseError::Refused {
                 operation: "chat/completions".into(),
                 code: format!("http_{}", status.as_u16()),
-                message: message.chars().take(300).collect(),
+                message: self.scrub(message),
                 details: None,
             });
         }
@@ -179,7 +206,7 @@ impl Planner for OpenAiPlanner {
             return Err(ComputerUseError::Refused {
                 operation: "chat/completions".into(),
                 code: "model_refused".into(),
-                message: refusal.chars().take(300).collect(),
+                message: self.scrub(refusal),
                 details: None,
             });
         }

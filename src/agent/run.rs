@@ -62,8 +62,15 @@ pub enum AgentStop<R: ComputerUseRuntime> {
     SafetyChecks {
         /// The checks, as the model reported them.
         checks: Vec<Value>,
-        /// The preview the acknowledgement must name.
-        preview: Box<ActionPreview>,
+        /// The preview the acknowledgement must name (none for a read the
+        /// model asked for, which is never previewed).
+        preview: Option<Box<ActionPreview>>,
+    },
+    /// A step failed: a planner output was refused, or the chain refused
+    /// or failed a step. The history holds what ran before it.
+    Failed {
+        /// What went wrong.
+        error: ComputerUseError,
     },
     /// The loop was interrupted (see [`LoopInterrupt`]).
     Interrupted,
@@ -105,6 +112,25 @@ impl<R: ComputerUseRuntime> std::fmt::Debug for AgentStop<R> {
                 .field("checks", checks)
                 .finish_non_exhaustive(),
             Self::Interrupted => f.write_str("Interrupted"),
+            Self::Failed { error } => f.debug_struct("Failed").field("error", error).finish(),
+        }
+    }
+}
+
+impl<R: ComputerUseRuntime> AgentReport<R> {
+    /// The failure that ended the loop, if one did.
+    pub fn error(&self) -> Option<&ComputerUseError> {
+        match &self.stop {
+            AgentStop::Failed { error } => Some(error),
+            _ => None,
+        }
+    }
+
+    /// The report, or the failure that ended the loop.
+    pub fn into_result(self) -> Result<Self, ComputerUseError> {
+        match self.stop {
+            AgentStop::Failed { error } => Err(error),
+            _ => Ok(self),
         }
     }
 }
@@ -124,6 +150,7 @@ impl<R: ComputerUseRuntime> std::fmt::Debug for AgentReport<R> {
 #[derive(Debug, Clone, Default)]
 pub struct LoopInterrupt {
     stopped: Arc<AtomicBool>,
+    wake: Arc<tokio::sync::Notify>,
 }
 
 impl LoopInterrupt {
@@ -131,12 +158,25 @@ impl LoopInterrupt {
     pub fn is_set(&self) -> bool {
         self.stopped.load(Ordering::Acquire)
     }
+
+    /// Sleeps `duration` unless interrupted first; true when it slept.
+    async fn sleep(&self, duration: std::time::Duration) -> bool {
+        let woken = self.wake.notified();
+        if self.is_set() {
+            return false;
+        }
+        tokio::select! {
+            () = tokio::time::sleep(duration) => !self.is_set(),
+            () = woken => false,
+        }
+    }
 }
 
 impl AgentInterrupter for LoopInterrupt {
     async fn interrupt(&self, reason: &str) {
         tracing::info!(reason, "agent loop interrupted");
         self.stopped.store(true, Ordering::Release);
+        self.wake.notify_waiters();
     }
 }
 
@@ -205,13 +245,26 @@ impl<'a, R: ComputerUseRuntime, P: Planner> AgentLoop<'a, R, P> {
         self.interrupt.clone()
     }
 
-    /// Runs the loop for `request` until it stops.
-    pub async fn run(self, request: &str) -> Result<AgentReport<R>, ComputerUseError> {
+    /// Runs the loop for `request` until it stops. A failure after steps
+    /// ran ends the loop as [`AgentStop::Failed`], with the history of what
+    /// ran before it.
+    pub async fn run(self, request: &str) -> AgentReport<R> {
         let mut history: Vec<StepRecord> = Vec::new();
-        let report = |stop, history| Ok(AgentReport { stop, history });
+        let stop = match self.steps(request, &mut history).await {
+            Ok(stop) => stop,
+            Err(error) => AgentStop::Failed { error },
+        };
+        AgentReport { stop, history }
+    }
+
+    async fn steps(
+        &self,
+        request: &str,
+        history: &mut Vec<StepRecord>,
+    ) -> Result<AgentStop<R>, ComputerUseError> {
         for step in 1..=self.budget {
             if self.interrupt.is_set() {
-                return report(AgentStop::Interrupted, history);
+                return Ok(AgentStop::Interrupted);
             }
             let observed = self.session.observe().await?;
             let output = self
@@ -220,11 +273,11 @@ impl<'a, R: ComputerUseRuntime, P: Planner> AgentLoop<'a, R, P> {
                     request,
                     observations: observed.observations(),
                     allowed: &self.allowed,
-                    history: &history,
+                    history,
                 })
                 .await?;
             if self.interrupt.is_set() {
-                return report(AgentStop::Interrupted, history);
+                return Ok(AgentStop::Interrupted);
             }
             let action_id = format!("agent-{}-{step}", self.run_id);
             let observed_at = format_rfc3339(self.session.clock_now())?;
@@ -236,7 +289,7 @@ impl<'a, R: ComputerUseRuntime, P: Planner> AgentLoop<'a, R, P> {
                         events::AGENT_DONE,
                         || json!({ "step": step }),
                     );
-                    return report(AgentStop::Done { summary }, history);
+                    return Ok(AgentStop::Done { summary });
                 }
                 Ok(Planned::Act(action, checks)) => (*action, checks),
                 Err(err) => {
@@ -256,21 +309,47 @@ impl<'a, R: ComputerUseRuntime, P: Planner> AgentLoop<'a, R, P> {
                         "tool": action.tool,
                         "mode": action.mode,
                         "argsDigest": crate::digest::canonical_digest(&action.arguments),
+                        "safetyChecks": checks.len(),
                     })
                 });
             let tool = Some(action.tool.clone());
-            // Reads a model asks for: a fresh observation, a bounded pause.
+            let safety_stop = |preview: Option<Box<ActionPreview>>,
+                               history: &mut Vec<StepRecord>| {
+                self.session.journal_note(
+                    &action_id,
+                    events::AGENT_SAFETY_STOP,
+                    || json!({ "step": step, "checks": checks.len() }),
+                );
+                history.push(StepRecord {
+                    step,
+                    tool: tool.clone(),
+                    outcome: "stopped: safety checks".into(),
+                });
+                AgentStop::SafetyChecks {
+                    checks: checks.clone(),
+                    preview,
+                }
+            };
+            // Reads a model asks for: a fresh observation, a bounded pause
+            // that an interrupt cuts short. Safety checks stop even these.
             if action.mode == ExecutionMode::Shadow {
+                if !checks.is_empty() {
+                    return Ok(safety_stop(None, history));
+                }
                 let outcome = if action.tool == "wait" {
                     let seconds = action
                         .arguments
                         .get("duration")
                         .and_then(Value::as_f64)
-                        .unwrap_or(1.0);
-                    tokio::time::sleep(std::time::Duration::from_secs_f64(
-                        seconds.clamp(0.0, formats::MAX_WAIT_SECONDS),
-                    ))
-                    .await;
+                        .unwrap_or(1.0)
+                        .clamp(0.0, formats::MAX_WAIT_SECONDS);
+                    if !self
+                        .interrupt
+                        .sleep(std::time::Duration::from_secs_f64(seconds))
+                        .await
+                    {
+                        return Ok(AgentStop::Interrupted);
+                    }
                     "waited"
                 } else {
                     "observed"
@@ -287,13 +366,23 @@ impl<'a, R: ComputerUseRuntime, P: Planner> AgentLoop<'a, R, P> {
                 let approval = self
                     .acknowledger
                     .and_then(|a| a.acknowledge(&checks, previewed.preview()));
-                let acknowledged = approval
-                    .as_ref()
-                    .is_some_and(|a| a.check_against(previewed.preview()).is_ok());
-                if !acknowledged {
-                    let preview = Box::new(previewed.preview().clone());
-                    drop(previewed);
-                    return report(AgentStop::SafetyChecks { checks, preview }, history);
+                match approval.filter(|a| a.check_against(previewed.preview()).is_ok()) {
+                    Some(approval) => {
+                        self.session
+                            .journal_note(&action_id, events::AGENT_SAFETY_ACKNOWLEDGED, || {
+                                json!({
+                                    "step": step,
+                                    "checks": checks.iter().map(|c| c.get("id").cloned().unwrap_or(Value::Null)).collect::<Vec<_>>(),
+                                    "actionDigest": approval.action_digest(),
+                                    "grantId": approval.grant_id(),
+                                })
+                            });
+                    }
+                    None => {
+                        let preview = Box::new(previewed.preview().clone());
+                        drop(previewed);
+                        return Ok(safety_stop(Some(preview), history));
+                    }
                 }
             }
             let outcome = match previewed.route() {
@@ -315,13 +404,10 @@ impl<'a, R: ComputerUseRuntime, P: Planner> AgentLoop<'a, R, P> {
                         tool,
                         outcome: format!("blocked: {}", blocked.blocker()),
                     });
-                    return report(
-                        AgentStop::Blocked {
-                            code: blocked.blocker().to_owned(),
-                            reasons: blocked.reasons().to_vec(),
-                        },
-                        history,
-                    );
+                    return Ok(AgentStop::Blocked {
+                        code: blocked.blocker().to_owned(),
+                        reasons: blocked.reasons().to_vec(),
+                    });
                 }
                 ChainOutcome::NeedsApproval(pending) => {
                     history.push(StepRecord {
@@ -330,26 +416,23 @@ impl<'a, R: ComputerUseRuntime, P: Planner> AgentLoop<'a, R, P> {
                         outcome: "needs approval".into(),
                     });
                     let Some(store) = self.store else {
-                        return report(AgentStop::NeedsApproval(pending), history);
+                        return Ok(AgentStop::NeedsApproval(pending));
                     };
                     let (action_digest, policy_digest) = (
                         pending.action_digest().to_owned(),
                         pending.policy_digest().to_owned(),
                     );
                     let checkpoint = pending.suspend(store)?;
-                    return report(
-                        AgentStop::Suspended {
-                            checkpoint,
-                            action_id,
-                            action_digest,
-                            policy_digest,
-                        },
-                        history,
-                    );
+                    return Ok(AgentStop::Suspended {
+                        checkpoint,
+                        action_id,
+                        action_digest,
+                        policy_digest,
+                    });
                 }
             }
         }
-        report(AgentStop::Budget, history)
+        Ok(AgentStop::Budget)
     }
 
     /// The planner's output, checked: structured output against the
@@ -365,16 +448,29 @@ impl<'a, R: ComputerUseRuntime, P: Planner> AgentLoop<'a, R, P> {
             PlanOutput::Structured(value) => {
                 return Ok(match self.allowed.check(value)? {
                     PlannedStep::Done { summary } => Planned::Done(summary),
-                    PlannedStep::Act(action) => Planned::Act(action, Vec::new()),
+                    PlannedStep::Act(mut action) => {
+                        // A pointer tool's coordinates are hit-tested here as
+                        // a mapped action's are: the evidence is the window
+                        // under the point, never just the session's target.
+                        formats::locate(&mut action, observed, observed_at)?;
+                        Planned::Act(action, Vec::new())
+                    }
                 });
             }
             PlanOutput::OpenAi(call) => {
                 let action = call.get("action").unwrap_or(call);
-                let checks = call
-                    .get("pending_safety_checks")
-                    .and_then(Value::as_array)
-                    .cloned()
-                    .unwrap_or_default();
+                let checks = match call.get("pending_safety_checks") {
+                    None | Some(Value::Null) => Vec::new(),
+                    Some(Value::Array(checks)) => checks.clone(),
+                    Some(other) => {
+                        return Err(ComputerUseError::InvalidField {
+                            object: "OpenAiComputerCall",
+                            field: "pending_safety_checks",
+                            expected: "an array of checks".into(),
+                            actual: other.to_string().chars().take(120).collect(),
+                        });
+                    }
+                };
                 (formats::from_openai(action, observed, observed_at)?, checks)
             }
             PlanOutput::Anthropic(input) => (
