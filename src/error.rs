@@ -201,6 +201,16 @@ pub enum ComputerUseError {
         reason: String,
     },
 
+    /// A person denied the suspended action: it ends here, its checkpoint
+    /// retired; nothing was reserved or performed.
+    #[error("action {action_id} was denied: {reason}")]
+    Denied {
+        /// The action that was denied.
+        action_id: String,
+        /// The person's reason.
+        reason: String,
+    },
+
     /// The session was shut down: its stages can take no further step, and
     /// what they held was released by the shutdown.
     #[error("the session was shut down; {operation} is refused")]
@@ -263,6 +273,7 @@ impl ComputerUseError {
             Self::InvalidField { .. } => "invalid_field",
             Self::Expired { .. } => "expired",
             Self::Decode { .. } => "decode",
+            Self::Denied { .. } => "denied",
             Self::BuiltForAnother { .. } => "built_for_another",
             Self::Integrity { .. } => "integrity",
             Self::Storage { .. } => "storage",

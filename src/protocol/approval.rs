@@ -87,6 +87,20 @@ impl Approval {
         )
     }
 
+    /// The JSON [`Approval::from_json`] reads back.
+    pub fn to_json(&self) -> Value {
+        let mut value = serde_json::json!({
+            "actionId": self.action_id,
+            "actionDigest": self.action_digest,
+            "policyDigest": self.policy_digest,
+        });
+        match &self.source {
+            ApprovalSource::Grant(grant) => value["grantId"] = Value::String(grant.clone()),
+            ApprovalSource::RuntimeHeld => value["runtimeApproved"] = Value::Bool(true),
+        }
+        value
+    }
+
     /// Reads `{ "actionId", "actionDigest", "policyDigest", "grantId" }` or
     /// `{ "actionId", "actionDigest", "policyDigest", "runtimeApproved": true }`.
     ///

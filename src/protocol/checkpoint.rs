@@ -69,6 +69,17 @@ impl SealingKey {
         mac.update(body.as_bytes());
         mac.verify_slice(&tag).is_ok()
     }
+
+    /// Seals a decision record: the same key, under its own domain, so a
+    /// decision's seal can never stand for a checkpoint's.
+    pub(crate) fn seal_text(&self, body: &str) -> String {
+        self.seal(&format!("adk-decision\n{body}"))
+    }
+
+    /// Verifies what [`SealingKey::seal_text`] sealed.
+    pub(crate) fn verify_text(&self, body: &str, seal: &str) -> bool {
+        self.verify(&format!("adk-decision\n{body}"), seal)
+    }
 }
 
 impl fmt::Debug for SealingKey {
@@ -143,6 +154,24 @@ pub trait CheckpointStore: Send + Sync {
     /// processes) consume the same id, exactly one succeeds and the other
     /// gets [`ComputerUseError::Checkpoint`] saying it was already used.
     fn consume(&self, id: &CheckpointId) -> Result<(), ComputerUseError>;
+
+    /// The checkpoints held and not yet consumed.
+    fn ids(&self) -> Result<Vec<CheckpointId>, ComputerUseError>;
+
+    /// Records a person's sealed decision beside `id`, once: a second
+    /// decision is refused.
+    fn record_decision(&self, id: &CheckpointId, record: &str) -> Result<(), ComputerUseError>;
+
+    /// The sealed decision recorded beside `id`, if one was.
+    fn decision(&self, id: &CheckpointId) -> Result<Option<String>, ComputerUseError>;
+}
+
+fn decided(id: &CheckpointId) -> ComputerUseError {
+    ComputerUseError::Checkpoint {
+        id: id.to_string(),
+        reason: "a decision was already recorded for this checkpoint; a decision is made once"
+            .into(),
+    }
 }
 
 fn consumed(id: &CheckpointId) -> ComputerUseError {
@@ -172,6 +201,7 @@ pub struct MemoryCheckpointStore {
     key: SealingKey,
     records: Mutex<HashMap<CheckpointId, Vec<String>>>,
     consumed: Mutex<std::collections::HashSet<CheckpointId>>,
+    decisions: Mutex<HashMap<CheckpointId, String>>,
 }
 
 impl MemoryCheckpointStore {
@@ -181,6 +211,7 @@ impl MemoryCheckpointStore {
             key,
             records: Mutex::default(),
             consumed: Mutex::default(),
+            decisions: Mutex::default(),
         }
     }
 }
@@ -225,6 +256,27 @@ impl CheckpointStore for MemoryCheckpointStore {
             Err(missing(id))
         }
     }
+
+    fn ids(&self) -> Result<Vec<CheckpointId>, ComputerUseError> {
+        let records = self.records.lock().unwrap_or_else(|p| p.into_inner());
+        let mut ids: Vec<CheckpointId> = records.keys().cloned().collect();
+        ids.sort_by(|a, b| a.as_str().cmp(b.as_str()));
+        Ok(ids)
+    }
+
+    fn record_decision(&self, id: &CheckpointId, record: &str) -> Result<(), ComputerUseError> {
+        let mut decisions = self.decisions.lock().unwrap_or_else(|p| p.into_inner());
+        if decisions.contains_key(id) {
+            return Err(decided(id));
+        }
+        decisions.insert(id.clone(), record.to_owned());
+        Ok(())
+    }
+
+    fn decision(&self, id: &CheckpointId) -> Result<Option<String>, ComputerUseError> {
+        let decisions = self.decisions.lock().unwrap_or_else(|p| p.into_inner());
+        Ok(decisions.get(id).cloned())
+    }
 }
 
 /// Checkpoints kept as files, one per id (`<id>.checkpoint`, one JSON line per
@@ -253,6 +305,29 @@ impl FileCheckpointStore {
     }
 
     /// The file a consumed `id` is renamed to.
+    /// Writes `record` to `target`, which must not exist yet: through a
+    /// temporary file no other writer names (in this process or another),
+    /// synced, then hard-linked to `target`, which fails when it exists.
+    fn write_new(&self, id: &CheckpointId, target: &Path, record: &str) -> std::io::Result<()> {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let serial = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let temp = self
+            .dir
+            .join(format!(".{id}.{}.{serial}.tmp", std::process::id()));
+        let write = || -> std::io::Result<()> {
+            let mut file = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&temp)?;
+            file.write_all(record.as_bytes())?;
+            file.write_all(b"\n")?;
+            file.sync_all()
+        };
+        let linked = write().and_then(|()| std::fs::hard_link(&temp, target));
+        let _ = std::fs::remove_file(&temp);
+        linked
+    }
+
     fn consumed_path_of(&self, id: &CheckpointId) -> PathBuf {
         self.dir.join(format!("{id}.consumed"))
     }
@@ -276,23 +351,7 @@ impl CheckpointStore for FileCheckpointStore {
         if target.exists() || self.consumed_path_of(id).exists() {
             return Err(exists(id));
         }
-        // A name no other writer uses, in this process or another.
-        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let serial = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let temp = self
-            .dir
-            .join(format!(".{id}.{}.{serial}.tmp", std::process::id()));
-        let write = || -> std::io::Result<()> {
-            let mut file = std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&temp)?;
-            file.write_all(record.as_bytes())?;
-            file.write_all(b"\n")?;
-            file.sync_all()
-        };
-        let linked = write().and_then(|()| std::fs::hard_link(&temp, &target));
-        let _ = std::fs::remove_file(&temp);
+        let linked = self.write_new(id, &target, record);
         match linked {
             Ok(()) => Ok(()),
             Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => Err(exists(id)),
@@ -334,6 +393,47 @@ impl CheckpointStore for FileCheckpointStore {
                 })
             }
             Err(err) => Err(io_error(&path, "consume the checkpoint", err)),
+        }
+    }
+
+    fn ids(&self) -> Result<Vec<CheckpointId>, ComputerUseError> {
+        let entries = std::fs::read_dir(&self.dir)
+            .map_err(|err| io_error(&self.dir, "list the checkpoint directory", err))?;
+        let mut ids = Vec::new();
+        for entry in entries {
+            let entry =
+                entry.map_err(|err| io_error(&self.dir, "list the checkpoint directory", err))?;
+            let name = entry.file_name();
+            let Some(stem) = name.to_str().and_then(|n| n.strip_suffix(".checkpoint")) else {
+                continue;
+            };
+            // Only names this store writes; anything else in the directory
+            // is not a checkpoint.
+            if let Ok(id) = stem.parse::<CheckpointId>() {
+                ids.push(id);
+            }
+        }
+        ids.sort_by(|a, b| a.as_str().cmp(b.as_str()));
+        Ok(ids)
+    }
+
+    /// Written like a checkpoint: a unique temporary file hard-linked to its
+    /// name, which fails when a decision is already there.
+    fn record_decision(&self, id: &CheckpointId, record: &str) -> Result<(), ComputerUseError> {
+        let target = self.dir.join(format!("{id}.decision"));
+        match self.write_new(id, &target, record) {
+            Ok(()) => Ok(()),
+            Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => Err(decided(id)),
+            Err(err) => Err(io_error(&target, "write the decision", err)),
+        }
+    }
+
+    fn decision(&self, id: &CheckpointId) -> Result<Option<String>, ComputerUseError> {
+        let path = self.dir.join(format!("{id}.decision"));
+        match std::fs::read_to_string(&path) {
+            Ok(text) => Ok(Some(text.trim().to_owned())),
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(err) => Err(io_error(&path, "read the decision", err)),
         }
     }
 }

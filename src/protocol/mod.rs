@@ -18,6 +18,7 @@ mod approval;
 mod approved;
 pub mod attacks;
 mod checkpoint;
+mod decision;
 mod driver;
 mod executed;
 mod guard;
@@ -38,6 +39,9 @@ pub use approved::Approved;
 pub use checkpoint::{
     CheckpointId, CheckpointStore, FileCheckpointStore, MIN_KEY_LEN, MemoryCheckpointStore,
     SealingKey,
+};
+pub use decision::{
+    CheckpointView, Decision, decide, decision_of, inspect, pending, wait_for_decision,
 };
 pub use driver::ChainOutcome;
 pub use executed::Executed;

@@ -365,6 +365,44 @@ impl<R: ComputerUseRuntime> Session<R> {
         self.core.recorder.note(action_id, event_type, payload);
     }
 
+    /// Resumes the checkpoint `id` by the decision a person recorded beside
+    /// it (see [`super::decide`]): with the approval, as
+    /// [`Session::resume`] does; on a denial, the checkpoint is retired and
+    /// the action ends with [`ComputerUseError::Denied`], before any runtime
+    /// call. With no decision yet, nothing changes and the refusal says so.
+    pub fn resume_decided(
+        &self,
+        store: &dyn CheckpointStore,
+        id: &CheckpointId,
+    ) -> Result<Approved<R>, ComputerUseError> {
+        self.core.ensure_open("resume")?;
+        match super::decision_of(store, id)? {
+            Some(super::Decision::Approve(approval)) => self.resume(store, id, approval),
+            Some(super::Decision::Deny { reason }) => {
+                // Only this session's own checkpoint is retired by it.
+                let view = super::inspect(store, id)?;
+                if view.session_id != self.core.session_id {
+                    return Err(ComputerUseError::Checkpoint {
+                        id: id.to_string(),
+                        reason: format!(
+                            "sealed for session {:?}, not this session {:?}",
+                            view.session_id, self.core.session_id
+                        ),
+                    });
+                }
+                store.consume(id)?;
+                Err(ComputerUseError::Denied {
+                    action_id: view.action_id,
+                    reason,
+                })
+            }
+            None => Err(ComputerUseError::Checkpoint {
+                id: id.to_string(),
+                reason: "no decision was recorded yet; wait for one (wait_for_decision)".into(),
+            }),
+        }
+    }
+
     /// Journal writes that failed after a mutation had already happened
     /// (before it, a failed write stops the chain instead).
     pub fn journal_failures(&self) -> u64 {
