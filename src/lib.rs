@@ -74,6 +74,8 @@ pub mod digest;
 mod error;
 pub mod eval;
 pub mod journal;
+#[cfg(feature = "postgres")]
+pub mod pg;
 pub mod protocol;
 pub mod runtime;
 #[cfg(feature = "sim")]

@@ -19,8 +19,8 @@ use std::process::ExitCode;
 
 use adk_computer_use::ComputerUseError;
 use adk_computer_use::protocol::{
-    Approval, CheckpointId, CheckpointView, Decision, FileCheckpointStore, SealingKey, decide,
-    inspect, pending,
+    Approval, CheckpointId, CheckpointStore, CheckpointView, Decision, FileCheckpointStore,
+    SealingKey, decide, inspect, pending,
 };
 
 const USAGE: &str = "usage: computer-use-approvals list --store DIR
@@ -36,12 +36,30 @@ fn flag(args: &[String], name: &str) -> Option<String> {
         .cloned()
 }
 
-fn store(args: &[String]) -> Result<FileCheckpointStore, String> {
-    let dir = flag(args, "--store").ok_or("--store DIR is required")?;
+fn store(args: &[String]) -> Result<Box<dyn CheckpointStore>, String> {
+    let place = flag(args, "--store").ok_or("--store DIR (or a postgres:// URL) is required")?;
     let key = std::env::var("ADK_CHECKPOINT_KEY")
         .map_err(|_| "set ADK_CHECKPOINT_KEY to the store's sealing key".to_owned())?;
     let key = SealingKey::new(key.into_bytes()).map_err(|e| e.to_string())?;
-    FileCheckpointStore::new(dir, key).map_err(|e| e.to_string())
+    if place.starts_with("postgres://") || place.starts_with("postgresql://") {
+        return postgres_store(&place, key);
+    }
+    Ok(Box::new(
+        FileCheckpointStore::new(place, key).map_err(|e| e.to_string())?,
+    ))
+}
+
+#[cfg(feature = "postgres")]
+fn postgres_store(url: &str, key: SealingKey) -> Result<Box<dyn CheckpointStore>, String> {
+    Ok(Box::new(
+        adk_computer_use::pg::PostgresCheckpointStore::connect(url, key)
+            .map_err(|e| e.to_string())?,
+    ))
+}
+
+#[cfg(not(feature = "postgres"))]
+fn postgres_store(_url: &str, _key: SealingKey) -> Result<Box<dyn CheckpointStore>, String> {
+    Err("a postgres:// store needs the postgres feature".into())
 }
 
 fn id(args: &[String]) -> Result<CheckpointId, String> {
@@ -118,7 +136,7 @@ fn run(args: &[String]) -> Result<(), String> {
     match args.first().map(String::as_str) {
         Some("list") => {
             let store = store(args)?;
-            let views = pending(&store).map_err(|e| e.to_string())?;
+            let views = pending(store.as_ref()).map_err(|e| e.to_string())?;
             if views.is_empty() {
                 println!("nothing waits");
             }
@@ -128,14 +146,14 @@ fn run(args: &[String]) -> Result<(), String> {
             Ok(())
         }
         Some("show") => {
-            let view = inspect(&store(args)?, &id(args)?).map_err(|e| e.to_string())?;
+            let view = inspect(store(args)?.as_ref(), &id(args)?).map_err(|e| e.to_string())?;
             show(&view);
             Ok(())
         }
         Some("approve") => {
             let store = store(args)?;
             let id = id(args)?;
-            let view = inspect(&store, &id).map_err(|e| e.to_string())?;
+            let view = inspect(store.as_ref(), &id).map_err(|e| e.to_string())?;
             let approval = match (
                 flag(args, "--grant"),
                 args.iter().any(|a| a == "--runtime-held"),
@@ -157,7 +175,7 @@ fn run(args: &[String]) -> Result<(), String> {
                     );
                 }
             };
-            decide(&store, &id, &Decision::Approve(approval)).map_err(|e| e.to_string())?;
+            decide(store.as_ref(), &id, &Decision::Approve(approval)).map_err(|e| e.to_string())?;
             println!(
                 "approved {} (action {}, digest {})",
                 id, view.action_id, view.action_digest
@@ -170,9 +188,9 @@ fn run(args: &[String]) -> Result<(), String> {
             let reason = flag(args, "--reason")
                 .filter(|r| !r.trim().is_empty())
                 .ok_or("deny needs --reason TEXT")?;
-            let view = inspect(&store, &id).map_err(|e| e.to_string())?;
+            let view = inspect(store.as_ref(), &id).map_err(|e| e.to_string())?;
             decide(
-                &store,
+                store.as_ref(),
                 &id,
                 &Decision::Deny {
                     reason: reason.clone(),

@@ -15,15 +15,35 @@ use adk_computer_use::journal::{journal_events, read_journal, verify_journal};
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let (path, head) = match args.as_slice() {
-        [path] => (path, None),
-        [path, flag, head] if flag == "--head" => (path, Some(head.as_str())),
+    let flag = |name: &str| {
+        args.iter()
+            .position(|a| a == name)
+            .and_then(|at| args.get(at + 1))
+            .cloned()
+    };
+    let head = flag("--head");
+    let head = head.as_deref();
+    let postgres = flag("--postgres");
+    let (path, read) = match (&postgres, args.first()) {
+        (Some(url), _) => {
+            let Some(session) = flag("--session") else {
+                eprintln!(
+                    "usage: computer-use-journal --postgres URL --session ID [--head DIGEST]"
+                );
+                return ExitCode::from(2);
+            };
+            (format!("session {session}"), read_postgres(url, &session))
+        }
+        (None, Some(path)) if !path.starts_with("--") => (path.clone(), read_journal(path)),
         _ => {
-            eprintln!("usage: computer-use-journal FILE [--head DIGEST]");
+            eprintln!(
+                "usage: computer-use-journal FILE [--head DIGEST]\n       computer-use-journal --postgres URL --session ID [--head DIGEST]"
+            );
             return ExitCode::from(2);
         }
     };
-    let entries = match read_journal(path) {
+    let path = &path;
+    let entries = match read {
         Ok(entries) => entries,
         Err(err) => {
             eprintln!("cannot read {path}: {err}");
@@ -50,4 +70,22 @@ fn main() -> ExitCode {
         }
         ExitCode::from(1)
     }
+}
+
+#[cfg(feature = "postgres")]
+fn read_postgres(
+    url: &str,
+    session: &str,
+) -> Result<Vec<adk_computer_use::journal::JournalEntry>, adk_computer_use::ComputerUseError> {
+    adk_computer_use::pg::read_postgres_journal(url, session)
+}
+
+#[cfg(not(feature = "postgres"))]
+fn read_postgres(
+    _url: &str,
+    _session: &str,
+) -> Result<Vec<adk_computer_use::journal::JournalEntry>, adk_computer_use::ComputerUseError> {
+    Err(adk_computer_use::ComputerUseError::Unsupported {
+        operation: "--postgres (build with the postgres feature)".into(),
+    })
 }

@@ -1,0 +1,117 @@
+//! PostgreSQL as the place where approvals wait and the audit record lives
+//! (feature `postgres`), for agents on many machines.
+//!
+//! The store and the journal keep the same traits as their embedded
+//! counterparts, whose calls are short and synchronous; so each owns one
+//! connection on a thread of its own and hands it each statement, which
+//! keeps them usable from inside an async runtime without starting another
+//! one there. Every guarantee is a single statement the database enforces:
+//! a checkpoint is consumed by one conditional `UPDATE` (of racing resumes,
+//! one row changes), a decision is recorded by one conditional `UPDATE`, and
+//! a journal's chain cannot fork because each session's sequence numbers and
+//! previous digests are unique keys. Queries are checked at run time, so a
+//! build needs no database.
+
+mod checkpoints;
+mod journal;
+
+use std::sync::Mutex;
+use std::sync::mpsc;
+
+use crate::ComputerUseError;
+
+pub use checkpoints::PostgresCheckpointStore;
+pub use journal::{PostgresJournal, read_postgres_journal};
+
+type Job = Box<dyn FnOnce(&mut postgres::Client) + Send>;
+
+/// One connection, on its own thread, taking one statement at a time.
+pub(crate) struct Connection {
+    jobs: Mutex<mpsc::Sender<Job>>,
+}
+
+fn failed(doing: &str, err: impl std::fmt::Display) -> ComputerUseError {
+    ComputerUseError::Storage {
+        operation: doing.to_owned(),
+        path: "postgres".into(),
+        message: err.to_string(),
+    }
+}
+
+/// The database's own message when it gave one ("db error" says nothing).
+fn describe(err: &postgres::Error) -> String {
+    match err.as_db_error() {
+        Some(db) => format!("{}: {}", db.code().code(), db.message()),
+        None => err.to_string(),
+    }
+}
+
+impl Connection {
+    /// Connects to `url` (a `postgres://` URL or key=value string) and runs
+    /// `schema` once.
+    pub(crate) fn open(url: &str, schema: &'static str) -> Result<Self, ComputerUseError> {
+        // The client blocks on a runtime of its own: it is made and used on
+        // its thread only, never on a thread that drives async tasks.
+        let (jobs, queue) = mpsc::channel::<Job>();
+        let (ready, connected) = mpsc::channel();
+        let url = url.to_owned();
+        std::thread::Builder::new()
+            .name("adk-postgres".into())
+            .spawn(move || {
+                let opened = postgres::Client::connect(&url, postgres::NoTls)
+                    .map_err(|err| failed("connect to the database", describe(&err)))
+                    .and_then(|mut client| {
+                        // Serialized: two processes creating the tables at
+                        // once would otherwise collide in the catalog.
+                        let guarded = format!(
+                            "BEGIN; SELECT pg_advisory_xact_lock(4243271); {schema}; COMMIT;"
+                        );
+                        client
+                            .batch_execute(&guarded)
+                            .map_err(|err| failed("create the tables", describe(&err)))
+                            .map(|()| client)
+                    });
+                let mut client = match opened {
+                    Ok(client) => {
+                        let _ = ready.send(Ok(()));
+                        client
+                    }
+                    Err(err) => {
+                        let _ = ready.send(Err(err));
+                        return;
+                    }
+                };
+                for job in queue {
+                    job(&mut client);
+                }
+            })
+            .map_err(|err| failed("start the connection thread", err))?;
+        connected
+            .recv()
+            .map_err(|_| failed("connect to the database", "the connection thread stopped"))??;
+        Ok(Self {
+            jobs: Mutex::new(jobs),
+        })
+    }
+
+    /// Runs `work` on the connection and waits for its answer.
+    pub(crate) fn run<T: Send + 'static>(
+        &self,
+        doing: &'static str,
+        work: impl FnOnce(&mut postgres::Client) -> Result<T, postgres::Error> + Send + 'static,
+    ) -> Result<T, ComputerUseError> {
+        let (reply, answer) = mpsc::channel();
+        let job: Job = Box::new(move |client| {
+            let _ = reply.send(work(client));
+        });
+        self.jobs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .send(job)
+            .map_err(|_| failed(doing, "the connection thread has stopped"))?;
+        answer
+            .recv()
+            .map_err(|_| failed(doing, "the connection thread has stopped"))?
+            .map_err(|err| failed(doing, describe(&err)))
+    }
+}

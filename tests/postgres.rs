@@ -1,0 +1,220 @@
+//! Approvals across machines and the audit record in PostgreSQL.
+//!
+//! Set `ADK_POSTGRES_URL` (for example `postgres://postgres@127.0.0.1:55432/postgres`);
+//! `.ci/run` starts a PostgreSQL 15 server and sets it. Without the variable
+//! these tests say so and check nothing; with it, a server that does not
+//! answer fails them.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::sync::Arc;
+
+use adk_computer_use::ComputerUseError;
+use adk_computer_use::journal::{Journal, JournalSink, verify_journal};
+use adk_computer_use::pg::{PostgresCheckpointStore, PostgresJournal, read_postgres_journal};
+use adk_computer_use::protocol::{
+    Approval, ChainOutcome, CheckpointStore, Decision, SealingKey, Session, decide, inspect,
+};
+use common::*;
+
+fn url() -> Option<String> {
+    let url = std::env::var("ADK_POSTGRES_URL")
+        .ok()
+        .filter(|u| !u.is_empty());
+    if url.is_none() {
+        eprintln!("ADK_POSTGRES_URL is not set: the PostgreSQL tests check nothing");
+    }
+    url
+}
+
+fn key() -> SealingKey {
+    SealingKey::new(b"postgres-test-key-of-32-bytes-ok".to_vec()).unwrap()
+}
+
+/// A unique name per run, so runs against one database never meet.
+fn unique(prefix: &str) -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    format!("{prefix}-{}-{now}", std::process::id())
+}
+
+fn rig_in(session: &str) -> Rig {
+    let rig = rig();
+    rig.runtime.act_in(session, None);
+    let session = Session::builder(Arc::clone(&rig.runtime), full_authorizer())
+        .clock(Arc::new(rig.clock.clone()))
+        .agent_id("executor")
+        .build()
+        .unwrap();
+    Rig { session, ..rig }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn of_agents_on_many_machines_racing_to_resume_exactly_one_wins() {
+    let Some(url) = url() else { return };
+    let session_id = unique("race");
+    let rig = rig_in(&session_id);
+    rig.runtime.script().route = Some(PreviewRoute::NeedsApproval);
+    let store = PostgresCheckpointStore::connect(&url, key())
+        .expect("ADK_POSTGRES_URL is set and must answer");
+    let pending = match rig.session.run(action("pg-race")).await.unwrap() {
+        ChainOutcome::NeedsApproval(pending) => pending,
+        _ => panic!("approval required"),
+    };
+    let approval = Approval::runtime_held(
+        pending.action_id(),
+        pending.action_digest(),
+        pending.policy_digest(),
+    );
+    let id = pending.suspend(&store).unwrap();
+    assert_eq!(inspect(&store, &id).unwrap().action_id, "pg-race");
+    // Eight replicas, each with its own connection and its own session.
+    let replicas: Vec<_> = (0..8)
+        .map(|_| {
+            let (url, id, approval, runtime, clock) = (
+                url.clone(),
+                id.clone(),
+                approval.clone(),
+                Arc::clone(&rig.runtime),
+                rig.clock.clone(),
+            );
+            tokio::spawn(async move {
+                let store = PostgresCheckpointStore::connect(&url, key()).unwrap();
+                let session = Session::builder(runtime, full_authorizer())
+                    .clock(Arc::new(clock))
+                    .agent_id("executor")
+                    .build()
+                    .unwrap();
+                let won = session.resume(&store, &id, approval).map(|_| ());
+                let _ = session.shutdown().await;
+                won
+            })
+        })
+        .collect();
+    let mut winners = 0;
+    for replica in replicas {
+        match replica.await.unwrap() {
+            Ok(()) => winners += 1,
+            Err(err) => assert!(matches!(err, ComputerUseError::Checkpoint { .. }), "{err}"),
+        }
+    }
+    assert_eq!(winners, 1, "exactly one replica resumes");
+    assert_eq!(
+        rig.runtime.count(Call::Reserve),
+        0,
+        "the winner was dropped before reserving; no loser reached the runtime"
+    );
+    assert!(store.ids().unwrap().iter().all(|i| i != &id), "consumed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn decisions_recorded_in_postgres_reach_the_waiting_agent_once() {
+    let Some(url) = url() else { return };
+    let rig = rig_in(&unique("decide"));
+    rig.runtime.script().route = Some(PreviewRoute::NeedsApproval);
+    let store = PostgresCheckpointStore::connect(&url, key()).unwrap();
+    let suspend = |id: &'static str| {
+        let rig = &rig;
+        let store = &store;
+        async move {
+            match rig.session.run(action(id)).await.unwrap() {
+                ChainOutcome::NeedsApproval(pending) => pending.suspend(store).unwrap(),
+                _ => panic!("approval required"),
+            }
+        }
+    };
+    let approved = suspend("pg-approve").await;
+    let denied = suspend("pg-deny").await;
+    let view = inspect(&store, &approved).unwrap();
+    let grant = rig.runtime.grant(&view.action_digest);
+    decide(
+        &store,
+        &approved,
+        &Decision::Approve(Approval::with_grant(
+            &view.action_id,
+            &view.action_digest,
+            &view.policy_digest,
+            &grant,
+        )),
+    )
+    .unwrap();
+    assert!(
+        decide(
+            &store,
+            &approved,
+            &Decision::Deny {
+                reason: "late".into()
+            }
+        )
+        .is_err(),
+        "once"
+    );
+    decide(
+        &store,
+        &denied,
+        &Decision::Deny {
+            reason: "no".into(),
+        },
+    )
+    .unwrap();
+    let done = rig
+        .session
+        .resume_decided(&store, &approved)
+        .unwrap()
+        .complete()
+        .await
+        .unwrap();
+    assert!(done.performed());
+    assert!(rig.session.resume_decided(&store, &approved).is_err());
+    assert!(matches!(
+        rig.session.resume_decided(&store, &denied),
+        Err(ComputerUseError::Denied { .. })
+    ));
+    assert_eq!(rig.runtime.mutations(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_journal_in_postgres_verifies_and_cannot_fork() {
+    let Some(url) = url() else { return };
+    let session_id = unique("journal");
+    let sink = Arc::new(PostgresJournal::connect(&url).unwrap());
+    let rig = rig();
+    rig.runtime.act_in(&session_id, None);
+    let session = Session::builder(Arc::clone(&rig.runtime), full_authorizer())
+        .clock(Arc::new(rig.clock.clone()))
+        .journal(Arc::new(Journal::new(
+            Arc::clone(&sink) as Arc<dyn JournalSink>
+        )))
+        .build()
+        .unwrap();
+    for i in 0..3 {
+        assert!(matches!(
+            session.run(action(&format!("pg-j-{i}"))).await.unwrap(),
+            ChainOutcome::Completed(_)
+        ));
+    }
+    let entries = read_postgres_journal(&url, &session_id).unwrap();
+    assert!(entries.len() >= 12, "{}", entries.len());
+    verify_journal(&entries, None).unwrap();
+    // A second writer appending after an entry that already has a successor.
+    let mut fork = entries[2].clone();
+    fork.event.event_type = "action.forged".into();
+    let err = sink.append(&fork).unwrap_err();
+    assert!(matches!(err, ComputerUseError::Integrity { .. }), "{err}");
+    // The command verifies the chain read from PostgreSQL.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_computer-use-journal"))
+        .args(["--postgres", &url, "--session", &session_id])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("hash chain intact"), "{text}");
+    let _ = session.shutdown().await;
+}
