@@ -81,6 +81,8 @@ pub mod events {
     pub const AUTHORITY_REVOKED: &str = "approval.authority_revoked";
     /// A reservation was given back.
     pub const RELEASED: &str = "target.released";
+    /// A person denied a suspended action; its checkpoint was retired.
+    pub const DENIED: &str = "action.denied";
     /// A transition of the chain failed.
     pub const REFUSED: &str = "action.refused";
     /// The agent loop checked a planner's step and will govern it.

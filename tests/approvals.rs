@@ -10,12 +10,23 @@ use std::time::Duration;
 
 use adk_computer_use::ComputerUseError;
 use adk_computer_use::protocol::{
-    Approval, ChainOutcome, CheckpointId, CheckpointStore, Decision, FileCheckpointStore,
-    SealingKey, decide, decision_of, inspect, pending, wait_for_decision,
+    Approval, ApproverKey, ApproverPublicKey, ChainOutcome, CheckpointId, CheckpointStore,
+    Decision, FileCheckpointStore, SealingKey, decide, decision_of, inspect, pending,
+    wait_for_decision,
 };
 use common::*;
 
 const KEY: &[u8; 32] = b"approvals-test-key-32-bytes-long";
+/// The person's signing key (the agents hold only its public half).
+const APPROVER: &str = "9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60";
+
+fn approver() -> ApproverKey {
+    ApproverKey::from_hex(APPROVER).unwrap()
+}
+
+fn public() -> ApproverPublicKey {
+    approver().public()
+}
 
 async fn suspended(rig: &Rig, store: &dyn CheckpointStore, id: &str) -> CheckpointId {
     rig.runtime.script().route = Some(PreviewRoute::NeedsApproval);
@@ -42,14 +53,17 @@ async fn a_person_sees_what_waits_before_deciding() {
     assert_eq!(view.principal_id, PRINCIPAL);
     assert_eq!(view.target_app_id.as_deref(), Some(APP));
     assert_eq!(view.policy_digest, POLICY);
-    assert_eq!(view.decision, None);
+    assert!(!view.decided);
     assert_eq!(pending(&store).unwrap().len(), 1);
     // Tampered: the seal fails on read, and nothing is shown as sound.
     let path = dir.path().join(format!("{id}.checkpoint"));
     let text = std::fs::read_to_string(&path).unwrap();
     std::fs::write(&path, text.replace("write_clipboard", "delete_file")).unwrap();
     assert!(inspect(&store, &id).is_err());
-    assert!(pending(&store).is_err());
+    assert!(
+        pending(&store).unwrap()[0].1.is_err(),
+        "listed as unreadable, never as sound"
+    );
     assert_eq!(rig.runtime.count(Call::Reserve), 0);
 }
 
@@ -62,22 +76,19 @@ async fn a_decision_is_for_this_action_recorded_once_and_sealed() {
     let view = inspect(&store, &id).unwrap();
     // An approval of other digests is refused to the person making it.
     let wrong = Approval::runtime_held(&view.action_id, "0".repeat(64), &view.policy_digest);
-    assert!(decide(&store, &id, &Decision::Approve(wrong)).is_err());
+    assert!(decide(&store, &id, &Decision::Approve(wrong), &approver()).is_err());
     let right = Approval::runtime_held(&view.action_id, &view.action_digest, &view.policy_digest);
-    decide(&store, &id, &Decision::Approve(right.clone())).unwrap();
-    let again = decide(
-        &store,
-        &id,
-        &Decision::Deny {
-            reason: "changed my mind".into(),
-        },
-    );
+    decide(&store, &id, &Decision::Approve(right.clone()), &approver()).unwrap();
+    let changed = Decision::Deny {
+        reason: "changed my mind".into(),
+    };
+    let again = decide(&store, &id, &changed, &approver());
     assert!(
         matches!(again, Err(ComputerUseError::Checkpoint { .. })),
         "{again:?}"
     );
     assert_eq!(
-        decision_of(&store, &id).unwrap(),
+        decision_of(&store, &id, &public()).unwrap(),
         Some(Decision::Approve(right))
     );
     // A decision file written without the key is not a decision.
@@ -89,7 +100,7 @@ async fn a_decision_is_for_this_action_recorded_once_and_sealed() {
         r#"{"body":{"checkpointId":"x","deny":{"reason":"r"}},"seal":"00"}"#,
     )
     .unwrap();
-    assert!(decision_of(&forged_store, &forged_id).is_err());
+    assert!(decision_of(&forged_store, &forged_id, &public()).is_err());
 }
 
 #[tokio::test]
@@ -100,44 +111,43 @@ async fn the_waiting_session_resumes_once_on_an_approval_and_ends_on_a_denial() 
     // No decision yet: refused, nothing changes.
     let id = suspended(&rig, &store, "wait-1").await;
     assert!(matches!(
-        rig.session.resume_decided(&store, &id),
+        rig.session.resume_decided(&store, &id, &public()),
         Err(ComputerUseError::Checkpoint { .. })
     ));
     let view = inspect(&store, &id).unwrap();
     let grant = rig.runtime.grant(&view.action_digest);
-    decide(
-        &store,
-        &id,
-        &Decision::Approve(Approval::with_grant(
-            &view.action_id,
-            &view.action_digest,
-            &view.policy_digest,
-            &grant,
-        )),
-    )
-    .unwrap();
+    let approval = Approval::with_grant(
+        &view.action_id,
+        &view.action_digest,
+        &view.policy_digest,
+        &grant,
+    );
+    decide(&store, &id, &Decision::Approve(approval), &approver()).unwrap();
     let done = rig
         .session
-        .resume_decided(&store, &id)
+        .resume_decided(&store, &id, &public())
         .unwrap()
         .complete()
         .await
         .unwrap();
     assert!(done.performed());
-    assert!(rig.session.resume_decided(&store, &id).is_err(), "once");
+    assert!(
+        rig.session.resume_decided(&store, &id, &public()).is_err(),
+        "once"
+    );
     assert_eq!(rig.runtime.mutations(), 1);
     // Denied: a typed end, the checkpoint retired, no runtime call.
     let denied = suspended(&rig, &store, "wait-2").await;
-    decide(
-        &store,
-        &denied,
-        &Decision::Deny {
-            reason: "not today".into(),
-        },
-    )
-    .unwrap();
+    let not_today = Decision::Deny {
+        reason: "not today".into(),
+    };
+    decide(&store, &denied, &not_today, &approver()).unwrap();
     let reserves = rig.runtime.count(Call::Reserve);
-    let err = rig.session.resume_decided(&store, &denied).err().unwrap();
+    let err = rig
+        .session
+        .resume_decided(&store, &denied, &public())
+        .err()
+        .unwrap();
     assert!(
         matches!(&err, ComputerUseError::Denied { action_id, reason } if action_id == "wait-2" && reason == "not today"),
         "{err}"
@@ -155,29 +165,28 @@ async fn waiting_for_a_decision_is_bounded() {
     let none = wait_for_decision(
         &store,
         &id,
+        &public(),
         Duration::from_millis(5),
         Duration::from_millis(30),
     )
     .await;
     assert_eq!(none.unwrap(), None);
     let view = inspect(&store, &id).unwrap();
+    let key = public();
     let (found, ()) = tokio::join!(
         wait_for_decision(
             &store,
             &id,
+            &key,
             Duration::from_millis(5),
             Duration::from_secs(30)
         ),
         async {
             tokio::time::sleep(Duration::from_millis(20)).await;
-            decide(
-                &store,
-                &id,
-                &Decision::Deny {
-                    reason: view.action_id.clone(),
-                },
-            )
-            .unwrap();
+            let deny = Decision::Deny {
+                reason: view.action_id.clone(),
+            };
+            decide(&store, &id, &deny, &approver()).unwrap();
         }
     );
     assert!(matches!(found.unwrap(), Some(Decision::Deny { .. })));
@@ -194,6 +203,7 @@ async fn the_command_lists_shows_and_records_decisions() {
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_computer-use-approvals"))
             .args(args)
             .env("ADK_CHECKPOINT_KEY", std::str::from_utf8(KEY).unwrap())
+            .env("ADK_APPROVER_KEY", APPROVER)
             .output()
             .unwrap();
         (
@@ -246,11 +256,11 @@ async fn the_command_lists_shows_and_records_decisions() {
     assert!(!ok && err.contains("exactly one"), "{err}");
     // The agent acts on what the person decided.
     assert!(matches!(
-        decision_of(&store, &first).unwrap(),
+        decision_of(&store, &first, &public()).unwrap(),
         Some(Decision::Approve(_))
     ));
     assert!(matches!(
-        rig.session.resume_decided(&store, &second),
+        rig.session.resume_decided(&store, &second, &public()),
         Err(ComputerUseError::Denied { .. })
     ));
     // Without the key, nothing is shown.
@@ -260,4 +270,78 @@ async fn the_command_lists_shows_and_records_decisions() {
         .output()
         .unwrap();
     assert!(!out.status.success());
+}
+
+/// Review findings: a recorded decision is the only way on; the agent's
+/// own keys cannot make one; a denial retires only its own session's
+/// checkpoint; the command shows model-controlled text escaped.
+#[tokio::test]
+async fn a_recorded_decision_cannot_be_overridden_or_forged_by_the_agent() {
+    let rig = rig();
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(&dir);
+    let id = suspended(&rig, &store, "override-1").await;
+    let view = inspect(&store, &id).unwrap();
+    decide(
+        &store,
+        &id,
+        &Decision::Deny {
+            reason: "no".into(),
+        },
+        &approver(),
+    )
+    .unwrap();
+    // The agent tries to resume with an approval it built itself.
+    let own = Approval::runtime_held(&view.action_id, &view.action_digest, &view.policy_digest);
+    let err = rig.session.resume(&store, &id, own.clone()).err().unwrap();
+    assert!(err.to_string().contains("resume_decided"), "{err}");
+    assert_eq!(rig.runtime.count(Call::Reserve), 0);
+    // A decision signed with any key but the approver's is no decision,
+    // even written by someone who holds the store's sealing key.
+    let other = suspended(&rig, &store, "override-2").await;
+    let agents_key = ApproverKey::from_hex(&"11".repeat(32)).unwrap();
+    let view = inspect(&store, &other).unwrap();
+    let own = Approval::runtime_held(&view.action_id, &view.action_digest, &view.policy_digest);
+    decide(&store, &other, &Decision::Approve(own), &agents_key).unwrap();
+    assert!(
+        rig.session
+            .resume_decided(&store, &other, &public())
+            .is_err()
+    );
+    assert_eq!(rig.runtime.mutations(), 0);
+}
+
+#[tokio::test]
+async fn a_denial_retires_only_the_checkpoint_of_its_own_agent() {
+    let rig = rig();
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(&dir);
+    let id = suspended(&rig, &store, "mine-1").await;
+    decide(
+        &store,
+        &id,
+        &Decision::Deny {
+            reason: "no".into(),
+        },
+        &approver(),
+    )
+    .unwrap();
+    let stranger =
+        adk_computer_use::Session::builder(std::sync::Arc::clone(&rig.runtime), full_authorizer())
+            .clock(std::sync::Arc::new(rig.clock.clone()))
+            .agent_id("someone-else")
+            .build()
+            .unwrap();
+    assert!(matches!(
+        stranger.resume_decided(&store, &id, &public()),
+        Err(ComputerUseError::Checkpoint { .. })
+    ));
+    assert!(
+        store.ids().unwrap().contains(&id),
+        "still waiting for its own agent"
+    );
+    assert!(matches!(
+        rig.session.resume_decided(&store, &id, &public()),
+        Err(ComputerUseError::Denied { .. })
+    ));
 }

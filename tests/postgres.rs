@@ -14,7 +14,8 @@ use adk_computer_use::ComputerUseError;
 use adk_computer_use::journal::{Journal, JournalSink, verify_journal};
 use adk_computer_use::pg::{PostgresCheckpointStore, PostgresJournal, read_postgres_journal};
 use adk_computer_use::protocol::{
-    Approval, ChainOutcome, CheckpointStore, Decision, SealingKey, Session, decide, inspect,
+    Approval, ApproverKey, ChainOutcome, CheckpointStore, Decision, SealingKey, Session, decide,
+    inspect,
 };
 use common::*;
 
@@ -26,6 +27,10 @@ fn url() -> Option<String> {
         eprintln!("ADK_POSTGRES_URL is not set: the PostgreSQL tests check nothing");
     }
     url
+}
+
+fn approver() -> ApproverKey {
+    ApproverKey::from_hex(&"42".repeat(32)).unwrap()
 }
 
 fn key() -> SealingKey {
@@ -130,47 +135,40 @@ async fn decisions_recorded_in_postgres_reach_the_waiting_agent_once() {
     let denied = suspend("pg-deny").await;
     let view = inspect(&store, &approved).unwrap();
     let grant = rig.runtime.grant(&view.action_digest);
-    decide(
-        &store,
-        &approved,
-        &Decision::Approve(Approval::with_grant(
-            &view.action_id,
-            &view.action_digest,
-            &view.policy_digest,
-            &grant,
-        )),
-    )
-    .unwrap();
+    let approval = Approval::with_grant(
+        &view.action_id,
+        &view.action_digest,
+        &view.policy_digest,
+        &grant,
+    );
+    decide(&store, &approved, &Decision::Approve(approval), &approver()).unwrap();
+    let late = Decision::Deny {
+        reason: "late".into(),
+    };
     assert!(
-        decide(
-            &store,
-            &approved,
-            &Decision::Deny {
-                reason: "late".into()
-            }
-        )
-        .is_err(),
+        decide(&store, &approved, &late, &approver()).is_err(),
         "once"
     );
-    decide(
-        &store,
-        &denied,
-        &Decision::Deny {
-            reason: "no".into(),
-        },
-    )
-    .unwrap();
+    let no = Decision::Deny {
+        reason: "no".into(),
+    };
+    decide(&store, &denied, &no, &approver()).unwrap();
+    let public = approver().public();
     let done = rig
         .session
-        .resume_decided(&store, &approved)
+        .resume_decided(&store, &approved, &public)
         .unwrap()
         .complete()
         .await
         .unwrap();
     assert!(done.performed());
-    assert!(rig.session.resume_decided(&store, &approved).is_err());
+    assert!(
+        rig.session
+            .resume_decided(&store, &approved, &public)
+            .is_err()
+    );
     assert!(matches!(
-        rig.session.resume_decided(&store, &denied),
+        rig.session.resume_decided(&store, &denied, &public),
         Err(ComputerUseError::Denied { .. })
     ));
     assert_eq!(rig.runtime.mutations(), 1);
@@ -204,6 +202,13 @@ async fn the_journal_in_postgres_verifies_and_cannot_fork() {
     fork.event.event_type = "action.forged".into();
     let err = sink.append(&fork).unwrap_err();
     assert!(matches!(err, ComputerUseError::Integrity { .. }), "{err}");
+    // One sink records one session: another session's entry is refused.
+    let mut stranger = entries[0].clone();
+    stranger.event.session_id = "another-session".into();
+    assert!(matches!(
+        sink.append(&stranger),
+        Err(ComputerUseError::Integrity { .. })
+    ));
     // The command verifies the chain read from PostgreSQL.
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_computer-use-journal"))
         .args(["--postgres", &url, "--session", &session_id])

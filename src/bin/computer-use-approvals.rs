@@ -5,11 +5,15 @@
 //! computer-use-approvals show ID --store DIR
 //! computer-use-approvals approve ID --store DIR (--grant GRANT_ID | --runtime-held)
 //! computer-use-approvals deny ID --store DIR --reason TEXT
+//! computer-use-approvals public
 //! ```
 //!
-//! The store is a checkpoint directory (`FileCheckpointStore`); its sealing
-//! key is read from `ADK_CHECKPOINT_KEY` (at least 32 bytes), as the agent
-//! that suspended the action read it. Every checkpoint's seal is verified
+//! The store is a checkpoint directory (`FileCheckpointStore`) or a
+//! `postgres://` URL; its sealing key is read from `ADK_CHECKPOINT_KEY` (at
+//! least 32 bytes), as the agent that suspended the action read it.
+//! Decisions are signed with the approver's key, `ADK_APPROVER_KEY` (64 hex
+//! digits, e.g. from `openssl rand -hex 32`), which the agents never hold:
+//! they get its public half, which `public` prints. Every checkpoint's seal is verified
 //! before anything is shown or decided. The digests printed are the ones the
 //! agent printed when it suspended the action: compare them before
 //! approving. A decision is recorded once, beside the checkpoint; the
@@ -19,15 +23,38 @@ use std::process::ExitCode;
 
 use adk_computer_use::ComputerUseError;
 use adk_computer_use::protocol::{
-    Approval, CheckpointId, CheckpointStore, CheckpointView, Decision, FileCheckpointStore,
-    SealingKey, decide, inspect, pending,
+    Approval, ApproverKey, CheckpointId, CheckpointStore, CheckpointView, Decision,
+    FileCheckpointStore, SealingKey, decide, inspect, pending,
 };
 
-const USAGE: &str = "usage: computer-use-approvals list --store DIR
-       computer-use-approvals show ID --store DIR
-       computer-use-approvals approve ID --store DIR (--grant GRANT_ID | --runtime-held)
-       computer-use-approvals deny ID --store DIR --reason TEXT
-The sealing key is read from ADK_CHECKPOINT_KEY (at least 32 bytes).";
+const USAGE: &str = "usage: computer-use-approvals list --store DIR|URL
+       computer-use-approvals show ID --store DIR|URL
+       computer-use-approvals approve ID --store DIR|URL (--grant GRANT_ID | --runtime-held)
+       computer-use-approvals deny ID --store DIR|URL --reason TEXT
+       computer-use-approvals public
+The store's sealing key is read from ADK_CHECKPOINT_KEY (at least 32 bytes);
+decisions are signed with ADK_APPROVER_KEY (64 hex digits), whose public half
+(printed by `public`) the agents check them with.";
+
+fn approver() -> Result<ApproverKey, String> {
+    let key = std::env::var("ADK_APPROVER_KEY")
+        .map_err(|_| "set ADK_APPROVER_KEY to the approver's key (64 hex digits)".to_owned())?;
+    ApproverKey::from_hex(&key).map_err(|e| e.to_string())
+}
+
+/// Text from a checkpoint, made safe to print: control characters (a
+/// terminal escape could draw a fake line) are shown escaped.
+fn safe(text: &str) -> String {
+    text.chars()
+        .flat_map(|c| {
+            if c.is_control() {
+                c.escape_default().collect::<Vec<_>>()
+            } else {
+                vec![c]
+            }
+        })
+        .collect()
+}
 
 fn flag(args: &[String], name: &str) -> Option<String> {
     args.iter()
@@ -69,66 +96,84 @@ fn id(args: &[String]) -> Result<CheckpointId, String> {
         .map_err(|e: ComputerUseError| e.to_string())
 }
 
+/// Whether the checkpoint's envelope has expired, by this machine's clock.
+fn expired(view: &CheckpointView) -> bool {
+    adk_computer_use::clock::parse_rfc3339("ActionEnvelope", "expiresAt", &view.expires_at)
+        .is_ok_and(|at| at <= time::OffsetDateTime::now_utc())
+}
+
 fn line(view: &CheckpointView) -> String {
-    format!(
+    let labels: Vec<String> = view
+        .data_labels
+        .iter()
+        .map(|l| {
+            serde_json::to_value(l)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default()
+        })
+        .collect();
+    safe(&format!(
         "{}  {}  {} ({}) on {}  labels [{}]  expires {}  {}",
         view.id,
         view.action_id,
         view.tool,
         view.mode.as_str(),
         view.target_app_id.as_deref().unwrap_or("(no target)"),
-        view.data_labels
-            .iter()
-            .map(|l| serde_json::to_value(l)
-                .map(|v| v.as_str().unwrap_or("").to_owned())
-                .unwrap_or_default())
-            .collect::<Vec<_>>()
-            .join(", "),
+        labels.join(", "),
         view.expires_at,
-        match &view.decision {
-            None => "waiting".to_owned(),
-            Some(Decision::Approve(_)) => "approved".to_owned(),
-            Some(Decision::Deny { .. }) => "denied".to_owned(),
-        }
-    )
+        if view.decided { "decided" } else { "waiting" }
+    ))
 }
 
 fn show(view: &CheckpointView) {
-    println!("checkpoint     {}", view.id);
-    println!("session        {}", view.session_id);
-    println!(
-        "principal      {} (tenant {})",
-        view.principal_id, view.tenant_id
-    );
-    println!("agent          {}", view.agent_id.as_deref().unwrap_or("-"));
-    println!("action         {}", view.action_id);
-    println!(
-        "tool           {} (operation {}, mode {})",
-        view.tool,
-        view.operation,
-        view.mode.as_str()
-    );
-    println!(
-        "target         {} {}",
-        view.target_app_id.as_deref().unwrap_or("(none)"),
-        view.target_window_id
-            .as_ref()
-            .map_or_else(String::new, |w| format!("window {w}"))
-    );
-    println!(
-        "policy         {:?}: {}",
-        view.policy_decision,
-        view.reasons.join("; ")
-    );
-    println!("action digest  {}", view.action_digest);
-    println!("policy digest  {}", view.policy_digest);
-    println!("expires        {}", view.expires_at);
-    match &view.decision {
-        None => println!("decision       waiting"),
-        Some(Decision::Approve(approval)) => {
-            println!("decision       approved ({:?})", approval.source())
-        }
-        Some(Decision::Deny { reason }) => println!("decision       denied: {reason}"),
+    let window = view
+        .target_window_id
+        .as_ref()
+        .map_or_else(String::new, |w| format!("window {w}"));
+    let rows = [
+        ("checkpoint", view.id.to_string()),
+        ("session", view.session_id.clone()),
+        (
+            "principal",
+            format!("{} (tenant {})", view.principal_id, view.tenant_id),
+        ),
+        ("agent", view.agent_id.clone().unwrap_or_else(|| "-".into())),
+        ("action", view.action_id.clone()),
+        (
+            "tool",
+            format!(
+                "{} (operation {}, mode {})",
+                view.tool,
+                view.operation,
+                view.mode.as_str()
+            ),
+        ),
+        (
+            "target",
+            format!(
+                "{} {window}",
+                view.target_app_id.as_deref().unwrap_or("(none)")
+            ),
+        ),
+        (
+            "policy",
+            format!("{:?}: {}", view.policy_decision, view.reasons.join("; ")),
+        ),
+        ("action digest", view.action_digest.clone()),
+        ("policy digest", view.policy_digest.clone()),
+        ("expires", view.expires_at.clone()),
+        (
+            "decision",
+            if view.decided {
+                "recorded".into()
+            } else {
+                "waiting".into()
+            },
+        ),
+    ];
+    for (name, value) in rows {
+        println!("{name:<15}{}", safe(&value));
     }
 }
 
@@ -140,8 +185,11 @@ fn run(args: &[String]) -> Result<(), String> {
             if views.is_empty() {
                 println!("nothing waits");
             }
-            for view in &views {
-                println!("{}", line(view));
+            for (id, view) in &views {
+                match view {
+                    Ok(view) => println!("{}", line(view)),
+                    Err(err) => println!("{id}  UNREADABLE: {}", safe(&err.to_string())),
+                }
             }
             Ok(())
         }
@@ -175,7 +223,19 @@ fn run(args: &[String]) -> Result<(), String> {
                     );
                 }
             };
-            decide(store.as_ref(), &id, &Decision::Approve(approval)).map_err(|e| e.to_string())?;
+            decide(
+                store.as_ref(),
+                &id,
+                &Decision::Approve(approval),
+                &approver()?,
+            )
+            .map_err(|e| e.to_string())?;
+            if expired(&view) {
+                eprintln!(
+                    "warning: {} expired at {}; the agent will refuse to run it",
+                    id, view.expires_at
+                );
+            }
             println!(
                 "approved {} (action {}, digest {})",
                 id, view.action_id, view.action_digest
@@ -195,9 +255,19 @@ fn run(args: &[String]) -> Result<(), String> {
                 &Decision::Deny {
                     reason: reason.clone(),
                 },
+                &approver()?,
             )
             .map_err(|e| e.to_string())?;
-            println!("denied {} (action {}): {reason}", id, view.action_id);
+            println!(
+                "denied {} (action {}): {}",
+                id,
+                safe(&view.action_id),
+                safe(&reason)
+            );
+            Ok(())
+        }
+        Some("public") => {
+            println!("{}", approver()?.public().to_hex());
             Ok(())
         }
         Some("--help" | "-h") | None => {

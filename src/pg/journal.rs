@@ -19,6 +19,8 @@ const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS adk_journal (
 /// A journal sink that appends to PostgreSQL.
 pub struct PostgresJournal {
     connection: Connection,
+    /// The one session this sink records (its chain's keys are per session).
+    session: std::sync::OnceLock<String>,
 }
 
 impl std::fmt::Debug for PostgresJournal {
@@ -32,6 +34,7 @@ impl PostgresJournal {
     pub fn connect(url: &str) -> Result<Self, ComputerUseError> {
         Ok(Self {
             connection: Connection::open(url, SCHEMA)?,
+            session: std::sync::OnceLock::new(),
         })
     }
 }
@@ -43,6 +46,15 @@ impl JournalSink for PostgresJournal {
         let text = serde_json::to_string(entry)
             .map_err(|err| ComputerUseError::decode("journal entry", err))?;
         let session = entry.event.session_id.clone();
+        let own = self.session.get_or_init(|| session.clone());
+        if *own != session {
+            return Err(ComputerUseError::Integrity {
+                object: "JournalEntry",
+                field: "sessionId",
+                expected: format!("entries of session {own:?} only (one sink per session)"),
+                actual: session,
+            });
+        }
         let sequence =
             i64::try_from(entry.event.sequence).map_err(|_| ComputerUseError::InvalidField {
                 object: "JournalEntry",
@@ -82,7 +94,8 @@ pub fn read_postgres_journal(
     url: &str,
     session_id: &str,
 ) -> Result<Vec<JournalEntry>, ComputerUseError> {
-    let connection = Connection::open(url, SCHEMA)?;
+    // Read only: an auditor's role need not be able to create the table.
+    let connection = Connection::open(url, "SELECT 1")?;
     let session = session_id.to_owned();
     let rows = connection.run("read the journal", move |client| {
         client.query(

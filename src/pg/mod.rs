@@ -25,6 +25,10 @@ pub use journal::{PostgresJournal, read_postgres_journal};
 
 type Job = Box<dyn FnOnce(&mut postgres::Client) + Send>;
 
+/// How long connecting, and any one statement, may take. A statement that
+/// runs longer is cancelled by the server, so no call waits without end.
+const TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// One connection, on its own thread, taking one statement at a time.
 pub(crate) struct Connection {
     jobs: Mutex<mpsc::Sender<Job>>,
@@ -46,6 +50,17 @@ fn describe(err: &postgres::Error) -> String {
     }
 }
 
+/// One connection, every statement on it bounded by [`TIMEOUT`].
+fn connect(config: &postgres::Config) -> Result<postgres::Client, ComputerUseError> {
+    let mut client = config
+        .connect(postgres::NoTls)
+        .map_err(|err| failed("connect to the database", describe(&err)))?;
+    client
+        .batch_execute(&format!("SET statement_timeout = {}", TIMEOUT.as_millis()))
+        .map_err(|err| failed("set the statement timeout", describe(&err)))?;
+    Ok(client)
+}
+
 impl Connection {
     /// Connects to `url` (a `postgres://` URL or key=value string) and runs
     /// `schema` once.
@@ -58,19 +73,26 @@ impl Connection {
         std::thread::Builder::new()
             .name("adk-postgres".into())
             .spawn(move || {
-                let opened = postgres::Client::connect(&url, postgres::NoTls)
-                    .map_err(|err| failed("connect to the database", describe(&err)))
-                    .and_then(|mut client| {
-                        // Serialized: two processes creating the tables at
-                        // once would otherwise collide in the catalog.
-                        let guarded = format!(
-                            "BEGIN; SELECT pg_advisory_xact_lock(4243271); {schema}; COMMIT;"
-                        );
-                        client
-                            .batch_execute(&guarded)
-                            .map_err(|err| failed("create the tables", describe(&err)))
-                            .map(|()| client)
-                    });
+                let config = match url.parse::<postgres::Config>() {
+                    Ok(mut config) => {
+                        config.connect_timeout(TIMEOUT);
+                        config
+                    }
+                    Err(err) => {
+                        let _ = ready.send(Err(failed("read the database URL", describe(&err))));
+                        return;
+                    }
+                };
+                // Serialized: two processes creating the tables at once
+                // would otherwise collide in the catalog.
+                let opened = connect(&config).and_then(|mut client| {
+                    let guarded =
+                        format!("BEGIN; SELECT pg_advisory_xact_lock(4243271); {schema}; COMMIT;");
+                    client
+                        .batch_execute(&guarded)
+                        .map_err(|err| failed("create the tables", describe(&err)))
+                        .map(|()| client)
+                });
                 let mut client = match opened {
                     Ok(client) => {
                         let _ = ready.send(Ok(()));
@@ -82,12 +104,19 @@ impl Connection {
                     }
                 };
                 for job in queue {
+                    // A dropped connection (a restart, a failover, a killed
+                    // backend) is made again before the next statement.
+                    if client.is_closed()
+                        && let Ok(fresh) = connect(&config)
+                    {
+                        client = fresh;
+                    }
                     job(&mut client);
                 }
             })
             .map_err(|err| failed("start the connection thread", err))?;
         connected
-            .recv()
+            .recv_timeout(TIMEOUT + std::time::Duration::from_secs(5))
             .map_err(|_| failed("connect to the database", "the connection thread stopped"))??;
         Ok(Self {
             jobs: Mutex::new(jobs),
@@ -110,8 +139,13 @@ impl Connection {
             .send(job)
             .map_err(|_| failed(doing, "the connection thread has stopped"))?;
         answer
-            .recv()
-            .map_err(|_| failed(doing, "the connection thread has stopped"))?
+            .recv_timeout(TIMEOUT + std::time::Duration::from_secs(5))
+            .map_err(|_| {
+                failed(
+                    doing,
+                    "no answer from the database in time, or its thread stopped",
+                )
+            })?
             .map_err(|err| failed(doing, describe(&err)))
     }
 }

@@ -69,17 +69,6 @@ impl SealingKey {
         mac.update(body.as_bytes());
         mac.verify_slice(&tag).is_ok()
     }
-
-    /// Seals a decision record: the same key, under its own domain, so a
-    /// decision's seal can never stand for a checkpoint's.
-    pub(crate) fn seal_text(&self, body: &str) -> String {
-        self.seal(&format!("adk-decision\n{body}"))
-    }
-
-    /// Verifies what [`SealingKey::seal_text`] sealed.
-    pub(crate) fn verify_text(&self, body: &str, seal: &str) -> bool {
-        self.verify(&format!("adk-decision\n{body}"), seal)
-    }
 }
 
 impl fmt::Debug for SealingKey {

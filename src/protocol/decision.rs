@@ -5,10 +5,13 @@
 //! agent waiting on any machine should learn the answer from the store it
 //! suspended to. So a checkpoint can be inspected (its seal is verified on
 //! every read), and a decision (an approval of that exact action, or a
-//! denial with a reason) is recorded beside it once, sealed with the
-//! store's key: a file written by anyone without the key is not a decision.
-//! The waiting session then resumes with the approval, or retires the
-//! checkpoint on a denial; either way only once.
+//! denial with a reason) is recorded beside it once, *signed* with the
+//! approver's key. The agent holds only the approver's public key: it can
+//! check a decision, never make one (the store's sealing key, which the
+//! agent must hold to suspend, proves nothing about who decided). The
+//! waiting session then resumes with the approval, or retires the
+//! checkpoint on a denial; either way only once, and a checkpoint with a
+//! decision recorded resumes only by that decision.
 
 use std::time::Duration;
 
@@ -16,9 +19,72 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::approval::Approval;
-use super::checkpoint::{CheckpointId, CheckpointStore, SealingKey, open_record};
+use super::checkpoint::{CheckpointId, CheckpointStore, open_record};
 use crate::ComputerUseError;
 use crate::contracts::{DataLabel, ExecutionMode, PolicyVerdict, WindowId};
+
+/// The key a person's approvals tool signs decisions with. Keep it away
+/// from the agents: whoever holds it can approve.
+pub struct ApproverKey(ed25519_dalek::SigningKey);
+
+/// The public half: what an agent holds to check a decision.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ApproverPublicKey(ed25519_dalek::VerifyingKey);
+
+fn key_error(field: &str, message: &str) -> ComputerUseError {
+    ComputerUseError::InvalidRequest {
+        field: field.to_owned(),
+        message: message.to_owned(),
+    }
+}
+
+fn bytes32(field: &str, text: &str) -> Result<[u8; 32], ComputerUseError> {
+    hex::decode(text.trim())
+        .ok()
+        .and_then(|b| <[u8; 32]>::try_from(b).ok())
+        .ok_or_else(|| key_error(field, "expected 64 hex digits (32 bytes)"))
+}
+
+impl ApproverKey {
+    /// A key from its 32 secret bytes, written as 64 hex digits.
+    pub fn from_hex(text: &str) -> Result<Self, ComputerUseError> {
+        Ok(Self(ed25519_dalek::SigningKey::from_bytes(&bytes32(
+            "approverKey",
+            text,
+        )?)))
+    }
+
+    /// Its public half, for the agents.
+    pub fn public(&self) -> ApproverPublicKey {
+        ApproverPublicKey(self.0.verifying_key())
+    }
+}
+
+impl std::fmt::Debug for ApproverKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ApproverKey(<secret>)")
+    }
+}
+
+impl ApproverPublicKey {
+    /// A public key written as 64 hex digits.
+    pub fn from_hex(text: &str) -> Result<Self, ComputerUseError> {
+        ed25519_dalek::VerifyingKey::from_bytes(&bytes32("approverPublicKey", text)?)
+            .map(Self)
+            .map_err(|_| key_error("approverPublicKey", "not a valid Ed25519 public key"))
+    }
+
+    /// The key as 64 hex digits.
+    pub fn to_hex(&self) -> String {
+        hex::encode(self.0.as_bytes())
+    }
+}
+
+impl std::fmt::Debug for ApproverPublicKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ApproverPublicKey({})", self.to_hex())
+    }
+}
 
 /// What a person is shown about a suspended action.
 #[derive(Debug, Clone, PartialEq)]
@@ -57,8 +123,9 @@ pub struct CheckpointView {
     pub policy_digest: String,
     /// When the previewed envelope expires (RFC 3339).
     pub expires_at: String,
-    /// The decision recorded so far, if any.
-    pub decision: Option<Decision>,
+    /// Whether a decision record lies beside it (check it with
+    /// [`decision_of`] and the approver's public key).
+    pub decided: bool,
 }
 
 /// What a person decided.
@@ -75,9 +142,9 @@ pub enum Decision {
 
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct SealedDecision {
+struct SignedDecision {
     body: Value,
-    seal: String,
+    signature: String,
 }
 
 impl Decision {
@@ -114,34 +181,48 @@ impl Decision {
     }
 }
 
-fn seal(
-    key: &SealingKey,
+fn message(body: &Value) -> String {
+    format!("adk-decision\n{}", crate::digest::canonical_json(body))
+}
+
+fn sign(
+    key: &ApproverKey,
     id: &CheckpointId,
     decision: &Decision,
 ) -> Result<String, ComputerUseError> {
+    use ed25519_dalek::Signer;
     let body = decision.to_body(id);
-    let canonical = crate::digest::canonical_json(&body);
-    serde_json::to_string(&SealedDecision {
+    let signature = key.0.sign(message(&body).as_bytes());
+    serde_json::to_string(&SignedDecision {
         body,
-        seal: key.seal_text(&canonical),
+        signature: hex::encode(signature.to_bytes()),
     })
     .map_err(|err| ComputerUseError::decode("decision record", err))
 }
 
-fn open(key: &SealingKey, id: &CheckpointId, record: &str) -> Result<Decision, ComputerUseError> {
+fn verify(
+    key: &ApproverPublicKey,
+    id: &CheckpointId,
+    record: &str,
+) -> Result<Decision, ComputerUseError> {
+    use ed25519_dalek::Verifier;
     let fail = |reason: &str| ComputerUseError::Checkpoint {
         id: id.to_string(),
         reason: reason.to_owned(),
     };
-    let sealed: SealedDecision =
+    let signed: SignedDecision =
         serde_json::from_str(record).map_err(|_| fail("the recorded decision does not decode"))?;
-    let canonical = crate::digest::canonical_json(&sealed.body);
-    if !key.verify_text(&canonical, &sealed.seal) {
-        return Err(fail(
-            "the recorded decision's seal does not verify: it was altered or not written with this store's key",
-        ));
-    }
-    Decision::from_body(id, &sealed.body)
+    let signature = hex::decode(&signed.signature)
+        .ok()
+        .and_then(|b| <[u8; 64]>::try_from(b).ok())
+        .map(|b| ed25519_dalek::Signature::from_bytes(&b))
+        .ok_or_else(|| fail("the recorded decision's signature does not decode"))?;
+    key.0
+        .verify(message(&signed.body).as_bytes(), &signature)
+        .map_err(|_| {
+            fail("the recorded decision is not signed by the approver's key: it was altered or made by someone else")
+        })?;
+    Decision::from_body(id, &signed.body)
 }
 
 /// The checkpoint `id` as a person sees it, its seal verified, with the
@@ -152,10 +233,7 @@ pub fn inspect(
 ) -> Result<CheckpointView, ComputerUseError> {
     let records = store.load(id)?;
     let body = open_record(store.sealing_key(), id, &records)?;
-    let decision = match store.decision(id)? {
-        Some(record) => Some(open(store.sealing_key(), id, &record)?),
-        None => None,
-    };
+    let decided = store.decision(id)?.is_some();
     let envelope = &body.preview.envelope;
     let target = envelope.target.as_ref();
     Ok(CheckpointView {
@@ -176,55 +254,77 @@ pub fn inspect(
         action_digest: envelope.args_digest.clone(),
         policy_digest: body.preview.policy.policy_digest.clone(),
         expires_at: envelope.expires_at.to_string(),
-        decision,
+        decided,
     })
 }
 
-/// Every checkpoint waiting in `store`, as [`inspect`] shows it. One that
-/// fails its seal is reported as an error, never shown as if it were sound.
-pub fn pending(store: &dyn CheckpointStore) -> Result<Vec<CheckpointView>, ComputerUseError> {
-    store.ids()?.iter().map(|id| inspect(store, id)).collect()
+/// One checkpoint of a listing: its id, and its view or why it could not be
+/// read.
+pub type Listed = (CheckpointId, Result<CheckpointView, ComputerUseError>);
+
+/// Every checkpoint waiting in `store`, as [`inspect`] shows it, each with
+/// its own result: one that fails its seal is reported as an error, never
+/// shown as if it were sound, and does not hide the others.
+pub fn pending(
+    store: &dyn CheckpointStore,
+) -> Result<Vec<Listed>, ComputerUseError> {
+    Ok(store
+        .ids()?
+        .into_iter()
+        .map(|id| {
+            let view = inspect(store, &id);
+            (id, view)
+        })
+        .collect())
 }
 
-/// Records `decision` beside the checkpoint `id`, once. An approval must
-/// name this exact action (its id and both digests); it is checked here so
-/// a mistaken approval is refused to the person making it, not later.
+/// Records `decision` beside the checkpoint `id`, once, signed with the
+/// approver's `key`. An approval must name this exact action (its id and
+/// both digests), checked here so a mistaken approval is refused to the
+/// person making it. (An approval of an expired checkpoint is recorded, but
+/// the resume refuses the expired envelope: show the expiry to the person.)
 pub fn decide(
     store: &dyn CheckpointStore,
     id: &CheckpointId,
     decision: &Decision,
+    key: &ApproverKey,
 ) -> Result<(), ComputerUseError> {
     let records = store.load(id)?;
     let body = open_record(store.sealing_key(), id, &records)?;
     if let Decision::Approve(approval) = decision {
         approval.check_against(&body.preview)?;
     }
-    store.record_decision(id, &seal(store.sealing_key(), id, decision)?)
+    store.record_decision(id, &sign(key, id, decision)?)
 }
 
-/// The decision recorded for `id`, if any (its seal verified).
+/// The decision recorded for `id`, if any, its signature checked against
+/// the approver's public `key`.
 pub fn decision_of(
     store: &dyn CheckpointStore,
     id: &CheckpointId,
+    key: &ApproverPublicKey,
 ) -> Result<Option<Decision>, ComputerUseError> {
     match store.decision(id)? {
-        Some(record) => Ok(Some(open(store.sealing_key(), id, &record)?)),
+        Some(record) => Ok(Some(verify(key, id, &record)?)),
         None => Ok(None),
     }
 }
 
-/// Polls `store` for a decision on `id`, every `every`, for at most
-/// `within`: a bounded poll (any store can answer it; no notification
-/// channel is assumed). `None` when none was made in time.
+/// Polls `store` for a decision on `id`, every `every`, until `within` has
+/// passed: a bounded poll (any store can answer it; no notification channel
+/// is assumed). Each look is one store call, which for PostgreSQL is itself
+/// bounded by the store's statement timeout. `None` when none was made in
+/// time.
 pub async fn wait_for_decision(
     store: &dyn CheckpointStore,
     id: &CheckpointId,
+    key: &ApproverPublicKey,
     every: Duration,
     within: Duration,
 ) -> Result<Option<Decision>, ComputerUseError> {
     let deadline = tokio::time::Instant::now() + within;
     loop {
-        if let Some(decision) = decision_of(store, id)? {
+        if let Some(decision) = decision_of(store, id, key)? {
             return Ok(Some(decision));
         }
         if tokio::time::Instant::now() + every > deadline {

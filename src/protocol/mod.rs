@@ -41,7 +41,8 @@ pub use checkpoint::{
     SealingKey,
 };
 pub use decision::{
-    CheckpointView, Decision, decide, decision_of, inspect, pending, wait_for_decision,
+    ApproverKey, ApproverPublicKey, CheckpointView, Decision, decide, decision_of, inspect,
+    pending, wait_for_decision,
 };
 pub use driver::ChainOutcome;
 pub use executed::Executed;

@@ -303,6 +303,25 @@ impl<R: ComputerUseRuntime> Session<R> {
         approval: Approval,
     ) -> Result<Approved<R>, ComputerUseError> {
         self.core.ensure_open("resume")?;
+        // A person's decision, once recorded, is the only way on: it cannot
+        // be overridden (a denial) or swapped (an approval) by the caller.
+        if store.decision(id)?.is_some() {
+            return Err(ComputerUseError::Checkpoint {
+                id: id.to_string(),
+                reason: "a person's decision is recorded for this checkpoint; resume it with resume_decided".into(),
+            });
+        }
+        self.resume_checked(store, id, approval)
+    }
+
+    /// [`Session::resume`] without the look for a recorded decision.
+    fn resume_checked(
+        &self,
+        store: &dyn CheckpointStore,
+        id: &CheckpointId,
+        approval: Approval,
+    ) -> Result<Approved<R>, ComputerUseError> {
+        self.core.ensure_open("resume")?;
         // Held to the end: two resumes of one checkpoint in this session are
         // refused whatever stores they read from.
         let mut resumed = self.core.resumed.lock().unwrap_or_else(|p| p.into_inner());
@@ -314,31 +333,7 @@ impl<R: ComputerUseRuntime> Session<R> {
         }
         let records = store.load(id)?;
         let body = open_record(store.sealing_key(), id, &records)?;
-        let identity = self.core.identity();
-        let fail = |reason: String| ComputerUseError::Checkpoint {
-            id: id.to_string(),
-            reason,
-        };
-        if body.session_id != self.core.session_id {
-            return Err(fail(format!(
-                "sealed for session {:?}, not this session {:?}",
-                body.session_id, self.core.session_id
-            )));
-        }
-        if body.principal_id != identity.principal_id() || body.tenant_id != identity.tenant_id() {
-            return Err(fail("sealed for another principal or tenant".into()));
-        }
-        if body.agent_id != self.core.agent_id
-            || body.execution_group_id != self.core.execution_group_id
-        {
-            return Err(fail(format!(
-                "sealed for agent {:?} in group {:?}, not this session's agent {:?} in group {:?}",
-                body.agent_id,
-                body.execution_group_id,
-                self.core.agent_id,
-                self.core.execution_group_id
-            )));
-        }
+        self.owns(id, &body)?;
         let pending =
             PendingApproval::restore(Arc::clone(&self.core), body.preview, body.runtime_state)?;
         let approved = pending.approve(approval)?;
@@ -366,41 +361,74 @@ impl<R: ComputerUseRuntime> Session<R> {
     }
 
     /// Resumes the checkpoint `id` by the decision a person recorded beside
-    /// it (see [`super::decide`]): with the approval, as
-    /// [`Session::resume`] does; on a denial, the checkpoint is retired and
-    /// the action ends with [`ComputerUseError::Denied`], before any runtime
-    /// call. With no decision yet, nothing changes and the refusal says so.
+    /// it (see [`super::decide`]), its signature checked against the
+    /// approver's public key: with the approval, as [`Session::resume`]
+    /// would; on a denial, the checkpoint is retired and the action ends
+    /// with [`ComputerUseError::Denied`], before any runtime call. With no
+    /// decision yet, nothing changes and the refusal says so.
     pub fn resume_decided(
         &self,
         store: &dyn CheckpointStore,
         id: &CheckpointId,
+        approver: &super::ApproverPublicKey,
     ) -> Result<Approved<R>, ComputerUseError> {
         self.core.ensure_open("resume")?;
-        match super::decision_of(store, id)? {
-            Some(super::Decision::Approve(approval)) => self.resume(store, id, approval),
+        match super::decision_of(store, id, approver)? {
+            Some(super::Decision::Approve(approval)) => self.resume_checked(store, id, approval),
             Some(super::Decision::Deny { reason }) => {
-                // Only this session's own checkpoint is retired by it.
-                let view = super::inspect(store, id)?;
-                if view.session_id != self.core.session_id {
-                    return Err(ComputerUseError::Checkpoint {
-                        id: id.to_string(),
-                        reason: format!(
-                            "sealed for session {:?}, not this session {:?}",
-                            view.session_id, self.core.session_id
-                        ),
-                    });
-                }
+                // Only the session the checkpoint was sealed for retires it.
+                let records = store.load(id)?;
+                let body = open_record(store.sealing_key(), id, &records)?;
+                self.owns(id, &body)?;
                 store.consume(id)?;
-                Err(ComputerUseError::Denied {
-                    action_id: view.action_id,
-                    reason,
-                })
+                let action_id = body.preview.envelope.action_id.clone();
+                self.core.recorder.note(
+                    &action_id,
+                    crate::journal::events::DENIED,
+                    || serde_json::json!({ "checkpointId": id.as_str() }),
+                );
+                Err(ComputerUseError::Denied { action_id, reason })
             }
             None => Err(ComputerUseError::Checkpoint {
                 id: id.to_string(),
                 reason: "no decision was recorded yet; wait for one (wait_for_decision)".into(),
             }),
         }
+    }
+
+    /// Refuses a checkpoint sealed for another session, identity, agent or
+    /// group than this session's.
+    fn owns(
+        &self,
+        id: &CheckpointId,
+        body: &super::checkpoint::CheckpointBody,
+    ) -> Result<(), ComputerUseError> {
+        let identity = self.core.identity();
+        let fail = |reason: String| ComputerUseError::Checkpoint {
+            id: id.to_string(),
+            reason,
+        };
+        if body.session_id != self.core.session_id {
+            return Err(fail(format!(
+                "sealed for session {:?}, not this session {:?}",
+                body.session_id, self.core.session_id
+            )));
+        }
+        if body.principal_id != identity.principal_id() || body.tenant_id != identity.tenant_id() {
+            return Err(fail("sealed for another principal or tenant".into()));
+        }
+        if body.agent_id != self.core.agent_id
+            || body.execution_group_id != self.core.execution_group_id
+        {
+            return Err(fail(format!(
+                "sealed for agent {:?} in group {:?}, not this session's agent {:?} in group {:?}",
+                body.agent_id,
+                body.execution_group_id,
+                self.core.agent_id,
+                self.core.execution_group_id
+            )));
+        }
+        Ok(())
     }
 
     /// Journal writes that failed after a mutation had already happened
