@@ -265,9 +265,7 @@ pub type Listed = (CheckpointId, Result<CheckpointView, ComputerUseError>);
 /// Every checkpoint waiting in `store`, as [`inspect`] shows it, each with
 /// its own result: one that fails its seal is reported as an error, never
 /// shown as if it were sound, and does not hide the others.
-pub fn pending(
-    store: &dyn CheckpointStore,
-) -> Result<Vec<Listed>, ComputerUseError> {
+pub fn pending(store: &dyn CheckpointStore) -> Result<Vec<Listed>, ComputerUseError> {
     Ok(store
         .ids()?
         .into_iter()
