@@ -394,3 +394,53 @@ mod review {
         let _ = session.shutdown().await;
     }
 }
+
+/// Over MCP: a person approves after the envelope expired; the action is
+/// previewed again under the same id and runs once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_mcp_an_approval_given_after_the_envelope_expired_still_runs_once() {
+    use adk_computer_use::ProposedAction;
+    use adk_computer_use::contracts::DataLabel;
+    use adk_computer_use::protocol::ChainOutcome;
+    let mut config = SimConfig::for_principal("alice");
+    config.confirm_tools.insert("write_clipboard".into());
+    let runtime = runtime(config).await;
+    let session = session(
+        &runtime,
+        Arc::new(Journal::new(Arc::new(MemoryJournal::new()))),
+    );
+    let store = MemoryCheckpointStore::new(SealingKey::new(vec![7u8; 32]).unwrap());
+    let action = ProposedAction::new(
+        "write_clipboard",
+        json!({ "text": "late" }),
+        ExecutionMode::Background,
+    )
+    .with_action_id("late-mcp")
+    .with_data_labels([DataLabel::Public])
+    .with_expires_in_ms(300);
+    let pending = match session.run(action).await.unwrap() {
+        ChainOutcome::NeedsApproval(pending) => pending,
+        _ => panic!("approval required"),
+    };
+    let id = pending.suspend(&store).unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(600)).await;
+    // The server approves only a live preview: preview it again first.
+    let refreshed = session.refresh(&store, &id).await.unwrap();
+    assert!(session.refresh(&store, &id).await.is_err(), "once");
+    let grant = runtime
+        .approver()
+        .approve_action("late-mcp", ApprovalScope::ExactAction, None)
+        .await
+        .unwrap();
+    let done = refreshed
+        .approve(Approval::from_grant("late-mcp", &grant))
+        .unwrap()
+        .complete()
+        .await
+        .unwrap();
+    assert!(done.performed());
+    let (stats, _) = runtime.call("sim_stats", Default::default()).await.unwrap();
+    assert_eq!(stats["clipboard"], "late");
+    assert_eq!(stats["totalEffects"], 1);
+    let _ = session.shutdown().await;
+}

@@ -111,7 +111,7 @@ async fn the_waiting_session_resumes_once_on_an_approval_and_ends_on_a_denial() 
     // No decision yet: refused, nothing changes.
     let id = suspended(&rig, &store, "wait-1").await;
     assert!(matches!(
-        rig.session.resume_decided(&store, &id, &public()),
+        rig.session.resume_decided(&store, &id, &public()).await,
         Err(ComputerUseError::Checkpoint { .. })
     ));
     let view = inspect(&store, &id).unwrap();
@@ -126,13 +126,17 @@ async fn the_waiting_session_resumes_once_on_an_approval_and_ends_on_a_denial() 
     let done = rig
         .session
         .resume_decided(&store, &id, &public())
+        .await
         .unwrap()
         .complete()
         .await
         .unwrap();
     assert!(done.performed());
     assert!(
-        rig.session.resume_decided(&store, &id, &public()).is_err(),
+        rig.session
+            .resume_decided(&store, &id, &public())
+            .await
+            .is_err(),
         "once"
     );
     assert_eq!(rig.runtime.mutations(), 1);
@@ -146,6 +150,7 @@ async fn the_waiting_session_resumes_once_on_an_approval_and_ends_on_a_denial() 
     let err = rig
         .session
         .resume_decided(&store, &denied, &public())
+        .await
         .err()
         .unwrap();
     assert!(
@@ -260,7 +265,7 @@ async fn the_command_lists_shows_and_records_decisions() {
         Some(Decision::Approve(_))
     ));
     assert!(matches!(
-        rig.session.resume_decided(&store, &second, &public()),
+        rig.session.resume_decided(&store, &second, &public()).await,
         Err(ComputerUseError::Denied { .. })
     ));
     // Without the key, nothing is shown.
@@ -306,6 +311,7 @@ async fn a_recorded_decision_cannot_be_overridden_or_forged_by_the_agent() {
     assert!(
         rig.session
             .resume_decided(&store, &other, &public())
+            .await
             .is_err()
     );
     assert_eq!(rig.runtime.mutations(), 0);
@@ -333,7 +339,7 @@ async fn a_denial_retires_only_the_checkpoint_of_its_own_agent() {
             .build()
             .unwrap();
     assert!(matches!(
-        stranger.resume_decided(&store, &id, &public()),
+        stranger.resume_decided(&store, &id, &public()).await,
         Err(ComputerUseError::Checkpoint { .. })
     ));
     assert!(
@@ -341,7 +347,77 @@ async fn a_denial_retires_only_the_checkpoint_of_its_own_agent() {
         "still waiting for its own agent"
     );
     assert!(matches!(
-        rig.session.resume_decided(&store, &id, &public()),
+        rig.session.resume_decided(&store, &id, &public()).await,
         Err(ComputerUseError::Denied { .. })
     ));
+}
+
+/// A person may approve after the envelope expired: the same action is
+/// previewed again and continues only if both digests are unchanged.
+#[tokio::test]
+async fn an_approval_outlives_the_envelope_and_never_re_approves_a_change() {
+    let rig = rig();
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(&dir);
+    let id = suspended(&rig, &store, "late-1").await;
+    let view = inspect(&store, &id).unwrap();
+    let grant = rig.runtime.grant(&view.action_digest);
+    let approval = Approval::with_grant(
+        &view.action_id,
+        &view.action_digest,
+        &view.policy_digest,
+        &grant,
+    );
+    // After lunch: the 30-second envelope is long gone.
+    rig.clock.advance(time::Duration::hours(1));
+    assert!(matches!(
+        rig.session.resume(&store, &id, approval.clone()),
+        Err(ComputerUseError::Expired { .. })
+    ));
+    let previews = rig.runtime.count(Call::Preview);
+    let done = rig
+        .session
+        .resume_refreshing(&store, &id, approval.clone())
+        .await
+        .unwrap()
+        .complete()
+        .await
+        .unwrap();
+    assert!(done.performed());
+    assert_eq!(
+        rig.runtime.count(Call::Preview),
+        previews + 1,
+        "previewed again"
+    );
+    assert!(
+        rig.session
+            .resume_refreshing(&store, &id, approval)
+            .await
+            .is_err(),
+        "once"
+    );
+    // The policy changed meanwhile: refused as a mismatch, nothing reserved.
+    let changed = suspended(&rig, &store, "late-2").await;
+    let view = inspect(&store, &changed).unwrap();
+    let approval =
+        Approval::runtime_held(&view.action_id, &view.action_digest, &view.policy_digest);
+    rig.clock.advance(time::Duration::hours(1));
+    rig.runtime.script().preview = Some(std::sync::Arc::new(
+        |p: &mut adk_computer_use::contracts::ActionPreview| {
+            p.policy.policy_digest = "policy-v2".into();
+        },
+    ));
+    let reserves = rig.runtime.count(Call::Reserve);
+    let err = rig
+        .session
+        .resume_refreshing(&store, &changed, approval)
+        .await
+        .err()
+        .unwrap();
+    assert_eq!(err.field(), Some("policyDigest"), "{err}");
+    assert_eq!(rig.runtime.count(Call::Reserve), reserves);
+    assert!(
+        store.ids().unwrap().contains(&changed),
+        "not consumed by a refused resume"
+    );
 }

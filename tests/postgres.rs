@@ -157,6 +157,7 @@ async fn decisions_recorded_in_postgres_reach_the_waiting_agent_once() {
     let done = rig
         .session
         .resume_decided(&store, &approved, &public)
+        .await
         .unwrap()
         .complete()
         .await
@@ -165,10 +166,11 @@ async fn decisions_recorded_in_postgres_reach_the_waiting_agent_once() {
     assert!(
         rig.session
             .resume_decided(&store, &approved, &public)
+            .await
             .is_err()
     );
     assert!(matches!(
-        rig.session.resume_decided(&store, &denied, &public),
+        rig.session.resume_decided(&store, &denied, &public).await,
         Err(ComputerUseError::Denied { .. })
     ));
     assert_eq!(rig.runtime.mutations(), 1);

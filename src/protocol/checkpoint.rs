@@ -446,6 +446,10 @@ pub(crate) struct CheckpointBody {
     /// What the runtime needs to execute the preview later, if anything.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) runtime_state: Option<Value>,
+    /// The arguments the action was proposed with, to preview it again once
+    /// its envelope expired.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) arguments: Option<Value>,
 }
 
 #[derive(Serialize, Deserialize)]

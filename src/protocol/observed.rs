@@ -133,7 +133,7 @@ impl<R: ComputerUseRuntime> Observed<R> {
             Err(err) => Err((err, preview)),
         };
         let fresh = match bound {
-            Ok(fresh) => fresh,
+            Ok(fresh) => fresh.with_arguments(Some(action.arguments.clone())),
             Err((err, preview)) => {
                 core.recorder.refusal(&preview.envelope.action_id, &err);
                 return Err(err);

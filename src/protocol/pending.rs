@@ -35,6 +35,7 @@ impl<R: ComputerUseRuntime> PendingApproval<R> {
         core: Arc<Core<R>>,
         preview: ActionPreview,
         retained: Option<Value>,
+        arguments: Option<Value>,
     ) -> Result<Self, ComputerUseError> {
         let way = super::route::way(&preview);
         if way != Way::NeedsApproval {
@@ -53,7 +54,8 @@ impl<R: ComputerUseRuntime> PendingApproval<R> {
             core.identity().principal_id(),
             clock,
         )
-        .map_err(|(err, _)| err)?;
+        .map_err(|(err, _)| err)?
+        .with_arguments(arguments);
         Ok(Self {
             core,
             preview: fresh,
@@ -127,6 +129,7 @@ impl<R: ComputerUseRuntime> PendingApproval<R> {
             execution_group_id: self.core.execution_group_id.clone(),
             preview: self.preview.get().clone(),
             runtime_state: self.preview.retained().cloned(),
+            arguments: self.preview.arguments().cloned(),
         };
         store.create(&id, &seal_record(store.sealing_key(), &body)?)?;
         Ok(id)

@@ -314,6 +314,151 @@ impl<R: ComputerUseRuntime> Session<R> {
         self.resume_checked(store, id, approval)
     }
 
+    /// [`Session::resume`], for a person who approved after the previewed
+    /// envelope expired: the same action (its id, tool, arguments, mode,
+    /// target and postcondition, as sealed) is previewed again; the new
+    /// preview must carry the same action and policy digests as the sealed
+    /// one, which the approval names (any difference is refused as a
+    /// mismatch, never silently re-approved); then the action continues
+    /// with the fresh envelope. A checkpoint still fresh resumes as
+    /// [`Session::resume`] resumes it.
+    pub async fn resume_refreshing(
+        &self,
+        store: &dyn CheckpointStore,
+        id: &CheckpointId,
+        approval: Approval,
+    ) -> Result<Approved<R>, ComputerUseError> {
+        self.core.ensure_open("resume")?;
+        if store.decision(id)?.is_some() {
+            return Err(ComputerUseError::Checkpoint {
+                id: id.to_string(),
+                reason: "a person's decision is recorded for this checkpoint; resume it with resume_decided".into(),
+            });
+        }
+        self.refreshing(store, id, approval).await
+    }
+
+    async fn refreshing(
+        &self,
+        store: &dyn CheckpointStore,
+        id: &CheckpointId,
+        approval: Approval,
+    ) -> Result<Approved<R>, ComputerUseError> {
+        let pending = match self.previewed_again(store, id).await? {
+            None => return self.resume_checked(store, id, approval),
+            Some(pending) => pending,
+        };
+        let mut resumed = self.core.resumed.lock().unwrap_or_else(|p| p.into_inner());
+        if resumed.contains(id) {
+            return Err(ComputerUseError::Checkpoint {
+                id: id.to_string(),
+                reason: "this checkpoint was already resumed in this session; a checkpoint approves one execution".into(),
+            });
+        }
+        let approved = pending.approve(approval)?;
+        store.consume(id)?;
+        resumed.insert(id.clone());
+        Ok(approved)
+    }
+
+    /// Previews a checkpoint whose envelope expired again, for a runtime
+    /// that approves only a live preview (upstream's `approve_action`
+    /// refuses an expired one): the same action is previewed again, both
+    /// digests must be unchanged, and the checkpoint is consumed. What comes
+    /// back waits for the approval as any pending approval does (approve it
+    /// with a grant the host obtains now, or suspend it again). A checkpoint
+    /// still fresh is refused: resume it instead.
+    pub async fn refresh(
+        &self,
+        store: &dyn CheckpointStore,
+        id: &CheckpointId,
+    ) -> Result<PendingApproval<R>, ComputerUseError> {
+        self.core.ensure_open("refresh")?;
+        if store.decision(id)?.is_some() {
+            return Err(ComputerUseError::Checkpoint {
+                id: id.to_string(),
+                reason: "a person's decision is recorded for this checkpoint; resume it with resume_decided".into(),
+            });
+        }
+        let pending =
+            self.previewed_again(store, id)
+                .await?
+                .ok_or_else(|| ComputerUseError::Checkpoint {
+                    id: id.to_string(),
+                    reason: "its envelope has not expired: resume it".into(),
+                })?;
+        store.consume(id)?;
+        self.core
+            .resumed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(id.clone());
+        Ok(pending)
+    }
+
+    /// The checkpoint's action previewed again when its envelope expired
+    /// (`None` while it is still fresh), checked to carry the sealed
+    /// action's digests. Consumes nothing.
+    async fn previewed_again(
+        &self,
+        store: &dyn CheckpointStore,
+        id: &CheckpointId,
+    ) -> Result<Option<PendingApproval<R>>, ComputerUseError> {
+        let records = store.load(id)?;
+        let body = open_record(store.sealing_key(), id, &records)?;
+        self.owns(id, &body)?;
+        let sealed = &body.preview;
+        let envelope = &sealed.envelope;
+        let now = self.core.clock().now().unix_timestamp_nanos();
+        if envelope.expires_at.unix_nanos().is_some_and(|at| at > now) {
+            return Ok(None);
+        }
+        let arguments = body.arguments.clone().ok_or_else(|| ComputerUseError::Checkpoint {
+            id: id.to_string(),
+            reason: "its envelope expired, and it keeps no proposal to preview again (it was suspended by an older version)".into(),
+        })?;
+        let mut action = crate::runtime::ProposedAction::new(
+            envelope.tool.clone(),
+            arguments.clone(),
+            envelope.requested_mode,
+        )
+        .with_action_id(envelope.action_id.clone())
+        .with_operation(envelope.operation.clone())
+        .with_data_labels(envelope.data_labels.clone());
+        action.target = envelope.target.clone();
+        action.postcondition = envelope.postcondition.clone();
+        action.provenance = envelope.provenance.clone();
+        let core = &self.core;
+        let request = crate::runtime::ActionRequest {
+            session_id: &core.session_id,
+            agent_id: core.agent_id.as_deref(),
+            execution_group_id: core.execution_group_id.as_deref(),
+            action: &action,
+        };
+        let answer = core.runtime.preview_action(&request).await?;
+        super::proposal::bind_to_request(&request, &answer.preview.envelope)?;
+        super::proposal::bind_capability(&answer.preview)?;
+        crate::binding::bind(
+            "ActionEnvelope",
+            "argsDigest",
+            &envelope.args_digest,
+            &answer.preview.envelope.args_digest,
+        )?;
+        crate::binding::bind(
+            "PolicyDecision",
+            "policyDigest",
+            &sealed.policy.policy_digest,
+            &answer.preview.policy.policy_digest,
+        )?;
+        PendingApproval::restore(
+            Arc::clone(&self.core),
+            answer.preview,
+            answer.retained,
+            Some(arguments),
+        )
+        .map(Some)
+    }
+
     /// [`Session::resume`] without the look for a recorded decision.
     fn resume_checked(
         &self,
@@ -334,8 +479,12 @@ impl<R: ComputerUseRuntime> Session<R> {
         let records = store.load(id)?;
         let body = open_record(store.sealing_key(), id, &records)?;
         self.owns(id, &body)?;
-        let pending =
-            PendingApproval::restore(Arc::clone(&self.core), body.preview, body.runtime_state)?;
+        let pending = PendingApproval::restore(
+            Arc::clone(&self.core),
+            body.preview,
+            body.runtime_state,
+            body.arguments,
+        )?;
         let approved = pending.approve(approval)?;
         // Last: only a resume that would succeed consumes the checkpoint, and
         // only one resume can consume it.
@@ -362,11 +511,12 @@ impl<R: ComputerUseRuntime> Session<R> {
 
     /// Resumes the checkpoint `id` by the decision a person recorded beside
     /// it (see [`super::decide`]), its signature checked against the
-    /// approver's public key: with the approval, as [`Session::resume`]
-    /// would; on a denial, the checkpoint is retired and the action ends
+    /// approver's public key: with the approval, as
+    /// [`Session::resume_refreshing`] would (a person may approve after the
+    /// envelope expired); on a denial, the checkpoint is retired and the action ends
     /// with [`ComputerUseError::Denied`], before any runtime call. With no
     /// decision yet, nothing changes and the refusal says so.
-    pub fn resume_decided(
+    pub async fn resume_decided(
         &self,
         store: &dyn CheckpointStore,
         id: &CheckpointId,
@@ -374,7 +524,7 @@ impl<R: ComputerUseRuntime> Session<R> {
     ) -> Result<Approved<R>, ComputerUseError> {
         self.core.ensure_open("resume")?;
         match super::decision_of(store, id, approver)? {
-            Some(super::Decision::Approve(approval)) => self.resume_checked(store, id, approval),
+            Some(super::Decision::Approve(approval)) => self.refreshing(store, id, approval).await,
             Some(super::Decision::Deny { reason }) => {
                 // Only the session the checkpoint was sealed for retires it.
                 let records = store.load(id)?;

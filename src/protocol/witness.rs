@@ -23,6 +23,9 @@ pub struct FreshPreview {
     /// What the runtime keeps for this exact preview, carried to execution.
     /// Boxed: most runtimes keep nothing, and a pointer moves cheaply.
     retained: Option<Box<Value>>,
+    /// The arguments the action was proposed with, kept so a checkpoint can
+    /// be previewed again with exactly them once its envelope expired.
+    arguments: Option<Box<Value>>,
 }
 
 impl FreshPreview {
@@ -40,6 +43,7 @@ impl FreshPreview {
             Ok(()) => Ok(Self {
                 preview,
                 retained: retained.map(Box::new),
+                arguments: None,
             }),
             Err(err) => Err((err, preview)),
         }
@@ -85,6 +89,17 @@ impl FreshPreview {
     /// What the runtime keeps for this preview.
     pub(crate) fn retained(&self) -> Option<&Value> {
         self.retained.as_deref()
+    }
+
+    /// The proposal's arguments, when known.
+    pub(crate) fn arguments(&self) -> Option<&Value> {
+        self.arguments.as_deref()
+    }
+
+    /// Keeps the proposal's `arguments` with the preview.
+    pub(crate) fn with_arguments(mut self, arguments: Option<Value>) -> Self {
+        self.arguments = arguments.map(Box::new);
+        self
     }
 }
 
