@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! computer-use-sim [--principal ID] [--fault NAME]... [--confirm-tool TOOL]...
-//!                  [--allow-destructive] [--slow-ms N]
+//!                  [--allow-destructive] [--slow-ms N] [--listen ADDR]
 //! ```
 
 use adk_computer_use::sim::{Fault, SimConfig, SimServer};
@@ -14,7 +14,7 @@ fn usage() -> String {
         "computer-use-sim: a simulated desktop served as a computer-use-mcp v8 server on stdio
 
 usage: computer-use-sim [--principal ID] [--fault NAME]... [--confirm-tool TOOL]...
-                        [--allow-destructive] [--slow-ms N]
+                        [--allow-destructive] [--slow-ms N] [--listen ADDR]
 
   --principal ID        the principal every caller is authenticated as
                         (default: $COMPUTER_USE_PRINCIPAL_ID, else principal-local)
@@ -23,6 +23,9 @@ usage: computer-use-sim [--principal ID] [--fault NAME]... [--confirm-tool TOOL]
   --confirm-tool TOOL   actions of TOOL always need an approval
   --allow-destructive   allow destructive actions (denied by default)
   --slow-ms N           delay every call by N milliseconds
+  --listen ADDR         serve MCP over TCP at ADDR (127.0.0.1:0 picks a port,
+                        printed first) to every client, on one desktop that
+                        outlives them, instead of on stdin/stdout
   --help                print this and exit
 
 It speaks MCP on stdin/stdout until the client closes the connection. From
@@ -37,14 +40,48 @@ async fn main() -> std::process::ExitCode {
         println!("{}", usage());
         return std::process::ExitCode::SUCCESS;
     }
-    let config = match SimConfig::from_args(std::env::args().skip(1)) {
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let listen = match args.iter().position(|a| a == "--listen") {
+        Some(at) if at + 1 < args.len() => {
+            let address = args.remove(at + 1);
+            args.remove(at);
+            Some(address)
+        }
+        Some(_) => {
+            eprintln!("computer-use-sim: --listen needs an address (127.0.0.1:0 picks a port)");
+            return std::process::ExitCode::from(2);
+        }
+        None => None,
+    };
+    let config = match SimConfig::from_args(args) {
         Ok(config) => config,
         Err(err) => {
             eprintln!("computer-use-sim: {err}\n(run with --help for usage)");
             return std::process::ExitCode::from(2);
         }
     };
-    match SimServer::new(config).serve_stdio().await {
+    let server = SimServer::new(config);
+    let served = match listen {
+        Some(address) => match tokio::net::TcpListener::bind(&address).await {
+            Ok(listener) => {
+                // The first line a caller reads: where to connect.
+                match listener.local_addr() {
+                    Ok(bound) => println!("listening on {bound}"),
+                    Err(err) => {
+                        eprintln!("computer-use-sim: {err}");
+                        return std::process::ExitCode::FAILURE;
+                    }
+                }
+                server.serve_tcp(listener).await
+            }
+            Err(err) => {
+                eprintln!("computer-use-sim: cannot listen on {address}: {err}");
+                return std::process::ExitCode::FAILURE;
+            }
+        },
+        None => server.serve_stdio().await,
+    };
+    match served {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("computer-use-sim: {err}");

@@ -125,6 +125,35 @@ impl SimServer {
         }
     }
 
+    /// Serves every client that connects to `listener`, all on this one
+    /// desktop, until the process ends: the simulator then outlives the
+    /// processes that use it, so an action suspended by one can be resumed
+    /// by another. Each connection is served on its own task.
+    pub async fn serve_tcp(
+        self,
+        listener: tokio::net::TcpListener,
+    ) -> Result<(), ComputerUseError> {
+        loop {
+            let (stream, _) =
+                listener
+                    .accept()
+                    .await
+                    .map_err(|err| ComputerUseError::Transport {
+                        operation: "accept".into(),
+                        message: err.to_string(),
+                    })?;
+            let server = self.clone();
+            tokio::spawn(async move {
+                match server.serve(stream).await {
+                    Ok(running) => {
+                        let _ = running.waiting().await;
+                    }
+                    Err(err) => eprintln!("computer-use-sim: a client failed to connect: {err}"),
+                }
+            });
+        }
+    }
+
     /// Serves on stdin/stdout until the client goes away.
     pub async fn serve_stdio(self) -> Result<(), ComputerUseError> {
         let transport = |err: String| ComputerUseError::Transport {
