@@ -421,3 +421,76 @@ async fn an_approval_outlives_the_envelope_and_never_re_approves_a_change() {
         "not consumed by a refused resume"
     );
 }
+
+/// Review of the refresh path: a denial recorded while the runtime
+/// re-previews still wins; a re-preview may change nothing the person was
+/// shown; a copy of a resumed checkpoint is not refreshed again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_refresh_path_holds_against_late_denials_changed_previews_and_copies() {
+    let rig = rig();
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(&dir);
+    // A denial lands while the runtime holds the re-preview.
+    let id = suspended(&rig, &store, "race-deny").await;
+    let view = inspect(&store, &id).unwrap();
+    let own = Approval::runtime_held(&view.action_id, &view.action_digest, &view.policy_digest);
+    rig.clock.advance(time::Duration::hours(1));
+    rig.runtime.script().hold.insert(Call::Preview);
+    let deny = Decision::Deny {
+        reason: "no".into(),
+    };
+    let (resumed, ()) = tokio::join!(rig.session.resume_refreshing(&store, &id, own), async {
+        rig.runtime.held.notified().await;
+        decide(&store, &id, &deny, &approver()).unwrap();
+        rig.runtime.gate.notify_one();
+    });
+    assert!(resumed.is_err(), "a denial recorded meanwhile wins");
+    rig.runtime.script().hold.clear();
+    assert_eq!(rig.runtime.count(Call::Reserve), 0);
+    // The re-preview adds labels the person never saw: refused, named.
+    let labelled = suspended(&rig, &store, "relabel").await;
+    let view = inspect(&store, &labelled).unwrap();
+    let own = Approval::runtime_held(&view.action_id, &view.action_digest, &view.policy_digest);
+    rig.clock.advance(time::Duration::hours(1));
+    rig.runtime.script().preview = Some(std::sync::Arc::new(
+        |p: &mut adk_computer_use::contracts::ActionPreview| {
+            p.envelope.data_labels = vec![adk_computer_use::contracts::DataLabel::Payment];
+        },
+    ));
+    let err = rig
+        .session
+        .resume_refreshing(&store, &labelled, own)
+        .await
+        .err()
+        .unwrap();
+    assert_eq!(err.field(), Some("dataLabels"), "{err}");
+    rig.runtime.script().preview = None;
+    // A copy of a checkpoint this session already resumed is not refreshed.
+    let original = suspended(&rig, &store, "copied").await;
+    let copy_dir = tempfile::tempdir().unwrap();
+    for entry in std::fs::read_dir(dir.path()).unwrap() {
+        let path = entry.unwrap().path();
+        std::fs::copy(&path, copy_dir.path().join(path.file_name().unwrap())).unwrap();
+    }
+    let copy = self::store(&copy_dir);
+    let view = inspect(&store, &original).unwrap();
+    let grant = rig.runtime.grant(&view.action_digest);
+    let approval = Approval::with_grant(
+        &view.action_id,
+        &view.action_digest,
+        &view.policy_digest,
+        &grant,
+    );
+    rig.clock.advance(time::Duration::hours(1));
+    let done = rig
+        .session
+        .resume_refreshing(&store, &original, approval)
+        .await
+        .unwrap();
+    assert!(done.complete().await.unwrap().performed());
+    assert!(
+        rig.session.refresh(&copy, &original).await.is_err(),
+        "already resumed here"
+    );
+    assert_eq!(rig.runtime.mutations(), 1);
+}

@@ -335,7 +335,33 @@ impl<R: ComputerUseRuntime> Session<R> {
                 reason: "a person's decision is recorded for this checkpoint; resume it with resume_decided".into(),
             });
         }
-        self.refreshing(store, id, approval).await
+        self.refreshing(store, id, approval, false).await
+    }
+
+    /// Refuses a checkpoint resumed in this session already, or, unless
+    /// `decided` (the caller acts on the recorded decision), one a person
+    /// decided meanwhile: looked at again after every wait, right before
+    /// the checkpoint is consumed.
+    fn still_open(
+        &self,
+        store: &dyn CheckpointStore,
+        id: &CheckpointId,
+        resumed: &HashSet<CheckpointId>,
+        decided: bool,
+    ) -> Result<(), ComputerUseError> {
+        if resumed.contains(id) {
+            return Err(ComputerUseError::Checkpoint {
+                id: id.to_string(),
+                reason: "this checkpoint was already resumed in this session; a checkpoint approves one execution".into(),
+            });
+        }
+        if !decided && store.decision(id)?.is_some() {
+            return Err(ComputerUseError::Checkpoint {
+                id: id.to_string(),
+                reason: "a person's decision is recorded for this checkpoint; resume it with resume_decided".into(),
+            });
+        }
+        Ok(())
     }
 
     async fn refreshing(
@@ -343,18 +369,14 @@ impl<R: ComputerUseRuntime> Session<R> {
         store: &dyn CheckpointStore,
         id: &CheckpointId,
         approval: Approval,
+        decided: bool,
     ) -> Result<Approved<R>, ComputerUseError> {
         let pending = match self.previewed_again(store, id).await? {
             None => return self.resume_checked(store, id, approval),
             Some(pending) => pending,
         };
         let mut resumed = self.core.resumed.lock().unwrap_or_else(|p| p.into_inner());
-        if resumed.contains(id) {
-            return Err(ComputerUseError::Checkpoint {
-                id: id.to_string(),
-                reason: "this checkpoint was already resumed in this session; a checkpoint approves one execution".into(),
-            });
-        }
+        self.still_open(store, id, &resumed, decided)?;
         let approved = pending.approve(approval)?;
         store.consume(id)?;
         resumed.insert(id.clone());
@@ -387,12 +409,10 @@ impl<R: ComputerUseRuntime> Session<R> {
                     id: id.to_string(),
                     reason: "its envelope has not expired: resume it".into(),
                 })?;
+        let mut resumed = self.core.resumed.lock().unwrap_or_else(|p| p.into_inner());
+        self.still_open(store, id, &resumed, false)?;
         store.consume(id)?;
-        self.core
-            .resumed
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(id.clone());
+        resumed.insert(id.clone());
         Ok(pending)
     }
 
@@ -438,18 +458,23 @@ impl<R: ComputerUseRuntime> Session<R> {
         let answer = core.runtime.preview_action(&request).await?;
         super::proposal::bind_to_request(&request, &answer.preview.envelope)?;
         super::proposal::bind_capability(&answer.preview)?;
-        crate::binding::bind(
-            "ActionEnvelope",
-            "argsDigest",
-            &envelope.args_digest,
-            &answer.preview.envelope.args_digest,
-        )?;
-        crate::binding::bind(
-            "PolicyDecision",
-            "policyDigest",
-            &sealed.policy.policy_digest,
-            &answer.preview.policy.policy_digest,
-        )?;
+        if let Err(err) = same_as_sealed(sealed, &answer.preview) {
+            core.recorder.refusal(&envelope.action_id, &err);
+            return Err(err);
+        }
+        core.recorder.note(
+            &envelope.action_id,
+            crate::journal::events::PREVIEWED,
+            || {
+                serde_json::json!({
+                    "argsDigest": answer.preview.envelope.args_digest,
+                    "policyDigest": answer.preview.policy.policy_digest,
+                    "executable": answer.preview.executable,
+                    "blocker": answer.preview.blocker,
+                    "refreshedFrom": id.as_str(),
+                })
+            },
+        );
         PendingApproval::restore(
             Arc::clone(&self.core),
             answer.preview,
@@ -524,7 +549,9 @@ impl<R: ComputerUseRuntime> Session<R> {
     ) -> Result<Approved<R>, ComputerUseError> {
         self.core.ensure_open("resume")?;
         match super::decision_of(store, id, approver)? {
-            Some(super::Decision::Approve(approval)) => self.refreshing(store, id, approval).await,
+            Some(super::Decision::Approve(approval)) => {
+                self.refreshing(store, id, approval, true).await
+            }
             Some(super::Decision::Deny { reason }) => {
                 // Only the session the checkpoint was sealed for retires it.
                 let records = store.load(id)?;
@@ -659,4 +686,93 @@ impl<R: ComputerUseRuntime> std::fmt::Debug for Session<R> {
             .field("identity", self.core.identity())
             .finish_non_exhaustive()
     }
+}
+
+/// The re-preview of an expired checkpoint shows the person's action and
+/// nothing else: the envelope and the policy as sealed, field by field,
+/// except the times a new preview must change (`proposedAt`, `expiresAt`,
+/// and when the target's sensitivity was observed).
+fn same_as_sealed(
+    sealed: &crate::contracts::ActionPreview,
+    fresh: &crate::contracts::ActionPreview,
+) -> Result<(), ComputerUseError> {
+    let comparable = |preview: &crate::contracts::ActionPreview| -> serde_json::Value {
+        let mut envelope = serde_json::to_value(&preview.envelope).unwrap_or_default();
+        if let Some(map) = envelope.as_object_mut() {
+            map.remove("proposedAt");
+            map.remove("expiresAt");
+            if let Some(sensitivity) = map
+                .get_mut("targetSensitivity")
+                .and_then(serde_json::Value::as_object_mut)
+            {
+                sensitivity.remove("observedAt");
+            }
+        }
+        serde_json::json!({
+            "envelope": envelope,
+            "policy": serde_json::to_value(&preview.policy).unwrap_or_default(),
+        })
+    };
+    let (was, is) = (comparable(sealed), comparable(fresh));
+    if was == is {
+        return Ok(());
+    }
+    let part = ["envelope", "policy"]
+        .into_iter()
+        .find(|part| was.get(part) != is.get(part))
+        .unwrap_or("envelope");
+    let differing = match (was.get(part), is.get(part)) {
+        (Some(serde_json::Value::Object(a)), Some(serde_json::Value::Object(b))) => a
+            .keys()
+            .chain(b.keys())
+            .find(|k| a.get(*k) != b.get(*k))
+            .cloned()
+            .unwrap_or_default(),
+        _ => String::new(),
+    };
+    let shown = |side: &serde_json::Value| {
+        side.get(part)
+            .and_then(|v| v.get(&differing))
+            .map_or_else(|| "(absent)".to_owned(), ToString::to_string)
+    };
+    Err(ComputerUseError::IdentityMismatch {
+        object: if part == "policy" {
+            "PolicyDecision"
+        } else {
+            "ActionEnvelope"
+        },
+        field: stable_field(&differing),
+        expected: shown(&was),
+        actual: shown(&is),
+    })
+}
+
+/// The wire names a re-preview may differ in, as `'static` field names.
+fn stable_field(name: &str) -> &'static str {
+    const FIELDS: [&str; 23] = [
+        "actionId",
+        "sessionId",
+        "executionGroupId",
+        "principalId",
+        "agentId",
+        "tool",
+        "operation",
+        "actionClass",
+        "requestedMode",
+        "target",
+        "resource",
+        "provenance",
+        "targetSensitivity",
+        "dataLabels",
+        "postcondition",
+        "reversible",
+        "externalSideEffect",
+        "argsDigest",
+        "attempt",
+        "certificationId",
+        "decision",
+        "policyDigest",
+        "reasons",
+    ];
+    FIELDS.into_iter().find(|f| *f == name).unwrap_or("preview")
 }
