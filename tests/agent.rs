@@ -176,6 +176,37 @@ type Row = (
     Option<&'static str>,
 );
 
+type Mapping = fn(
+    &Value,
+    &Observations,
+    &str,
+) -> Result<adk_computer_use::agent::formats::MappedAction, ComputerUseError>;
+
+/// Every row maps onto its tool, arguments, mode and hit app.
+fn check_mappings(map: Mapping, rows: Vec<Row>) {
+    for (action, tool, arguments, mode, app) in rows {
+        let mapped = map(&action, &screen(), AT)
+            .unwrap_or_else(|e| panic!("{action}: {e}"))
+            .action;
+        assert_eq!(mapped.tool, tool, "{action}");
+        assert_eq!(mapped.arguments, arguments, "{action}");
+        assert_eq!(mapped.mode, mode, "{action}");
+        assert_eq!(
+            mapped.target.as_ref().map(|t| t.app_id.as_str()),
+            app,
+            "{action}"
+        );
+    }
+}
+
+/// Every row is refused, naming its field.
+fn check_refusals(map: Mapping, refusals: Vec<(Value, &str)>) {
+    for (action, field) in refusals {
+        let err = map(&action, &screen(), AT).unwrap_err();
+        assert_eq!(field_of(&err), field, "{action}: {err}");
+    }
+}
+
 #[test]
 fn every_openai_action_maps_onto_a_low_level_tool() {
     use ExecutionMode::{Foreground, Shadow};
@@ -265,19 +296,7 @@ fn every_openai_action_maps_onto_a_low_level_tool() {
             None,
         ),
     ];
-    for (action, tool, arguments, mode, app) in rows {
-        let mapped = from_openai(&action, &screen(), AT)
-            .unwrap_or_else(|e| panic!("{action}: {e}"))
-            .action;
-        assert_eq!(mapped.tool, tool, "{action}");
-        assert_eq!(mapped.arguments, arguments, "{action}");
-        assert_eq!(mapped.mode, mode, "{action}");
-        assert_eq!(
-            mapped.target.as_ref().map(|t| t.app_id.as_str()),
-            app,
-            "{action}"
-        );
-    }
+    check_mappings(from_openai, rows);
     let refusals: Vec<(Value, &str)> = vec![
         (json!({ "type": "teleport" }), "type"),
         (json!({ "type": "click", "y": 10 }), "x"),
@@ -325,10 +344,7 @@ fn every_openai_action_maps_onto_a_low_level_tool() {
             "path",
         ),
     ];
-    for (action, field) in refusals {
-        let err = from_openai(&action, &screen(), AT).unwrap_err();
-        assert_eq!(field_of(&err), field, "{action}: {err}");
-    }
+    check_refusals(from_openai, refusals);
 }
 
 #[test]
@@ -361,19 +377,7 @@ fn every_anthropic_action_maps_onto_a_low_level_tool() {
         (json!({ "action": "wait", "duration": 2 }), "wait", json!({ "duration": 2.0 }), Shadow, None),
         (json!({ "action": "screenshot" }), "screenshot", json!({}), Shadow, None),
     ]);
-    for (action, tool, arguments, mode, app) in rows {
-        let mapped = from_anthropic(&action, &screen(), AT)
-            .unwrap_or_else(|e| panic!("{action}: {e}"))
-            .action;
-        assert_eq!(mapped.tool, tool, "{action}");
-        assert_eq!(mapped.arguments, arguments, "{action}");
-        assert_eq!(mapped.mode, mode, "{action}");
-        assert_eq!(
-            mapped.target.as_ref().map(|t| t.app_id.as_str()),
-            app,
-            "{action}"
-        );
-    }
+    check_mappings(from_anthropic, rows);
     let refusals: Vec<(Value, &str)> = vec![
         (json!({ "action": "cursor_position" }), "action"),
         (json!({ "action": "left_click" }), "coordinate"),
@@ -404,10 +408,7 @@ fn every_anthropic_action_maps_onto_a_low_level_tool() {
             "coordinate",
         ),
     ];
-    for (action, field) in refusals {
-        let err = from_anthropic(&action, &screen(), AT).unwrap_err();
-        assert_eq!(field_of(&err), field, "{action}: {err}");
-    }
+    check_refusals(from_anthropic, refusals);
 }
 
 /// A loop over the fake runtime with one scripted output.

@@ -36,6 +36,22 @@ async fn suspended(rig: &Rig, store: &dyn CheckpointStore, id: &str) -> Checkpoi
     }
 }
 
+/// An approval of the action `view` shows, with a grant the runtime issued.
+fn granted(rig: &Rig, view: &adk_computer_use::protocol::CheckpointView) -> Approval {
+    let grant = rig.runtime.grant(&view.action_digest);
+    Approval::with_grant(
+        &view.action_id,
+        &view.action_digest,
+        &view.policy_digest,
+        &grant,
+    )
+}
+
+/// An approval of the action `view` shows, held by the runtime.
+fn held(view: &adk_computer_use::protocol::CheckpointView) -> Approval {
+    Approval::runtime_held(&view.action_id, &view.action_digest, &view.policy_digest)
+}
+
 fn store(dir: &tempfile::TempDir) -> FileCheckpointStore {
     FileCheckpointStore::new(dir.path(), SealingKey::new(KEY.to_vec()).unwrap()).unwrap()
 }
@@ -77,7 +93,7 @@ async fn a_decision_is_for_this_action_recorded_once_and_sealed() {
     // An approval of other digests is refused to the person making it.
     let wrong = Approval::runtime_held(&view.action_id, "0".repeat(64), &view.policy_digest);
     assert!(decide(&store, &id, &Decision::Approve(wrong), &approver()).is_err());
-    let right = Approval::runtime_held(&view.action_id, &view.action_digest, &view.policy_digest);
+    let right = held(&view);
     decide(&store, &id, &Decision::Approve(right.clone()), &approver()).unwrap();
     let changed = Decision::Deny {
         reason: "changed my mind".into(),
@@ -115,13 +131,7 @@ async fn the_waiting_session_resumes_once_on_an_approval_and_ends_on_a_denial() 
         Err(ComputerUseError::Checkpoint { .. })
     ));
     let view = inspect(&store, &id).unwrap();
-    let grant = rig.runtime.grant(&view.action_digest);
-    let approval = Approval::with_grant(
-        &view.action_id,
-        &view.action_digest,
-        &view.policy_digest,
-        &grant,
-    );
+    let approval = granted(&rig, &view);
     decide(&store, &id, &Decision::Approve(approval), &approver()).unwrap();
     let done = rig
         .session
@@ -297,7 +307,7 @@ async fn a_recorded_decision_cannot_be_overridden_or_forged_by_the_agent() {
     )
     .unwrap();
     // The agent tries to resume with an approval it built itself.
-    let own = Approval::runtime_held(&view.action_id, &view.action_digest, &view.policy_digest);
+    let own = held(&view);
     let err = rig.session.resume(&store, &id, own.clone()).err().unwrap();
     assert!(err.to_string().contains("resume_decided"), "{err}");
     assert_eq!(rig.runtime.count(Call::Reserve), 0);
@@ -306,7 +316,7 @@ async fn a_recorded_decision_cannot_be_overridden_or_forged_by_the_agent() {
     let other = suspended(&rig, &store, "override-2").await;
     let agents_key = ApproverKey::from_hex(&"11".repeat(32)).unwrap();
     let view = inspect(&store, &other).unwrap();
-    let own = Approval::runtime_held(&view.action_id, &view.action_digest, &view.policy_digest);
+    let own = held(&view);
     decide(&store, &other, &Decision::Approve(own), &agents_key).unwrap();
     assert!(
         rig.session
@@ -361,13 +371,7 @@ async fn an_approval_outlives_the_envelope_and_never_re_approves_a_change() {
     let store = store(&dir);
     let id = suspended(&rig, &store, "late-1").await;
     let view = inspect(&store, &id).unwrap();
-    let grant = rig.runtime.grant(&view.action_digest);
-    let approval = Approval::with_grant(
-        &view.action_id,
-        &view.action_digest,
-        &view.policy_digest,
-        &grant,
-    );
+    let approval = granted(&rig, &view);
     // After lunch: the 30-second envelope is long gone.
     rig.clock.advance(time::Duration::hours(1));
     assert!(matches!(
@@ -399,8 +403,7 @@ async fn an_approval_outlives_the_envelope_and_never_re_approves_a_change() {
     // The policy changed meanwhile: refused as a mismatch, nothing reserved.
     let changed = suspended(&rig, &store, "late-2").await;
     let view = inspect(&store, &changed).unwrap();
-    let approval =
-        Approval::runtime_held(&view.action_id, &view.action_digest, &view.policy_digest);
+    let approval = held(&view);
     rig.clock.advance(time::Duration::hours(1));
     rig.runtime.script().preview = Some(std::sync::Arc::new(
         |p: &mut adk_computer_use::contracts::ActionPreview| {
@@ -433,7 +436,7 @@ async fn the_refresh_path_holds_against_late_denials_changed_previews_and_copies
     // A denial lands while the runtime holds the re-preview.
     let id = suspended(&rig, &store, "race-deny").await;
     let view = inspect(&store, &id).unwrap();
-    let own = Approval::runtime_held(&view.action_id, &view.action_digest, &view.policy_digest);
+    let own = held(&view);
     rig.clock.advance(time::Duration::hours(1));
     rig.runtime.script().hold.insert(Call::Preview);
     let deny = Decision::Deny {
@@ -446,11 +449,15 @@ async fn the_refresh_path_holds_against_late_denials_changed_previews_and_copies
     });
     assert!(resumed.is_err(), "a denial recorded meanwhile wins");
     rig.runtime.script().hold.clear();
+    assert!(
+        rig.session.refresh(&store, &id).await.is_err(),
+        "a decided checkpoint is not refreshed around its decision"
+    );
     assert_eq!(rig.runtime.count(Call::Reserve), 0);
     // The re-preview adds labels the person never saw: refused, named.
     let labelled = suspended(&rig, &store, "relabel").await;
     let view = inspect(&store, &labelled).unwrap();
-    let own = Approval::runtime_held(&view.action_id, &view.action_digest, &view.policy_digest);
+    let own = held(&view);
     rig.clock.advance(time::Duration::hours(1));
     rig.runtime.script().preview = Some(std::sync::Arc::new(
         |p: &mut adk_computer_use::contracts::ActionPreview| {
@@ -474,13 +481,7 @@ async fn the_refresh_path_holds_against_late_denials_changed_previews_and_copies
     }
     let copy = self::store(&copy_dir);
     let view = inspect(&store, &original).unwrap();
-    let grant = rig.runtime.grant(&view.action_digest);
-    let approval = Approval::with_grant(
-        &view.action_id,
-        &view.action_digest,
-        &view.policy_digest,
-        &grant,
-    );
+    let approval = granted(&rig, &view);
     rig.clock.advance(time::Duration::hours(1));
     let done = rig
         .session

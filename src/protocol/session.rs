@@ -305,12 +305,7 @@ impl<R: ComputerUseRuntime> Session<R> {
         self.core.ensure_open("resume")?;
         // A person's decision, once recorded, is the only way on: it cannot
         // be overridden (a denial) or swapped (an approval) by the caller.
-        if store.decision(id)?.is_some() {
-            return Err(ComputerUseError::Checkpoint {
-                id: id.to_string(),
-                reason: "a person's decision is recorded for this checkpoint; resume it with resume_decided".into(),
-            });
-        }
+        undecided(store, id)?;
         self.resume_checked(store, id, approval)
     }
 
@@ -329,12 +324,7 @@ impl<R: ComputerUseRuntime> Session<R> {
         approval: Approval,
     ) -> Result<Approved<R>, ComputerUseError> {
         self.core.ensure_open("resume")?;
-        if store.decision(id)?.is_some() {
-            return Err(ComputerUseError::Checkpoint {
-                id: id.to_string(),
-                reason: "a person's decision is recorded for this checkpoint; resume it with resume_decided".into(),
-            });
-        }
+        undecided(store, id)?;
         self.refreshing(store, id, approval, false).await
     }
 
@@ -355,13 +345,11 @@ impl<R: ComputerUseRuntime> Session<R> {
                 reason: "this checkpoint was already resumed in this session; a checkpoint approves one execution".into(),
             });
         }
-        if !decided && store.decision(id)?.is_some() {
-            return Err(ComputerUseError::Checkpoint {
-                id: id.to_string(),
-                reason: "a person's decision is recorded for this checkpoint; resume it with resume_decided".into(),
-            });
+        if decided {
+            Ok(())
+        } else {
+            undecided(store, id)
         }
-        Ok(())
     }
 
     async fn refreshing(
@@ -396,12 +384,7 @@ impl<R: ComputerUseRuntime> Session<R> {
         id: &CheckpointId,
     ) -> Result<PendingApproval<R>, ComputerUseError> {
         self.core.ensure_open("refresh")?;
-        if store.decision(id)?.is_some() {
-            return Err(ComputerUseError::Checkpoint {
-                id: id.to_string(),
-                reason: "a person's decision is recorded for this checkpoint; resume it with resume_decided".into(),
-            });
-        }
+        undecided(store, id)?;
         let pending =
             self.previewed_again(store, id)
                 .await?
@@ -775,4 +758,19 @@ fn stable_field(name: &str) -> &'static str {
         "reasons",
     ];
     FIELDS.into_iter().find(|f| *f == name).unwrap_or("preview")
+}
+
+/// Refuses a checkpoint beside which a person's decision is recorded: that
+/// decision, through `resume_decided`, is then the only way on; a caller's
+/// own approval can neither override a denial nor swap an approval.
+fn undecided(store: &dyn CheckpointStore, id: &CheckpointId) -> Result<(), ComputerUseError> {
+    match store.decision(id)? {
+        None => Ok(()),
+        Some(_) => Err(ComputerUseError::Checkpoint {
+            id: id.to_string(),
+            reason:
+                "a person's decision is recorded for this checkpoint; resume it with resume_decided"
+                    .into(),
+        }),
+    }
 }
