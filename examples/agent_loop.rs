@@ -5,7 +5,15 @@
 //! cargo run --features sim --example agent_loop
 //! cargo run --features sim --example agent_loop -- --server <command> [args...]
 //! cargo run --features sim,openai --example agent_loop -- --model [--server ...]
+//! cargo run --features x11 --example agent_loop -- --x11
 //! ```
+//!
+//! With `--x11` the recorded plans drive real programs no one here wrote,
+//! on the X11 display `$DISPLAY` names: an `xmessage` dialog, whose Approve
+//! button the loop clicks (xmessage then prints the button and exits with
+//! its value), and an `xterm` running `cat > FILE`, into which the loop
+//! types one line (the file's content is then read). Those two readings,
+//! made outside this crate, are what the example prints and checks.
 //!
 //! With `--model` the planner is a model behind any OpenAI-compatible
 //! endpoint: `OPENAI_BASE_URL` (default `https://api.openai.com/v1`),
@@ -36,6 +44,9 @@ const REQUEST: &str = "Put the draft on my clipboard, then the reviewed text, th
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> Result<(), Error> {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.iter().any(|a| a == "--x11") {
+        return x11::run().await;
+    }
     let server = args
         .iter()
         .position(|a| a == "--server")
@@ -138,4 +149,179 @@ async fn run_model(
     _allowed: AllowedActions,
 ) -> Result<adk_computer_use::agent::AgentReport<ComputerUseMcpRuntime>, Error> {
     Err("--model needs the openai feature: cargo run --features sim,openai --example agent_loop -- --model".into())
+}
+
+/// The recorded plans on a real X11 display.
+#[cfg(feature = "x11")]
+mod x11 {
+    use std::process::{Child, Command, Stdio};
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use adk_computer_use::agent::{AgentLoop, AgentStop, ScriptedPlanner};
+    use adk_computer_use::runtime::{ComputerUseRuntime, ObservationScope};
+    use adk_computer_use::sim::{self, SimConfig};
+    use adk_computer_use::x11::X11Desktop;
+    use adk_computer_use::{
+        ComputerUseMcpRuntime, McpRuntimeConfig, ScopeAuthorizer, Session, VerifiedIdentity,
+    };
+
+    use super::Error;
+
+    const PRINCIPAL: &str = "principal-x11";
+    const CLICK: &str = include_str!("transcripts/x11_xmessage.json");
+    const TYPE: &str = include_str!("transcripts/x11_xterm.json");
+    /// The line the xterm plan types (its transcript's text, newline aside).
+    const LINE: &str = "typed through the governed chain";
+
+    /// Ends a child process however the example ends.
+    struct Reaped(Child);
+
+    impl Drop for Reaped {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+
+    /// Waits until the display shows a window of `app`.
+    async fn shown(runtime: &ComputerUseMcpRuntime, session: &str, app: &str) -> Result<(), Error> {
+        let scope = ObservationScope {
+            session_id: session.to_owned(),
+            tool: None,
+            app_id: None,
+            window_id: None,
+        };
+        for _ in 0..100 {
+            let listed = runtime.observe_semantic(&scope).await?;
+            let windows = listed.structured["windows"].as_array().cloned().unwrap_or_default();
+            if windows.iter().any(|w| w["bundleId"] == app) {
+                return Ok(());
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        Err(format!("no {app} window appeared on the display in 10 s").into())
+    }
+
+    /// One recorded plan, governed, in a session bound to `app`.
+    async fn drive(
+        runtime: &Arc<ComputerUseMcpRuntime>,
+        app: &str,
+        tool: &str,
+        transcript: &str,
+    ) -> Result<(), Error> {
+        let identity = VerifiedIdentity::new(PRINCIPAL, "tenant-x11")?;
+        let authorizer =
+            ScopeAuthorizer::new(identity, ["computer:plan", "computer:execute:foreground"])?;
+        let session = Session::builder(Arc::clone(runtime), authorizer)
+            .agent_id("agent-loop-x11")
+            .target(app, None)
+            .build()?;
+        let allowed = runtime.allowed_actions(&[tool]).await?;
+        let planner = ScriptedPlanner::from_transcript(&serde_json::from_str(transcript)?)?;
+        let report = AgentLoop::new(&session, planner, allowed)
+            .budget(3)
+            .run("Answer the dialog, then write the line.")
+            .await
+            .into_result()?;
+        for step in &report.history {
+            println!(
+                "{app}: step {}: {} -> {}",
+                step.step,
+                step.tool.as_deref().unwrap_or("-"),
+                step.outcome
+            );
+        }
+        let stats = session.shutdown().await;
+        println!("{app}: released, {} leaked", stats.leaked());
+        match report.stop {
+            AgentStop::Done { summary } => {
+                println!("{app}: done: {summary}");
+                Ok(())
+            }
+            other => Err(format!("{app}: the plan stopped early: {other:?}").into()),
+        }
+    }
+
+    pub(super) async fn run() -> Result<(), Error> {
+        let dir = tempfile_dir()?;
+        let file = dir.join("typed.txt");
+        let mut dialog = Reaped(
+            Command::new("xmessage")
+                .args(["-print", "-geometry", "+100+100", "-buttons", "Approve:3,Decline:4"])
+                .arg("Ship the release?")
+                .stdout(Stdio::piped())
+                .spawn()
+                .map_err(|e| format!("xmessage could not be started (apt-get install x11-utils): {e}"))?,
+        );
+        let _terminal = Reaped(
+            Command::new("xterm")
+                .args(["-geometry", "80x12+600+100", "-e", "sh", "-c"])
+                .arg(format!("cat > '{}'", file.display()))
+                .spawn()
+                .map_err(|e| format!("xterm could not be started (apt-get install xterm): {e}"))?,
+        );
+        let runtime = Arc::new(
+            sim::spawn_on(
+                SimConfig::for_principal(PRINCIPAL),
+                Box::new(X11Desktop::connect()?),
+                McpRuntimeConfig::new(PRINCIPAL),
+            )
+            .await?,
+        );
+        let started = runtime.start_session(Some("drive real windows"), None).await?;
+        shown(&runtime, &started.session_id, "Xmessage").await?;
+        shown(&runtime, &started.session_id, "XTerm").await?;
+
+        drive(&runtime, "Xmessage", "left_click", CLICK).await?;
+        let status = wait_exit(&mut dialog.0)?;
+        let mut printed = String::new();
+        if let Some(out) = dialog.0.stdout.as_mut() {
+            use std::io::Read;
+            out.read_to_string(&mut printed)?;
+        }
+        println!("xmessage printed {:?} and exited with {status:?}", printed.trim());
+        if printed.trim() != "Approve" || status != Some(3) {
+            return Err("xmessage did not report the Approve button".into());
+        }
+
+        drive(&runtime, "XTerm", "type", TYPE).await?;
+        let mut content = String::new();
+        for _ in 0..50 {
+            content = std::fs::read_to_string(&file).unwrap_or_default();
+            if content.ends_with('\n') {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        println!("the file cat wrote holds {content:?}");
+        if content != format!("{LINE}\n") {
+            return Err("the line typed into xterm did not reach the file".into());
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+        Ok(())
+    }
+
+    fn wait_exit(child: &mut Child) -> Result<Option<i32>, Error> {
+        for _ in 0..50 {
+            if let Some(status) = child.try_wait()? {
+                return Ok(status.code());
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Err("xmessage is still open 5 s after the click".into())
+    }
+
+    fn tempfile_dir() -> Result<std::path::PathBuf, Error> {
+        let dir = std::env::temp_dir().join(format!("adk-agent-loop-x11-{}", std::process::id()));
+        std::fs::create_dir_all(&dir)?;
+        Ok(dir)
+    }
+}
+
+#[cfg(not(feature = "x11"))]
+mod x11 {
+    pub(super) async fn run() -> Result<(), super::Error> {
+        Err("--x11 needs the x11 feature: cargo run --features x11 --example agent_loop -- --x11".into())
+    }
 }

@@ -7,7 +7,16 @@
 //!     "Place the exact public text 'ADK-Rust live prompt completed' on my clipboard."
 //! cargo run --features sim --example live_clipboard -- "..." --server <command> [args...]
 //! cargo run --features sim,openai --example live_clipboard -- "..." --planner model
+//! cargo run --features x11 --example live_clipboard -- "..." --x11
 //! ```
+//!
+//! With `--x11` the same rules act on the real X11 display `$DISPLAY` names:
+//! the text goes onto the real CLIPBOARD selection, the server reads it
+//! back itself (its check is what "verified" rests on), and then `xclip -o
+//! -selection clipboard`, a program outside this crate, reads it again and
+//! both are printed. The write is bound to a window the display shows (the
+//! one whose `WM_CLASS` is `COMPUTER_USE_CLIPBOARD_APP`, else the focused
+//! one, else the first).
 //!
 //! With `--planner model` a model behind any OpenAI-compatible endpoint
 //! (`OPENAI_BASE_URL`, `OPENAI_API_KEY`, `OPENAI_MODEL`) plans the write
@@ -108,6 +117,8 @@ async fn main() -> Result<(), Error> {
         Some(_) => return Err("--planner needs a name: model".into()),
         None => "rules".to_owned(),
     };
+    let x11 = args.iter().any(|a| a == "--x11");
+    args.retain(|a| a != "--x11");
     let (request, server) = match args.iter().position(|a| a == "--server") {
         Some(at) => (args[..at].first().cloned(), Some(args[at + 1..].to_vec())),
         None => (args.first().cloned(), None),
@@ -116,7 +127,7 @@ async fn main() -> Result<(), Error> {
     let text = quoted_text(&request)?.to_owned();
     let principal =
         std::env::var("COMPUTER_USE_PRINCIPAL_ID").unwrap_or_else(|_| "principal-live".to_owned());
-    let app =
+    let mut app =
         std::env::var("COMPUTER_USE_CLIPBOARD_APP").unwrap_or_else(|_| CLIPBOARD_APP.to_owned());
 
     // The target evidence: by default the chain derives it from what the
@@ -133,7 +144,7 @@ async fn main() -> Result<(), Error> {
     };
     // The session acts on that window (the simulator's clipboard viewer
     // unless the evidence names another).
-    let window = target
+    let mut window = target
         .as_ref()
         .and_then(|t| t.window_id.clone())
         .unwrap_or(WindowId::Number(CLIPBOARD_WINDOW));
@@ -147,6 +158,7 @@ async fn main() -> Result<(), Error> {
             ComputerUseMcpRuntime::spawn(command, config).await?
         }
         Some(_) => return Err("--server needs a command".into()),
+        None if x11 => x11_desktop(SimConfig::for_principal(&principal), config).await?,
         None => sim::spawn(SimConfig::for_principal(&principal), config).await?,
     });
     let started = runtime.start_session(Some(&request), None).await?;
@@ -154,6 +166,10 @@ async fn main() -> Result<(), Error> {
         "session {} started for {}",
         started.session_id, started.principal_id
     );
+    if x11 {
+        (app, window) = x11_window(&runtime, &started.session_id).await?;
+        println!("the write is bound to window {window:?} of {app}");
+    }
 
     let identity = VerifiedIdentity::new(&principal, "tenant-live")?;
     let authorizer =
@@ -197,6 +213,9 @@ async fn main() -> Result<(), Error> {
                 done.outcome().is_verified()
             );
             read_back(&session, &runtime, target.clone(), &text).await?;
+            if x11 {
+                xclip_reads(&text)?;
+            }
             if let Some(why) = done.outcome().detail() {
                 println!("why not verified: {why}");
             }
@@ -253,4 +272,70 @@ async fn model_writes(
     _request: &str,
 ) -> Result<(), Error> {
     Err("--planner model needs the openai feature: cargo run --features sim,openai --example live_clipboard -- \"...\" --planner model".into())
+}
+
+/// The real X11 display under the same rules, served in this process.
+#[cfg(feature = "x11")]
+async fn x11_desktop(
+    sim: SimConfig,
+    config: McpRuntimeConfig,
+) -> Result<ComputerUseMcpRuntime, Error> {
+    let desktop = adk_computer_use::x11::X11Desktop::connect()?;
+    Ok(sim::spawn_on(sim, Box::new(desktop), config).await?)
+}
+
+#[cfg(not(feature = "x11"))]
+async fn x11_desktop(
+    _sim: SimConfig,
+    _config: McpRuntimeConfig,
+) -> Result<ComputerUseMcpRuntime, Error> {
+    Err("--x11 needs the x11 feature: cargo run --features x11 --example live_clipboard -- \"...\" --x11".into())
+}
+
+/// The window the write is bound to, from what the display shows.
+async fn x11_window(
+    runtime: &ComputerUseMcpRuntime,
+    session_id: &str,
+) -> Result<(String, WindowId), Error> {
+    use adk_computer_use::runtime::{ComputerUseRuntime, ObservationScope};
+    let scope = ObservationScope {
+        session_id: session_id.to_owned(),
+        tool: None,
+        app_id: None,
+        window_id: None,
+    };
+    let listed = runtime.observe_semantic(&scope).await?;
+    let windows = listed.structured["windows"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let wanted = std::env::var("COMPUTER_USE_CLIPBOARD_APP").ok();
+    let chosen = windows
+        .iter()
+        .find(|w| wanted.as_deref().is_some_and(|a| w["bundleId"] == a))
+        .or_else(|| windows.iter().find(|w| w["isFocused"] == true))
+        .or_else(|| windows.first())
+        .ok_or("the X11 display shows no window to bind the write to; start one (xterm, say)")?;
+    let app = chosen["bundleId"]
+        .as_str()
+        .ok_or("the window record has no app id")?;
+    let id = chosen["windowId"]
+        .as_u64()
+        .ok_or("the window record has no numeric window id")?;
+    Ok((app.to_owned(), WindowId::Number(id)))
+}
+
+/// Reads the clipboard with `xclip`, a program outside this crate.
+fn xclip_reads(expected: &str) -> Result<(), Error> {
+    let output = std::process::Command::new("xclip")
+        .args(["-o", "-selection", "clipboard"])
+        .output()
+        .map_err(|e| format!("xclip could not be run (install it: apt-get install xclip): {e}"))?;
+    let read = String::from_utf8_lossy(&output.stdout);
+    println!("requested:       {expected:?}");
+    println!("xclip read back: {read:?} (matches: {})", read == expected);
+    if read != expected {
+        return Err("xclip read back another text than the one requested".into());
+    }
+    Ok(())
 }

@@ -80,6 +80,8 @@ pub mod protocol;
 pub mod runtime;
 #[cfg(feature = "sim")]
 pub mod sim;
+#[cfg(feature = "x11")]
+pub mod x11;
 #[cfg(feature = "test-util")]
 pub mod test_util;
 

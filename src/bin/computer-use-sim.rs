@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! computer-use-sim [--principal ID] [--fault NAME]... [--confirm-tool TOOL]...
-//!                  [--allow-destructive] [--slow-ms N] [--listen ADDR]
+//!                  [--allow-destructive] [--slow-ms N] [--listen ADDR] [--x11]
 //! ```
 
 use adk_computer_use::sim::{Fault, SimConfig, SimServer};
@@ -14,7 +14,7 @@ fn usage() -> String {
         "computer-use-sim: a simulated desktop served as a computer-use-mcp v8 server on stdio
 
 usage: computer-use-sim [--principal ID] [--fault NAME]... [--confirm-tool TOOL]...
-                        [--allow-destructive] [--slow-ms N] [--listen ADDR]
+                        [--allow-destructive] [--slow-ms N] [--listen ADDR] [--x11]
 
   --principal ID        the principal every caller is authenticated as
                         (default: $COMPUTER_USE_PRINCIPAL_ID, else principal-local)
@@ -26,6 +26,8 @@ usage: computer-use-sim [--principal ID] [--fault NAME]... [--confirm-tool TOOL]
   --listen ADDR         serve MCP over TCP at ADDR (127.0.0.1:0 picks a port,
                         printed first) to every client, on one desktop that
                         outlives them, instead of on stdin/stdout
+  --x11                 act on the real X11 display $DISPLAY names instead of
+                        the simulated desktop (built with the x11 feature)
   --help                print this and exit
 
 It speaks MCP on stdin/stdout until the client closes the connection. From
@@ -53,6 +55,8 @@ async fn main() -> std::process::ExitCode {
         }
         None => None,
     };
+    let x11 = args.iter().any(|a| a == "--x11");
+    args.retain(|a| a != "--x11");
     let config = match SimConfig::from_args(args) {
         Ok(config) => config,
         Err(err) => {
@@ -60,7 +64,14 @@ async fn main() -> std::process::ExitCode {
             return std::process::ExitCode::from(2);
         }
     };
-    let server = SimServer::new(config);
+    let server = match desktop(x11) {
+        Ok(Some(desktop)) => SimServer::on(config, desktop),
+        Ok(None) => SimServer::new(config),
+        Err(err) => {
+            eprintln!("computer-use-sim: {err}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
     let served = match listen {
         Some(address) => match tokio::net::TcpListener::bind(&address).await {
             Ok(listener) => {
@@ -87,5 +98,23 @@ async fn main() -> std::process::ExitCode {
             eprintln!("computer-use-sim: {err}");
             std::process::ExitCode::FAILURE
         }
+    }
+}
+
+/// The desktop asked for: the real X11 display, or `None` for the
+/// simulated one.
+fn desktop(x11: bool) -> Result<Option<Box<dyn adk_computer_use::sim::DesktopBackend>>, String> {
+    if !x11 {
+        return Ok(None);
+    }
+    #[cfg(feature = "x11")]
+    {
+        adk_computer_use::x11::X11Desktop::connect()
+            .map(|d| Some(Box::new(d) as Box<dyn adk_computer_use::sim::DesktopBackend>))
+            .map_err(|e| e.to_string())
+    }
+    #[cfg(not(feature = "x11"))]
+    {
+        Err("--x11 needs the x11 feature: cargo build --features x11".into())
     }
 }

@@ -1,5 +1,5 @@
 //! The server's side of the desktop: what upstream asks of its session and
-//! transaction hooks, answered by the simulated [`super::Desktop`]. Target
+//! transaction hooks, answered by the desktop backend. Target
 //! revalidation, the accessibility sensitivity of a semantic edit, running
 //! a tool into a tool result, the independent effect check, and the
 //! cursor-and-focus capture and restore around a mutation.
@@ -10,8 +10,9 @@ use time::OffsetDateTime;
 use super::preview::ActionRequest;
 use super::state::SimState;
 use super::wire::{now, parse_time, stamp, uuid};
-use super::{SimError, desktop::SNAPSHOT_PNG};
-use crate::contracts::{ActionPostcondition, TargetEvidence, WindowId};
+use super::SimError;
+use super::backend::{PointerAndFocus, Revalidation};
+use crate::contracts::TargetEvidence;
 
 /// How old target evidence may be when it is revalidated.
 const MAX_TARGET_AGE_MS: i128 = 30_000;
@@ -41,18 +42,15 @@ impl ToolResult {
 }
 
 /// The cursor and focus before a mutation.
-pub(super) type Snapshot = ((i64, i64), Option<(String, u64)>);
+pub(super) type Snapshot = PointerAndFocus;
 
 /// The target evidence as the desktop reads it.
 pub(super) fn evidence(target: &Value) -> Option<TargetEvidence> {
     serde_json::from_value(target.clone()).ok()
 }
 
-fn window_of(target: &Value) -> Option<WindowId> {
-    target
-        .get("windowId")
-        .and_then(Value::as_u64)
-        .map(WindowId::Number)
+fn window_of(target: &Value) -> Option<u64> {
+    target.get("windowId").and_then(Value::as_u64)
 }
 
 impl SimState {
@@ -62,6 +60,7 @@ impl SimState {
         &self,
         target: &Value,
         at: OffsetDateTime,
+        round: Revalidation,
     ) -> Result<(), SimError> {
         let observation = json!({ "observationId": target.get("observationId") });
         let captured = target
@@ -75,7 +74,7 @@ impl SimState {
                 observation,
             ));
         }
-        if !evidence(target).is_some_and(|t| self.desktop.is_current(&t)) {
+        if !evidence(target).is_some_and(|t| self.desktop.is_current(&t, round)) {
             return Err(SimError::with_details(
                 "stale_target",
                 "target evidence no longer matches the desktop",
@@ -109,7 +108,7 @@ impl SimState {
             .target
             .as_ref()
             .and_then(|t| Some((t.get("appId")?.as_str()?, window_of(t)?)))
-            .and_then(|(app, window)| self.desktop.window(app, Some(&window)));
+            .and_then(|(app, window)| self.desktop.elements(app, window));
         let source = if window.is_some() {
             "accessibility"
         } else {
@@ -120,13 +119,12 @@ impl SimState {
                 signals.push("invalid_field");
                 unknown = true;
             }
-            Some(window) => {
+            Some(elements) => {
                 for field in fields {
                     let id = field.get("element_id").and_then(Value::as_str);
                     let role = field.get("role").and_then(Value::as_str);
                     let label = field.get("label").and_then(Value::as_str);
-                    let found: Vec<_> = window
-                        .elements
+                    let found: Vec<_> = elements
                         .iter()
                         .filter(|e| match (id, role, label) {
                             (Some(id), _, _) => e.id == id,
@@ -190,21 +188,21 @@ impl SimState {
         let mut images = Vec::new();
         let mut output = match tool {
             "snapshot" => {
-                images.push((SNAPSHOT_PNG.to_owned(), "image/png".to_owned()));
-                json!({
-                    "observationId": observation_id,
-                    "revision": self.desktop.revision,
-                    "cursor": [self.desktop.cursor.0, self.desktop.cursor.1],
-                    "focus": self.desktop.focus,
-                    "screenshotHash": self.desktop.screenshot_hash(),
-                })
+                let frame = self.desktop.snapshot()?;
+                images.push((frame.png_base64, "image/png".to_owned()));
+                let mut fields = self.desktop.snapshot_fields();
+                if let Value::Object(map) = &mut fields {
+                    map.insert("observationId".into(), json!(observation_id));
+                    map.insert("screenshotHash".into(), json!(frame.digest));
+                }
+                fields
             }
             "get_ui_tree" => self.desktop.ui_tree(
                 args.get("app_id").and_then(Value::as_str),
                 args.get("window_id").and_then(Value::as_u64),
             )?,
-            "list_windows" => self.desktop.list_windows(),
-            "read_clipboard" => json!({ "text": self.desktop.clipboard }),
+            "list_windows" => self.desktop.list_windows()?,
+            "read_clipboard" => json!({ "text": self.desktop.read_clipboard()? }),
             other => {
                 return Err(SimError::refusal(
                     "execution_failed",
@@ -239,34 +237,25 @@ impl SimState {
     /// The server's own check of the effect: `(verified, method, checks)`.
     pub(super) fn verify_effect(
         &self,
+        tool: &str,
+        args: &Value,
         postcondition: Option<&Value>,
         target: Option<&Value>,
     ) -> (bool, &'static str, u64) {
-        let Some(postcondition) = postcondition else {
-            return (true, "simulated_effect", 0);
-        };
-        let Ok(postcondition) =
-            serde_json::from_value::<ActionPostcondition>(postcondition.clone())
-        else {
-            return (false, "simulated_state", 1);
-        };
         let target = target.and_then(evidence);
-        let (satisfied, _) = self
+        let check = self
             .desktop
-            .observe_postcondition(&postcondition, target.as_ref());
-        (satisfied, "simulated_state", 1)
+            .verify(tool, args, postcondition, target.as_ref());
+        (check.verified, check.method, check.checks)
     }
 
     /// The cursor and focus, before a mutation.
     pub(super) fn capture(&self) -> Snapshot {
-        (self.desktop.cursor, self.desktop.focus.clone())
+        self.desktop.capture()
     }
 
     /// Puts the cursor and focus back where they were.
     pub(super) fn restore(&mut self, snapshot: Snapshot) -> Value {
-        let (cursor, focus) = snapshot;
-        self.desktop.cursor = cursor;
-        self.desktop.focus = focus;
-        json!({ "restored": true, "cursorRestored": true, "focusRestored": true })
+        self.desktop.restore(snapshot)
     }
 }

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 
 use super::SimError;
+use super::backend::{EffectCheck, Frame, PointerAndFocus, Revalidation};
 use crate::contracts::{ActionPostcondition, PostconditionFields, TargetEvidence, WindowId};
 use crate::digest::{sha256_hex, sha256_prefixed};
 
@@ -477,5 +478,117 @@ impl Desktop {
             PostconditionFields::Process { .. } => (true, None),
             PostconditionFields::Registry { exists, .. } => (!*exists, None),
         }
+    }
+}
+
+impl super::backend::DesktopBackend for Desktop {
+    fn kind(&self) -> &'static str {
+        "simulated"
+    }
+
+    fn performs(&self, tool: &str) -> bool {
+        matches!(
+            tool,
+            "snapshot"
+                | "list_windows"
+                | "get_ui_tree"
+                | "read_clipboard"
+                | "write_clipboard"
+                | "set_value"
+                | "fill_form"
+                | "focus_window"
+                | "left_click"
+                | "move_cursor"
+                | "write_file"
+                | "delete_file"
+        )
+    }
+
+    fn simulated(&self) -> Option<&Desktop> {
+        Some(self)
+    }
+
+    fn is_current(&self, target: &TargetEvidence, _round: Revalidation) -> bool {
+        Desktop::is_current(self, target)
+    }
+
+    fn snapshot(&self) -> Result<Frame, SimError> {
+        Ok(Frame {
+            png_base64: SNAPSHOT_PNG.to_owned(),
+            digest: self.screenshot_hash(),
+            size: (1, 1),
+        })
+    }
+
+    fn snapshot_fields(&self) -> Value {
+        json!({
+            "revision": self.revision,
+            "cursor": [self.cursor.0, self.cursor.1],
+            "focus": self.focus,
+        })
+    }
+
+    fn list_windows(&self) -> Result<Value, SimError> {
+        Ok(Desktop::list_windows(self))
+    }
+
+    fn ui_tree(&self, app_id: Option<&str>, window_id: Option<u64>) -> Result<Value, SimError> {
+        Desktop::ui_tree(self, app_id, window_id)
+    }
+
+    fn elements(&self, app_id: &str, window_id: u64) -> Option<Vec<Element>> {
+        self.window(app_id, Some(&WindowId::Number(window_id)))
+            .map(|w| w.elements.clone())
+    }
+
+    fn read_clipboard(&self) -> Result<String, SimError> {
+        Ok(self.clipboard.clone())
+    }
+
+    fn clipboard_written(&self) -> Option<String> {
+        Some(self.clipboard.clone())
+    }
+
+    fn apply(
+        &mut self,
+        tool: &str,
+        args: &Value,
+        target: Option<&TargetEvidence>,
+    ) -> Result<Value, SimError> {
+        Desktop::apply(self, tool, args, target)
+    }
+
+    fn verify(
+        &self,
+        _tool: &str,
+        _args: &Value,
+        postcondition: Option<&Value>,
+        target: Option<&TargetEvidence>,
+    ) -> EffectCheck {
+        let Some(postcondition) = postcondition else {
+            return EffectCheck {
+                verified: true,
+                method: "simulated_effect",
+                checks: 0,
+            };
+        };
+        let verified = serde_json::from_value::<ActionPostcondition>(postcondition.clone())
+            .is_ok_and(|p| self.observe_postcondition(&p, target).0);
+        EffectCheck {
+            verified,
+            method: "simulated_state",
+            checks: 1,
+        }
+    }
+
+    fn capture(&self) -> PointerAndFocus {
+        (self.cursor, self.focus.clone())
+    }
+
+    fn restore(&mut self, before: PointerAndFocus) -> Value {
+        let (cursor, focus) = before;
+        self.cursor = cursor;
+        self.focus = focus;
+        json!({ "restored": true, "cursorRestored": true, "focusRestored": true })
     }
 }

@@ -11,6 +11,7 @@ use time::OffsetDateTime;
 
 use super::SimError;
 use super::actuate::ToolResult;
+use super::backend::Revalidation;
 use super::faults::Fault;
 use super::policy;
 use super::preview::{ActionRequest, Preview, postcondition_summary};
@@ -95,10 +96,15 @@ fn answer(receipt: Value, replay: bool, result: &Value) -> SimAnswer {
 impl SimState {
     pub(super) fn execute(&mut self, args: &Value) -> Result<SimAnswer, SimError> {
         let request = ActionRequest::parse(args);
-        if policy::desktop_tool(&request.tool).is_none() {
-            return Err(SimError::bare(
-                "tool_outside_host_profile",
-                json!({ "tool": request.tool }),
+        if let Some(refusal) = policy::outside_catalogue(&request.tool, "execute_action") {
+            return Err(refusal);
+        }
+        // Every catalogue tool previews; a desktop performs only its own.
+        if request.mode != "shadow" && !self.desktop.performs(&request.tool) {
+            return Err(SimError::with_details(
+                "execution_failed",
+                format!("this {} desktop does not perform {}", self.desktop.kind(), request.tool),
+                json!({ "tool": request.tool, "desktop": self.desktop.kind() }),
             ));
         }
         let Some(action_id) = request.action_id.clone().filter(|a| !a.is_empty()) else {
@@ -286,7 +292,7 @@ impl SimState {
         at: OffsetDateTime,
     ) -> Result<(), SimError> {
         if let Some(target) = envelope.get("target") {
-            self.revalidate_target(target, at)?;
+            self.revalidate_target(target, at, Revalidation::BeforeEffect)?;
         }
         let Some(before) = envelope.get("targetSensitivity") else {
             return Ok(());
@@ -348,6 +354,10 @@ impl SimState {
             self.leases.validate(lease_id, target, at).map_err(before)?;
             self.revalidate_context(request, envelope, at)
                 .map_err(before)?;
+            let target = envelope.get("target").and_then(super::actuate::evidence);
+            self.desktop
+                .prepare(&request.tool, &request.args, target.as_ref())
+                .map_err(before)?;
             snapshot = Some(self.capture());
             self.leases.consume(lease_id, at).map_err(before)?;
         }
@@ -388,7 +398,12 @@ impl SimState {
             .entry((request.session_id.clone(), action_id.to_owned()))
             .or_default() += 1;
         let postcondition = envelope.get("postcondition");
-        let (verified, method, checks) = self.verify_effect(postcondition, envelope.get("target"));
+        let (verified, method, checks) = self.verify_effect(
+            &request.tool,
+            &request.args,
+            postcondition,
+            envelope.get("target"),
+        );
         let mut payload = json!({ "verified": verified, "method": method, "checks": checks });
         if let (Value::Object(map), Some(postcondition)) = (&mut payload, postcondition) {
             map.extend(postcondition_summary(postcondition));
@@ -411,7 +426,8 @@ impl SimState {
             )));
         }
         if let Some(target) = envelope.get("target") {
-            self.revalidate_target(target, now()).map_err(after)?;
+            self.revalidate_target(target, now(), Revalidation::AfterEffect)
+                .map_err(after)?;
         }
         if let (Some(snapshot), Some(lease_id)) = (snapshot, &request.lease_id)
             && self

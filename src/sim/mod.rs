@@ -15,6 +15,7 @@
 //! binary, or inside your own process with [`spawn`].
 
 mod actuate;
+mod backend;
 mod control;
 mod desktop;
 mod execute;
@@ -43,9 +44,10 @@ use serde_json::{Map, Value, json};
 pub use desktop::{
     App, CLIPBOARD_APP, CLIPBOARD_LABEL, CLIPBOARD_ROLE, CLIPBOARD_WINDOW, Desktop, Element, Window,
 };
+pub use backend::{DesktopBackend, EffectCheck, Frame, PointerAndFocus, Revalidation};
 pub use faults::{Fault, SimConfig};
 pub use server::SimServer;
-pub use spawn::spawn;
+pub use spawn::{spawn, spawn_on};
 pub use state::{SimAnswer, SimState};
 
 /// A refusal (or a crash) the simulator answers with.

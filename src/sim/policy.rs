@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use super::faults::SimConfig;
 use crate::digest::{canonical_json, sha256_prefixed};
 
-/// How a tool reaches the desktop.
+/// How a tool reaches the desktop (upstream's `focusRequired`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Focus {
     /// No focus or input needed.
@@ -16,6 +16,8 @@ pub(crate) enum Focus {
     Ax,
     /// Synthetic input events.
     Input,
+    /// A scripting bridge.
+    Scripting,
 }
 
 /// A desktop tool's metadata (upstream's tool catalog entry).
@@ -25,6 +27,8 @@ pub(crate) struct ToolMeta {
     pub mutates: bool,
     pub requires_focus: bool,
     pub moves_cursor: bool,
+    pub physical_input: bool,
+    pub virtual_pointer: bool,
     pub destructive_hint: bool,
 }
 
@@ -33,32 +37,121 @@ const fn meta(focus: Focus, mutates: bool, destructive_hint: bool) -> ToolMeta {
     ToolMeta {
         focus,
         mutates,
-        requires_focus: mutates && !matches!(focus, Focus::None),
+        requires_focus: mutates && matches!(focus, Focus::Input | Focus::Ax),
         moves_cursor: mutates && input,
+        physical_input: mutates && input,
+        virtual_pointer: false,
         destructive_hint,
     }
 }
 
-/// The simulated desktop's tools. Those upstream's catalog has carry its
-/// entry; `focus_window`, `move_cursor`, `write_file`, `delete_file` and
-/// `send_email` are the simulator's and carry the entry of their upstream
-/// counterpart (`activate_window`, `mouse_move`, `filesystem`, `filesystem`,
-/// `notification`).
+/// Upstream's shorthands: input, accessibility and scripting tools, and
+/// tools that need no focus.
+const INPUT: ToolMeta = meta(Focus::Input, true, false);
+const AX_MUT: ToolMeta = meta(Focus::Ax, true, false);
+const AX_READ: ToolMeta = meta(Focus::Ax, false, false);
+const SCRIPT_MUT: ToolMeta = meta(Focus::Scripting, true, true);
+const SCRIPT_READ: ToolMeta = meta(Focus::Scripting, false, false);
+const READ: ToolMeta = meta(Focus::None, false, false);
+const WRITE: ToolMeta = meta(Focus::None, true, false);
+const DESTROY: ToolMeta = meta(Focus::None, true, true);
+const POINTER_OVERLAY: ToolMeta = ToolMeta {
+    virtual_pointer: true,
+    ..WRITE
+};
+const PROVIDER: ToolMeta = ToolMeta {
+    virtual_pointer: true,
+    ..INPUT
+};
+
+/// Upstream's catalogue of 64 low-level tools, each with its entry, then
+/// the simulator's own five, which carry the entry of their upstream
+/// counterpart (`activate_window`, `mouse_move`, `filesystem`,
+/// `filesystem`, `notification`). Which of them a desktop performs is the
+/// desktop's to say ([`super::DesktopBackend::performs`]); every one of
+/// them previews.
 const DESKTOP_TOOLS: &[(&str, ToolMeta)] = &[
-    ("snapshot", meta(Focus::None, false, false)),
-    ("list_windows", meta(Focus::Ax, false, false)),
-    ("get_ui_tree", meta(Focus::Ax, false, false)),
-    ("read_clipboard", meta(Focus::None, false, false)),
-    ("write_clipboard", meta(Focus::None, true, false)),
-    ("set_value", meta(Focus::Ax, true, false)),
-    ("fill_form", meta(Focus::Ax, true, false)),
-    ("focus_window", meta(Focus::Ax, true, false)),
-    ("left_click", meta(Focus::Input, true, false)),
-    ("move_cursor", meta(Focus::Input, true, false)),
-    ("write_file", meta(Focus::None, true, true)),
-    ("delete_file", meta(Focus::None, true, true)),
-    ("send_email", meta(Focus::None, true, false)),
+    ("doctor", READ),
+    ("policy_status", READ),
+    ("agent_pointer", POINTER_OVERLAY),
+    ("openai_computer", PROVIDER),
+    ("screenshot", READ),
+    ("zoom", READ),
+    ("left_click", INPUT),
+    ("right_click", INPUT),
+    ("middle_click", INPUT),
+    ("double_click", INPUT),
+    ("triple_click", INPUT),
+    ("mouse_move", INPUT),
+    ("left_click_drag", INPUT),
+    ("cursor_position", READ),
+    ("left_mouse_down", INPUT),
+    ("left_mouse_up", INPUT),
+    ("scroll", INPUT),
+    ("type", INPUT),
+    ("key", INPUT),
+    ("hold_key", INPUT),
+    ("read_clipboard", READ),
+    ("write_clipboard", WRITE),
+    ("open_application", AX_MUT),
+    ("get_frontmost_app", AX_READ),
+    ("list_windows", AX_READ),
+    ("list_running_apps", AX_READ),
+    ("hide_app", AX_MUT),
+    ("unhide_app", AX_MUT),
+    ("get_display_size", READ),
+    ("list_displays", READ),
+    ("get_window", AX_READ),
+    ("get_cursor_window", AX_READ),
+    ("activate_app", AX_MUT),
+    ("activate_window", AX_MUT),
+    ("resize_window", AX_MUT),
+    ("wait", READ),
+    ("snapshot", READ),
+    ("get_ui_tree", AX_READ),
+    ("get_focused_element", AX_READ),
+    ("find_element", AX_READ),
+    ("click_element", AX_MUT),
+    ("set_value", AX_MUT),
+    ("press_button", AX_MUT),
+    ("select_menu_item", AX_MUT),
+    ("fill_form", AX_MUT),
+    ("run_script", SCRIPT_MUT),
+    ("get_app_dictionary", SCRIPT_READ),
+    ("list_menu_bar", AX_READ),
+    ("get_tool_guide", READ),
+    ("get_app_capabilities", AX_READ),
+    ("list_spaces", READ),
+    ("get_active_space", READ),
+    ("create_agent_space", AX_MUT),
+    ("move_window_to_space", AX_MUT),
+    ("remove_window_from_space", AX_MUT),
+    ("destroy_space", AX_MUT),
+    ("get_tool_metadata", READ),
+    ("filesystem", DESTROY),
+    ("process_kill", DESTROY),
+    ("registry", DESTROY),
+    ("notification", WRITE),
+    ("multi_select", INPUT),
+    ("multi_edit", INPUT),
+    ("scrape", READ),
+    ("focus_window", AX_MUT),
+    ("move_cursor", INPUT),
+    ("write_file", DESTROY),
+    ("delete_file", DESTROY),
+    ("send_email", WRITE),
 ];
+
+/// The upstream tool whose capability rule a simulator tool follows.
+fn counterpart(tool: &str) -> &str {
+    match tool {
+        "focus_window" => "activate_window",
+        "move_cursor" => "mouse_move",
+        "write_file" | "delete_file" => "filesystem",
+        "send_email" => "notification",
+        other => other,
+    }
+}
 
 /// The facade's own tools, which capabilities also answer for.
 const FACADE_READS: &[&str] = &[
@@ -78,6 +171,24 @@ pub(crate) fn desktop_tool(tool: &str) -> Option<ToolMeta> {
         .map(|(_, meta)| *meta)
 }
 
+/// Upstream's refusal of a tool `preview_action` and `execute_action` do
+/// not take: one outside the catalogue, or a provider's whole computer
+/// action, which must be translated into one low-level action first.
+pub(crate) fn outside_catalogue(tool: &str, verb: &str) -> Option<super::SimError> {
+    if desktop_tool(tool).is_none() {
+        return Some(super::SimError::bare(
+            "tool_outside_host_profile",
+            json!({ "tool": tool }),
+        ));
+    }
+    (tool == "openai_computer").then(|| {
+        super::SimError::bare(
+            "provider_adapter_requires_translation",
+            json!({ "remediation": format!("Translate the provider's action into one low-level action before {verb}.") }),
+        )
+    })
+}
+
 /// The metadata of any tool the server knows: the desktop's and its own.
 pub(crate) fn known_tool(tool: &str) -> Option<ToolMeta> {
     desktop_tool(tool).or_else(|| {
@@ -91,18 +202,34 @@ pub(crate) fn known_tool(tool: &str) -> Option<ToolMeta> {
 }
 
 /// The capability upstream's platform rule gives `tool` for `app_id`:
-/// modes, interference and confidence follow the tool's metadata; the
-/// backend is the simulated desktop's.
+/// backend, modes, interference and confidence follow the tool's
+/// catalogue entry.
 pub(crate) fn capability(tool: &str, meta: ToolMeta, app_id: &str) -> Value {
-    let interference = if meta.moves_cursor {
+    let interference = if meta.moves_cursor || meta.physical_input {
         "moves_physical_pointer"
     } else if meta.requires_focus {
         "takes_foreground"
+    } else if meta.virtual_pointer {
+        "visual_overlay_only"
     } else {
         "none"
     };
+    let backend = match (counterpart(tool), meta.focus) {
+        ("filesystem", _) => "filesystem",
+        ("registry", _) => "registry",
+        ("process_kill", _) => "process",
+        (_, Focus::Input) => "physical_input",
+        (_, Focus::Ax) => "ax",
+        (_, Focus::Scripting) => "scripting",
+        (_, Focus::None) => "none",
+    };
     let mut modes = vec!["shadow"];
-    if !meta.mutates || (meta.focus == Focus::None && !meta.requires_focus) {
+    if !meta.mutates
+        || (meta.focus == Focus::None
+            && !meta.requires_focus
+            && !meta.physical_input
+            && !meta.moves_cursor)
+    {
         modes.push("background");
     }
     if meta.mutates {
@@ -111,7 +238,7 @@ pub(crate) fn capability(tool: &str, meta: ToolMeta, app_id: &str) -> Value {
     json!({
         "appId": app_id,
         "operation": tool,
-        "backend": "scripting",
+        "backend": backend,
         "supportedModes": modes,
         "interference": interference,
         "confidence": if meta.focus == Focus::None { 1.0 } else { 0.75 },

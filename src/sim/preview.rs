@@ -55,11 +55,8 @@ fn denied_binding() -> SimError {
 impl SimState {
     pub(super) fn preview_tool(&mut self, args: &Value) -> Result<SimAnswer, SimError> {
         let request = ActionRequest::parse(args);
-        if policy::desktop_tool(&request.tool).is_none() {
-            return Err(SimError::bare(
-                "tool_outside_host_profile",
-                json!({ "tool": request.tool }),
-            ));
+        if let Some(refusal) = policy::outside_catalogue(&request.tool, "preview_action") {
+            return Err(refusal);
         }
         Ok(SimAnswer::of(self.preview(&request)?.answer))
     }

@@ -22,6 +22,9 @@ use crate::ComputerUseError;
 pub struct SimServer {
     state: Arc<Mutex<SimState>>,
     slow: std::time::Duration,
+    /// The desktop answers through blocking I/O (a real display): its
+    /// calls run on the blocking pool, never on an executor thread.
+    blocking: bool,
 }
 
 fn content_block(block: &Value) -> Option<ContentBlock> {
@@ -61,12 +64,21 @@ fn refused(error: SimError) -> CallToolResult {
 }
 
 impl SimServer {
-    /// A server over a fresh desktop.
+    /// A server over a fresh simulated desktop.
     pub fn new(config: SimConfig) -> Self {
+        Self::on(config, Box::new(super::Desktop::default()))
+    }
+
+    /// A server of the same rules over another desktop (a real display:
+    /// `crate::x11::X11Desktop`). A desktop other than the simulated one
+    /// is taken to block on I/O: its calls run on Tokio's blocking pool.
+    pub fn on(config: SimConfig, desktop: Box<dyn super::DesktopBackend>) -> Self {
         let slow = std::time::Duration::from_millis(config.slow_ms);
+        let blocking = desktop.simulated().is_none();
         Self {
-            state: Arc::new(Mutex::new(SimState::new(config))),
+            state: Arc::new(Mutex::new(SimState::on(config, desktop))),
             slow,
+            blocking,
         }
     }
 
@@ -93,7 +105,20 @@ impl SimServer {
             return refused(error);
         }
         if tool != "acquire_control_lease" {
-            let outcome = self.lock().dispatch(tool, &arguments);
+            let outcome = if self.blocking {
+                let state = Arc::clone(&self.state);
+                let tool = tool.to_owned();
+                tokio::task::spawn_blocking(move || {
+                    state
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .dispatch(&tool, &arguments)
+                })
+                .await
+                .unwrap_or_else(|err| Err(SimError::plain(format!("the desktop call failed: {err}"))))
+            } else {
+                self.lock().dispatch(tool, &arguments)
+            };
             return outcome.map_or_else(refused, success);
         }
         // The state is locked only to queue and to settle, never while

@@ -35,6 +35,17 @@ pub async fn spawn(
     sim: SimConfig,
     config: McpRuntimeConfig,
 ) -> Result<ComputerUseMcpRuntime, ComputerUseError> {
+    spawn_on(sim, Box::new(super::Desktop::default()), config).await
+}
+
+/// Serves the same rules over `desktop` (a real display, for one) on a
+/// task of the current Tokio runtime and connects an MCP runtime to it;
+/// otherwise as [`spawn`].
+pub async fn spawn_on(
+    sim: SimConfig,
+    desktop: Box<dyn super::DesktopBackend>,
+    config: McpRuntimeConfig,
+) -> Result<ComputerUseMcpRuntime, ComputerUseError> {
     for fault in [Fault::CrashBeforeEffect, Fault::CrashAfterCommit] {
         if sim.has(fault) {
             return Err(ComputerUseError::InvalidRequest {
@@ -48,7 +59,7 @@ pub async fn spawn(
     let (client, server) = tokio::io::duplex(PIPE_BYTES);
     tokio::spawn(async move {
         use rmcp::ServiceExt;
-        match SimServer::new(sim).serve(server).await {
+        match SimServer::on(sim, desktop).serve(server).await {
             Ok(running) => {
                 if let Err(err) = running.waiting().await {
                     tracing::debug!(error = %err, "the in-process simulator stopped");

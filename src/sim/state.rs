@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 
 use super::SimError;
 use super::control::LeaseAnswer;
+use super::backend::DesktopBackend;
 use super::desktop::Desktop;
 use super::faults::SimConfig;
 use super::grants::{Grants, Pending};
@@ -60,7 +61,7 @@ pub(super) struct StoredReceipt {
 /// receipts, onboarding, and the desktop behind them.
 pub struct SimState {
     pub(super) config: SimConfig,
-    pub(super) desktop: Desktop,
+    pub(super) desktop: Box<dyn DesktopBackend>,
     pub(super) sessions: BTreeMap<String, Session>,
     pub(super) events: EventLog,
     pub(super) follow_ups: BTreeMap<String, Vec<FollowUp>>,
@@ -76,11 +77,16 @@ pub struct SimState {
 }
 
 impl SimState {
-    /// A fresh desktop and an empty server.
+    /// A fresh simulated desktop and an empty server.
     pub fn new(config: SimConfig) -> Self {
+        Self::on(config, Box::new(Desktop::default()))
+    }
+
+    /// An empty server over `desktop`: the same rules, another desktop.
+    pub fn on(config: SimConfig, desktop: Box<dyn DesktopBackend>) -> Self {
         Self {
             config,
-            desktop: Desktop::default(),
+            desktop,
             sessions: BTreeMap::new(),
             events: EventLog::default(),
             follow_ups: BTreeMap::new(),
@@ -100,9 +106,14 @@ impl SimState {
         &self.config
     }
 
-    /// The desktop, for inspection.
-    pub fn desktop(&self) -> &Desktop {
-        &self.desktop
+    /// The simulated desktop, for inspection (`None` over another desktop).
+    pub fn desktop(&self) -> Option<&Desktop> {
+        self.desktop.simulated()
+    }
+
+    /// Which desktop the rules act on: `simulated` or `x11`.
+    pub fn desktop_kind(&self) -> &'static str {
+        self.desktop.kind()
     }
 
     /// The principal every caller is authenticated as.
@@ -201,7 +212,7 @@ impl SimState {
             "replays": self.replays,
             "activeReservations": self.reservations.active_at(at),
             "activeLeases": self.leases.active_at(at),
-            "clipboard": self.desktop.clipboard,
+            "clipboard": self.desktop.clipboard_written(),
         })
     }
 

@@ -1,0 +1,595 @@
+//! A real X11 display under the server's rules.
+//!
+//! [`X11Desktop`] is a [`DesktopBackend`]: the v8 rules of [`crate::sim`]
+//! (sessions, previews and policy, grants, the lease queue, reservations,
+//! receipts, events, refusals) act on the display `$DISPLAY` names instead
+//! of the simulated desktop. Serve it with `computer-use-sim --x11`, or in
+//! your own process with [`crate::sim::spawn_on`].
+//!
+//! What it does with the display, and no more:
+//!
+//! - **observe**: `snapshot` is a PNG of the whole screen (`GetImage`),
+//!   its digest upstream's (`sha256:` + hex of the PNG); `list_windows`
+//!   lists the windows a person sees with the app id from `WM_CLASS`, the
+//!   pid from `_NET_WM_PID`, the title from `_NET_WM_NAME`, bounds, display
+//!   and focus; `get_ui_tree` gives what X11 honestly has, the window's
+//!   geometry tree (`treeKind: "x11_window_geometry"`), with no
+//!   accessibility elements.
+//! - **act**: `write_clipboard` owns the CLIPBOARD selection and serves it
+//!   while the server lives; `left_click`, `right_click`, `double_click`,
+//!   `mouse_move`, `left_click_drag`, `scroll`, `type` and `key` are XTEST
+//!   input at real coordinates inside the target window, raised and
+//!   focused first. Every point must lie inside the target and not under
+//!   another window, every character must have a key: an action that
+//!   cannot be sent whole is refused before anything is sent.
+//! - **revalidate**: before the effect, the target evidence is compared
+//!   field by field with the display now (app, pid, window, title digest,
+//!   display, bounds within 4 px, the screen's pixels, the geometry tree):
+//!   a window that moved, closed, was retitled or whose pixels changed is
+//!   `stale_target` and nothing is sent. After the effect only the
+//!   window's identity is compared, and a window the action closed passes.
+//! - **check**: after a clipboard write the server reads the selection
+//!   back through a connection of its own, as any client would, and
+//!   reports `verified` only when it holds the text (and the declared
+//!   postcondition's digest, if any, is the text's). After input it can
+//!   check a `window` postcondition (the window exists or not) and a
+//!   `filesystem` one (a file's content, waited for briefly); any other
+//!   postcondition it cannot observe, and says so with `verified: false`.
+
+mod clipboard;
+mod input;
+mod screen;
+mod windows;
+
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use x11rb::connection::Connection;
+use x11rb::protocol::xproto::{
+    ConfigureWindowAux, ConnectionExt as _, InputFocus, StackMode, Window as XWindow,
+};
+use x11rb::protocol::xtest::ConnectionExt as _;
+use x11rb::rust_connection::RustConnection;
+
+use crate::ComputerUseError;
+use crate::contracts::{ActionPostcondition, PostconditionFields, TargetEvidence, WindowId};
+use crate::digest::{sha256_hex, sha256_prefixed};
+use crate::sim::{
+    DesktopBackend, EffectCheck, Element, Frame, PointerAndFocus, Revalidation, SimError,
+};
+use input::Event;
+
+/// Tools the X11 desktop performs.
+const PERFORMS: &[&str] = &[
+    "snapshot",
+    "list_windows",
+    "get_ui_tree",
+    "read_clipboard",
+    "write_clipboard",
+    "left_click",
+    "right_click",
+    "double_click",
+    "mouse_move",
+    "move_cursor",
+    "left_click_drag",
+    "scroll",
+    "type",
+    "key",
+];
+
+/// How long a `filesystem` postcondition is waited for after input (the
+/// program that reads the keys writes in its own time).
+const FILE_WAIT: Duration = Duration::from_millis(1500);
+
+/// How long a clipboard write's read-back waits for the text to be served.
+const CLIPBOARD_WAIT: Duration = Duration::from_millis(1000);
+
+/// A real X11 display. See the module documentation.
+pub struct X11Desktop {
+    conn: RustConnection,
+    root: XWindow,
+    size: (u16, u16),
+    screen: usize,
+    atoms: windows::Atoms,
+    layout: screen::Layout,
+    frames: Mutex<screen::Frames>,
+    owner: clipboard::Owner,
+    reader: clipboard::Reader,
+    written: Option<String>,
+}
+
+fn unavailable(message: String) -> ComputerUseError {
+    ComputerUseError::Transport {
+        operation: "connect to the X11 display".into(),
+        message,
+    }
+}
+
+fn stale(message: &str) -> SimError {
+    SimError::refusal("stale_target", message)
+}
+
+impl X11Desktop {
+    /// Connects to the display `$DISPLAY` names, checks that it has XTEST
+    /// and a screen this backend can read, and starts serving the
+    /// CLIPBOARD selection.
+    pub fn connect() -> Result<Self, ComputerUseError> {
+        let (conn, screen) = x11rb::connect(None).map_err(|e| {
+            unavailable(format!(
+                "{e} (DISPLAY={:?})",
+                std::env::var("DISPLAY").unwrap_or_default()
+            ))
+        })?;
+        let (root, size) = conn
+            .setup()
+            .roots
+            .get(screen)
+            .map(|s| (s.root, (s.width_in_pixels, s.height_in_pixels)))
+            .ok_or_else(|| unavailable(format!("the display has no screen {screen}")))?;
+        conn.xtest_get_version(2, 2)
+            .map_err(|e| unavailable(e.to_string()))?
+            .reply()
+            .map_err(|e| unavailable(format!("the display has no XTEST extension: {e}")))?;
+        let atoms = windows::Atoms::intern(&conn).map_err(unavailable)?;
+        let layout = screen::Layout::of(&conn, screen).map_err(|e| {
+            unavailable(format!("the screen's pixels cannot be read: {e}"))
+        })?;
+        let owner = clipboard::Owner::open().map_err(unavailable)?;
+        let reader = clipboard::Reader::open().map_err(unavailable)?;
+        Ok(Self {
+            conn,
+            root,
+            size,
+            screen,
+            atoms,
+            layout,
+            frames: Mutex::new(screen::Frames::default()),
+            owner,
+            reader,
+            written: None,
+        })
+    }
+
+    fn frames(&self) -> std::sync::MutexGuard<'_, screen::Frames> {
+        self.frames.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn display_id(&self) -> u64 {
+        self.screen as u64
+    }
+
+    /// The window the evidence names, as the display shows it now.
+    fn window_now(&self, target: &TargetEvidence) -> Result<Option<windows::WindowRecord>, SimError> {
+        let Some(WindowId::Number(id)) = target.window_id else {
+            return Ok(None);
+        };
+        let Ok(id) = u32::try_from(id) else {
+            return Ok(None);
+        };
+        let focus = windows::focus(&self.conn)?;
+        windows::record(&self.conn, self.root, &self.atoms, id, focus)
+    }
+
+    /// The revision of a window's geometry tree: it moves when the
+    /// window's subwindows change, not when it moves as a whole.
+    fn tree_revision(&self, window: XWindow) -> Result<(String, Vec<Value>), SimError> {
+        let nodes = windows::geometry_tree(&self.conn, window)?;
+        let digest = sha256_hex(Value::Array(nodes.clone()).to_string());
+        Ok((format!("x11-tree-{window}-{}", &digest[..16]), nodes))
+    }
+
+    fn current(&self, target: &TargetEvidence, round: Revalidation) -> Result<bool, SimError> {
+        let Some(now) = self.window_now(target)? else {
+            // Gone. An action may close its own window (a dialog's button).
+            return Ok(round == Revalidation::AfterEffect);
+        };
+        let same = |stated: Option<&String>, now: &str| stated.is_none_or(|s| s == now);
+        let identity = target.app_id == now.app_id
+            && target.pid.is_none_or(|pid| Some(pid) == now.pid)
+            && same(target.display_id.as_ref(), &self.display_id().to_string())
+            && target.platform == std::env::consts::OS;
+        if round == Revalidation::AfterEffect || !identity {
+            return Ok(identity);
+        }
+        let bounds = target.bounds.as_ref().is_none_or(|b| {
+            let (x, y, width, height) = now.bounds;
+            [
+                (b.x, x as f64),
+                (b.y, y as f64),
+                (b.width, f64::from(width)),
+                (b.height, f64::from(height)),
+            ]
+            .iter()
+            .all(|(stated, now)| (stated - now).abs() <= 4.0)
+        });
+        if !bounds || !same(target.window_title_digest.as_ref(), &now.title_digest()) {
+            return Ok(false);
+        }
+        if let Some(revision) = &target.ui_tree_revision
+            && *revision != self.tree_revision(now.id)?.0
+        {
+            return Ok(false);
+        }
+        if let Some(stated) = &target.screenshot_hash {
+            let capture = screen::capture(&self.conn, self.root, self.size)?;
+            let known = self.frames().digest_of(&capture).map(str::to_owned);
+            let digest = match known {
+                Some(digest) => digest,
+                None => sha256_prefixed(capture.encode(self.layout)?),
+            };
+            if digest != *stated {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// The evidence's window, raised and focused, and its top-level window
+    /// (the one hit-tests find under a point).
+    fn target_window(
+        &self,
+        target: Option<&TargetEvidence>,
+    ) -> Result<windows::WindowRecord, SimError> {
+        let target = target.ok_or_else(|| {
+            SimError::refusal("invalid_arguments", "input needs a target window")
+        })?;
+        self.window_now(target)?
+            .ok_or_else(|| stale("the target window is gone"))
+    }
+
+    /// `point` is inside `window` and no other window covers it there.
+    fn check_point(
+        &self,
+        window: &windows::WindowRecord,
+        point: (i64, i64),
+        top: XWindow,
+    ) -> Result<(), SimError> {
+        let (x, y, width, height) = window.bounds;
+        let inside = point.0 >= x
+            && point.1 >= y
+            && point.0 < x + i64::from(width)
+            && point.1 < y + i64::from(height);
+        if !inside {
+            return Err(SimError::refusal(
+                "invalid_arguments",
+                format!(
+                    "the point {point:?} is outside the target window ({x}, {y}, {width}x{height})"
+                ),
+            ));
+        }
+        let (px, py) = input::on_screen(point)?;
+        let under = self
+            .conn
+            .translate_coordinates(self.root, self.root, px, py)
+            .map_err(|e| SimError::plain(format!("hit-test failed: {e}")))?
+            .reply()
+            .map_err(|e| SimError::plain(format!("hit-test failed: {e}")))?
+            .child;
+        if under != top {
+            return Err(stale(&format!(
+                "the point {point:?} is covered by another window"
+            )));
+        }
+        Ok(())
+    }
+
+    /// The events of an input tool, every point checked; nothing is sent.
+    fn plan(
+        &self,
+        tool: &str,
+        args: &Value,
+        window: &windows::WindowRecord,
+        top: XWindow,
+    ) -> Result<Vec<Event>, SimError> {
+        let keymap = || input::Keymap::read(&self.conn);
+        let moved = |key: &str| -> Result<Event, SimError> {
+            let point = input::point(args, key)?;
+            self.check_point(window, point, top)?;
+            let (x, y) = input::on_screen(point)?;
+            Ok(Event::Move(x, y))
+        };
+        let click = |button: u8, times: usize| -> Result<Vec<Event>, SimError> {
+            let mut events = vec![moved("coordinate")?];
+            for _ in 0..times {
+                events.push(Event::Button(button, true));
+                events.push(Event::Button(button, false));
+            }
+            Ok(events)
+        };
+        match tool {
+            "left_click" => click(1, 1),
+            "right_click" => click(3, 1),
+            "double_click" => click(1, 2),
+            "mouse_move" | "move_cursor" => Ok(vec![moved("coordinate")?]),
+            "left_click_drag" => Ok(vec![
+                moved("start_coordinate")?,
+                Event::Button(1, true),
+                moved("coordinate")?,
+                Event::Button(1, false),
+            ]),
+            "scroll" => {
+                let mut events = vec![moved("coordinate")?];
+                events.extend(input::wheel(args)?);
+                Ok(events)
+            }
+            "type" => keymap()?.type_text(text(args, "text")?),
+            "key" => keymap()?.chord(text(args, "text")?),
+            other => Err(SimError::refusal(
+                "tool_outside_host_profile",
+                format!("the X11 desktop does not perform {other}"),
+            )),
+        }
+    }
+
+    /// Raises the window and gives it the input focus, then waits until
+    /// the server has done both.
+    fn focus(&self, window: XWindow, top: XWindow) -> Result<(), SimError> {
+        let failed = |e: &dyn std::fmt::Display| SimError::plain(format!("focusing failed: {e}"));
+        self.conn
+            .configure_window(top, &ConfigureWindowAux::new().stack_mode(StackMode::ABOVE))
+            .map_err(|e| failed(&e))?;
+        self.conn
+            .set_input_focus(InputFocus::PARENT, window, x11rb::CURRENT_TIME)
+            .map_err(|e| failed(&e))?;
+        windows::focus(&self.conn)?;
+        Ok(())
+    }
+
+    fn clipboard_check(&self, args: &Value, postcondition: Option<&Value>) -> EffectCheck {
+        let wanted = args.get("text").and_then(Value::as_str);
+        // The owner's thread takes the selection on its own connection; the
+        // X server may answer this reader before it has seen that, so the
+        // read is repeated, briefly, until the text is served.
+        let deadline = Instant::now() + CLIPBOARD_WAIT;
+        let mut read = self.reader.read().ok();
+        while read.as_deref() != wanted && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+            read = self.reader.read().ok();
+        }
+        let digest_holds = match postcondition {
+            None => true,
+            Some(p) => match serde_json::from_value::<ActionPostcondition>(p.clone()) {
+                Ok(p) => p
+                    .expected_digest()
+                    .is_none_or(|d| read.as_deref().map(sha256_prefixed).as_deref() == Some(d)),
+                Err(_) => false,
+            },
+        };
+        EffectCheck {
+            verified: wanted.is_some() && read.as_deref() == wanted && digest_holds,
+            method: "x11_selection_readback",
+            checks: 1,
+        }
+    }
+
+    fn postcondition_check(&self, postcondition: &Value) -> EffectCheck {
+        let unobservable = EffectCheck {
+            verified: false,
+            method: "x11_unobservable",
+            checks: 0,
+        };
+        let Ok(postcondition) = serde_json::from_value::<ActionPostcondition>(postcondition.clone())
+        else {
+            return unobservable;
+        };
+        match postcondition.fields() {
+            PostconditionFields::Window { window_id, exists } => {
+                let listed = u32::try_from(*window_id).ok().and_then(|id| {
+                    let focus = windows::focus(&self.conn).ok()?;
+                    windows::record(&self.conn, self.root, &self.atoms, id, focus).ok()
+                });
+                EffectCheck {
+                    verified: listed.is_some_and(|r| r.is_some() == *exists),
+                    method: "x11_window_list",
+                    checks: 1,
+                }
+            }
+            PostconditionFields::Filesystem {
+                path,
+                exists,
+                content_digest,
+            } => {
+                let holds = || {
+                    let content = std::fs::read(path).ok();
+                    content.is_some() == *exists
+                        && content_digest
+                            .as_ref()
+                            .is_none_or(|d| content.as_ref().map(sha256_prefixed).as_ref() == Some(d))
+                };
+                let deadline = Instant::now() + FILE_WAIT;
+                let mut verified = holds();
+                while !verified && Instant::now() < deadline {
+                    std::thread::sleep(Duration::from_millis(25));
+                    verified = holds();
+                }
+                EffectCheck {
+                    verified,
+                    method: "x11_filesystem_read",
+                    checks: 1,
+                }
+            }
+            _ => unobservable,
+        }
+    }
+}
+
+fn text<'a>(args: &'a Value, key: &str) -> Result<&'a str, SimError> {
+    args.get(key).and_then(Value::as_str).ok_or_else(|| {
+        SimError::refusal("invalid_arguments", format!("arguments.{key} must be a string"))
+    })
+}
+
+impl DesktopBackend for X11Desktop {
+    fn kind(&self) -> &'static str {
+        "x11"
+    }
+
+    fn performs(&self, tool: &str) -> bool {
+        PERFORMS.contains(&tool)
+    }
+
+    fn is_current(&self, target: &TargetEvidence, round: Revalidation) -> bool {
+        // A display that cannot be asked cannot confirm anything.
+        self.current(target, round).unwrap_or(false)
+    }
+
+    fn prepare(
+        &self,
+        tool: &str,
+        args: &Value,
+        target: Option<&TargetEvidence>,
+    ) -> Result<(), SimError> {
+        match tool {
+            "write_clipboard" => {
+                if text(args, "text")?.len() > clipboard::MOST_BYTES {
+                    return Err(SimError::refusal(
+                        "invalid_arguments",
+                        format!("arguments.text is longer than {} bytes", clipboard::MOST_BYTES),
+                    ));
+                }
+                Ok(())
+            }
+            _ if !self.performs(tool) => Err(SimError::refusal(
+                "tool_outside_host_profile",
+                format!("the X11 desktop does not perform {tool}"),
+            )),
+            "read_clipboard" | "snapshot" | "list_windows" | "get_ui_tree" => Ok(()),
+            _ => {
+                let window = self.target_window(target)?;
+                let top = windows::top_level(&self.conn, self.root, window.id)?;
+                self.plan(tool, args, &window, top).map(drop)
+            }
+        }
+    }
+
+    fn snapshot(&self) -> Result<Frame, SimError> {
+        let capture = screen::capture(&self.conn, self.root, self.size)?;
+        self.frames().frame(&capture, self.layout)
+    }
+
+    fn snapshot_fields(&self) -> Value {
+        let pointer = self
+            .conn
+            .query_pointer(self.root)
+            .ok()
+            .and_then(|c| c.reply().ok())
+            .map(|p| json!([p.root_x, p.root_y]));
+        json!({
+            "cursor": pointer,
+            "display": std::env::var("DISPLAY").unwrap_or_default(),
+            "size": { "width": self.size.0, "height": self.size.1 },
+            "scope": "screen",
+        })
+    }
+
+    fn list_windows(&self) -> Result<Value, SimError> {
+        let records = windows::all(&self.conn, self.root, &self.atoms)?;
+        let display = self.display_id();
+        let windows: Vec<Value> = records.iter().map(|r| r.to_json(display)).collect();
+        Ok(json!({ "windows": windows }))
+    }
+
+    fn ui_tree(&self, app_id: Option<&str>, window_id: Option<u64>) -> Result<Value, SimError> {
+        let records = windows::all(&self.conn, self.root, &self.atoms)?;
+        let record = records
+            .iter()
+            .filter(|r| app_id.is_none_or(|a| a == r.app_id))
+            .find(|r| window_id.is_none_or(|w| w == u64::from(r.id)))
+            .ok_or_else(|| stale("no such window"))?;
+        let (revision, nodes) = self.tree_revision(record.id)?;
+        Ok(json!({
+            "appId": record.app_id,
+            "windowId": record.id,
+            "window": record.to_json(self.display_id()),
+            "uiTreeRevision": revision,
+            "treeKind": "x11_window_geometry",
+            "accessibility": "unavailable",
+            "elements": [],
+            "nodes": nodes,
+        }))
+    }
+
+    fn elements(&self, _app_id: &str, _window_id: u64) -> Option<Vec<Element>> {
+        None
+    }
+
+    fn read_clipboard(&self) -> Result<String, SimError> {
+        self.reader.read()
+    }
+
+    fn clipboard_written(&self) -> Option<String> {
+        self.written.clone()
+    }
+
+    fn apply(
+        &mut self,
+        tool: &str,
+        args: &Value,
+        target: Option<&TargetEvidence>,
+    ) -> Result<Value, SimError> {
+        if tool == "write_clipboard" {
+            let text = text(args, "text")?;
+            self.owner.write(text)?;
+            self.written = Some(text.to_owned());
+            return Ok(json!({ "written": text.chars().count() }));
+        }
+        let window = self.target_window(target)?;
+        let top = windows::top_level(&self.conn, self.root, window.id)?;
+        let events = self.plan(tool, args, &window, top)?;
+        self.focus(window.id, top)?;
+        input::send(&self.conn, self.root, &events)?;
+        Ok(json!({ "sent": events.len(), "windowId": window.id }))
+    }
+
+    fn verify(
+        &self,
+        tool: &str,
+        args: &Value,
+        postcondition: Option<&Value>,
+        _target: Option<&TargetEvidence>,
+    ) -> EffectCheck {
+        if tool == "write_clipboard" {
+            return self.clipboard_check(args, postcondition);
+        }
+        match postcondition {
+            // Input was sent; with nothing declared, nothing is claimed.
+            None => EffectCheck {
+                verified: true,
+                method: "x11_input_sent",
+                checks: 0,
+            },
+            Some(postcondition) => self.postcondition_check(postcondition),
+        }
+    }
+
+    fn capture(&self) -> PointerAndFocus {
+        let pointer = self
+            .conn
+            .query_pointer(self.root)
+            .ok()
+            .and_then(|c| c.reply().ok())
+            .map_or((0, 0), |p| (i64::from(p.root_x), i64::from(p.root_y)));
+        let focus = windows::focus(&self.conn)
+            .ok()
+            .map(|w| (String::new(), u64::from(w)));
+        (pointer, focus)
+    }
+
+    fn restore(&mut self, before: PointerAndFocus) -> Value {
+        let (pointer, focus) = before;
+        let cursor = input::on_screen(pointer)
+            .ok()
+            .is_some_and(|(x, y)| input::send(&self.conn, self.root, &[Event::Move(x, y)]).is_ok());
+        let focused = focus
+            .and_then(|(_, w)| u32::try_from(w).ok())
+            .filter(|w| *w != x11rb::NONE)
+            .is_some_and(|w| {
+                self.conn
+                    .set_input_focus(InputFocus::POINTER_ROOT, w, x11rb::CURRENT_TIME)
+                    .is_ok()
+                    && windows::focus(&self.conn).is_ok()
+            });
+        json!({ "restored": cursor && focused, "cursorRestored": cursor, "focusRestored": focused })
+    }
+}

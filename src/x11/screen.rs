@@ -1,0 +1,169 @@
+//! The screen's pixels: a `GetImage` of the root window, encoded as PNG.
+//!
+//! The frame digest is upstream's: `sha256:` and the hex of the PNG's
+//! bytes. Revalidation must tell whether the pixels changed since a frame
+//! was taken without encoding a PNG each time, so every frame handed out
+//! is remembered by the digest of its raw pixels: pixels that hash the
+//! same give the same PNG (the encoder is deterministic), so a fresh
+//! capture is current exactly when its raw digest maps to the frame's.
+
+use std::collections::VecDeque;
+
+use base64::Engine as _;
+use sha2::{Digest, Sha256};
+use x11rb::protocol::xproto::{ConnectionExt as _, ImageFormat, Window as XWindow};
+use x11rb::rust_connection::RustConnection;
+
+use crate::digest::sha256_prefixed;
+use crate::sim::{Frame, SimError};
+
+/// Frames remembered for revalidation.
+const REMEMBERED: usize = 32;
+
+/// The raw pixels of the screen, as the X server gave them.
+pub(super) struct Capture {
+    /// `sha256` of the raw bytes.
+    pub raw_digest: [u8; 32],
+    pixels: Vec<u8>,
+    width: u16,
+    height: u16,
+}
+
+/// The pixel layout of the root window's visual, read from the setup.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Layout {
+    bytes_per_pixel: usize,
+    shifts: [u32; 3],
+}
+
+impl Layout {
+    /// The layout of a TrueColor root visual with 8 bits per channel, or
+    /// why the backend cannot read it.
+    pub(super) fn of(conn: &RustConnection, screen: usize) -> Result<Self, String> {
+        let setup = x11rb::connection::Connection::setup(conn);
+        let root = setup
+            .roots
+            .get(screen)
+            .ok_or_else(|| format!("the display has no screen {screen}"))?;
+        let depth = root.root_depth;
+        let bits = setup
+            .pixmap_formats
+            .iter()
+            .find(|f| f.depth == depth)
+            .map(|f| f.bits_per_pixel)
+            .ok_or_else(|| format!("no pixmap format for depth {depth}"))?;
+        let visual = root
+            .allowed_depths
+            .iter()
+            .flat_map(|d| d.visuals.iter())
+            .find(|v| v.visual_id == root.root_visual)
+            .ok_or_else(|| "the root visual is not listed".to_owned())?;
+        let shift = |mask: u32| -> Result<u32, String> {
+            if mask.count_ones() == 8 && (mask >> mask.trailing_zeros()) == 0xff {
+                Ok(mask.trailing_zeros())
+            } else {
+                Err(format!(
+                    "a colour mask of {mask:#x} (8-bit channels are supported)"
+                ))
+            }
+        };
+        if bits != 32 || setup.image_byte_order != x11rb::protocol::xproto::ImageOrder::LSB_FIRST {
+            return Err(format!(
+                "{bits} bits per pixel in {:?} order (32, least significant first, is supported)",
+                setup.image_byte_order
+            ));
+        }
+        Ok(Self {
+            bytes_per_pixel: 4,
+            shifts: [
+                shift(visual.red_mask)?,
+                shift(visual.green_mask)?,
+                shift(visual.blue_mask)?,
+            ],
+        })
+    }
+}
+
+/// Takes the whole screen's pixels.
+pub(super) fn capture(
+    conn: &RustConnection,
+    root: XWindow,
+    size: (u16, u16),
+) -> Result<Capture, SimError> {
+    let (width, height) = size;
+    let image = conn
+        .get_image(ImageFormat::Z_PIXMAP, root, 0, 0, width, height, !0)
+        .map_err(|e| SimError::plain(format!("GetImage was not sent: {e}")))?
+        .reply()
+        .map_err(|e| SimError::plain(format!("GetImage failed: {e}")))?;
+    Ok(Capture {
+        raw_digest: Sha256::digest(&image.data).into(),
+        pixels: image.data,
+        width,
+        height,
+    })
+}
+
+impl Capture {
+    /// The PNG of these pixels (RGB, 8 bits a channel).
+    pub(super) fn encode(&self, layout: Layout) -> Result<Vec<u8>, SimError> {
+        let (width, height) = (usize::from(self.width), usize::from(self.height));
+        if self.pixels.len() < width * height * layout.bytes_per_pixel {
+            return Err(SimError::plain(format!(
+                "GetImage returned {} bytes for a {width}x{height} screen",
+                self.pixels.len()
+            )));
+        }
+        let mut rgb = Vec::with_capacity(width * height * 3);
+        for pixel in self.pixels.chunks_exact(layout.bytes_per_pixel) {
+            let value = u32::from_le_bytes([pixel[0], pixel[1], pixel[2], pixel[3]]);
+            for shift in layout.shifts {
+                rgb.push(((value >> shift) & 0xff) as u8);
+            }
+        }
+        let mut png_bytes = Vec::new();
+        let mut encoder =
+            png::Encoder::new(&mut png_bytes, u32::from(self.width), u32::from(self.height));
+        encoder.set_color(png::ColorType::Rgb);
+        encoder.set_depth(png::BitDepth::Eight);
+        encoder.set_compression(png::Compression::Fast);
+        let failed = |e: png::EncodingError| SimError::plain(format!("PNG encoding failed: {e}"));
+        let mut writer = encoder.write_header().map_err(failed)?;
+        writer.write_image_data(&rgb).map_err(failed)?;
+        writer.finish().map_err(failed)?;
+        Ok(png_bytes)
+    }
+}
+
+/// The frames handed out, by the digest of their raw pixels.
+#[derive(Default)]
+pub(super) struct Frames {
+    seen: VecDeque<([u8; 32], String)>,
+}
+
+impl Frames {
+    /// A frame of `capture`, remembered.
+    pub(super) fn frame(&mut self, capture: &Capture, layout: Layout) -> Result<Frame, SimError> {
+        let png = capture.encode(layout)?;
+        let digest = sha256_prefixed(&png);
+        if !self.seen.iter().any(|(raw, _)| *raw == capture.raw_digest) {
+            self.seen.push_back((capture.raw_digest, digest.clone()));
+            while self.seen.len() > REMEMBERED {
+                self.seen.pop_front();
+            }
+        }
+        Ok(Frame {
+            png_base64: base64::engine::general_purpose::STANDARD.encode(&png),
+            digest,
+            size: (u32::from(capture.width), u32::from(capture.height)),
+        })
+    }
+
+    /// The frame digest these pixels were handed out under, if they were.
+    pub(super) fn digest_of(&self, capture: &Capture) -> Option<&str> {
+        self.seen
+            .iter()
+            .find(|(raw, _)| *raw == capture.raw_digest)
+            .map(|(_, digest)| digest.as_str())
+    }
+}

@@ -1,0 +1,429 @@
+//! The v8 rules on a real X11 display: what the X11 desktop observes, does
+//! and refuses, each effect checked with a program outside this crate
+//! (`xclip`, `xdotool`, `xdpyinfo`, the file `cat` writes).
+//!
+//! These tests need an X server (`$DISPLAY`) and those programs; `.ci/run`
+//! starts Xvfb and installs them. Without a display each test says so and
+//! checks nothing, unless `ADK_REQUIRE_X11` is set (as CI sets it): then a
+//! missing display fails.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use adk_computer_use::auth::{ScopeAuthorizer, VerifiedIdentity};
+use adk_computer_use::contracts::*;
+use adk_computer_use::digest::sha256_prefixed;
+use adk_computer_use::protocol::{ChainOutcome, Route, Session};
+use adk_computer_use::runtime::mcp::{ComputerUseMcpRuntime, McpRuntimeConfig};
+use adk_computer_use::runtime::{ComputerUseRuntime, ObservationScope, ProposedAction};
+use adk_computer_use::sim::{self, SimConfig};
+use adk_computer_use::x11::X11Desktop;
+use adk_computer_use::ComputerUseError;
+use base64::Engine as _;
+use serde_json::{Value, json};
+
+const PRINCIPAL: &str = "principal-x11-test";
+
+/// One test at a time on the display: they share its pointer and focus.
+static DISPLAY_LOCK: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// Whether there is a display to test on; says so when there is none.
+fn display() -> bool {
+    if std::env::var_os("DISPLAY").is_some_and(|d| !d.is_empty()) {
+        return true;
+    }
+    assert!(
+        std::env::var_os("ADK_REQUIRE_X11").is_none(),
+        "ADK_REQUIRE_X11 is set but there is no X server ($DISPLAY is empty)"
+    );
+    eprintln!("x11_desktop: no X server ($DISPLAY unset): this test checks nothing");
+    false
+}
+
+/// A program on the display, ended however the test ends.
+struct Program(Child);
+
+impl Drop for Program {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn start(program: &str, args: &[&str]) -> Program {
+    Program(
+        Command::new(program)
+            .args(args)
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{program} could not be started: {e}")),
+    )
+}
+
+/// A program outside this crate, run to its end; its standard output.
+fn tool(program: &str, args: &[&str]) -> String {
+    let output = Command::new(program)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("{program} could not be run: {e}"));
+    assert!(
+        output.status.success(),
+        "{program} {args:?} failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+async fn runtime() -> Arc<ComputerUseMcpRuntime> {
+    let runtime = sim::spawn_on(
+        SimConfig::for_principal(PRINCIPAL),
+        Box::new(X11Desktop::connect().unwrap()),
+        McpRuntimeConfig::new(PRINCIPAL),
+    )
+    .await
+    .unwrap();
+    runtime.start_session(Some("x11 tests"), None).await.unwrap();
+    Arc::new(runtime)
+}
+
+fn session(runtime: &Arc<ComputerUseMcpRuntime>, app: &str) -> Session<ComputerUseMcpRuntime> {
+    let identity = VerifiedIdentity::new(PRINCIPAL, "tenant-x11").unwrap();
+    let authorizer = ScopeAuthorizer::new(
+        identity,
+        [
+            "computer:plan",
+            "computer:execute:background",
+            "computer:execute:foreground",
+        ],
+    )
+    .unwrap();
+    Session::builder(Arc::clone(runtime), authorizer)
+        .agent_id("x11-test")
+        .target(app, None)
+        .build()
+        .unwrap()
+}
+
+fn scope(runtime: &ComputerUseMcpRuntime) -> ObservationScope {
+    ObservationScope {
+        session_id: runtime.session_context().unwrap().session_id,
+        tool: None,
+        app_id: None,
+        window_id: None,
+    }
+}
+
+/// Waits until the display lists a window of `app`; its record.
+async fn window_of(runtime: &ComputerUseMcpRuntime, app: &str) -> Value {
+    for _ in 0..100 {
+        let listed = runtime.observe_semantic(&scope(runtime)).await.unwrap();
+        if let Some(window) = listed.structured["windows"]
+            .as_array()
+            .and_then(|ws| ws.iter().find(|w| w["bundleId"] == app))
+        {
+            return window.clone();
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("no {app} window appeared");
+}
+
+/// An xterm whose keystrokes `cat` writes to a file of its own.
+struct Terminal {
+    _program: Program,
+    _dir: tempfile::TempDir,
+    file: std::path::PathBuf,
+}
+
+fn terminal(geometry: &str) -> Terminal {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("typed.txt");
+    std::fs::write(&file, "").unwrap();
+    let program = start(
+        "xterm",
+        &[
+            "-geometry",
+            geometry,
+            "-e",
+            "sh",
+            "-c",
+            &format!("cat > '{}'", file.display()),
+        ],
+    );
+    Terminal {
+        _program: program,
+        _dir: dir,
+        file,
+    }
+}
+
+/// The file's content once it stops changing (up to 3 s for `expected`).
+fn settled(file: &std::path::Path, expected: &str) -> String {
+    let mut content = String::new();
+    for _ in 0..30 {
+        content = std::fs::read_to_string(file).unwrap();
+        if content == expected {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    content
+}
+
+fn typing(text: &str) -> ProposedAction {
+    ProposedAction::new("type", json!({ "text": text }), ExecutionMode::Foreground)
+        .with_data_labels([DataLabel::Public])
+}
+
+/// Previews `action` in `session` (allowed by the policy), lets `between`
+/// change the display, then runs the rest of the chain; the error.
+async fn changed_between_preview_and_execute(
+    session: &Session<ComputerUseMcpRuntime>,
+    action: &ProposedAction,
+    between: impl FnOnce(u64),
+) -> ComputerUseError {
+    let previewed = session.observe().await.unwrap().preview(action).await.unwrap();
+    let Route::Allowed(approved) = previewed.route() else {
+        panic!("the policy should allow typing into the terminal");
+    };
+    let window = match approved.preview().envelope.target.as_ref().unwrap().window_id {
+        Some(WindowId::Number(id)) => id,
+        ref other => panic!("the target should name an X window, not {other:?}"),
+    };
+    between(window);
+    let leased = approved.reserve().await.unwrap().lease().await.unwrap();
+    match leased.execute().await {
+        Ok(_) => panic!("the changed target was not refused (window {window})"),
+        Err(err) => err,
+    }
+}
+
+fn assert_stale(err: &ComputerUseError) {
+    match err {
+        ComputerUseError::Refused { code, .. } => assert_eq!(code, "stale_target", "{err}"),
+        other => panic!("expected a stale_target refusal, got {other}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_clipboard_write_lands_on_the_real_selection_and_is_verified_by_the_server() {
+    if !display() {
+        return;
+    }
+    let _display = DISPLAY_LOCK.lock().await;
+    let _dialog = start("xmessage", &["-geometry", "+40+560", "clipboard target"]);
+    let runtime = runtime().await;
+    window_of(&runtime, "Xmessage").await;
+    let session = session(&runtime, "Xmessage");
+    for text in ["first text on X11", "second text, ünïcode ✓"] {
+        let postcondition = ActionPostcondition::try_from(PostconditionFields::UiElement {
+            role: Some("clipboard".into()),
+            label: Some("CLIPBOARD".into()),
+            exists: true,
+            value_digest: Some(sha256_prefixed(text)),
+        })
+        .unwrap();
+        let action = ProposedAction::new(
+            "write_clipboard",
+            json!({ "text": text }),
+            ExecutionMode::Background,
+        )
+        .with_postcondition(postcondition)
+        .with_data_labels([DataLabel::Public]);
+        eprintln!("writing {text:?}");
+        let ChainOutcome::Completed(done) = session.run(action).await.unwrap() else {
+            panic!("the clipboard write should complete");
+        };
+        assert!(done.outcome().is_verified(), "{}", done.outcome());
+        // xclip asks the X server for the selection, as any program would.
+        assert_eq!(tool("xclip", &["-o", "-selection", "clipboard"]), text);
+    }
+    session.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn observations_are_the_real_screen_and_windows() {
+    if !display() {
+        return;
+    }
+    let _display = DISPLAY_LOCK.lock().await;
+    let _terminal = terminal("40x5+320+420");
+    let runtime = runtime().await;
+    let record = window_of(&runtime, "XTerm").await;
+
+    // The window as xwininfo sees it: the bounds are its content area,
+    // inside the border; the title is what xdotool reads.
+    let id = record["windowId"].as_u64().unwrap();
+    let info = tool("xwininfo", &["-id", &id.to_string()]);
+    let field = |name: &str| -> i64 {
+        info.lines()
+            .find_map(|l| l.trim().strip_prefix(&format!("{name}:")))
+            .unwrap_or_else(|| panic!("xwininfo shows no {name}"))
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    let border = field("Border width");
+    assert_eq!(record["bounds"]["x"], field("Absolute upper-left X") + border);
+    assert_eq!(record["bounds"]["y"], field("Absolute upper-left Y") + border);
+    assert_eq!(record["bounds"]["width"], field("Width"));
+    assert_eq!(record["bounds"]["height"], field("Height"));
+    let title = tool("xdotool", &["getwindowname", &id.to_string()]);
+    assert_eq!(record["title"], title.trim_end());
+
+    // The snapshot is a PNG of the whole screen, digested as upstream does.
+    let visual = runtime.observe_visual(&scope(&runtime)).await.unwrap();
+    let png_bytes = base64::engine::general_purpose::STANDARD
+        .decode(&visual.images[0].data)
+        .unwrap();
+    assert_eq!(
+        visual.structured["screenshotHash"],
+        sha256_prefixed(&png_bytes)
+    );
+    let decoder = png::Decoder::new(std::io::Cursor::new(&png_bytes));
+    let reader = decoder.read_info().unwrap();
+    let dimensions = tool("xdpyinfo", &[]);
+    let stated = dimensions
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("dimensions:"))
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        format!("{}x{}", reader.info().width, reader.info().height),
+        stated
+    );
+
+    // The tree says what it is.
+    let tree = runtime
+        .observe_semantic(&ObservationScope {
+            app_id: Some("XTerm".into()),
+            window_id: Some(WindowId::Number(id)),
+            ..scope(&runtime)
+        })
+        .await
+        .unwrap();
+    assert_eq!(tree.structured["treeKind"], "x11_window_geometry");
+    assert_eq!(tree.structured["accessibility"], "unavailable");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn typed_text_reaches_a_real_terminal() {
+    if !display() {
+        return;
+    }
+    let _display = DISPLAY_LOCK.lock().await;
+    let terminal = terminal("60x8+420+60");
+    let runtime = runtime().await;
+    window_of(&runtime, "XTerm").await;
+    let session = session(&runtime, "XTerm");
+    let ChainOutcome::Completed(done) = session.run(typing("Hello, X11!\n")).await.unwrap() else {
+        panic!("typing should complete");
+    };
+    assert!(done.performed());
+    assert_eq!(settled(&terminal.file, "Hello, X11!\n"), "Hello, X11!\n");
+    session.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_window_changed_after_preview_is_stale_and_nothing_is_typed() {
+    if !display() {
+        return;
+    }
+    let _display = DISPLAY_LOCK.lock().await;
+    let runtime = runtime().await;
+    // Each way the window can change, done by xdotool, outside this crate.
+    let changes: [(&str, fn(u64)); 3] = [
+        ("moved", |id| {
+            tool("xdotool", &["windowmove", "--sync", &id.to_string(), "700", "400"]);
+        }),
+        ("retitled", |id| {
+            tool("xdotool", &["set_window", "--name", "another title", &id.to_string()]);
+        }),
+        ("repainted", |id| {
+            // A key typed by xdotool (XTEST, to the focused window) changes
+            // the window's pixels, not its place or title; it is Return, so
+            // the file gets an empty line and never the refused text.
+            tool("xdotool", &["windowfocus", "--sync", &id.to_string()]);
+            tool("xdotool", &["type", "--delay", "20", "x"]);
+            tool("xdotool", &["key", "Return"]);
+            std::thread::sleep(Duration::from_millis(300));
+        }),
+    ];
+    for (how, change) in changes {
+        let terminal = terminal("60x8+420+60");
+        window_of(&runtime, "XTerm").await;
+        let session = session(&runtime, "XTerm");
+        eprintln!("the window is {how}");
+        let err = changed_between_preview_and_execute(
+            &session,
+            &typing("this must never be typed\n"),
+            change,
+        )
+        .await;
+        assert_stale(&err);
+        std::thread::sleep(Duration::from_millis(300));
+        let content = std::fs::read_to_string(&terminal.file).unwrap();
+        assert!(
+            !content.contains("never"),
+            "{how}: the refused text reached the terminal: {content:?}"
+        );
+        // Observed again, the same window takes input: the refusal was the
+        // change, not a broken path.
+        let ChainOutcome::Completed(_) = session.run(typing("after\n")).await.unwrap() else {
+            panic!("{how}: typing after a fresh observation should complete");
+        };
+        assert!(settled(&terminal.file, &format!("{content}after\n")).ends_with("after\n"));
+        session.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_closed_window_is_stale() {
+    if !display() {
+        return;
+    }
+    let _display = DISPLAY_LOCK.lock().await;
+    let runtime = runtime().await;
+    let terminal = terminal("60x8+420+60");
+    window_of(&runtime, "XTerm").await;
+    let session = session(&runtime, "XTerm");
+    let err = changed_between_preview_and_execute(&session, &typing("gone\n"), |id| {
+        tool("xdotool", &["windowclose", &id.to_string()]);
+        std::thread::sleep(Duration::from_millis(300));
+    })
+    .await;
+    assert_stale(&err);
+    drop(terminal);
+    session.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_click_outside_the_target_window_is_refused_before_the_pointer_moves() {
+    if !display() {
+        return;
+    }
+    let _display = DISPLAY_LOCK.lock().await;
+    let _terminal = terminal("60x8+420+60");
+    let runtime = runtime().await;
+    window_of(&runtime, "XTerm").await;
+    tool("xdotool", &["mousemove", "--sync", "3", "3"]);
+    let before = tool("xdotool", &["getmouselocation"]);
+    let session = session(&runtime, "XTerm");
+    let click = ProposedAction::new(
+        "left_click",
+        json!({ "coordinate": [1200, 780] }),
+        ExecutionMode::Foreground,
+    );
+    let err = session.run(click).await.err().expect("a click outside its target must fail");
+    match &err {
+        ComputerUseError::Refused { code, .. } => assert_eq!(code, "invalid_arguments", "{err}"),
+        other => panic!("expected a refusal before the effect, got {other}"),
+    }
+    assert_eq!(tool("xdotool", &["getmouselocation"]), before, "the pointer moved");
+    session.shutdown().await;
+}
