@@ -159,6 +159,8 @@ mod x11 {
     use std::time::Duration;
 
     use adk_computer_use::agent::{AgentLoop, AgentStop, ScriptedPlanner};
+    use adk_computer_use::contracts::ApprovalScope;
+    use adk_computer_use::protocol::Approval;
     use adk_computer_use::runtime::{ComputerUseRuntime, ObservationScope};
     use adk_computer_use::sim::{self, SimConfig};
     use adk_computer_use::x11::X11Desktop;
@@ -194,7 +196,10 @@ mod x11 {
         };
         for _ in 0..100 {
             let listed = runtime.observe_semantic(&scope).await?;
-            let windows = listed.structured["windows"].as_array().cloned().unwrap_or_default();
+            let windows = listed.structured["windows"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
             if windows.iter().any(|w| w["bundleId"] == app) {
                 return Ok(());
             }
@@ -232,15 +237,33 @@ mod x11 {
                 step.outcome
             );
         }
-        let stats = session.shutdown().await;
-        println!("{app}: released, {} leaked", stats.leaked());
-        match report.stop {
+        let result = match report.stop {
             AgentStop::Done { summary } => {
                 println!("{app}: done: {summary}");
                 Ok(())
             }
+            // Typing is an externally visible edit: the policy asks a
+            // person. This example plays the host and approves the exact
+            // action, in the open, through the host's approver.
+            AgentStop::NeedsApproval(pending) => {
+                println!(
+                    "{app}: {tool} needs approval ({}); the host approves it now",
+                    pending.preview().policy.reasons.join("; ")
+                );
+                let grant = runtime
+                    .approver()
+                    .approve_action(pending.action_id(), ApprovalScope::ExactAction, None)
+                    .await?;
+                let approval = Approval::from_grant(pending.action_id(), &grant);
+                let done = pending.approve(approval)?.complete().await?;
+                println!("{app}: {tool} -> {}", done.outcome());
+                Ok(())
+            }
             other => Err(format!("{app}: the plan stopped early: {other:?}").into()),
-        }
+        };
+        let stats = session.shutdown().await;
+        println!("{app}: released, {} leaked", stats.leaked());
+        result
     }
 
     pub(super) async fn run() -> Result<(), Error> {
@@ -248,11 +271,19 @@ mod x11 {
         let file = dir.join("typed.txt");
         let mut dialog = Reaped(
             Command::new("xmessage")
-                .args(["-print", "-geometry", "+100+100", "-buttons", "Approve:3,Decline:4"])
+                .args([
+                    "-print",
+                    "-geometry",
+                    "+100+100",
+                    "-buttons",
+                    "Approve:3,Decline:4",
+                ])
                 .arg("Ship the release?")
                 .stdout(Stdio::piped())
                 .spawn()
-                .map_err(|e| format!("xmessage could not be started (apt-get install x11-utils): {e}"))?,
+                .map_err(|e| {
+                    format!("xmessage could not be started (apt-get install x11-utils): {e}")
+                })?,
         );
         let _terminal = Reaped(
             Command::new("xterm")
@@ -269,7 +300,9 @@ mod x11 {
             )
             .await?,
         );
-        let started = runtime.start_session(Some("drive real windows"), None).await?;
+        let started = runtime
+            .start_session(Some("drive real windows"), None)
+            .await?;
         shown(&runtime, &started.session_id, "Xmessage").await?;
         shown(&runtime, &started.session_id, "XTerm").await?;
 
@@ -280,7 +313,10 @@ mod x11 {
             use std::io::Read;
             out.read_to_string(&mut printed)?;
         }
-        println!("xmessage printed {:?} and exited with {status:?}", printed.trim());
+        println!(
+            "xmessage printed {:?} and exited with {status:?}",
+            printed.trim()
+        );
         if printed.trim() != "Approve" || status != Some(3) {
             return Err("xmessage did not report the Approve button".into());
         }
@@ -322,6 +358,9 @@ mod x11 {
 #[cfg(not(feature = "x11"))]
 mod x11 {
     pub(super) async fn run() -> Result<(), super::Error> {
-        Err("--x11 needs the x11 feature: cargo run --features x11 --example agent_loop -- --x11".into())
+        Err(
+            "--x11 needs the x11 feature: cargo run --features x11 --example agent_loop -- --x11"
+                .into(),
+        )
     }
 }

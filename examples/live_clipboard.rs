@@ -304,11 +304,19 @@ async fn x11_window(
         app_id: None,
         window_id: None,
     };
-    let listed = runtime.observe_semantic(&scope).await?;
-    let windows = listed.structured["windows"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
+    // A window started just before this program may take a moment to show.
+    let mut windows = Vec::new();
+    for _ in 0..50 {
+        let listed = runtime.observe_semantic(&scope).await?;
+        windows = listed.structured["windows"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        if !windows.is_empty() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
     let wanted = std::env::var("COMPUTER_USE_CLIPBOARD_APP").ok();
     let chosen = windows
         .iter()

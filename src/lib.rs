@@ -80,10 +80,10 @@ pub mod protocol;
 pub mod runtime;
 #[cfg(feature = "sim")]
 pub mod sim;
-#[cfg(feature = "x11")]
-pub mod x11;
 #[cfg(feature = "test-util")]
 pub mod test_util;
+#[cfg(feature = "x11")]
+pub mod x11;
 
 pub use auth::{ScopeAuthorizer, VerifiedIdentity};
 pub use contracts::{DataLabel, ExecutionMode};

@@ -57,6 +57,7 @@ const LITERAL_KEYS: &[&str] = &[
     "verificationSource",
     "schemaVersion",
     "phase",
+    "backend",
 ];
 
 /// Subtrees that belong to the desktop behind the server, not to the
@@ -375,6 +376,54 @@ fn scenarios() -> Vec<(&'static str, Vec<Step>)> {
                     "capabilities of a read",
                     "get_execution_capabilities",
                     json!({ "tool": "snapshot" }),
+                ),
+                step(
+                    "capabilities of a tree read",
+                    "get_execution_capabilities",
+                    json!({ "tool": "get_ui_tree" }),
+                ),
+                step(
+                    "capabilities of a click",
+                    "get_execution_capabilities",
+                    json!({ "tool": "left_click" }),
+                ),
+                step(
+                    "capabilities of the filesystem",
+                    "get_execution_capabilities",
+                    json!({ "tool": "filesystem" }),
+                ),
+                step(
+                    "preview a provider action",
+                    "preview_action",
+                    json!({ "session_id": "$session", "tool": "openai_computer",
+                            "arguments": {}, "mode": "foreground" }),
+                ),
+                step(
+                    "preview typing",
+                    "preview_action",
+                    json!({ "session_id": "$session", "tool": "type",
+                            "arguments": { "text": "x" }, "mode": "foreground",
+                            "target": "$target" }),
+                ),
+                step(
+                    "preview a key chord",
+                    "preview_action",
+                    json!({ "session_id": "$session", "tool": "key",
+                            "arguments": { "text": "ctrl+c" }, "mode": "foreground",
+                            "target": "$target" }),
+                ),
+                step(
+                    "preview a scroll",
+                    "preview_action",
+                    json!({ "session_id": "$session", "tool": "scroll",
+                            "arguments": { "coordinate": [1, 1], "direction": "down", "amount": 1 },
+                            "mode": "foreground", "target": "$target" }),
+                ),
+                step(
+                    "preview a tool outside the catalogue",
+                    "preview_action",
+                    json!({ "session_id": "$session", "tool": "no_such_tool",
+                            "arguments": {}, "mode": "shadow" }),
                 ),
                 step("onboarding", "onboarding", json!({ "action": "status" })),
                 step(

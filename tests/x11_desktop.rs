@@ -12,15 +12,17 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
+use adk_computer_use::ComputerUseError;
 use adk_computer_use::auth::{ScopeAuthorizer, VerifiedIdentity};
 use adk_computer_use::contracts::*;
 use adk_computer_use::digest::sha256_prefixed;
-use adk_computer_use::protocol::{ChainOutcome, Route, Session};
+use adk_computer_use::protocol::{
+    Approval, Approved, ChainOutcome, PendingApproval, Route, Session, Verified,
+};
 use adk_computer_use::runtime::mcp::{ComputerUseMcpRuntime, McpRuntimeConfig};
 use adk_computer_use::runtime::{ComputerUseRuntime, ObservationScope, ProposedAction};
 use adk_computer_use::sim::{self, SimConfig};
 use adk_computer_use::x11::X11Desktop;
-use adk_computer_use::ComputerUseError;
 use base64::Engine as _;
 use serde_json::{Value, json};
 
@@ -84,7 +86,10 @@ async fn runtime() -> Arc<ComputerUseMcpRuntime> {
     )
     .await
     .unwrap();
-    runtime.start_session(Some("x11 tests"), None).await.unwrap();
+    runtime
+        .start_session(Some("x11 tests"), None)
+        .await
+        .unwrap();
     Arc::new(runtime)
 }
 
@@ -177,18 +182,67 @@ fn typing(text: &str) -> ProposedAction {
         .with_data_labels([DataLabel::Public])
 }
 
-/// Previews `action` in `session` (allowed by the policy), lets `between`
-/// change the display, then runs the rest of the chain; the error.
+/// The host's approval of a pending action (typing is an externally
+/// visible edit, which upstream's policy sends to a person).
+async fn approve(
+    runtime: &ComputerUseMcpRuntime,
+    pending: PendingApproval<ComputerUseMcpRuntime>,
+) -> Approved<ComputerUseMcpRuntime> {
+    let grant = runtime
+        .approver()
+        .approve_action(pending.action_id(), ApprovalScope::ExactAction, None)
+        .await
+        .unwrap();
+    let approval = Approval::from_grant(pending.action_id(), &grant);
+    pending.approve(approval).unwrap()
+}
+
+/// Runs `action` to its end, approving it as the host when asked.
+async fn run_approving(
+    runtime: &ComputerUseMcpRuntime,
+    session: &Session<ComputerUseMcpRuntime>,
+    action: ProposedAction,
+) -> Verified {
+    match session.run(action).await.unwrap() {
+        ChainOutcome::Completed(done) => done,
+        ChainOutcome::NeedsApproval(pending) => {
+            approve(runtime, pending).await.complete().await.unwrap()
+        }
+        ChainOutcome::Blocked(blocked) => {
+            panic!("blocked ({}): {:?}", blocked.blocker(), blocked.reasons())
+        }
+    }
+}
+
+/// Previews `action` in `session` (approving it as the host), lets
+/// `between` change the display, then runs the rest of the chain; the
+/// error.
 async fn changed_between_preview_and_execute(
+    runtime: &ComputerUseMcpRuntime,
     session: &Session<ComputerUseMcpRuntime>,
     action: &ProposedAction,
     between: impl FnOnce(u64),
 ) -> ComputerUseError {
-    let previewed = session.observe().await.unwrap().preview(action).await.unwrap();
-    let Route::Allowed(approved) = previewed.route() else {
-        panic!("the policy should allow typing into the terminal");
+    let previewed = session
+        .observe()
+        .await
+        .unwrap()
+        .preview(action)
+        .await
+        .unwrap();
+    let approved = match previewed.route() {
+        Route::Allowed(approved) => approved,
+        Route::NeedsApproval(pending) => approve(runtime, pending).await,
+        Route::Blocked(blocked) => panic!("blocked: {:?}", blocked.reasons()),
     };
-    let window = match approved.preview().envelope.target.as_ref().unwrap().window_id {
+    let window = match approved
+        .preview()
+        .envelope
+        .target
+        .as_ref()
+        .unwrap()
+        .window_id
+    {
         Some(WindowId::Number(id)) => id,
         ref other => panic!("the target should name an X window, not {other:?}"),
     };
@@ -199,6 +253,9 @@ async fn changed_between_preview_and_execute(
         Err(err) => err,
     }
 }
+
+/// A change made to a window, by its X id, from outside this crate.
+type Change = fn(u64);
 
 fn assert_stale(err: &ComputerUseError) {
     match err {
@@ -266,8 +323,14 @@ async fn observations_are_the_real_screen_and_windows() {
             .unwrap()
     };
     let border = field("Border width");
-    assert_eq!(record["bounds"]["x"], field("Absolute upper-left X") + border);
-    assert_eq!(record["bounds"]["y"], field("Absolute upper-left Y") + border);
+    assert_eq!(
+        record["bounds"]["x"],
+        field("Absolute upper-left X") + border
+    );
+    assert_eq!(
+        record["bounds"]["y"],
+        field("Absolute upper-left Y") + border
+    );
     assert_eq!(record["bounds"]["width"], field("Width"));
     assert_eq!(record["bounds"]["height"], field("Height"));
     let title = tool("xdotool", &["getwindowname", &id.to_string()]);
@@ -321,9 +384,7 @@ async fn typed_text_reaches_a_real_terminal() {
     let runtime = runtime().await;
     window_of(&runtime, "XTerm").await;
     let session = session(&runtime, "XTerm");
-    let ChainOutcome::Completed(done) = session.run(typing("Hello, X11!\n")).await.unwrap() else {
-        panic!("typing should complete");
-    };
+    let done = run_approving(&runtime, &session, typing("Hello, X11!\n")).await;
     assert!(done.performed());
     assert_eq!(settled(&terminal.file, "Hello, X11!\n"), "Hello, X11!\n");
     session.shutdown().await;
@@ -337,12 +398,18 @@ async fn a_window_changed_after_preview_is_stale_and_nothing_is_typed() {
     let _display = DISPLAY_LOCK.lock().await;
     let runtime = runtime().await;
     // Each way the window can change, done by xdotool, outside this crate.
-    let changes: [(&str, fn(u64)); 3] = [
+    let changes: [(&str, Change); 3] = [
         ("moved", |id| {
-            tool("xdotool", &["windowmove", "--sync", &id.to_string(), "700", "400"]);
+            tool(
+                "xdotool",
+                &["windowmove", "--sync", &id.to_string(), "700", "400"],
+            );
         }),
         ("retitled", |id| {
-            tool("xdotool", &["set_window", "--name", "another title", &id.to_string()]);
+            tool(
+                "xdotool",
+                &["set_window", "--name", "another title", &id.to_string()],
+            );
         }),
         ("repainted", |id| {
             // A key typed by xdotool (XTEST, to the focused window) changes
@@ -360,6 +427,7 @@ async fn a_window_changed_after_preview_is_stale_and_nothing_is_typed() {
         let session = session(&runtime, "XTerm");
         eprintln!("the window is {how}");
         let err = changed_between_preview_and_execute(
+            &runtime,
             &session,
             &typing("this must never be typed\n"),
             change,
@@ -374,9 +442,8 @@ async fn a_window_changed_after_preview_is_stale_and_nothing_is_typed() {
         );
         // Observed again, the same window takes input: the refusal was the
         // change, not a broken path.
-        let ChainOutcome::Completed(_) = session.run(typing("after\n")).await.unwrap() else {
-            panic!("{how}: typing after a fresh observation should complete");
-        };
+        let done = run_approving(&runtime, &session, typing("after\n")).await;
+        assert!(done.performed(), "{how}: typing after a fresh observation");
         assert!(settled(&terminal.file, &format!("{content}after\n")).ends_with("after\n"));
         session.shutdown().await;
     }
@@ -392,7 +459,7 @@ async fn a_closed_window_is_stale() {
     let terminal = terminal("60x8+420+60");
     window_of(&runtime, "XTerm").await;
     let session = session(&runtime, "XTerm");
-    let err = changed_between_preview_and_execute(&session, &typing("gone\n"), |id| {
+    let err = changed_between_preview_and_execute(&runtime, &session, &typing("gone\n"), |id| {
         tool("xdotool", &["windowclose", &id.to_string()]);
         std::thread::sleep(Duration::from_millis(300));
     })
@@ -419,11 +486,19 @@ async fn a_click_outside_the_target_window_is_refused_before_the_pointer_moves()
         json!({ "coordinate": [1200, 780] }),
         ExecutionMode::Foreground,
     );
-    let err = session.run(click).await.err().expect("a click outside its target must fail");
+    let err = session
+        .run(click)
+        .await
+        .err()
+        .expect("a click outside its target must fail");
     match &err {
         ComputerUseError::Refused { code, .. } => assert_eq!(code, "invalid_arguments", "{err}"),
         other => panic!("expected a refusal before the effect, got {other}"),
     }
-    assert_eq!(tool("xdotool", &["getmouselocation"]), before, "the pointer moved");
+    assert_eq!(
+        tool("xdotool", &["getmouselocation"]),
+        before,
+        "the pointer moved"
+    );
     session.shutdown().await;
 }

@@ -7,11 +7,11 @@
 use serde_json::{Value, json};
 use time::OffsetDateTime;
 
+use super::SimError;
+use super::backend::{PointerAndFocus, Revalidation};
 use super::preview::ActionRequest;
 use super::state::SimState;
 use super::wire::{now, parse_time, stamp, uuid};
-use super::SimError;
-use super::backend::{PointerAndFocus, Revalidation};
 use crate::contracts::TargetEvidence;
 
 /// How old target evidence may be when it is revalidated.

@@ -103,7 +103,11 @@ impl SimState {
         if request.mode != "shadow" && !self.desktop.performs(&request.tool) {
             return Err(SimError::with_details(
                 "execution_failed",
-                format!("this {} desktop does not perform {}", self.desktop.kind(), request.tool),
+                format!(
+                    "this {} desktop does not perform {}",
+                    self.desktop.kind(),
+                    request.tool
+                ),
                 json!({ "tool": request.tool, "desktop": self.desktop.kind() }),
             ));
         }

@@ -41,10 +41,10 @@ mod wire;
 
 use serde_json::{Map, Value, json};
 
+pub use backend::{DesktopBackend, EffectCheck, Frame, PointerAndFocus, Revalidation};
 pub use desktop::{
     App, CLIPBOARD_APP, CLIPBOARD_LABEL, CLIPBOARD_ROLE, CLIPBOARD_WINDOW, Desktop, Element, Window,
 };
-pub use backend::{DesktopBackend, EffectCheck, Frame, PointerAndFocus, Revalidation};
 pub use faults::{Fault, SimConfig};
 pub use server::SimServer;
 pub use spawn::{spawn, spawn_on};

@@ -115,7 +115,9 @@ impl SimServer {
                         .dispatch(&tool, &arguments)
                 })
                 .await
-                .unwrap_or_else(|err| Err(SimError::plain(format!("the desktop call failed: {err}"))))
+                .unwrap_or_else(|err| {
+                    Err(SimError::plain(format!("the desktop call failed: {err}")))
+                })
             } else {
                 self.lock().dispatch(tool, &arguments)
             };

@@ -12,8 +12,8 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 
 use super::SimError;
-use super::control::LeaseAnswer;
 use super::backend::DesktopBackend;
+use super::control::LeaseAnswer;
 use super::desktop::Desktop;
 use super::faults::SimConfig;
 use super::grants::{Grants, Pending};

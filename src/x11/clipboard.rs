@@ -104,7 +104,14 @@ impl Reader {
             ));
         }
         let reply = conn
-            .get_property(true, self.window, property, AtomEnum::ANY, 0, (MOST_BYTES as u32) / 4 + 1)
+            .get_property(
+                true,
+                self.window,
+                property,
+                AtomEnum::ANY,
+                0,
+                (MOST_BYTES as u32) / 4 + 1,
+            )
             .map_err(|e| failed("GetProperty", e))?
             .reply()
             .map_err(|e| failed("GetProperty", e))?;

@@ -93,7 +93,11 @@ impl Keymap {
         let shift = match (shifted, self.shift) {
             (false, _) => None,
             (true, Some(shift)) => Some(shift),
-            (true, None) => return Err(invalid(format!("{what} needs Shift, which this keyboard map lacks"))),
+            (true, None) => {
+                return Err(invalid(format!(
+                    "{what} needs Shift, which this keyboard map lacks"
+                )));
+            }
         };
         if let Some(shift) = shift {
             events.push(Event::Key(shift, true));
@@ -124,7 +128,9 @@ impl Keymap {
     pub(super) fn chord(&self, chord: &str) -> Result<Vec<Event>, SimError> {
         let names: Vec<&str> = chord.split('+').map(str::trim).collect();
         if names.is_empty() || names.iter().any(|n| n.is_empty()) || names.len() > 5 {
-            return Err(invalid(format!("arguments.text {chord:?} is not a key chord")));
+            return Err(invalid(format!(
+                "arguments.text {chord:?} is not a key chord"
+            )));
         }
         let mut codes = Vec::new();
         for name in &names {
@@ -238,7 +244,9 @@ pub(super) fn wheel(args: &Value) -> Result<Vec<Event>, SimError> {
 pub(super) fn on_screen(point: (i64, i64)) -> Result<(i16, i16), SimError> {
     match (i16::try_from(point.0), i16::try_from(point.1)) {
         (Ok(x), Ok(y)) => Ok((x, y)),
-        _ => Err(invalid(format!("the point {point:?} is off any X11 screen"))),
+        _ => Err(invalid(format!(
+            "the point {point:?} is off any X11 screen"
+        ))),
     }
 }
 

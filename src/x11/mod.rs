@@ -132,9 +132,8 @@ impl X11Desktop {
             .reply()
             .map_err(|e| unavailable(format!("the display has no XTEST extension: {e}")))?;
         let atoms = windows::Atoms::intern(&conn).map_err(unavailable)?;
-        let layout = screen::Layout::of(&conn, screen).map_err(|e| {
-            unavailable(format!("the screen's pixels cannot be read: {e}"))
-        })?;
+        let layout = screen::Layout::of(&conn, screen)
+            .map_err(|e| unavailable(format!("the screen's pixels cannot be read: {e}")))?;
         let owner = clipboard::Owner::open().map_err(unavailable)?;
         let reader = clipboard::Reader::open().map_err(unavailable)?;
         Ok(Self {
@@ -160,7 +159,10 @@ impl X11Desktop {
     }
 
     /// The window the evidence names, as the display shows it now.
-    fn window_now(&self, target: &TargetEvidence) -> Result<Option<windows::WindowRecord>, SimError> {
+    fn window_now(
+        &self,
+        target: &TargetEvidence,
+    ) -> Result<Option<windows::WindowRecord>, SimError> {
         let Some(WindowId::Number(id)) = target.window_id else {
             return Ok(None);
         };
@@ -231,9 +233,8 @@ impl X11Desktop {
         &self,
         target: Option<&TargetEvidence>,
     ) -> Result<windows::WindowRecord, SimError> {
-        let target = target.ok_or_else(|| {
-            SimError::refusal("invalid_arguments", "input needs a target window")
-        })?;
+        let target = target
+            .ok_or_else(|| SimError::refusal("invalid_arguments", "input needs a target window"))?;
         self.window_now(target)?
             .ok_or_else(|| stale("the target window is gone"))
     }
@@ -369,7 +370,8 @@ impl X11Desktop {
             method: "x11_unobservable",
             checks: 0,
         };
-        let Ok(postcondition) = serde_json::from_value::<ActionPostcondition>(postcondition.clone())
+        let Ok(postcondition) =
+            serde_json::from_value::<ActionPostcondition>(postcondition.clone())
         else {
             return unobservable;
         };
@@ -393,9 +395,9 @@ impl X11Desktop {
                 let holds = || {
                     let content = std::fs::read(path).ok();
                     content.is_some() == *exists
-                        && content_digest
-                            .as_ref()
-                            .is_none_or(|d| content.as_ref().map(sha256_prefixed).as_ref() == Some(d))
+                        && content_digest.as_ref().is_none_or(|d| {
+                            content.as_ref().map(sha256_prefixed).as_ref() == Some(d)
+                        })
                 };
                 let deadline = Instant::now() + FILE_WAIT;
                 let mut verified = holds();
@@ -416,7 +418,10 @@ impl X11Desktop {
 
 fn text<'a>(args: &'a Value, key: &str) -> Result<&'a str, SimError> {
     args.get(key).and_then(Value::as_str).ok_or_else(|| {
-        SimError::refusal("invalid_arguments", format!("arguments.{key} must be a string"))
+        SimError::refusal(
+            "invalid_arguments",
+            format!("arguments.{key} must be a string"),
+        )
     })
 }
 
@@ -445,7 +450,10 @@ impl DesktopBackend for X11Desktop {
                 if text(args, "text")?.len() > clipboard::MOST_BYTES {
                     return Err(SimError::refusal(
                         "invalid_arguments",
-                        format!("arguments.text is longer than {} bytes", clipboard::MOST_BYTES),
+                        format!(
+                            "arguments.text is longer than {} bytes",
+                            clipboard::MOST_BYTES
+                        ),
                     ));
                 }
                 Ok(())

@@ -122,8 +122,11 @@ impl Capture {
             }
         }
         let mut png_bytes = Vec::new();
-        let mut encoder =
-            png::Encoder::new(&mut png_bytes, u32::from(self.width), u32::from(self.height));
+        let mut encoder = png::Encoder::new(
+            &mut png_bytes,
+            u32::from(self.width),
+            u32::from(self.height),
+        );
         encoder.set_color(png::ColorType::Rgb);
         encoder.set_depth(png::BitDepth::Eight);
         encoder.set_compression(png::Compression::Fast);

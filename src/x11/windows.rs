@@ -227,7 +227,11 @@ pub(super) fn record(
     let focused = focus == window || is_inside(conn, root, focus, window)?;
     Ok(Some(WindowRecord {
         id: window,
-        app_id: if class.is_empty() { instance.clone() } else { class },
+        app_id: if class.is_empty() {
+            instance.clone()
+        } else {
+            class
+        },
         instance,
         pid,
         title,
@@ -284,7 +288,9 @@ pub(super) fn top_level(
         }
         current = tree.parent;
     }
-    Err(SimError::plain("the window nests deeper than any X11 client does"))
+    Err(SimError::plain(
+        "the window nests deeper than any X11 client does",
+    ))
 }
 
 /// The window holding the input focus now.
@@ -315,7 +321,10 @@ pub(super) fn all(
 
 /// The window's geometry tree: its subwindows, their bounds relative to it
 /// and whether they are mapped, depth first, a bounded number of them.
-pub(super) fn geometry_tree(conn: &RustConnection, window: XWindow) -> Result<Vec<Value>, SimError> {
+pub(super) fn geometry_tree(
+    conn: &RustConnection,
+    window: XWindow,
+) -> Result<Vec<Value>, SimError> {
     const MOST: usize = 256;
     let mut nodes = Vec::new();
     let mut stack = vec![(window, 0u32)];
