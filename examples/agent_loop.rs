@@ -208,6 +208,29 @@ mod x11 {
         Err(format!("no {app} window appeared on the display in 10 s").into())
     }
 
+    /// Waits until the screen stops changing (two frames 200 ms apart are
+    /// the same): a window still painting would make the evidence a plan
+    /// is bound to stale before it runs.
+    async fn settled(runtime: &ComputerUseMcpRuntime, session: &str) -> Result<(), Error> {
+        let scope = ObservationScope {
+            session_id: session.to_owned(),
+            tool: None,
+            app_id: None,
+            window_id: None,
+        };
+        let mut last = None;
+        for _ in 0..50 {
+            let frame = runtime.observe_visual(&scope).await?;
+            let digest = frame.structured["screenshotHash"].clone();
+            if last.as_ref() == Some(&digest) {
+                return Ok(());
+            }
+            last = Some(digest);
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        Err("the screen kept changing for 10 s".into())
+    }
+
     /// One recorded plan, governed, in a session bound to `app`.
     async fn drive(
         runtime: &Arc<ComputerUseMcpRuntime>,
@@ -305,6 +328,7 @@ mod x11 {
             .await?;
         shown(&runtime, &started.session_id, "Xmessage").await?;
         shown(&runtime, &started.session_id, "XTerm").await?;
+        settled(&runtime, &started.session_id).await?;
 
         drive(&runtime, "Xmessage", "left_click", CLICK).await?;
         let status = wait_exit(&mut dialog.0)?;
@@ -321,6 +345,7 @@ mod x11 {
             return Err("xmessage did not report the Approve button".into());
         }
 
+        settled(&runtime, &started.session_id).await?;
         drive(&runtime, "XTerm", "type", TYPE).await?;
         let mut content = String::new();
         for _ in 0..50 {

@@ -317,6 +317,18 @@ async fn x11_window(
         }
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
+    // ... and a window still painting would make the evidence stale before
+    // the write runs: wait until two frames 200 ms apart are the same.
+    let mut last = None;
+    for _ in 0..50 {
+        let frame = runtime.observe_visual(&scope).await?;
+        let digest = frame.structured["screenshotHash"].clone();
+        if last.as_ref() == Some(&digest) {
+            break;
+        }
+        last = Some(digest);
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
     let wanted = std::env::var("COMPUTER_USE_CLIPBOARD_APP").ok();
     let chosen = windows
         .iter()

@@ -120,19 +120,34 @@ fn scope(runtime: &ComputerUseMcpRuntime) -> ObservationScope {
     }
 }
 
-/// Waits until the display lists a window of `app`; its record.
+/// Waits until the display lists a window of `app` and the screen has
+/// stopped changing (a window still painting would make evidence stale
+/// before the test changes anything); the window's record.
 async fn window_of(runtime: &ComputerUseMcpRuntime, app: &str) -> Value {
+    let mut found = None;
     for _ in 0..100 {
         let listed = runtime.observe_semantic(&scope(runtime)).await.unwrap();
-        if let Some(window) = listed.structured["windows"]
+        found = listed.structured["windows"]
             .as_array()
             .and_then(|ws| ws.iter().find(|w| w["bundleId"] == app))
-        {
-            return window.clone();
+            .cloned();
+        if found.is_some() {
+            break;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    panic!("no {app} window appeared");
+    let window = found.unwrap_or_else(|| panic!("no {app} window appeared"));
+    let mut last = None;
+    for _ in 0..50 {
+        let frame = runtime.observe_visual(&scope(runtime)).await.unwrap();
+        let digest = frame.structured["screenshotHash"].clone();
+        if last.as_ref() == Some(&digest) {
+            return window;
+        }
+        last = Some(digest);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    panic!("the screen kept changing for 10 s");
 }
 
 /// An xterm whose keystrokes `cat` writes to a file of its own.
