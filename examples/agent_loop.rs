@@ -36,6 +36,13 @@ use adk_computer_use::{
     ComputerUseMcpRuntime, McpRuntimeConfig, ScopeAuthorizer, Session, VerifiedIdentity,
 };
 
+#[cfg(feature = "x11")]
+#[path = "support/host.rs"]
+mod host;
+#[cfg(feature = "x11")]
+#[path = "support/x11.rs"]
+mod x11_support;
+
 type Error = Box<dyn std::error::Error>;
 
 const TRANSCRIPT: &str = include_str!("transcripts/three_steps.json");
@@ -159,9 +166,6 @@ mod x11 {
     use std::time::Duration;
 
     use adk_computer_use::agent::{AgentLoop, AgentStop, ScriptedPlanner};
-    use adk_computer_use::contracts::ApprovalScope;
-    use adk_computer_use::protocol::Approval;
-    use adk_computer_use::runtime::{ComputerUseRuntime, ObservationScope};
     use adk_computer_use::sim::{self, SimConfig};
     use adk_computer_use::x11::X11Desktop;
     use adk_computer_use::{
@@ -186,49 +190,19 @@ mod x11 {
         }
     }
 
-    /// Waits until the display shows a window of `app`.
-    async fn shown(runtime: &ComputerUseMcpRuntime, session: &str, app: &str) -> Result<(), Error> {
-        let scope = ObservationScope {
-            session_id: session.to_owned(),
-            tool: None,
-            app_id: None,
-            window_id: None,
-        };
-        for _ in 0..100 {
-            let listed = runtime.observe_semantic(&scope).await?;
-            let windows = listed.structured["windows"]
-                .as_array()
-                .cloned()
-                .unwrap_or_default();
-            if windows.iter().any(|w| w["bundleId"] == app) {
-                return Ok(());
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        Err(format!("no {app} window appeared on the display in 10 s").into())
-    }
-
-    /// Waits until the screen stops changing (two frames 200 ms apart are
-    /// the same): a window still painting would make the evidence a plan
-    /// is bound to stale before it runs.
-    async fn settled(runtime: &ComputerUseMcpRuntime, session: &str) -> Result<(), Error> {
-        let scope = ObservationScope {
-            session_id: session.to_owned(),
-            tool: None,
-            app_id: None,
-            window_id: None,
-        };
-        let mut last = None;
-        for _ in 0..50 {
-            let frame = runtime.observe_visual(&scope).await?;
-            let digest = frame.structured["screenshotHash"].clone();
-            if last.as_ref() == Some(&digest) {
-                return Ok(());
-            }
-            last = Some(digest);
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
-        Err("the screen kept changing for 10 s".into())
+    /// Waits until the display shows windows of every app in `apps` and
+    /// the screen has settled.
+    async fn shown(
+        runtime: &ComputerUseMcpRuntime,
+        session: &str,
+        apps: &[&str],
+    ) -> Result<(), Error> {
+        super::x11_support::windows_when(runtime, session, |windows| {
+            apps.iter()
+                .all(|app| windows.iter().any(|w| w["bundleId"] == *app))
+        })
+        .await?;
+        Ok(())
     }
 
     /// One recorded plan, governed, in a session bound to `app`.
@@ -273,12 +247,7 @@ mod x11 {
                     "{app}: {tool} needs approval ({}); the host approves it now",
                     pending.preview().policy.reasons.join("; ")
                 );
-                let grant = runtime
-                    .approver()
-                    .approve_action(pending.action_id(), ApprovalScope::ExactAction, None)
-                    .await?;
-                let approval = Approval::from_grant(pending.action_id(), &grant);
-                let done = pending.approve(approval)?.complete().await?;
+                let done = super::host::approve_and_complete(runtime, pending).await?;
                 println!("{app}: {tool} -> {}", done.outcome());
                 Ok(())
             }
@@ -326,9 +295,7 @@ mod x11 {
         let started = runtime
             .start_session(Some("drive real windows"), None)
             .await?;
-        shown(&runtime, &started.session_id, "Xmessage").await?;
-        shown(&runtime, &started.session_id, "XTerm").await?;
-        settled(&runtime, &started.session_id).await?;
+        shown(&runtime, &started.session_id, &["Xmessage", "XTerm"]).await?;
 
         drive(&runtime, "Xmessage", "left_click", CLICK).await?;
         let status = wait_exit(&mut dialog.0)?;
@@ -345,7 +312,8 @@ mod x11 {
             return Err("xmessage did not report the Approve button".into());
         }
 
-        settled(&runtime, &started.session_id).await?;
+        // The dialog's window went away: the screen settles again first.
+        shown(&runtime, &started.session_id, &["XTerm"]).await?;
         drive(&runtime, "XTerm", "type", TYPE).await?;
         let mut content = String::new();
         for _ in 0..50 {

@@ -34,13 +34,18 @@ use adk_computer_use::auth::{ScopeAuthorizer, VerifiedIdentity};
 use adk_computer_use::clock::format_rfc3339;
 use adk_computer_use::contracts::*;
 use adk_computer_use::digest::sha256_prefixed;
-use adk_computer_use::protocol::{Approval, ChainOutcome, Session};
+use adk_computer_use::protocol::{ChainOutcome, Session};
 use adk_computer_use::runtime::ProposedAction;
 use adk_computer_use::runtime::mcp::{ComputerUseMcpRuntime, McpRuntimeConfig};
 use adk_computer_use::sim::{
     self, CLIPBOARD_APP, CLIPBOARD_LABEL, CLIPBOARD_ROLE, CLIPBOARD_WINDOW, SimConfig,
 };
 use serde_json::json;
+
+#[path = "support/host.rs"]
+mod host;
+#[path = "support/x11.rs"]
+mod x11_support;
 
 type Error = Box<dyn std::error::Error>;
 const DEFAULT_REQUEST: &str =
@@ -74,12 +79,7 @@ async fn read_back(
                 pending.action_id(),
                 pending.preview().policy.reasons.join("; ")
             );
-            let grant = runtime
-                .approver()
-                .approve_action(pending.action_id(), ApprovalScope::ExactAction, None)
-                .await?;
-            let approval = Approval::from_grant(pending.action_id(), &grant);
-            pending.approve(approval)?.complete().await?
+            host::approve_and_complete(runtime, pending).await?
         }
         ChainOutcome::Blocked(blocked) => {
             println!(
@@ -297,38 +297,11 @@ async fn x11_window(
     runtime: &ComputerUseMcpRuntime,
     session_id: &str,
 ) -> Result<(String, WindowId), Error> {
-    use adk_computer_use::runtime::{ComputerUseRuntime, ObservationScope};
-    let scope = ObservationScope {
-        session_id: session_id.to_owned(),
-        tool: None,
-        app_id: None,
-        window_id: None,
-    };
-    // A window started just before this program may take a moment to show.
-    let mut windows = Vec::new();
-    for _ in 0..50 {
-        let listed = runtime.observe_semantic(&scope).await?;
-        windows = listed.structured["windows"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default();
-        if !windows.is_empty() {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
-    // ... and a window still painting would make the evidence stale before
-    // the write runs: wait until two frames 200 ms apart are the same.
-    let mut last = None;
-    for _ in 0..50 {
-        let frame = runtime.observe_visual(&scope).await?;
-        let digest = frame.structured["screenshotHash"].clone();
-        if last.as_ref() == Some(&digest) {
-            break;
-        }
-        last = Some(digest);
-        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-    }
+    // A window started just before this program may still be mapping or
+    // painting: wait for one, and for the screen to settle.
+    let windows = x11_support::windows_when(runtime, session_id, |ws| !ws.is_empty())
+        .await
+        .map_err(|e| format!("{e}: the write needs a window to bind to; start one (xterm, say)"))?;
     let wanted = std::env::var("COMPUTER_USE_CLIPBOARD_APP").ok();
     let chosen = windows
         .iter()

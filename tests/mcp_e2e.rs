@@ -873,3 +873,42 @@ async fn a_second_writer_waits_in_the_servers_queue_and_a_cancelled_wait_leaves_
     );
     runtime.shutdown().await.unwrap();
 }
+
+/// Every tool of upstream's catalogue previews, but a desktop performs only
+/// its own: the simulated one has no keyboard, so a `key` action (approved,
+/// reserved and leased) is refused at execute before any effect, and the
+/// server counts none.
+#[tokio::test]
+async fn a_catalogue_tool_the_desktop_does_not_perform_is_refused_before_any_effect() {
+    let runtime = spawn_sim(&[]).await;
+    let session = session(&runtime, "agent-a");
+    let key = adk_computer_use::runtime::ProposedAction::new(
+        "key",
+        json!({ "text": "ctrl+c" }),
+        adk_computer_use::contracts::ExecutionMode::Foreground,
+    )
+    .with_target(clipboard_target());
+    let approved = approved(&runtime, &session, &key).await;
+    assert_eq!(
+        approved.preview().capability.backend,
+        adk_computer_use::contracts::ExecutionBackend::PhysicalInput
+    );
+    let err = approved
+        .reserve()
+        .await
+        .unwrap()
+        .lease()
+        .await
+        .unwrap()
+        .execute()
+        .await
+        .err()
+        .expect("the simulated desktop has no keyboard");
+    assert_eq!(err.refusal_code(), Some("execution_failed"), "{err}");
+    assert!(
+        matches!(err, ComputerUseError::Refused { .. }),
+        "refused before the effect, not an unknown outcome: {err:?}"
+    );
+    assert_eq!(stats(&runtime).await["totalEffects"], 0);
+    session.shutdown().await;
+}

@@ -13,12 +13,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use adk_computer_use::ComputerUseError;
-use adk_computer_use::auth::{ScopeAuthorizer, VerifiedIdentity};
 use adk_computer_use::contracts::*;
 use adk_computer_use::digest::sha256_prefixed;
-use adk_computer_use::protocol::{
-    Approval, Approved, ChainOutcome, PendingApproval, Route, Session, Verified,
-};
+use adk_computer_use::protocol::{ChainOutcome, Session};
 use adk_computer_use::runtime::mcp::{ComputerUseMcpRuntime, McpRuntimeConfig};
 use adk_computer_use::runtime::{ComputerUseRuntime, ObservationScope, ProposedAction};
 use adk_computer_use::sim::{self, SimConfig};
@@ -26,7 +23,9 @@ use adk_computer_use::x11::X11Desktop;
 use base64::Engine as _;
 use serde_json::{Value, json};
 
-const PRINCIPAL: &str = "principal-x11-test";
+mod sim_support;
+
+use sim_support::{PRINCIPAL, approved, run_approving};
 
 /// One test at a time on the display: they share its pointer and focus.
 static DISPLAY_LOCK: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
@@ -94,21 +93,7 @@ async fn runtime() -> Arc<ComputerUseMcpRuntime> {
 }
 
 fn session(runtime: &Arc<ComputerUseMcpRuntime>, app: &str) -> Session<ComputerUseMcpRuntime> {
-    let identity = VerifiedIdentity::new(PRINCIPAL, "tenant-x11").unwrap();
-    let authorizer = ScopeAuthorizer::new(
-        identity,
-        [
-            "computer:plan",
-            "computer:execute:background",
-            "computer:execute:foreground",
-        ],
-    )
-    .unwrap();
-    Session::builder(Arc::clone(runtime), authorizer)
-        .agent_id("x11-test")
-        .target(app, None)
-        .build()
-        .unwrap()
+    sim_support::session_on(runtime, "x11-test", app, None)
 }
 
 fn scope(runtime: &ComputerUseMcpRuntime) -> ObservationScope {
@@ -197,38 +182,6 @@ fn typing(text: &str) -> ProposedAction {
         .with_data_labels([DataLabel::Public])
 }
 
-/// The host's approval of a pending action (typing is an externally
-/// visible edit, which upstream's policy sends to a person).
-async fn approve(
-    runtime: &ComputerUseMcpRuntime,
-    pending: PendingApproval<ComputerUseMcpRuntime>,
-) -> Approved<ComputerUseMcpRuntime> {
-    let grant = runtime
-        .approver()
-        .approve_action(pending.action_id(), ApprovalScope::ExactAction, None)
-        .await
-        .unwrap();
-    let approval = Approval::from_grant(pending.action_id(), &grant);
-    pending.approve(approval).unwrap()
-}
-
-/// Runs `action` to its end, approving it as the host when asked.
-async fn run_approving(
-    runtime: &ComputerUseMcpRuntime,
-    session: &Session<ComputerUseMcpRuntime>,
-    action: ProposedAction,
-) -> Verified {
-    match session.run(action).await.unwrap() {
-        ChainOutcome::Completed(done) => done,
-        ChainOutcome::NeedsApproval(pending) => {
-            approve(runtime, pending).await.complete().await.unwrap()
-        }
-        ChainOutcome::Blocked(blocked) => {
-            panic!("blocked ({}): {:?}", blocked.blocker(), blocked.reasons())
-        }
-    }
-}
-
 /// Previews `action` in `session` (approving it as the host), lets
 /// `between` change the display, then runs the rest of the chain; the
 /// error.
@@ -238,18 +191,8 @@ async fn changed_between_preview_and_execute(
     action: &ProposedAction,
     between: impl FnOnce(u64),
 ) -> ComputerUseError {
-    let previewed = session
-        .observe()
-        .await
-        .unwrap()
-        .preview(action)
-        .await
-        .unwrap();
-    let approved = match previewed.route() {
-        Route::Allowed(approved) => approved,
-        Route::NeedsApproval(pending) => approve(runtime, pending).await,
-        Route::Blocked(blocked) => panic!("blocked: {:?}", blocked.reasons()),
-    };
+    // Typing is an externally visible edit: the host approves it.
+    let approved = approved(runtime, session, action).await;
     let window = match approved
         .preview()
         .envelope
@@ -273,10 +216,7 @@ async fn changed_between_preview_and_execute(
 type Change = fn(u64);
 
 fn assert_stale(err: &ComputerUseError) {
-    match err {
-        ComputerUseError::Refused { code, .. } => assert_eq!(code, "stale_target", "{err}"),
-        other => panic!("expected a stale_target refusal, got {other}"),
-    }
+    assert_eq!(err.refusal_code(), Some("stale_target"), "{err}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -510,6 +450,94 @@ async fn a_click_outside_the_target_window_is_refused_before_the_pointer_moves()
         ComputerUseError::Refused { code, .. } => assert_eq!(code, "invalid_arguments", "{err}"),
         other => panic!("expected a refusal before the effect, got {other}"),
     }
+    assert_eq!(
+        tool("xdotool", &["getmouselocation"]),
+        before,
+        "the pointer moved"
+    );
+    session.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn text_with_a_character_no_key_gives_is_refused_whole_and_nothing_is_typed() {
+    if !display() {
+        return;
+    }
+    let _display = DISPLAY_LOCK.lock().await;
+    let terminal = terminal("60x8+420+60");
+    let runtime = runtime().await;
+    window_of(&runtime, "XTerm").await;
+    let session = session(&runtime, "XTerm");
+    // The keyboard map has keys for "ok" but none for the euro sign: the
+    // plan is refused whole, so not even the leading letters are sent.
+    let approved = approved(&runtime, &session, &typing("ok €\n")).await;
+    let err = approved
+        .reserve()
+        .await
+        .unwrap()
+        .lease()
+        .await
+        .unwrap()
+        .execute()
+        .await
+        .err()
+        .expect("a text with no key for one character must be refused");
+    assert_eq!(err.refusal_code(), Some("invalid_arguments"), "{err}");
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(std::fs::read_to_string(&terminal.file).unwrap(), "");
+    // The same terminal takes a text it has keys for.
+    assert!(
+        run_approving(&runtime, &session, typing("ok\n"))
+            .await
+            .performed()
+    );
+    assert_eq!(settled(&terminal.file, "ok\n"), "ok\n");
+    session.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_click_where_another_window_covers_the_target_is_refused_before_the_pointer_moves() {
+    if !display() {
+        return;
+    }
+    let _display = DISPLAY_LOCK.lock().await;
+    let _target = terminal("60x8+420+60");
+    let runtime = runtime().await;
+    let target = window_of(&runtime, "XTerm").await;
+    // Another program's window, of another class, over the target's middle.
+    let _cover = start("xterm", &["-class", "Covering", "-geometry", "20x4+500+80"]);
+    let cover = window_of(&runtime, "Covering").await;
+    let (x, y) = (
+        cover["bounds"]["x"].as_i64().unwrap() + 10,
+        cover["bounds"]["y"].as_i64().unwrap() + 10,
+    );
+    let inside_target = |b: &Value| {
+        let (bx, by) = (b["x"].as_i64().unwrap(), b["y"].as_i64().unwrap());
+        x >= bx
+            && y >= by
+            && x < bx + b["width"].as_i64().unwrap()
+            && y < by + b["height"].as_i64().unwrap()
+    };
+    assert!(
+        inside_target(&target["bounds"]),
+        "the point is inside the target"
+    );
+    let id = target["windowId"].as_u64().unwrap();
+    tool("xdotool", &["mousemove", "--sync", "3", "3"]);
+    let before = tool("xdotool", &["getmouselocation"]);
+    let session =
+        sim_support::session_on(&runtime, "x11-test", "XTerm", Some(WindowId::Number(id)));
+    let click = ProposedAction::new(
+        "left_click",
+        json!({ "coordinate": [x, y] }),
+        ExecutionMode::Foreground,
+    );
+    let err = session
+        .run(click)
+        .await
+        .err()
+        .expect("a click on a covered point must fail");
+    assert_stale(&err);
     assert_eq!(
         tool("xdotool", &["getmouselocation"]),
         before,

@@ -12,7 +12,33 @@ use serde_json::Value;
 
 use super::SimError;
 use super::desktop::Element;
-use crate::contracts::TargetEvidence;
+use crate::contracts::{Bounds, TargetEvidence};
+
+/// How far stated bounds may be from the window's, per edge, as upstream's
+/// `compareTargetEvidence` allows.
+pub const BOUNDS_TOLERANCE_PX: f64 = 4.0;
+
+/// Whether evidence that states `stated` (if anything) agrees with `now`.
+pub fn stated_or_same(stated: Option<&String>, now: &str) -> bool {
+    stated.is_none_or(|s| s == now)
+}
+
+/// Whether evidence that states `stated` bounds (if any) still describes a
+/// window at `now` (`(x, y, width, height)`), each within
+/// [`BOUNDS_TOLERANCE_PX`].
+pub fn bounds_agree(stated: Option<&Bounds>, now: (i64, i64, u32, u32)) -> bool {
+    stated.is_none_or(|b| {
+        let (x, y, width, height) = now;
+        [
+            (b.x, x as f64),
+            (b.y, y as f64),
+            (b.width, f64::from(width)),
+            (b.height, f64::from(height)),
+        ]
+        .iter()
+        .all(|(stated, now)| (stated - now).abs() <= BOUNDS_TOLERANCE_PX)
+    })
+}
 
 /// A frame of the screen, as `snapshot` returns it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,8 +47,6 @@ pub struct Frame {
     pub png_base64: String,
     /// `sha256:` and the hex of the PNG's bytes (upstream's frame digest).
     pub digest: String,
-    /// Width and height in pixels.
-    pub size: (u32, u32),
 }
 
 /// The server's own check of an effect, as the `action.verified` event

@@ -7,7 +7,9 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 
 use super::SimError;
-use super::backend::{EffectCheck, Frame, PointerAndFocus, Revalidation};
+use super::backend::{
+    EffectCheck, Frame, PointerAndFocus, Revalidation, bounds_agree, stated_or_same,
+};
 use crate::contracts::{ActionPostcondition, PostconditionFields, TargetEvidence, WindowId};
 use crate::digest::{sha256_hex, sha256_prefixed};
 
@@ -210,7 +212,7 @@ impl Desktop {
             return false;
         };
         let (app, window) = (&self.apps[app], &self.apps[app].windows[window]);
-        let same = |stated: Option<&String>, now: &str| stated.is_none_or(|s| s == now);
+        let same = stated_or_same;
         target.pid.is_none_or(|pid| pid == app.pid)
             && same(
                 target.window_title_digest.as_ref(),
@@ -219,17 +221,7 @@ impl Desktop {
             && same(target.display_id.as_ref(), &DISPLAY_ID.to_string())
             && same(target.screenshot_hash.as_ref(), &self.screenshot_hash())
             && same(target.ui_tree_revision.as_ref(), &window.tree_label())
-            && target.bounds.as_ref().is_none_or(|b| {
-                let (x, y, width, height) = window.bounds;
-                [
-                    (b.x, x as f64),
-                    (b.y, y as f64),
-                    (b.width, f64::from(width)),
-                    (b.height, f64::from(height)),
-                ]
-                .iter()
-                .all(|(stated, now)| (stated - now).abs() <= 4.0)
-            })
+            && bounds_agree(target.bounds.as_ref(), window.bounds)
     }
 
     /// The digest of what `snapshot` shows: `sha256:` + hex of the PNG's
@@ -516,7 +508,6 @@ impl super::backend::DesktopBackend for Desktop {
         Ok(Frame {
             png_base64: SNAPSHOT_PNG.to_owned(),
             digest: self.screenshot_hash(),
-            size: (1, 1),
         })
     }
 

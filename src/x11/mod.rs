@@ -57,6 +57,7 @@ use crate::contracts::{ActionPostcondition, PostconditionFields, TargetEvidence,
 use crate::digest::{sha256_hex, sha256_prefixed};
 use crate::sim::{
     DesktopBackend, EffectCheck, Element, Frame, PointerAndFocus, Revalidation, SimError,
+    bounds_agree, stated_or_same,
 };
 use input::Event;
 
@@ -186,26 +187,16 @@ impl X11Desktop {
             // Gone. An action may close its own window (a dialog's button).
             return Ok(round == Revalidation::AfterEffect);
         };
-        let same = |stated: Option<&String>, now: &str| stated.is_none_or(|s| s == now);
         let identity = target.app_id == now.app_id
             && target.pid.is_none_or(|pid| Some(pid) == now.pid)
-            && same(target.display_id.as_ref(), &self.display_id().to_string())
+            && stated_or_same(target.display_id.as_ref(), &self.display_id().to_string())
             && target.platform == std::env::consts::OS;
         if round == Revalidation::AfterEffect || !identity {
             return Ok(identity);
         }
-        let bounds = target.bounds.as_ref().is_none_or(|b| {
-            let (x, y, width, height) = now.bounds;
-            [
-                (b.x, x as f64),
-                (b.y, y as f64),
-                (b.width, f64::from(width)),
-                (b.height, f64::from(height)),
-            ]
-            .iter()
-            .all(|(stated, now)| (stated - now).abs() <= 4.0)
-        });
-        if !bounds || !same(target.window_title_digest.as_ref(), &now.title_digest()) {
+        if !bounds_agree(target.bounds.as_ref(), now.bounds)
+            || !stated_or_same(target.window_title_digest.as_ref(), &now.title_digest())
+        {
             return Ok(false);
         }
         if let Some(revision) = &target.ui_tree_revision
@@ -227,8 +218,8 @@ impl X11Desktop {
         Ok(true)
     }
 
-    /// The evidence's window, raised and focused, and its top-level window
-    /// (the one hit-tests find under a point).
+    /// The window the evidence names, as the display shows it now; a
+    /// window that is gone is a stale target.
     fn target_window(
         &self,
         target: Option<&TargetEvidence>,

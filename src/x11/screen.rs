@@ -158,7 +158,6 @@ impl Frames {
         Ok(Frame {
             png_base64: base64::engine::general_purpose::STANDARD.encode(&png),
             digest,
-            size: (u32::from(capture.width), u32::from(capture.height)),
         })
     }
 

@@ -6,7 +6,9 @@ use std::sync::Arc;
 use adk_computer_use::auth::{ScopeAuthorizer, VerifiedIdentity};
 use adk_computer_use::contracts::*;
 use adk_computer_use::digest::sha256_prefixed;
-use adk_computer_use::protocol::Session;
+use adk_computer_use::protocol::{
+    Approval, Approved, ChainOutcome, PendingApproval, Route, Session, Verified,
+};
 use adk_computer_use::runtime::ProposedAction;
 use adk_computer_use::runtime::mcp::{ComputerUseMcpRuntime, McpRuntimeConfig};
 use adk_computer_use::sim::{CLIPBOARD_APP, CLIPBOARD_LABEL, CLIPBOARD_ROLE, CLIPBOARD_WINDOW};
@@ -30,9 +32,26 @@ pub async fn spawn_sim_as(flags: &[&str], principal: &str) -> Arc<ComputerUseMcp
     Arc::new(runtime)
 }
 
+/// A governed session of [`PRINCIPAL`] on the simulator's clipboard window.
 pub fn session(
     runtime: &Arc<ComputerUseMcpRuntime>,
     agent: &str,
+) -> Session<ComputerUseMcpRuntime> {
+    session_on(
+        runtime,
+        agent,
+        CLIPBOARD_APP,
+        Some(WindowId::Number(CLIPBOARD_WINDOW)),
+    )
+}
+
+/// A governed session of [`PRINCIPAL`], acting as `agent` on `app` (and
+/// `window`, when one is named), with every execution scope.
+pub fn session_on(
+    runtime: &Arc<ComputerUseMcpRuntime>,
+    agent: &str,
+    app: &str,
+    window: Option<WindowId>,
 ) -> Session<ComputerUseMcpRuntime> {
     let identity = VerifiedIdentity::new(PRINCIPAL, "tenant-e2e").unwrap();
     let authorizer = ScopeAuthorizer::new(
@@ -46,9 +65,65 @@ pub fn session(
     .unwrap();
     Session::builder(Arc::clone(runtime), authorizer)
         .agent_id(agent)
-        .target(CLIPBOARD_APP, Some(WindowId::Number(CLIPBOARD_WINDOW)))
+        .target(app, window)
         .build()
         .unwrap()
+}
+
+/// The host approves exactly `pending`, through its own approver.
+pub async fn host_approves(
+    runtime: &ComputerUseMcpRuntime,
+    pending: PendingApproval<ComputerUseMcpRuntime>,
+) -> Approved<ComputerUseMcpRuntime> {
+    let grant = runtime
+        .approver()
+        .approve_action(pending.action_id(), ApprovalScope::ExactAction, None)
+        .await
+        .unwrap();
+    let approval = Approval::from_grant(pending.action_id(), &grant);
+    pending.approve(approval).unwrap()
+}
+
+/// Observes and previews `action`; approved by the policy or, when it asks
+/// for a person, by the host.
+pub async fn approved(
+    runtime: &ComputerUseMcpRuntime,
+    session: &Session<ComputerUseMcpRuntime>,
+    action: &ProposedAction,
+) -> Approved<ComputerUseMcpRuntime> {
+    let previewed = session
+        .observe()
+        .await
+        .unwrap()
+        .preview(action)
+        .await
+        .unwrap();
+    match previewed.route() {
+        Route::Allowed(approved) => approved,
+        Route::NeedsApproval(pending) => host_approves(runtime, pending).await,
+        Route::Blocked(blocked) => {
+            panic!("blocked ({}): {:?}", blocked.blocker(), blocked.reasons())
+        }
+    }
+}
+
+/// Runs `action` to its end, approved by the host when the policy asks.
+pub async fn run_approving(
+    runtime: &ComputerUseMcpRuntime,
+    session: &Session<ComputerUseMcpRuntime>,
+    action: ProposedAction,
+) -> Verified {
+    match session.run(action).await.unwrap() {
+        ChainOutcome::Completed(done) => done,
+        ChainOutcome::NeedsApproval(pending) => host_approves(runtime, pending)
+            .await
+            .complete()
+            .await
+            .unwrap(),
+        ChainOutcome::Blocked(blocked) => {
+            panic!("blocked ({}): {:?}", blocked.blocker(), blocked.reasons())
+        }
+    }
 }
 
 pub fn clipboard_target() -> TargetEvidence {
@@ -134,8 +209,7 @@ pub async fn run_until_done(
     session: &Session<ComputerUseMcpRuntime>,
     action_id: &str,
     seed: u64,
-) -> (adk_computer_use::protocol::Verified, u32) {
-    use adk_computer_use::protocol::ChainOutcome;
+) -> (Verified, u32) {
     let mut retries = 0u32;
     loop {
         match session
