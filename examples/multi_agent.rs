@@ -117,7 +117,7 @@ async fn main() -> Result<(), Error> {
             ComputerUseMcpRuntime::spawn(command, config).await?
         }
         None => {
-            let mut sim_config = SimConfig::for_principal(PRINCIPAL);
+            let mut sim_config = SimConfig::for_principal(PRINCIPAL).with_stats();
             sim_config.slow_ms = 20;
             sim::spawn(sim_config, config).await?
         }

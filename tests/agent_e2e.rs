@@ -19,7 +19,7 @@ use serde_json::json;
 const TRANSCRIPT: &str = include_str!("../examples/transcripts/three_steps.json");
 
 async fn runtime(sim: SimConfig) -> Arc<ComputerUseMcpRuntime> {
-    let runtime = sim::spawn(sim, McpRuntimeConfig::new("alice"))
+    let runtime = sim::spawn(sim.with_stats(), McpRuntimeConfig::new("alice"))
         .await
         .unwrap();
     runtime

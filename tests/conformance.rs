@@ -32,7 +32,13 @@ const PRINCIPAL: &str = "local-user";
 
 /// Differences that are understood, each with its reason: (scenario, path
 /// prefix, why). `*` matches every scenario.
-const EXPLAINED: &[(&str, &str, &str)] = &[];
+/// A prefix `*x` matches any path that ends with `x`.
+const EXPLAINED: &[(&str, &str, &str)] = &[(
+    "tools",
+    "*description",
+    "tool and property descriptions are prose a model reads: ours are written in this project \
+     (saying what each tool does and what each argument is), not copied from upstream",
+)];
 
 /// Values kept as they are: protocol vocabulary, not data.
 const LITERAL_KEYS: &[&str] = &[
@@ -743,7 +749,13 @@ fn differences(left: &Value, right: &Value, path: &str, out: &mut Vec<String>) {
 fn explained(scenario: &str, path: &str) -> Option<&'static str> {
     EXPLAINED
         .iter()
-        .find(|(s, prefix, _)| (*s == "*" || *s == scenario) && path.starts_with(prefix))
+        .find(|(s, prefix, _)| {
+            (*s == "*" || *s == scenario)
+                && match prefix.strip_prefix('*') {
+                    Some(suffix) => path.ends_with(suffix),
+                    None => path.starts_with(prefix),
+                }
+        })
         .map(|(_, _, why)| *why)
 }
 
@@ -811,6 +823,234 @@ fn from_json(value: &Value) -> Played {
         .collect()
 }
 
+// ---------------------------------------------------------------------------
+// The tool surface and the JSON-RPC layer, as raw wire
+// ---------------------------------------------------------------------------
+
+/// A peer spoken to in raw JSON-RPC lines, so what rmcp's types would drop
+/// (a tool's `execution`, an error's code) is seen as sent.
+struct Raw {
+    child: tokio::process::Child,
+    input: tokio::process::ChildStdin,
+    output: tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+    next: u64,
+}
+
+impl Raw {
+    async fn start(peer: &Peer) -> Self {
+        use std::process::Stdio;
+        let mut child = tokio::process::Command::new(&peer.command[0])
+            .args(&peer.command[1..])
+            .env("COMPUTER_USE_PRINCIPAL_ID", PRINCIPAL)
+            .env("COMPUTER_USE_ACTIVE_PROFILE", "v8-safe")
+            .env("V8_PEER_QUIET", "1")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap_or_else(|e| panic!("{}: could not start: {e}", peer.name));
+        let input = child.stdin.take().unwrap();
+        let output = tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(
+            child.stdout.take().unwrap(),
+        ));
+        let mut raw = Self {
+            child,
+            input,
+            output,
+            next: 0,
+        };
+        raw.request(
+            "initialize",
+            json!({ "protocolVersion": "2025-06-18", "capabilities": {},
+                    "clientInfo": { "name": "conformance", "version": "0" } }),
+        )
+        .await;
+        raw.send(json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }))
+            .await;
+        raw
+    }
+
+    async fn send(&mut self, message: Value) {
+        use tokio::io::AsyncWriteExt;
+        let line = format!("{message}\n");
+        self.input.write_all(line.as_bytes()).await.unwrap();
+        self.input.flush().await.unwrap();
+    }
+
+    /// Sends two calls in one write, so the server reads them together and
+    /// serves them at once; their answers' structured parts, in order.
+    async fn race(&mut self, first: (&str, Value), second: (&str, Value)) -> (Value, Value) {
+        use tokio::io::AsyncWriteExt;
+        let (a, b) = (self.next + 1, self.next + 2);
+        self.next += 2;
+        let line = |id: u64, (name, arguments): (&str, Value)| {
+            json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call",
+                    "params": { "name": name, "arguments": arguments } })
+            .to_string()
+        };
+        let both = format!("{}\n{}\n", line(a, first), line(b, second));
+        self.input.write_all(both.as_bytes()).await.unwrap();
+        self.input.flush().await.unwrap();
+        let mut answers = BTreeMap::new();
+        while answers.len() < 2 {
+            let line = self.output.next_line().await.unwrap().unwrap();
+            let message: Value = serde_json::from_str(&line).unwrap();
+            if let Some(id) = message["id"].as_u64().filter(|id| *id == a || *id == b) {
+                answers.insert(id, message["result"]["structuredContent"].clone());
+            }
+        }
+        (answers.remove(&a).unwrap(), answers.remove(&b).unwrap())
+    }
+
+    /// A tool call's structured answer.
+    async fn call(&mut self, name: &str, arguments: Value) -> Value {
+        let answer = self
+            .request(
+                "tools/call",
+                json!({ "name": name, "arguments": arguments }),
+            )
+            .await;
+        answer["result"]["structuredContent"].clone()
+    }
+
+    /// A session with an action previewed and a lease for it: the
+    /// execute's arguments and the lease.
+    async fn leased(&mut self, peer: &Peer, action_id: &str) -> (Value, Value) {
+        let now = adk_computer_use::clock::format_rfc3339(time::OffsetDateTime::now_utc()).unwrap();
+        let session = self
+            .call("start_session", json!({ "objective": "race" }))
+            .await["session"]["sessionId"]
+            .clone();
+        let action = json!({
+            "session_id": session, "action_id": action_id, "tool": "write_clipboard",
+            "arguments": { "text": "race" }, "mode": "background", "agent_id": "agent-a",
+            "target": peer.target(&now), "data_labels": ["public"],
+        });
+        self.call("preview_action", action.clone()).await;
+        let lease = self
+            .call(
+                "acquire_control_lease",
+                json!({ "session_id": session, "kind": "cooperative", "mode": "background",
+                        "ttl_ms": 30000, "action_budget": 1, "agent_id": "agent-a",
+                        "app_ids": [peer.app], "window_ids": [peer.window] }),
+            )
+            .await["lease"]
+            .clone();
+        let mut execute = action;
+        execute["lease_id"] = lease["leaseId"].clone();
+        (execute, lease)
+    }
+
+    /// The whole JSON-RPC answer to one request.
+    async fn request(&mut self, method: &str, params: Value) -> Value {
+        self.next += 1;
+        let id = self.next;
+        self.send(json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }))
+            .await;
+        loop {
+            let line =
+                tokio::time::timeout(std::time::Duration::from_secs(30), self.output.next_line())
+                    .await
+                    .unwrap_or_else(|_| panic!("{method}: no answer within 30 s"))
+                    .unwrap()
+                    .unwrap_or_else(|| panic!("{method}: the peer closed its output"));
+            let message: Value = serde_json::from_str(&line).unwrap();
+            if message["id"] == id {
+                return message;
+            }
+        }
+    }
+}
+
+/// Every value kept as it is (strings marked `=`): the surface is all
+/// protocol.
+fn literal(value: &Value) -> Value {
+    match value {
+        Value::String(text) => json!(format!("={text}")),
+        Value::Array(items) => Value::Array(items.iter().map(literal).collect()),
+        Value::Object(map) => {
+            Value::Object(map.iter().map(|(k, v)| (k.clone(), literal(v))).collect())
+        }
+        other => other.clone(),
+    }
+}
+
+/// The tool list, tool by tool, and how the JSON-RPC layer answers what
+/// the scenarios cannot send: arguments that are not an object, a tool of
+/// upstream's catalogue outside the v8 surface, the simulator's counters,
+/// a name no one knows.
+async fn surface(peer: &Peer) -> Played {
+    let mut raw = Raw::start(peer).await;
+    let listed = raw.request("tools/list", json!({})).await;
+    let mut tools: Vec<(String, Value)> = listed["result"]["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{}: tools/list answered {listed}", peer.name))
+        .iter()
+        .map(|tool| {
+            (
+                tool["name"].as_str().unwrap_or("?").to_owned(),
+                literal(tool),
+            )
+        })
+        .collect();
+    tools.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut wire = Vec::new();
+    for (label, name, arguments) in [
+        ("arguments that are a list", "get_session", json!([])),
+        ("a catalogue tool outside v8", "screenshot", json!({})),
+        ("the simulator's counters", "sim_stats", json!({})),
+        ("an unknown tool", "no_such_tool", json!({})),
+    ] {
+        let answer = raw
+            .request(
+                "tools/call",
+                json!({ "name": name, "arguments": arguments }),
+            )
+            .await;
+        // An error's code is protocol, its message prose; a result's text
+        // is compared whole.
+        let reduced = match answer.get("error") {
+            Some(error) => json!({ "error": error["code"] }),
+            None => json!({
+                "isError": answer["result"]["isError"],
+                "text": literal(&answer["result"]["content"][0]["text"]),
+            }),
+        };
+        wire.push((label.to_owned(), reduced));
+    }
+    // An execute and, at the same moment, a release of its lease or a
+    // pause of its session: the execute is refused before its effect.
+    let mut races = Vec::new();
+    let (execute, lease) = raw.leased(peer, "race-release").await;
+    let release = json!({ "lease_id": lease["leaseId"] });
+    let (executed, released) = raw
+        .race(
+            ("execute_action", execute),
+            ("release_control_lease", release),
+        )
+        .await;
+    races.push((
+        "execute racing a release".to_owned(),
+        json!([shape(&executed, "", ""), shape(&released, "", "")]),
+    ));
+    let (execute, _) = raw.leased(peer, "race-pause").await;
+    let pause = json!({ "session_id": execute["session_id"], "reason": "race" });
+    let (executed, paused) = raw
+        .race(("execute_action", execute), ("pause_session", pause))
+        .await;
+    races.push((
+        "execute racing a pause".to_owned(),
+        json!([shape(&executed, "", ""), shape(&paused, "", "")]),
+    ));
+    let _ = raw.child.kill().await;
+    Played::from([
+        ("tools".to_owned(), tools),
+        ("wire".to_owned(), wire),
+        ("races".to_owned(), races),
+    ])
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_simulator_answers_like_upstream() {
     let recorded: Played = from_json(
@@ -819,10 +1059,12 @@ async fn the_simulator_answers_like_upstream() {
         )
         .expect("the recording is JSON"),
     );
-    let sim = play(&sim_peer()).await;
+    let mut sim = play(&sim_peer()).await;
+    sim.extend(surface(&sim_peer()).await);
     let mut unexplained = compare("simulator", &sim, "upstream (recorded)", &recorded);
     if let Some(upstream) = upstream_peer() {
-        let live = play(&upstream).await;
+        let mut live = play(&upstream).await;
+        live.extend(surface(&upstream).await);
         if std::env::var("ADK_CONFORMANCE_RECORD").is_ok_and(|v| v == "1") {
             let text = serde_json::to_string_pretty(&to_json(&live)).unwrap();
             std::fs::write(RECORDING, text + "\n").unwrap();
@@ -854,4 +1096,38 @@ async fn the_simulator_answers_like_upstream() {
         unexplained.len(),
         unexplained.join("\n")
     );
+}
+
+/// An execute and its duplicate, sent at once on one connection: the
+/// duplicate finds the first's receipt pending and is answered
+/// `indeterminate`, as upstream answers it when the two meet inside its
+/// execution (upstream's own answer depends on timing, so this is checked
+/// on the simulator only); the action took effect once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_duplicate_racing_its_action_finds_it_pending() {
+    let peer = sim_peer();
+    let mut raw = Raw::start(&peer).await;
+    for round in 0..5 {
+        let (execute, lease) = raw.leased(&peer, &format!("race-duplicate-{round}")).await;
+        let (first, second) = raw
+            .race(
+                ("execute_action", execute.clone()),
+                ("execute_action", execute),
+            )
+            .await;
+        assert_eq!(first["receipt"]["status"], "committed", "{first}");
+        assert_eq!(second["error"], "indeterminate", "{second}");
+        assert_eq!(
+            second["message"],
+            "prior execution may have crossed the side-effect boundary"
+        );
+        // A spent lease stays active until released: the next round's
+        // acquire would wait for it.
+        raw.call(
+            "release_control_lease",
+            json!({ "lease_id": lease["leaseId"] }),
+        )
+        .await;
+    }
+    let _ = raw.child.kill().await;
 }

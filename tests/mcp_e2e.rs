@@ -808,7 +808,7 @@ async fn a_second_writer_waits_in_the_servers_queue_and_a_cancelled_wait_leaves_
     use adk_computer_use::runtime::mcp::{ComputerUseMcpRuntime, McpRuntimeConfig};
     use std::sync::Arc;
     let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_computer-use-sim"));
-    command.arg("--principal").arg(PRINCIPAL);
+    command.arg("--principal").arg(PRINCIPAL).arg("--stats");
     // Leases that live five minutes, and a wait of 300 ms for the next one.
     let config = McpRuntimeConfig::new(PRINCIPAL)
         .capability_tool("write_clipboard")

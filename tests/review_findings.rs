@@ -228,7 +228,7 @@ mod over_mcp {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_runtime_switched_to_another_session_does_not_split_the_chain() {
         let runtime = sim::spawn(
-            SimConfig::for_principal("alice"),
+            SimConfig::for_principal("alice").with_stats(),
             McpRuntimeConfig::new("alice"),
         )
         .await

@@ -41,6 +41,7 @@ async fn an_action_suspended_by_one_client_is_completed_by_another() {
         .args([
             "--principal",
             "alice",
+            "--stats",
             "--confirm-tool",
             "write_clipboard",
             "--listen",

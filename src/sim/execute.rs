@@ -47,6 +47,26 @@ fn blocked(preview: &Preview) -> SimError {
     }
 }
 
+/// An execution past its first phase: the request, what it previewed to,
+/// and its pending receipt.
+pub(super) struct Begun {
+    request: ActionRequest,
+    preview: Preview,
+    action_id: String,
+    key: (String, String),
+    receipt_id: Value,
+    /// When the execution began.
+    at: OffsetDateTime,
+}
+
+/// What the first phase of `execute_action` leaves.
+pub(super) enum Execution {
+    /// Already answered: refused, replayed, or failed in the first phase.
+    Answered(Result<SimAnswer, SimError>),
+    /// Begun: finish it with [`SimState::finish_execution`].
+    Begun(Box<Begun>),
+}
+
 /// A failure inside the execution, and whether it came after the
 /// side-effect boundary.
 struct Failure {
@@ -94,7 +114,30 @@ fn answer(receipt: Value, replay: bool, result: &Value) -> SimAnswer {
 }
 
 impl SimState {
+    /// `execute_action` in one go (no other call can come between its
+    /// phases): for callers of [`SimState::call`].
     pub(super) fn execute(&mut self, args: &Value) -> Result<SimAnswer, SimError> {
+        match self.begin_execution(args) {
+            Execution::Answered(answer) => answer,
+            Execution::Begun(begun) => self.finish_execution(*begun),
+        }
+    }
+
+    /// The first phase of `execute_action`, up to the lease's first check:
+    /// an answer already (a refusal, a replay), or an execution whose
+    /// receipt is pending. Between this phase and
+    /// [`SimState::finish_execution`] the server serves other calls, as
+    /// upstream's does while it revalidates: a duplicate of the action then
+    /// finds its receipt pending (`indeterminate`), and a release or pause
+    /// of its lease makes the lease's spending fail (`lease_revoked`).
+    pub(super) fn begin_execution(&mut self, args: &Value) -> Execution {
+        match self.begin(args) {
+            Ok(execution) => execution,
+            Err(error) => Execution::Answered(Err(error)),
+        }
+    }
+
+    fn begin(&mut self, args: &Value) -> Result<Execution, SimError> {
         let request = ActionRequest::parse(args);
         if let Some(refusal) = policy::outside_catalogue(&request.tool, "execute_action") {
             return Err(refusal);
@@ -150,7 +193,13 @@ impl SimState {
         let digest = envelope["argsDigest"].clone();
         if let Some(stored) = self.receipts.get(&key) {
             let (receipt, mutating) = (stored.receipt.clone(), stored.mutating);
-            return self.replay(receipt, mutating, &digest, &session_id, &action_id);
+            return Ok(Execution::Answered(self.replay(
+                receipt,
+                mutating,
+                &digest,
+                &session_id,
+                &action_id,
+            )));
         }
         let receipt = json!({
             "receiptId": uuid(),
@@ -170,9 +219,46 @@ impl SimState {
                 mutating,
             },
         );
-        let receipt_id = receipt["receiptId"].clone();
+        let begun = Begun {
+            receipt_id: receipt["receiptId"].clone(),
+            request,
+            preview,
+            action_id,
+            key,
+            at,
+        };
+        Ok(match self.check_lease(&begun) {
+            Ok(()) => Execution::Begun(Box::new(begun)),
+            Err(failure) => Execution::Answered(self.conclude(begun, Err(failure))),
+        })
+    }
+
+    /// The second phase: spends the lease, crosses the boundary, checks
+    /// the effect and ends the receipt.
+    pub(super) fn finish_execution(&mut self, begun: Begun) -> Result<SimAnswer, SimError> {
+        let result = self.run(&begun);
+        self.conclude(begun, result)
+    }
+
+    /// Ends a begun execution's receipt with `result`, publishes the event
+    /// and answers.
+    fn conclude(
+        &mut self,
+        begun: Begun,
+        result: Result<ToolResult, Failure>,
+    ) -> Result<SimAnswer, SimError> {
+        let Begun {
+            request,
+            preview,
+            action_id,
+            key,
+            receipt_id,
+            ..
+        } = begun;
+        let session_id = request.session_id.clone();
+        let mutating = preview.meta.mutates;
         let lease_id = request.lease_id.clone();
-        match self.run(&request, &preview, &action_id, at) {
+        match result {
             Ok(result) => {
                 let result = result.to_value();
                 let receipt = self.finish(&key, "committed", Some(result.clone()), None);
@@ -326,43 +412,59 @@ impl SimState {
         Ok(())
     }
 
-    /// From the lease check to the restore: the tool's result, or why not.
-    fn run(
-        &mut self,
-        request: &ActionRequest,
-        preview: &Preview,
-        action_id: &str,
-        at: OffsetDateTime,
-    ) -> Result<ToolResult, Failure> {
+    /// The lease named for a mutation, in scope of the envelope's target,
+    /// and the target and its sensitivity as the preview saw them: the
+    /// first phase's checks (nothing for an observation).
+    fn check_lease(&mut self, begun: &Begun) -> Result<(), Failure> {
+        let (request, envelope) = (&begun.request, begun.preview.envelope());
+        if !begun.preview.meta.mutates {
+            return Ok(());
+        }
+        let Some(lease_id) = &request.lease_id else {
+            return Err(before(SimError::refusal(
+                "lease_conflict",
+                "mutating execution requires a lease",
+            )));
+        };
+        let scope = |key: &str, resource: &str| {
+            envelope
+                .pointer(&format!("/target/{key}"))
+                .or_else(|| envelope.pointer(&format!("/resource/{resource}")))
+                .cloned()
+        };
+        let target = [
+            ("app", scope("appId", "targetAppId")),
+            ("window", scope("windowId", "targetWindowId")),
+            ("display", envelope.pointer("/target/displayId").cloned()),
+        ];
+        self.leases
+            .validate(lease_id, target, begun.at)
+            .map_err(before)?;
+        self.revalidate_context(request, envelope, begun.at)
+            .map_err(before)
+    }
+
+    /// From the lease's spending to the restore: the tool's result, or why
+    /// not. The desktop checks that the action can be carried out whole,
+    /// the cursor and focus are captured, and the target is revalidated
+    /// once more (the capture came between) before the one-shot lease is
+    /// spent; a lease released or revoked since the first phase is
+    /// `lease_revoked` here.
+    fn run(&mut self, begun: &Begun) -> Result<ToolResult, Failure> {
+        let (request, preview, action_id) =
+            (&begun.request, &begun.preview, begun.action_id.as_str());
         let envelope = preview.envelope();
         let mutating = preview.meta.mutates;
         let mut snapshot = None;
-        if mutating {
-            let Some(lease_id) = &request.lease_id else {
-                return Err(before(SimError::refusal(
-                    "lease_conflict",
-                    "mutating execution requires a lease",
-                )));
-            };
-            let scope = |key: &str, resource: &str| {
-                envelope
-                    .pointer(&format!("/target/{key}"))
-                    .or_else(|| envelope.pointer(&format!("/resource/{resource}")))
-                    .cloned()
-            };
-            let target = [
-                ("app", scope("appId", "targetAppId")),
-                ("window", scope("windowId", "targetWindowId")),
-                ("display", envelope.pointer("/target/displayId").cloned()),
-            ];
-            self.leases.validate(lease_id, target, at).map_err(before)?;
-            self.revalidate_context(request, envelope, at)
-                .map_err(before)?;
+        if let (true, Some(lease_id)) = (mutating, &request.lease_id) {
             let target = envelope.get("target").and_then(super::actuate::evidence);
             self.desktop
                 .prepare(&request.tool, &request.args, target.as_ref())
                 .map_err(before)?;
             snapshot = Some(self.capture());
+            let at = now();
+            self.revalidate_context(request, envelope, at)
+                .map_err(before)?;
             self.leases.consume(lease_id, at).map_err(before)?;
         }
         self.publish(

@@ -31,6 +31,7 @@ mod request;
 mod reservation;
 mod schema;
 mod server;
+mod service;
 mod session;
 mod spawn;
 mod state;
@@ -48,8 +49,9 @@ pub use backend::{
 pub use desktop::{
     App, CLIPBOARD_APP, CLIPBOARD_LABEL, CLIPBOARD_ROLE, CLIPBOARD_WINDOW, Desktop, Element, Window,
 };
-pub use faults::{Fault, SimConfig};
+pub use faults::{DEFAULT_CREDENTIAL_APPS, Fault, SimConfig};
 pub use server::SimServer;
+pub use service::SimService;
 pub use spawn::{spawn, spawn_on};
 pub use state::{SimAnswer, SimState};
 

@@ -142,6 +142,12 @@ const DESKTOP_TOOLS: &[(&str, ToolMeta)] = &[
     ("send_email", WRITE),
 ];
 
+/// Whether `tool` is one of upstream's 64 catalogue tools (not one of the
+/// simulator's own five).
+pub(crate) fn upstream_catalogue_tool(tool: &str) -> bool {
+    desktop_tool(tool).is_some() && counterpart(tool) == tool
+}
+
 /// The upstream tool whose capability rule a simulator tool follows.
 fn counterpart(tool: &str) -> &str {
     match tool {
@@ -192,11 +198,11 @@ pub(crate) fn outside_catalogue(tool: &str, verb: &str) -> Option<super::SimErro
 /// The metadata of any tool the server knows: the desktop's and its own.
 pub(crate) fn known_tool(tool: &str) -> Option<ToolMeta> {
     desktop_tool(tool).or_else(|| {
-        let spec = super::tools::find(tool)?;
+        super::tools::find(tool)?;
         Some(match tool {
             "execute_action" => meta(Focus::Input, true, false),
             _ if FACADE_READS.contains(&tool) => meta(Focus::None, false, false),
-            _ => meta(Focus::None, spec.name != "sim_stats", false),
+            _ => meta(Focus::None, true, false),
         })
     })
 }
@@ -347,6 +353,10 @@ pub(crate) fn decide(config: &SimConfig, envelope: &Value) -> Decision {
         decision,
         reasons: vec![reason],
     };
+    let tool = text("tool");
+    if config.disabled_tools.contains(tool) {
+        return one("deny", format!("disabled_tool:{tool}"));
+    }
     if class == "destructive" && !config.allow_destructive {
         return one("deny", format!("denied_class:{class}"));
     }
@@ -367,7 +377,6 @@ pub(crate) fn decide(config: &SimConfig, envelope: &Value) -> Decision {
         }
         return one("confirm", format!("untrusted_instruction_boundary:{class}"));
     }
-    let tool = text("tool");
     if config.confirm_tools.contains(tool) {
         return one("confirm", format!("confirm_tool:{tool}"));
     }
@@ -378,6 +387,19 @@ pub(crate) fn decide(config: &SimConfig, envelope: &Value) -> Decision {
         .is_some_and(|labels| labels.iter().any(|l| l == "credential" || l == "payment"));
     let confirm_class =
         CONFIRM_CLASSES.contains(&class) && !(class == "destructive" && config.allow_destructive);
+    let app = envelope
+        .pointer("/target/appId")
+        .or_else(|| envelope.pointer("/resource/targetAppId"))
+        .and_then(Value::as_str);
+    let credential_app = app.filter(|app| {
+        config
+            .credential_apps
+            .iter()
+            .any(|c| c.eq_ignore_ascii_case(app))
+    });
+    if let Some(app) = credential_app {
+        return one("confirm", format!("confirm_app:{app}"));
+    }
     if confirm_class || (class == "edit_reversible" && external) || labelled {
         return one("confirm", format!("confirm:{class}"));
     }
@@ -386,7 +408,11 @@ pub(crate) fn decide(config: &SimConfig, envelope: &Value) -> Decision {
 
 /// The policy's digest: `sha256:` and the hex of its configuration.
 pub(crate) fn policy_digest(config: &SimConfig) -> String {
-    let tools: Vec<&String> = config.confirm_tools.iter().collect();
-    let policy = json!({ "allowDestructive": config.allow_destructive, "confirmTools": tools });
+    let policy = json!({
+        "allowDestructive": config.allow_destructive,
+        "confirmTools": config.confirm_tools,
+        "credentialApps": config.credential_apps,
+        "disabledTools": config.disabled_tools,
+    });
     sha256_prefixed(canonical_json(&policy))
 }

@@ -131,12 +131,21 @@ fn schema_of(ty: &Ty) -> Map<String, Value> {
             int
         }
         Ty::Num(min, max) => {
+            // A whole bound is written as a JSON integer, as upstream's
+            // schemas write it (`0`, not `0.0`).
+            let bound = |n: f64| {
+                if n.fract() == 0.0 && n.abs() < 9.0e15 {
+                    json!(n as i64)
+                } else {
+                    json!(n)
+                }
+            };
             let mut number = json!({ "type": "number" });
             if let Some(min) = min {
-                number["minimum"] = json!(min);
+                number["minimum"] = bound(*min);
             }
             if let Some(max) = max {
-                number["maximum"] = json!(max);
+                number["maximum"] = bound(*max);
             }
             number
         }

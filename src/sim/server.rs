@@ -4,15 +4,16 @@ use std::borrow::Cow;
 use std::sync::{Arc, Mutex};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, JsonObject,
-    ListToolsResult, MetaObject, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
-    ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest,
+    CustomResult, ErrorCode, JsonObject, ListToolsResult, MetaObject, PaginatedRequestParams,
+    ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 use serde_json::Value;
 
 use super::control::LeaseAnswer;
+use super::execute::Execution;
 use super::state::{SimAnswer, SimState};
 use super::{SimConfig, SimError};
 use crate::ComputerUseError;
@@ -52,6 +53,18 @@ fn success(answer: SimAnswer) -> CallToolResult {
     result
 }
 
+/// The JSON type of `value`, as an error names it.
+fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
 fn refused(error: SimError) -> CallToolResult {
     if error.crash {
         eprintln!("computer-use-sim: {}; exiting", error.message);
@@ -86,6 +99,23 @@ impl SimServer {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Runs `work` on the locked state: right here for the simulated
+    /// desktop, on Tokio's blocking pool for one that blocks on I/O.
+    async fn on_state<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&mut SimState) -> T + Send + 'static,
+    ) -> Result<T, SimError> {
+        if !self.blocking {
+            return Ok(work(&mut self.lock()));
+        }
+        let state = Arc::clone(&self.state);
+        tokio::task::spawn_blocking(move || {
+            work(&mut state.lock().unwrap_or_else(|p| p.into_inner()))
+        })
+        .await
+        .map_err(|err| SimError::plain(format!("the desktop call failed: {err}")))
+    }
+
     /// Answers one call as the MCP result the client will see. A lease
     /// acquire behind an active lease waits here for its turn. An injected
     /// crash fault (`crash.beforeEffect`, `crash.afterCommit`) exits the
@@ -104,23 +134,30 @@ impl SimServer {
         if let Err(error) = SimState::check(tool, &arguments) {
             return refused(error);
         }
-        if tool != "acquire_control_lease" {
-            let outcome = if self.blocking {
-                let state = Arc::clone(&self.state);
-                let tool = tool.to_owned();
-                tokio::task::spawn_blocking(move || {
-                    state
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .dispatch(&tool, &arguments)
-                })
-                .await
-                .unwrap_or_else(|err| {
-                    Err(SimError::plain(format!("the desktop call failed: {err}")))
-                })
-            } else {
-                self.lock().dispatch(tool, &arguments)
+        if tool == "execute_action" {
+            // Two phases, with the server free between them (see
+            // `SimState::begin_execution`).
+            let begun = self
+                .on_state(move |state| state.begin_execution(&arguments))
+                .await;
+            let outcome = match begun {
+                Err(error) => Err(error),
+                Ok(Execution::Answered(answer)) => answer,
+                Ok(Execution::Begun(begun)) => {
+                    tokio::task::yield_now().await;
+                    self.on_state(move |state| state.finish_execution(*begun))
+                        .await
+                        .and_then(|answer| answer)
+                }
             };
+            return outcome.map_or_else(refused, success);
+        }
+        if tool != "acquire_control_lease" {
+            let tool = tool.to_owned();
+            let outcome = self
+                .on_state(move |state| state.dispatch(&tool, &arguments))
+                .await
+                .and_then(|answer| answer);
             return outcome.map_or_else(refused, success);
         }
         // The state is locked only to queue and to settle, never while
@@ -171,7 +208,7 @@ impl SimServer {
                     })?;
             let server = self.clone();
             tokio::spawn(async move {
-                match server.serve(stream).await {
+                match server.service().serve(stream).await {
                     Ok(running) => {
                         let _ = running.waiting().await;
                     }
@@ -181,6 +218,36 @@ impl SimServer {
         }
     }
 
+    /// The tools `tools/list` shows: the protocol's 23, never `sim_stats`.
+    pub(super) fn listed_tools() -> Vec<Tool> {
+        super::tools::TOOLS
+            .iter()
+            .map(|spec| {
+                let [read_only, destructive, idempotent, open_world] = spec.hints();
+                let schema: JsonObject = spec.input_schema();
+                Tool::new_with_raw(
+                    spec.name,
+                    Some(Cow::Borrowed(spec.description)),
+                    Arc::new(schema),
+                )
+                .with_annotations(
+                    ToolAnnotations::new()
+                        .read_only(read_only)
+                        .destructive(destructive)
+                        .idempotent(idempotent)
+                        .open_world(open_world),
+                )
+                .with_meta(MetaObject(spec.meta()))
+            })
+            .collect()
+    }
+
+    /// The rmcp service to serve: this server, with the wire details the
+    /// MCP layer adds.
+    pub fn service(self) -> super::service::SimService {
+        super::service::SimService(self)
+    }
+
     /// Serves on stdin/stdout until the client goes away.
     pub async fn serve_stdio(self) -> Result<(), ComputerUseError> {
         let transport = |err: String| ComputerUseError::Transport {
@@ -188,6 +255,7 @@ impl SimServer {
             message: err,
         };
         let running = self
+            .service()
             .serve(rmcp::transport::io::stdio_pipes())
             .await
             .map_err(|e| transport(e.to_string()))?;
@@ -209,27 +277,34 @@ impl ServerHandler for SimServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        let tools = super::tools::TOOLS
-            .iter()
-            .map(|spec| {
-                let [read_only, destructive, idempotent, open_world] = spec.hints();
-                let schema: JsonObject = spec.input_schema();
-                Tool::new_with_raw(
-                    spec.name,
-                    Some(Cow::Borrowed(spec.description)),
-                    Arc::new(schema),
-                )
-                .with_annotations(
-                    ToolAnnotations::new()
-                        .read_only(read_only)
-                        .destructive(destructive)
-                        .idempotent(idempotent)
-                        .open_world(open_world),
-                )
-                .with_meta(MetaObject(spec.meta()))
-            })
-            .collect();
-        Ok(ListToolsResult::with_all_items(tools))
+        Ok(ListToolsResult::with_all_items(Self::listed_tools()))
+    }
+
+    /// A `tools/call` whose parameters do not parse (`arguments: []`, say)
+    /// reaches rmcp as an unknown request; upstream answers it -32603, an
+    /// internal error, naming what it expected.
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, McpError> {
+        if request.method == "tools/call" {
+            let arguments = request
+                .params
+                .as_ref()
+                .and_then(|p| p.get("arguments"))
+                .map_or("nothing", json_kind);
+            return Err(McpError::new(
+                ErrorCode::INTERNAL_ERROR,
+                format!("params.arguments: expected an object, received {arguments}"),
+                None,
+            ));
+        }
+        Err(McpError::new(
+            ErrorCode::METHOD_NOT_FOUND,
+            request.method,
+            None,
+        ))
     }
 
     async fn call_tool(

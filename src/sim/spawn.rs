@@ -59,7 +59,7 @@ pub async fn spawn_on(
     let (client, server) = tokio::io::duplex(PIPE_BYTES);
     tokio::spawn(async move {
         use rmcp::ServiceExt;
-        match SimServer::on(sim, desktop).serve(server).await {
+        match SimServer::on(sim, desktop).service().serve(server).await {
             Ok(running) => {
                 if let Err(err) = running.waiting().await {
                     tracing::debug!(error = %err, "the in-process simulator stopped");

@@ -57,6 +57,18 @@ pub(super) struct StoredReceipt {
     pub mutating: bool,
 }
 
+/// Upstream's answer for a tool it does not serve: one of its catalogue
+/// (registered, but outside the v8 surface) is "disabled", any other name
+/// "not found".
+fn unknown_tool(tool: &str) -> SimError {
+    let state = if super::policy::upstream_catalogue_tool(tool) {
+        "disabled"
+    } else {
+        "not found"
+    };
+    SimError::schema(format!("MCP error -32602: Tool {tool} {state}"))
+}
+
 /// The whole server: sessions, events, grants, leases, reservations,
 /// receipts, onboarding, and the desktop behind them.
 pub struct SimState {
@@ -155,7 +167,8 @@ impl SimState {
     /// arguments that fail the schema, are answered with text only.
     pub(super) fn check(tool: &str, args: &Value) -> Result<(), SimError> {
         let spec = super::tools::find(tool)
-            .ok_or_else(|| SimError::schema(format!("MCP error -32602: Tool {tool} not found")))?;
+            .or((tool == super::tools::STATS.name).then_some(&super::tools::STATS))
+            .ok_or_else(|| unknown_tool(tool))?;
         let empty = serde_json::Map::new();
         let map = args.as_object().unwrap_or(&empty);
         spec.check(map).map_err(SimError::schema)
@@ -188,10 +201,8 @@ impl SimState {
             "execute_action" => self.execute(args),
             "release_control_lease" => self.release_lease(args),
             "emergency_stop" => self.emergency_stop(args),
-            "sim_stats" => Ok(SimAnswer::of(self.stats())),
-            other => Err(SimError::schema(format!(
-                "MCP error -32602: Tool {other} not found"
-            ))),
+            "sim_stats" if self.config.stats => Ok(SimAnswer::of(self.stats())),
+            other => Err(unknown_tool(other)),
         }
     }
 

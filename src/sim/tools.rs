@@ -379,15 +379,19 @@ pub(crate) const TOOLS: &[ToolSpec] = &[
         Group::Stop,
         &[opt("reason", Ty::Str), TOKEN],
     ),
-    tool(
-        "sim_stats",
-        "The simulator's own counters (not part of the protocol).",
-        Group::Read,
-        &[],
-    ),
 ];
 
-/// The tool named `name`.
+/// The simulator's own counters: not part of the protocol, so never
+/// listed, and answered only when the server was started with them
+/// ([`super::SimConfig::stats`]).
+pub(crate) const STATS: ToolSpec = tool(
+    "sim_stats",
+    "The simulator's own counters (not part of the protocol).",
+    Group::Read,
+    &[],
+);
+
+/// The listed tool named `name`.
 pub(crate) fn find(name: &str) -> Option<&'static ToolSpec> {
     TOOLS.iter().find(|t| t.name == name)
 }

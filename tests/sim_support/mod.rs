@@ -22,7 +22,11 @@ pub async fn spawn_sim(flags: &[&str]) -> Arc<ComputerUseMcpRuntime> {
 
 pub async fn spawn_sim_as(flags: &[&str], principal: &str) -> Arc<ComputerUseMcpRuntime> {
     let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_computer-use-sim"));
-    command.arg("--principal").arg(PRINCIPAL).args(flags);
+    command
+        .arg("--principal")
+        .arg(PRINCIPAL)
+        .arg("--stats")
+        .args(flags);
     let config = McpRuntimeConfig::new(principal).capability_tool("write_clipboard");
     let runtime = ComputerUseMcpRuntime::spawn(command, config).await.unwrap();
     runtime
