@@ -9,6 +9,11 @@
 //!    calls (three observations, preview, reserve, lease, execute, one page
 //!    of session events for the server's own check, and two releases).
 //! 3. Concurrency: 1, 8 and 64 agents against one simulator.
+//! 4. With `--features x11` and a display (`$DISPLAY`): one observation
+//!    round on the real display (the frame's bytes, `snapshot` and
+//!    `get_ui_tree` times), then governed clipboard writes against the same
+//!    calls made raw, through `computer-use-sim --x11` (`OVERHEAD_PART=x11`
+//!    runs only this part).
 //!
 //! Knobs, all optional: `OVERHEAD_PART=in-process` (or `mcp`) runs one part;
 //! `OVERHEAD_ONE_SIDE=governed` (or `raw`) runs one side of each timed part
@@ -346,7 +351,7 @@ async fn raw_mcp(client: &RawClient, server: &Server, id: &str) {
     let session_id = client.session_id.as_str();
     let (app, window) = (server.app(), json!(server.window()));
     let shadow = |tool: &str, arguments: Value| json!({ "session_id": session_id, "action_id": format!("{id}-{tool}"), "tool": tool, "arguments": arguments, "mode": "shadow" });
-    let _ = tokio::join!(
+    let (_, visual, semantic) = tokio::join!(
         client.tool(
             "get_execution_capabilities",
             json!({ "tool": "write_clipboard", "app_id": app })
@@ -358,6 +363,12 @@ async fn raw_mcp(client: &RawClient, server: &Server, id: &str) {
         ),
     );
     let action = server.action(id);
+    let target = match action.target.as_ref() {
+        Some(target) => adk_computer_use::contracts::case::to_snake_keys(&json!(target)),
+        // A real display: the evidence is what was just observed, picked
+        // out with no checks.
+        None => observed_target(&visual["output"], &semantic["output"]),
+    };
     let mut args = json!({
         "session_id": session_id,
         "action_id": id,
@@ -367,7 +378,7 @@ async fn raw_mcp(client: &RawClient, server: &Server, id: &str) {
         "agent_id": "agent",
         "execution_group_id": "group-e2e",
         "data_labels": ["public"],
-        "target": adk_computer_use::contracts::case::to_snake_keys(&json!(action.target)),
+        "target": target,
         "postcondition": action.postcondition.as_ref().map(|p| p.to_input()),
     });
     client.tool("preview_action", args.clone()).await;
@@ -397,12 +408,40 @@ async fn raw_mcp(client: &RawClient, server: &Server, id: &str) {
         .await;
 }
 
+/// Target evidence from a snapshot and a UI tree's answers, taken as they
+/// are (the raw side checks nothing).
+fn observed_target(visual: &Value, semantic: &Value) -> Value {
+    let window = &semantic["window"];
+    let mut target = json!({
+        "platform": std::env::consts::OS,
+        "app_id": window["bundleId"],
+        "window_id": window["windowId"],
+        "pid": window["pid"],
+        "window_title_digest": window["title"].as_str().map(adk_computer_use::digest::sha256_hex),
+        "display_id": window["displayId"].to_string(),
+        "bounds": window["bounds"],
+        "observation_id": semantic["observationId"],
+        "screenshot_hash": visual["screenshotHash"],
+        "ui_tree_revision": semantic["uiTreeRevision"],
+        "confidence": 1,
+        "captured_at": adk_computer_use::clock::format_rfc3339(time::OffsetDateTime::now_utc()).unwrap(),
+    });
+    // What the window does not say (a pid it never set) is left out.
+    if let Value::Object(map) = &mut target {
+        map.retain(|_, value| !value.is_null());
+    }
+    target
+}
+
 /// Which server the MCP part measures against.
 enum Server {
     /// The bundled simulator.
     Sim,
     /// Upstream's server, started by this command line (`OVERHEAD_SERVER`).
     Upstream(Vec<String>),
+    /// The bundled server on the real X11 display (`--x11`), acting on the
+    /// window with this id (an `xmessage` the benchmark shows).
+    X11(u64),
 }
 
 impl Server {
@@ -412,6 +451,12 @@ impl Server {
                 let mut command =
                     tokio::process::Command::new(env!("CARGO_BIN_EXE_computer-use-sim"));
                 command.arg("--principal").arg(PRINCIPAL);
+                command
+            }
+            Self::X11(_) => {
+                let mut command =
+                    tokio::process::Command::new(env!("CARGO_BIN_EXE_computer-use-sim"));
+                command.arg("--principal").arg(PRINCIPAL).arg("--x11");
                 command
             }
             Self::Upstream(parts) => {
@@ -428,7 +473,7 @@ impl Server {
 
     fn principal(&self) -> &'static str {
         match self {
-            Self::Sim => PRINCIPAL,
+            Self::Sim | Self::X11(_) => PRINCIPAL,
             Self::Upstream(_) => UPSTREAM_PRINCIPAL,
         }
     }
@@ -437,6 +482,7 @@ impl Server {
         match self {
             Self::Sim => CLIPBOARD_APP,
             Self::Upstream(_) => "app.fake",
+            Self::X11(_) => X11_APP,
         }
     }
 
@@ -444,6 +490,7 @@ impl Server {
         match self {
             Self::Sim => CLIPBOARD_WINDOW,
             Self::Upstream(_) => 7,
+            Self::X11(window) => *window,
         }
     }
 
@@ -451,6 +498,10 @@ impl Server {
     /// at the server's own desktop.
     fn action(&self, id: &str) -> ProposedAction {
         let mut action = sim_support::write_clipboard(id, id, true);
+        if let Self::X11(_) = self {
+            // The session derives the evidence from what it observed.
+            action.target = None;
+        }
         if let (Self::Upstream(_), Some(target)) = (self, action.target.as_mut()) {
             // Upstream's fake desktop, as it documents itself.
             target.app_id = "app.fake".into();
@@ -491,8 +542,12 @@ impl Server {
 const UPSTREAM_PRINCIPAL: &str = "local-user";
 
 fn over_mcp(rt: &tokio::runtime::Runtime, server: &Server) -> f64 {
-    const N: usize = 100;
-    const ROUNDS: usize = 21;
+    // A real display is slower per action (frames are captured and encoded):
+    // fewer actions, the same alternation.
+    let (n, rounds) = match server {
+        Server::X11(_) => (20, 15),
+        _ => (100, 21),
+    };
     let (runtime, governed_session) = rt.block_on(server.governed());
     let client = rt.block_on(RawClient::spawn(server));
     let governed = |id: &str| {
@@ -511,18 +566,18 @@ fn over_mcp(rt: &tokio::runtime::Runtime, server: &Server) -> f64 {
         start.elapsed().as_nanos() as f64
     };
     one_side(
-        N,
-        || (0..N).map(|i| governed(&format!("g-{i}"))).sum::<f64>() / N as f64,
-        || (0..N).map(|i| raw(&format!("r-{i}"))).sum::<f64>() / N as f64,
+        n,
+        || (0..n).map(|i| governed(&format!("g-{i}"))).sum::<f64>() / n as f64,
+        || (0..n).map(|i| raw(&format!("r-{i}"))).sum::<f64>() / n as f64,
     );
     // Over a pipe to another process a slow stretch lasts longer than one
     // action, so the two sides take turns action by action (alternating which
     // goes first): a stretch then slows both alike. Each round's ratio is
     // its governed total over its raw total; the median round is reported.
     let (mut governed_totals, mut raw_totals, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
-    for round in 0..ROUNDS {
+    for round in 0..rounds {
         let (mut g, mut r) = (0.0, 0.0);
-        for i in 0..N {
+        for i in 0..n {
             let (gid, rid) = (format!("g-{round}-{i}"), format!("r-{round}-{i}"));
             if i % 2 == 0 {
                 g += governed(&gid);
@@ -532,15 +587,16 @@ fn over_mcp(rt: &tokio::runtime::Runtime, server: &Server) -> f64 {
                 g += governed(&gid);
             }
         }
-        show_round(round, g / N as f64, r / N as f64);
-        governed_totals.push(g / N as f64);
-        raw_totals.push(r / N as f64);
+        show_round(round, g / n as f64, r / n as f64);
+        governed_totals.push(g / n as f64);
+        raw_totals.push(r / n as f64);
         ratios.push(g / r);
     }
     let (governed, raw, ratio) = (median(governed_totals), median(raw_totals), median(ratios));
     let label = match server {
         Server::Sim => "over MCP   ",
         Server::Upstream(_) => "upstream   ",
+        Server::X11(_) => "x11        ",
     };
     println!(
         "{label} | governed chain {:>9.1} µs/action | raw calls {:>9.1} µs/action | ratio {ratio:.3}x",
@@ -550,6 +606,101 @@ fn over_mcp(rt: &tokio::runtime::Runtime, server: &Server) -> f64 {
     rt.block_on(runtime.shutdown()).unwrap();
     rt.block_on(client.service.cancel()).unwrap();
     ratio
+}
+
+// ---- 4. on a real X11 display ----------------------------------------------------
+
+/// The app of the window the X11 part acts on.
+const X11_APP: &str = "Xmessage";
+
+/// The real display `$DISPLAY` names, through `computer-use-sim --x11`:
+/// what one observation round costs (the frame's bytes and the time of
+/// `snapshot` and `get_ui_tree`), then governed against raw clipboard
+/// writes, as over MCP.
+#[cfg(feature = "x11")]
+fn on_x11(rt: &tokio::runtime::Runtime) {
+    struct Shown(std::process::Child);
+    impl Drop for Shown {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let _dialog = Shown(
+        std::process::Command::new("xmessage")
+            .args(["-geometry", "+40+560", "benchmark target"])
+            .spawn()
+            .expect("xmessage (x11-utils) shows the window the benchmark acts on"),
+    );
+    let client = rt.block_on(RawClient::spawn(&Server::X11(0)));
+    let mut n = 0;
+    let mut observe = |tool: &'static str, arguments: Value| {
+        n += 1;
+        let started = Instant::now();
+        let (output, bytes) = rt.block_on(shadow(&client, n, tool, arguments));
+        (output, bytes, started.elapsed().as_secs_f64() * 1e3)
+    };
+    // The window, once listed, and a screen that has stopped changing.
+    let mut window = None;
+    let mut last = None;
+    for _ in 0..100 {
+        let (listed, _, _) = observe("list_windows", json!({}));
+        window = window.or_else(|| {
+            listed["windows"]
+                .as_array()?
+                .iter()
+                .find(|w| w["bundleId"] == X11_APP)?["windowId"]
+                .as_u64()
+        });
+        let (frame, _, _) = observe("snapshot", json!({}));
+        if window.is_some() && last.as_ref() == Some(&frame["screenshotHash"]) {
+            break;
+        }
+        last = Some(frame["screenshotHash"].clone());
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let window = window.expect("the xmessage window appeared on the display");
+    let (mut frames, mut trees, mut png_bytes) = (Vec::new(), Vec::new(), 0);
+    for _ in 0..21 {
+        let (_, bytes, took) = observe("snapshot", json!({}));
+        frames.push(took);
+        png_bytes = bytes;
+        let tree = json!({ "window_id": window, "app_id": X11_APP });
+        trees.push(observe("get_ui_tree", tree).2);
+    }
+    println!(
+        "x11 round  | snapshot {:>6.1} ms ({png_bytes} PNG bytes) | get_ui_tree {:>5.1} ms",
+        median(frames),
+        median(trees)
+    );
+    rt.block_on(client.service.cancel()).unwrap();
+    let ratio = over_mcp(rt, &Server::X11(window));
+    println!("aim         | x11 <= 1.05x: {}", ratio <= 1.05);
+}
+
+/// One shadow observation through the raw client: its output, and the
+/// bytes of the images beside it (the PNG a client receives).
+#[cfg(feature = "x11")]
+async fn shadow(client: &RawClient, n: usize, tool: &str, arguments: Value) -> (Value, usize) {
+    use base64::Engine as _;
+    let params = rmcp::model::CallToolRequestParams::new("execute_action").with_arguments(obj(
+        json!({ "session_id": client.session_id, "action_id": format!("x11-observe-{n}"),
+                "tool": tool, "arguments": arguments, "mode": "shadow" }),
+    ));
+    let result = client.service.peer().call_tool(params).await.unwrap();
+    let bytes = result
+        .content
+        .iter()
+        .filter_map(|block| block.as_image())
+        .filter_map(|image| {
+            base64::engine::general_purpose::STANDARD
+                .decode(&image.data)
+                .ok()
+        })
+        .map(|png| png.len())
+        .sum();
+    let output = decode_tool_result("execute_action", result).unwrap().0;
+    (output["output"].clone(), bytes)
 }
 
 // ---- 3. concurrency -------------------------------------------------------------------
@@ -627,6 +778,10 @@ fn main() {
             let ratio = over_mcp(&rt, &Server::Upstream(parts));
             println!("aim         | upstream <= 1.05x: {}", ratio <= 1.05);
         }
+    }
+    #[cfg(feature = "x11")]
+    if part == "x11" || (part.is_empty() && std::env::var_os("DISPLAY").is_some()) {
+        on_x11(&rt);
     }
     if !part.is_empty() {
         return;

@@ -336,7 +336,7 @@ impl X11Desktop {
         let deadline = Instant::now() + CLIPBOARD_WAIT;
         let mut read = self.reader.read().ok();
         while read.as_deref() != wanted && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(20));
+            std::thread::sleep(Duration::from_millis(2));
             read = self.reader.read().ok();
         }
         let digest_holds = match postcondition {
