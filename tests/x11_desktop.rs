@@ -545,3 +545,87 @@ async fn a_click_where_another_window_covers_the_target_is_refused_before_the_po
     );
     session.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_bound_to_a_window_frames_it_alone_and_ignores_the_rest_of_the_screen() {
+    if !display() {
+        return;
+    }
+    let _display = DISPLAY_LOCK.lock().await;
+    let target = terminal("60x8+420+60");
+    let runtime = runtime().await;
+    let record = window_of(&runtime, "XTerm").await;
+    let id = record["windowId"].as_u64().unwrap();
+    // Another program's window, elsewhere on the screen.
+    let _elsewhere = start(
+        "xterm",
+        &["-class", "Elsewhere", "-geometry", "30x4+40+500"],
+    );
+    let other = window_of(&runtime, "Elsewhere").await["windowId"]
+        .as_u64()
+        .unwrap();
+
+    // The frame is the window's part of the screen, as xwininfo sizes it.
+    let visual = runtime
+        .observe_visual(&ObservationScope {
+            app_id: Some("XTerm".into()),
+            window_id: Some(WindowId::Number(id)),
+            ..scope(&runtime)
+        })
+        .await
+        .unwrap();
+    let png_bytes = base64::engine::general_purpose::STANDARD
+        .decode(&visual.images[0].data)
+        .unwrap();
+    let reader = png::Decoder::new(std::io::Cursor::new(&png_bytes))
+        .read_info()
+        .unwrap();
+    assert_eq!(
+        (
+            i64::from(reader.info().width),
+            i64::from(reader.info().height)
+        ),
+        (
+            record["bounds"]["width"].as_i64().unwrap(),
+            record["bounds"]["height"].as_i64().unwrap()
+        )
+    );
+    assert_eq!(visual.structured["scope"], "window");
+
+    let session =
+        sim_support::session_on(&runtime, "x11-test", "XTerm", Some(WindowId::Number(id)));
+    // The other window repaints between preview and execute: the bound
+    // window's pixels did not change, so the action runs.
+    let approved = approved(&runtime, &session, &typing("still current\n")).await;
+    tool("xdotool", &["windowfocus", "--sync", &other.to_string()]);
+    tool("xdotool", &["type", "--delay", "20", "elsewhere"]);
+    std::thread::sleep(Duration::from_millis(300));
+    let executed = approved
+        .reserve()
+        .await
+        .unwrap()
+        .lease()
+        .await
+        .unwrap()
+        .execute()
+        .await
+        .expect("a change elsewhere on the screen leaves the bound window current");
+    assert!(executed.verify().await.unwrap().performed());
+    assert_eq!(settled(&target.file, "still current\n"), "still current\n");
+    // The bound window itself repaints: stale, and nothing is typed.
+    window_of(&runtime, "XTerm").await;
+    let err = changed_between_preview_and_execute(&runtime, &session, &typing("never\n"), |id| {
+        tool("xdotool", &["windowfocus", "--sync", &id.to_string()]);
+        tool("xdotool", &["key", "Return"]);
+        std::thread::sleep(Duration::from_millis(300));
+    })
+    .await;
+    assert_stale(&err);
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        !std::fs::read_to_string(&target.file)
+            .unwrap()
+            .contains("never")
+    );
+    session.shutdown().await;
+}

@@ -188,9 +188,10 @@ impl SimState {
         let mut images = Vec::new();
         let mut output = match tool {
             "snapshot" => {
-                let frame = self.desktop.snapshot()?;
+                let window = args.get("target_window_id").and_then(Value::as_u64);
+                let frame = self.desktop.snapshot(window)?;
                 images.push((frame.png_base64, "image/png".to_owned()));
-                let mut fields = self.desktop.snapshot_fields();
+                let mut fields = self.desktop.snapshot_fields(window);
                 if let Value::Object(map) = &mut fields {
                     map.insert("observationId".into(), json!(observation_id));
                     map.insert("screenshotHash".into(), json!(frame.digest));

@@ -111,11 +111,14 @@ pub trait DesktopBackend: Send + 'static {
         Ok(())
     }
 
-    /// A frame of the screen now.
-    fn snapshot(&self) -> Result<Frame, SimError>;
+    /// A frame of the screen now: all of it, or the part `window` covers
+    /// (upstream's `target_window_id`), where the desktop can frame one
+    /// window.
+    fn snapshot(&self, window: Option<u64>) -> Result<Frame, SimError>;
 
-    /// What `snapshot` reports beside the frame (cursor, focus, revision).
-    fn snapshot_fields(&self) -> Value;
+    /// What `snapshot` reports beside the frame (cursor, focus, revision,
+    /// what it shows).
+    fn snapshot_fields(&self, window: Option<u64>) -> Value;
 
     /// The windows, as `list_windows` shows them.
     fn list_windows(&self) -> Result<Value, SimError>;

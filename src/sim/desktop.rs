@@ -504,14 +504,14 @@ impl super::backend::DesktopBackend for Desktop {
         Desktop::is_current(self, target)
     }
 
-    fn snapshot(&self) -> Result<Frame, SimError> {
+    fn snapshot(&self, _window: Option<u64>) -> Result<Frame, SimError> {
         Ok(Frame {
             png_base64: SNAPSHOT_PNG.to_owned(),
             digest: self.screenshot_hash(),
         })
     }
 
-    fn snapshot_fields(&self) -> Value {
+    fn snapshot_fields(&self, _window: Option<u64>) -> Value {
         json!({
             "revision": self.revision,
             "cursor": [self.cursor.0, self.cursor.1],

@@ -155,6 +155,24 @@ impl X11Desktop {
         self.frames.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// The whole screen as a region.
+    fn whole(&self) -> screen::Region {
+        (0, 0, self.size.0, self.size.1)
+    }
+
+    /// What a frame of `window` shows: the part of the screen it covers
+    /// (the whole screen when no window is named).
+    fn region(&self, window: Option<u64>) -> Result<screen::Region, SimError> {
+        let Some(window) = window else {
+            return Ok(self.whole());
+        };
+        let id = u32::try_from(window).map_err(|_| stale("no such window"))?;
+        let focus = windows::focus(&self.conn)?;
+        let record = windows::record(&self.conn, self.root, &self.atoms, id, focus)?
+            .ok_or_else(|| stale("no such window"))?;
+        screen::clip(record.bounds, self.size).ok_or_else(|| stale("the window is off the screen"))
+    }
+
     fn display_id(&self) -> u64 {
         self.screen as u64
     }
@@ -205,13 +223,20 @@ impl X11Desktop {
             return Ok(false);
         }
         if let Some(stated) = &target.screenshot_hash {
-            let capture = screen::capture(&self.conn, self.root, self.size)?;
-            let known = self.frames().digest_of(&capture).map(str::to_owned);
-            let digest = match known {
-                Some(digest) => digest,
-                None => sha256_prefixed(capture.encode(self.layout)?),
+            // A frame this server handed out: the same region captured
+            // again, compared by its raw pixels. Any other digest: the
+            // whole screen, encoded and compared.
+            let handed_out = self.frames().handed_out(stated);
+            let same = match handed_out {
+                Some((region, raw)) => {
+                    screen::capture(&self.conn, self.root, region)?.raw_digest == raw
+                }
+                None => {
+                    let capture = screen::capture(&self.conn, self.root, self.whole())?;
+                    sha256_prefixed(capture.encode(self.layout)?) == *stated
+                }
             };
-            if digest != *stated {
+            if !same {
                 return Ok(false);
             }
         }
@@ -462,12 +487,12 @@ impl DesktopBackend for X11Desktop {
         }
     }
 
-    fn snapshot(&self) -> Result<Frame, SimError> {
-        let capture = screen::capture(&self.conn, self.root, self.size)?;
+    fn snapshot(&self, window: Option<u64>) -> Result<Frame, SimError> {
+        let capture = screen::capture(&self.conn, self.root, self.region(window)?)?;
         self.frames().frame(&capture, self.layout)
     }
 
-    fn snapshot_fields(&self) -> Value {
+    fn snapshot_fields(&self, window: Option<u64>) -> Value {
         let pointer = self
             .conn
             .query_pointer(self.root)
@@ -478,7 +503,7 @@ impl DesktopBackend for X11Desktop {
             "cursor": pointer,
             "display": std::env::var("DISPLAY").unwrap_or_default(),
             "size": { "width": self.size.0, "height": self.size.1 },
-            "scope": "screen",
+            "scope": if window.is_some() { "window" } else { "screen" },
         })
     }
 

@@ -1,11 +1,13 @@
-//! The screen's pixels: a `GetImage` of the root window, encoded as PNG.
+//! The screen's pixels: a `GetImage` of the root window (all of it, or the
+//! part a window covers), encoded as PNG.
 //!
 //! The frame digest is upstream's: `sha256:` and the hex of the PNG's
 //! bytes. Revalidation must tell whether the pixels changed since a frame
 //! was taken without encoding a PNG each time, so every frame handed out
-//! is remembered by the digest of its raw pixels: pixels that hash the
-//! same give the same PNG (the encoder is deterministic), so a fresh
-//! capture is current exactly when its raw digest maps to the frame's.
+//! is remembered with the region it shows and the digest of its raw
+//! pixels: pixels that hash the same give the same PNG (the encoder is
+//! deterministic), so a fresh capture of the same region is current
+//! exactly when its raw digest is the frame's.
 
 use std::collections::VecDeque;
 
@@ -20,13 +22,15 @@ use crate::sim::{Frame, SimError};
 /// Frames remembered for revalidation.
 const REMEMBERED: usize = 32;
 
-/// The raw pixels of the screen, as the X server gave them.
+/// A rectangle of the screen: `(x, y, width, height)`.
+pub(super) type Region = (i16, i16, u16, u16);
+
+/// The raw pixels of a region of the screen, as the X server gave them.
 pub(super) struct Capture {
     /// `sha256` of the raw bytes.
     pub raw_digest: [u8; 32],
+    region: Region,
     pixels: Vec<u8>,
-    width: u16,
-    height: u16,
 }
 
 /// The pixel layout of the root window's visual, read from the setup.
@@ -84,30 +88,49 @@ impl Layout {
     }
 }
 
-/// Takes the whole screen's pixels.
+/// The part of a `size` screen that `bounds` (`(x, y, width, height)`)
+/// covers, or `None` when it is off the screen.
+pub(super) fn clip(bounds: (i64, i64, u32, u32), size: (u16, u16)) -> Option<Region> {
+    let (x, y, width, height) = bounds;
+    let left = x.max(0);
+    let top = y.max(0);
+    let right = (x + i64::from(width)).min(i64::from(size.0));
+    let bottom = (y + i64::from(height)).min(i64::from(size.1));
+    if right <= left || bottom <= top {
+        return None;
+    }
+    Some((
+        i16::try_from(left).ok()?,
+        i16::try_from(top).ok()?,
+        u16::try_from(right - left).ok()?,
+        u16::try_from(bottom - top).ok()?,
+    ))
+}
+
+/// Takes the pixels of `region` of the screen.
 pub(super) fn capture(
     conn: &RustConnection,
     root: XWindow,
-    size: (u16, u16),
+    region: Region,
 ) -> Result<Capture, SimError> {
-    let (width, height) = size;
+    let (x, y, width, height) = region;
     let image = conn
-        .get_image(ImageFormat::Z_PIXMAP, root, 0, 0, width, height, !0)
+        .get_image(ImageFormat::Z_PIXMAP, root, x, y, width, height, !0)
         .map_err(|e| SimError::plain(format!("GetImage was not sent: {e}")))?
         .reply()
         .map_err(|e| SimError::plain(format!("GetImage failed: {e}")))?;
     Ok(Capture {
         raw_digest: Sha256::digest(&image.data).into(),
+        region,
         pixels: image.data,
-        width,
-        height,
     })
 }
 
 impl Capture {
     /// The PNG of these pixels (RGB, 8 bits a channel).
     pub(super) fn encode(&self, layout: Layout) -> Result<Vec<u8>, SimError> {
-        let (width, height) = (usize::from(self.width), usize::from(self.height));
+        let (_, _, width, height) = self.region;
+        let (width, height) = (usize::from(width), usize::from(height));
         if self.pixels.len() < width * height * layout.bytes_per_pixel {
             return Err(SimError::plain(format!(
                 "GetImage returned {} bytes for a {width}x{height} screen",
@@ -115,18 +138,20 @@ impl Capture {
             )));
         }
         let mut rgb = Vec::with_capacity(width * height * 3);
-        for pixel in self.pixels.chunks_exact(layout.bytes_per_pixel) {
+        for pixel in self
+            .pixels
+            .chunks_exact(layout.bytes_per_pixel)
+            .take(width * height)
+        {
             let value = u32::from_le_bytes([pixel[0], pixel[1], pixel[2], pixel[3]]);
             for shift in layout.shifts {
                 rgb.push(((value >> shift) & 0xff) as u8);
             }
         }
         let mut png_bytes = Vec::new();
-        let mut encoder = png::Encoder::new(
-            &mut png_bytes,
-            u32::from(self.width),
-            u32::from(self.height),
-        );
+        let (_, _, png_width, png_height) = self.region;
+        let mut encoder =
+            png::Encoder::new(&mut png_bytes, u32::from(png_width), u32::from(png_height));
         encoder.set_color(png::ColorType::Rgb);
         encoder.set_depth(png::BitDepth::Eight);
         encoder.set_compression(png::Compression::Fast);
@@ -138,10 +163,17 @@ impl Capture {
     }
 }
 
-/// The frames handed out, by the digest of their raw pixels.
+/// A frame handed out: what it shows and its digests.
+struct Seen {
+    region: Region,
+    raw_digest: [u8; 32],
+    digest: String,
+}
+
+/// The frames handed out, newest last.
 #[derive(Default)]
 pub(super) struct Frames {
-    seen: VecDeque<([u8; 32], String)>,
+    seen: VecDeque<Seen>,
 }
 
 impl Frames {
@@ -149,8 +181,12 @@ impl Frames {
     pub(super) fn frame(&mut self, capture: &Capture, layout: Layout) -> Result<Frame, SimError> {
         let png = capture.encode(layout)?;
         let digest = sha256_prefixed(&png);
-        if !self.seen.iter().any(|(raw, _)| *raw == capture.raw_digest) {
-            self.seen.push_back((capture.raw_digest, digest.clone()));
+        if !self.seen.iter().any(|s| s.digest == digest) {
+            self.seen.push_back(Seen {
+                region: capture.region,
+                raw_digest: capture.raw_digest,
+                digest: digest.clone(),
+            });
             while self.seen.len() > REMEMBERED {
                 self.seen.pop_front();
             }
@@ -161,11 +197,12 @@ impl Frames {
         })
     }
 
-    /// The frame digest these pixels were handed out under, if they were.
-    pub(super) fn digest_of(&self, capture: &Capture) -> Option<&str> {
+    /// The region a frame handed out under `digest` shows, and the digest
+    /// of its raw pixels.
+    pub(super) fn handed_out(&self, digest: &str) -> Option<(Region, [u8; 32])> {
         self.seen
             .iter()
-            .find(|(raw, _)| *raw == capture.raw_digest)
-            .map(|(_, digest)| digest.as_str())
+            .find(|s| s.digest == digest)
+            .map(|s| (s.region, s.raw_digest))
     }
 }

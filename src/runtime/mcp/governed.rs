@@ -61,7 +61,16 @@ impl ComputerUseRuntime for ComputerUseMcpRuntime {
         &self,
         scope: &ObservationScope,
     ) -> Result<Observation, ComputerUseError> {
-        self.observe_shadow_in(&self.scope_session(scope)?, "snapshot", json!({}))
+        // A session bound to one window frames that window (upstream's
+        // `target_window_id`): its evidence then does not go stale when
+        // another part of the screen repaints.
+        let arguments = match &scope.window_id {
+            Some(WindowId::Number(window)) if scope.app_id.is_some() => {
+                json!({ "target_window_id": window })
+            }
+            _ => json!({}),
+        };
+        self.observe_shadow_in(&self.scope_session(scope)?, "snapshot", arguments)
             .await
     }
 
