@@ -10,7 +10,7 @@ use adk_computer_use::runtime::{
     AgentInterrupter, CancellationBridge, ComputerUseRuntime, StopKind,
 };
 use adk_computer_use::{ComputerUseError, VerificationOutcome};
-use serde_json::json;
+use serde_json::{Value, json};
 use sim_support::*;
 
 fn completed<R: ComputerUseRuntime>(outcome: ChainOutcome<R>) -> Verified {
@@ -911,4 +911,65 @@ async fn a_catalogue_tool_the_desktop_does_not_perform_is_refused_before_any_eff
     );
     assert_eq!(stats(&runtime).await["totalEffects"], 0);
     session.shutdown().await;
+}
+
+/// An execution, once begun, is finished whatever becomes of its call: a
+/// caller that stops waiting between the two phases (a timeout, a dropped
+/// future) does not leave the receipt pending, and a retry of the same
+/// action id gets the committed receipt back.
+#[tokio::test]
+async fn an_execution_whose_caller_stops_waiting_is_still_finished() {
+    use adk_computer_use::sim::{CLIPBOARD_APP, CLIPBOARD_WINDOW, SimConfig, SimServer};
+    use std::future::Future as _;
+    let structured = |result: &rmcp::model::CallToolResult| {
+        serde_json::to_value(result).unwrap()["structuredContent"].clone()
+    };
+    let server = SimServer::new(SimConfig::for_principal("p").with_stats());
+    let started = structured(
+        &server
+            .answer("start_session", json!({ "objective": "x" }))
+            .await,
+    );
+    let session = started["session"]["sessionId"].clone();
+    let now = adk_computer_use::clock::format_rfc3339(time::OffsetDateTime::now_utc()).unwrap();
+    let action = json!({
+        "session_id": session, "action_id": "dropped-1", "tool": "write_clipboard",
+        "arguments": { "text": "written once" }, "mode": "background", "agent_id": "agent-a",
+        "target": { "platform": "linux", "app_id": CLIPBOARD_APP, "window_id": CLIPBOARD_WINDOW,
+                    "observation_id": "o", "confidence": 1, "captured_at": now },
+        "data_labels": ["public"],
+    });
+    server.answer("preview_action", action.clone()).await;
+    let lease = structured(
+        &server
+            .answer(
+                "acquire_control_lease",
+                json!({ "session_id": session, "kind": "cooperative", "mode": "background",
+                        "ttl_ms": 30000, "action_budget": 5, "agent_id": "agent-a",
+                        "app_ids": [CLIPBOARD_APP], "window_ids": [CLIPBOARD_WINDOW] }),
+            )
+            .await,
+    );
+    let mut execute = action;
+    execute["lease_id"] = lease["lease"]["leaseId"].clone();
+    // Polled once (the first phase runs, the receipt is pending), then
+    // dropped.
+    {
+        let mut call = std::pin::pin!(server.answer("execute_action", execute.clone()));
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        assert!(call.as_mut().poll(&mut cx).is_pending());
+    }
+    let mut retry = Value::Null;
+    for _ in 0..100 {
+        tokio::task::yield_now().await;
+        retry = structured(&server.answer("execute_action", execute.clone()).await);
+        if retry["error"] != "indeterminate" {
+            break;
+        }
+    }
+    assert_eq!(retry["receipt"]["status"], "committed", "{retry}");
+    assert_eq!(retry["replay"], true, "{retry}");
+    let stats = structured(&server.answer("sim_stats", json!({})).await);
+    assert_eq!(stats["clipboard"], "written once", "{stats}");
+    assert_eq!(stats["totalEffects"], 1, "{stats}");
 }

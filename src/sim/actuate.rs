@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use time::OffsetDateTime;
 
 use super::SimError;
-use super::backend::{PointerAndFocus, Revalidation};
+use super::backend::{ApplyError, PointerAndFocus, Revalidation};
 use super::preview::ActionRequest;
 use super::state::SimState;
 use super::wire::{now, parse_time, stamp, uuid};
@@ -226,7 +226,7 @@ impl SimState {
         tool: &str,
         args: &Value,
         target: Option<&Value>,
-    ) -> Result<ToolResult, SimError> {
+    ) -> Result<ToolResult, ApplyError> {
         let target = target.and_then(evidence);
         let output = self.desktop.apply(tool, args, target.as_ref())?;
         Ok(ToolResult {

@@ -61,6 +61,22 @@ pub struct EffectCheck {
     pub checks: u64,
 }
 
+/// Why a mutation did not complete.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ApplyError {
+    /// Refused before anything reached the desktop: the action is
+    /// rejected, not indeterminate.
+    NothingSent(SimError),
+    /// Failed once the effect may have begun: the outcome is unknown.
+    Failed(SimError),
+}
+
+impl From<SimError> for ApplyError {
+    fn from(error: SimError) -> Self {
+        Self::Failed(error)
+    }
+}
+
 /// Which round of revalidation a target check is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Revalidation {
@@ -137,12 +153,14 @@ pub trait DesktopBackend: Send + 'static {
     fn clipboard_written(&self) -> Option<String>;
 
     /// Performs one mutating tool on the target; returns the tool's output.
+    /// A refusal made before anything reached the desktop is
+    /// [`ApplyError::NothingSent`].
     fn apply(
         &mut self,
         tool: &str,
         args: &Value,
         target: Option<&TargetEvidence>,
-    ) -> Result<Value, SimError>;
+    ) -> Result<Value, ApplyError>;
 
     /// The server's own check of the effect of `tool` with `args`, against
     /// the postcondition the envelope declared (as JSON: one it cannot read

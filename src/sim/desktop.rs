@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::SimError;
 use super::backend::{
-    EffectCheck, Frame, PointerAndFocus, Revalidation, bounds_agree, stated_or_same,
+    ApplyError, EffectCheck, Frame, PointerAndFocus, Revalidation, bounds_agree, stated_or_same,
 };
 use crate::contracts::{ActionPostcondition, PostconditionFields, TargetEvidence, WindowId};
 use crate::digest::{sha256_hex, sha256_prefixed};
@@ -545,8 +545,8 @@ impl super::backend::DesktopBackend for Desktop {
         tool: &str,
         args: &Value,
         target: Option<&TargetEvidence>,
-    ) -> Result<Value, SimError> {
-        Desktop::apply(self, tool, args, target)
+    ) -> Result<Value, ApplyError> {
+        Ok(Desktop::apply(self, tool, args, target)?)
     }
 
     fn verify(

@@ -11,7 +11,7 @@ use time::OffsetDateTime;
 
 use super::SimError;
 use super::actuate::ToolResult;
-use super::backend::Revalidation;
+use super::backend::{ApplyError, Revalidation};
 use super::faults::Fault;
 use super::policy;
 use super::preview::{ActionRequest, Preview, postcondition_summary};
@@ -479,13 +479,17 @@ impl SimState {
         let tool = json!({ "tool": request.tool });
         let result = if mutating {
             self.mutate(&request.tool, &request.args, envelope.get("target"))
-                .map_err(|_| Failure {
-                    error: Box::new(SimError::with_details(
-                        "indeterminate",
-                        "mutating handler returned an error after entering the side-effect boundary",
-                        tool,
-                    )),
-                    crossed: true,
+                .map_err(|error| match error {
+                    // The desktop refused before anything reached it.
+                    ApplyError::NothingSent(error) => before(error),
+                    ApplyError::Failed(_) => Failure {
+                        error: Box::new(SimError::with_details(
+                            "indeterminate",
+                            "mutating handler returned an error after entering the side-effect boundary",
+                            tool,
+                        )),
+                        crossed: true,
+                    },
                 })?
         } else {
             self.observe(&request.tool, &request.args).map_err(|_| {

@@ -43,8 +43,8 @@ mod wire;
 use serde_json::{Map, Value, json};
 
 pub use backend::{
-    BOUNDS_TOLERANCE_PX, DesktopBackend, EffectCheck, Frame, PointerAndFocus, Revalidation,
-    bounds_agree, stated_or_same,
+    ApplyError, BOUNDS_TOLERANCE_PX, DesktopBackend, EffectCheck, Frame, PointerAndFocus,
+    Revalidation, bounds_agree, stated_or_same,
 };
 pub use desktop::{
     App, CLIPBOARD_APP, CLIPBOARD_LABEL, CLIPBOARD_ROLE, CLIPBOARD_WINDOW, Desktop, Element, Window,

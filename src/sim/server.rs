@@ -144,10 +144,22 @@ impl SimServer {
                 Err(error) => Err(error),
                 Ok(Execution::Answered(answer)) => answer,
                 Ok(Execution::Begun(begun)) => {
-                    tokio::task::yield_now().await;
-                    self.on_state(move |state| state.finish_execution(*begun))
-                        .await
-                        .and_then(|answer| answer)
+                    // Once begun, an execution is finished whatever becomes
+                    // of the call: on a task of its own, so a caller that
+                    // stops waiting cannot leave its receipt pending.
+                    let server = self.clone();
+                    let finished = tokio::spawn(async move {
+                        tokio::task::yield_now().await;
+                        server
+                            .on_state(move |state| state.finish_execution(*begun))
+                            .await
+                            .and_then(|answer| answer)
+                    });
+                    finished.await.unwrap_or_else(|err| {
+                        Err(SimError::plain(format!(
+                            "the execution's task failed: {err}"
+                        )))
+                    })
                 }
             };
             return outcome.map_or_else(refused, success);
@@ -161,8 +173,12 @@ impl SimServer {
             return outcome.map_or_else(refused, success);
         }
         // The state is locked only to queue and to settle, never while
-        // the request waits for its turn.
-        let started = self.lock().acquire_lease(&arguments);
+        // the request waits for its turn (and, over a desktop that blocks,
+        // never on an executor thread).
+        let started = self
+            .on_state(move |state| state.acquire_lease(&arguments))
+            .await
+            .and_then(|answer| answer);
         let (ticket, mut wait) = match started {
             Err(error) => return refused(error),
             Ok(LeaseAnswer::Now(answer)) => return success(answer),
@@ -170,20 +186,26 @@ impl SimServer {
         };
         tokio::select! {
             granted = &mut wait => match granted {
-                Ok(Ok(lease)) => success(self.lock().lease_answer(&lease)),
+                Ok(Ok(lease)) => self
+                    .on_state(move |state| state.lease_answer(&lease))
+                    .await
+                    .map_or_else(refused, success),
                 Ok(Err(error)) => refused(error),
                 Err(_) => refused(SimError::refusal("interrupted", "lease request cancelled")),
             },
             () = cancelled => {
-                let mut state = self.lock();
                 // The grant may have raced the cancellation: a lease granted
                 // to a waiter who left is given back at once, never left
                 // active with no holder.
-                if !state.cancel_lease_wait(ticket)
-                    && let Ok(Ok(lease)) = wait.try_recv()
-                {
-                    state.give_back_lease(&lease.lease_id);
-                }
+                let _ = self
+                    .on_state(move |state| {
+                        if !state.cancel_lease_wait(ticket)
+                            && let Ok(Ok(lease)) = wait.try_recv()
+                        {
+                            state.give_back_lease(&lease.lease_id);
+                        }
+                    })
+                    .await;
                 refused(SimError::refusal("interrupted", "lease request cancelled"))
             }
         }

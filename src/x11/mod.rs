@@ -31,7 +31,10 @@
 //! - **check**: after a clipboard write the server reads the selection
 //!   back through a connection of its own, as any client would, and
 //!   reports `verified` only when it holds the text (and the declared
-//!   postcondition's digest, if any, is the text's). After input it can
+//!   postcondition's digest, if any, is the text's) and the selection's
+//!   owner is still this process (as the X server records the owning
+//!   client's process): another owner could answer each reader
+//!   differently. After input it can
 //!   check a `window` postcondition (the window exists or not) and a
 //!   `filesystem` one (a file's content, waited for briefly); any other
 //!   postcondition it cannot observe, and says so with `verified: false`.
@@ -56,8 +59,8 @@ use crate::ComputerUseError;
 use crate::contracts::{ActionPostcondition, PostconditionFields, TargetEvidence, WindowId};
 use crate::digest::{sha256_hex, sha256_prefixed};
 use crate::sim::{
-    DesktopBackend, EffectCheck, Element, Frame, PointerAndFocus, Revalidation, SimError,
-    bounds_agree, stated_or_same,
+    ApplyError, DesktopBackend, EffectCheck, Element, Frame, PointerAndFocus, Revalidation,
+    SimError, bounds_agree, stated_or_same,
 };
 use input::Event;
 
@@ -275,18 +278,153 @@ impl X11Desktop {
                 ),
             ));
         }
-        let (px, py) = input::on_screen(point)?;
-        let under = self
-            .conn
-            .translate_coordinates(self.root, self.root, px, py)
-            .map_err(|e| SimError::plain(format!("hit-test failed: {e}")))?
-            .reply()
-            .map_err(|e| SimError::plain(format!("hit-test failed: {e}")))?
-            .child;
-        if under != top {
+        // XTEST moves the pointer no further than the screen's edge: a
+        // point beyond it would land somewhere else.
+        let on_screen = point.0 >= 0
+            && point.1 >= 0
+            && point.0 < i64::from(self.size.0)
+            && point.1 < i64::from(self.size.1);
+        if !on_screen {
+            return Err(SimError::refusal(
+                "invalid_arguments",
+                format!(
+                    "the point {point:?} is off the {}x{} screen",
+                    self.size.0, self.size.1
+                ),
+            ));
+        }
+        let point = input::on_screen(point)?;
+        let under = windows::deepest_at(&self.conn, self.root, point)?;
+        let top_under = match under {
+            Some(under) => Some(windows::top_level(&self.conn, self.root, under)?),
+            None => None,
+        };
+        if top_under != Some(top) {
             return Err(stale(&format!(
                 "the point {point:?} is covered by another window"
             )));
+        }
+        self.owned_by_target(window, under, point)
+    }
+
+    /// The deepest window at `point` belongs to the target's client: no
+    /// other client's window (a child it made inside the target, say)
+    /// would take the input there.
+    fn owned_by_target(
+        &self,
+        window: &windows::WindowRecord,
+        under: Option<XWindow>,
+        point: (i16, i16),
+    ) -> Result<(), SimError> {
+        let owner = windows::owner(&self.conn, window.id);
+        match under {
+            Some(under) if windows::owner(&self.conn, under) != owner => Err(stale(&format!(
+                "at {point:?} a window of another client lies inside the target"
+            ))),
+            _ => Ok(()),
+        }
+    }
+
+    /// Before input is sent, with the X server held: no other client holds
+    /// a grab of the keyboard or the pointer (it would receive the input),
+    /// and no modifier or lock is on and no button is down (typed text
+    /// would arrive altered, a click would mean something else).
+    fn input_is_safe(&self, top: XWindow) -> Result<(), SimError> {
+        use x11rb::protocol::xproto::{EventMask, GrabMode, GrabStatus, KeyButMask};
+        let failed =
+            |e: &dyn std::fmt::Display| SimError::plain(format!("the grab check failed: {e}"));
+        let keyboard = self
+            .conn
+            .grab_keyboard(
+                false,
+                top,
+                x11rb::CURRENT_TIME,
+                GrabMode::ASYNC,
+                GrabMode::ASYNC,
+            )
+            .map_err(|e| failed(&e))?
+            .reply()
+            .map_err(|e| failed(&e))?;
+        if keyboard.status == GrabStatus::SUCCESS {
+            self.conn
+                .ungrab_keyboard(x11rb::CURRENT_TIME)
+                .map_err(|e| failed(&e))?;
+        }
+        let pointer = self
+            .conn
+            .grab_pointer(
+                false,
+                top,
+                EventMask::NO_EVENT,
+                GrabMode::ASYNC,
+                GrabMode::ASYNC,
+                x11rb::NONE,
+                x11rb::NONE,
+                x11rb::CURRENT_TIME,
+            )
+            .map_err(|e| failed(&e))?
+            .reply()
+            .map_err(|e| failed(&e))?;
+        if pointer.status == GrabStatus::SUCCESS {
+            self.conn
+                .ungrab_pointer(x11rb::CURRENT_TIME)
+                .map_err(|e| failed(&e))?;
+        }
+        if keyboard.status != GrabStatus::SUCCESS || pointer.status != GrabStatus::SUCCESS {
+            return Err(stale(
+                "another client holds the keyboard or the pointer (a grab): input would go to it",
+            ));
+        }
+        let now = self
+            .conn
+            .query_pointer(self.root)
+            .map_err(|e| failed(&e))?
+            .reply()
+            .map_err(|e| failed(&e))?;
+        let held = KeyButMask::SHIFT
+            | KeyButMask::LOCK
+            | KeyButMask::CONTROL
+            | KeyButMask::MOD1
+            | KeyButMask::MOD2
+            | KeyButMask::MOD3
+            | KeyButMask::MOD4
+            | KeyButMask::MOD5
+            | KeyButMask::BUTTON1
+            | KeyButMask::BUTTON2
+            | KeyButMask::BUTTON3
+            | KeyButMask::BUTTON4
+            | KeyButMask::BUTTON5;
+        if u16::from(now.mask) & u16::from(held) != 0 {
+            return Err(stale(&format!(
+                "a modifier, lock or button is held ({:?}): input would arrive altered",
+                now.mask
+            )));
+        }
+        Ok(())
+    }
+
+    /// Where keys go, once the target has the focus (the deepest window
+    /// under the pointer, when the pointer is over the target) belongs to
+    /// the target's client.
+    fn keys_reach_target(
+        &self,
+        window: &windows::WindowRecord,
+        top: XWindow,
+    ) -> Result<(), SimError> {
+        let now = self
+            .conn
+            .query_pointer(self.root)
+            .map_err(|e| SimError::plain(format!("QueryPointer failed: {e}")))?
+            .reply()
+            .map_err(|e| SimError::plain(format!("QueryPointer failed: {e}")))?;
+        let pointer = (now.root_x, now.root_y);
+        let under = windows::deepest_at(&self.conn, self.root, pointer)?;
+        let over_target = match under {
+            Some(under) => windows::top_level(&self.conn, self.root, under)? == top,
+            None => false,
+        };
+        if over_target {
+            self.owned_by_target(window, under, pointer)?;
         }
         Ok(())
     }
@@ -339,6 +477,24 @@ impl X11Desktop {
         }
     }
 
+    /// The input of `tool`, checked and sent (with the server held).
+    fn send_checked(
+        &self,
+        tool: &str,
+        args: &Value,
+        target: Option<&TargetEvidence>,
+    ) -> Result<Value, ApplyError> {
+        let refused = ApplyError::NothingSent;
+        let window = self.target_window(target).map_err(refused)?;
+        let top = windows::top_level(&self.conn, self.root, window.id).map_err(refused)?;
+        let events = self.plan(tool, args, &window, top).map_err(refused)?;
+        self.input_is_safe(top).map_err(refused)?;
+        self.focus(window.id, top).map_err(refused)?;
+        self.keys_reach_target(&window, top).map_err(refused)?;
+        input::send(&self.conn, self.root, &events)?;
+        Ok(json!({ "sent": events.len(), "windowId": window.id }))
+    }
+
     /// Raises the window and gives it the input focus, then waits until
     /// the server has done both.
     fn focus(&self, window: XWindow, top: XWindow) -> Result<(), SimError> {
@@ -373,11 +529,30 @@ impl X11Desktop {
                 Err(_) => false,
             },
         };
+        // A read-back proves what every client gets only while this
+        // process owns the selection: an owner may answer each requestor
+        // differently. The X server names the owning client's process.
+        let ours = self.selection_is_ours();
         EffectCheck {
-            verified: wanted.is_some() && read.as_deref() == wanted && digest_holds,
+            verified: ours && wanted.is_some() && read.as_deref() == wanted && digest_holds,
             method: "x11_selection_readback",
-            checks: 1,
+            checks: 2,
         }
+    }
+
+    /// Whether the CLIPBOARD selection's owner is a client of this very
+    /// process, as the X server records the owner's process.
+    fn selection_is_ours(&self) -> bool {
+        let owner = self
+            .conn
+            .get_selection_owner(self.atoms.clipboard)
+            .ok()
+            .and_then(|c| c.reply().ok())
+            .map(|r| r.owner)
+            .filter(|owner| *owner != x11rb::NONE);
+        owner
+            .and_then(|owner| windows::owner_pid(&self.conn, owner))
+            .is_some_and(|pid| pid == std::process::id())
     }
 
     fn postcondition_check(&self, postcondition: &Value) -> EffectCheck {
@@ -510,7 +685,10 @@ impl DesktopBackend for X11Desktop {
     fn list_windows(&self) -> Result<Value, SimError> {
         let records = windows::all(&self.conn, self.root, &self.atoms)?;
         let display = self.display_id();
-        let windows: Vec<Value> = records.iter().map(|r| r.to_json(display)).collect();
+        let windows: Vec<Value> = records
+            .iter()
+            .map(|r| r.to_json(display, self.size))
+            .collect();
         Ok(json!({ "windows": windows }))
     }
 
@@ -525,7 +703,7 @@ impl DesktopBackend for X11Desktop {
         Ok(json!({
             "appId": record.app_id,
             "windowId": record.id,
-            "window": record.to_json(self.display_id()),
+            "window": record.to_json(self.display_id(), self.size),
             "uiTreeRevision": revision,
             "treeKind": "x11_window_geometry",
             "accessibility": "unavailable",
@@ -551,19 +729,31 @@ impl DesktopBackend for X11Desktop {
         tool: &str,
         args: &Value,
         target: Option<&TargetEvidence>,
-    ) -> Result<Value, SimError> {
+    ) -> Result<Value, ApplyError> {
         if tool == "write_clipboard" {
-            let text = text(args, "text")?;
+            let text = text(args, "text").map_err(ApplyError::NothingSent)?;
             self.owner.write(text)?;
             self.written = Some(text.to_owned());
             return Ok(json!({ "written": text.chars().count() }));
         }
-        let window = self.target_window(target)?;
-        let top = windows::top_level(&self.conn, self.root, window.id)?;
-        let events = self.plan(tool, args, &window, top)?;
-        self.focus(window.id, top)?;
-        input::send(&self.conn, self.root, &events)?;
-        Ok(json!({ "sent": events.len(), "windowId": window.id }))
+        // From the checks to the last event, no other client's request is
+        // served: nothing can move, cover, grab or reach into the target
+        // in between.
+        self.conn.grab_server().map_err(|e| {
+            ApplyError::NothingSent(SimError::plain(format!("GrabServer failed: {e}")))
+        })?;
+        let sent = self.send_checked(tool, args, target);
+        let ungrabbed = self
+            .conn
+            .ungrab_server()
+            .map_err(|e| e.to_string())
+            .and_then(|_| self.conn.flush().map_err(|e| e.to_string()));
+        if let Err(err) = ungrabbed {
+            return Err(ApplyError::Failed(SimError::plain(format!(
+                "UngrabServer failed: {err}"
+            ))));
+        }
+        sent
     }
 
     fn verify(

@@ -1,8 +1,15 @@
 //! The windows of an X11 display, read from the X server: which windows a
-//! person sees (EWMH's `_NET_CLIENT_LIST` when a window manager keeps one,
-//! else the mapped children of the root), and for each its app id
-//! (`WM_CLASS`), process (`_NET_WM_PID`), title (`_NET_WM_NAME`, else
-//! `WM_NAME`), bounds on the screen and whether it has the focus.
+//! person sees (the mapped children of the root, or for a window manager's
+//! frame the client inside it, found by `QueryTree`, never from a list a
+//! client could write), and for each its app id (`WM_CLASS`), the process
+//! that owns it (the X server's own record, through the X-Resource
+//! extension, not the window's `_NET_WM_PID` claim), its title
+//! (`_NET_WM_NAME`, else `WM_NAME`), bounds and focus.
+//!
+//! X11 gives no trusted app identity: any client may set `WM_CLASS` on any
+//! window. What the server itself knows (which client owns a window, that
+//! client's process, the window tree) is what the checks rest on; what a
+//! client claims is shown, bounded in size, and never trusted for more.
 
 use serde_json::{Value, json};
 use x11rb::connection::Connection;
@@ -17,8 +24,6 @@ use crate::sim::SimError;
 /// The atoms this backend reads, interned once.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Atoms {
-    pub net_client_list: Atom,
-    pub net_wm_pid: Atom,
     pub net_wm_name: Atom,
     pub utf8_string: Atom,
     pub clipboard: Atom,
@@ -36,8 +41,6 @@ impl Atoms {
                 .map_err(|e| e.to_string())
         };
         Ok(Self {
-            net_client_list: atom("_NET_CLIENT_LIST")?,
-            net_wm_pid: atom("_NET_WM_PID")?,
             net_wm_name: atom("_NET_WM_NAME")?,
             utf8_string: atom("UTF8_STRING")?,
             clipboard: atom("CLIPBOARD")?,
@@ -56,7 +59,8 @@ pub(super) struct WindowRecord {
     pub app_id: String,
     /// The instance part of `WM_CLASS` (`xterm`, `xmessage`).
     pub instance: String,
-    /// `_NET_WM_PID`, when the client sets it.
+    /// The process of the client that owns the window, as the X server
+    /// records it (local clients only).
     pub pid: Option<u32>,
     /// `_NET_WM_NAME`, else `WM_NAME`.
     pub title: String,
@@ -69,7 +73,7 @@ pub(super) struct WindowRecord {
 impl WindowRecord {
     /// Upstream's window record (`windowId`, `bundleId`, `pid`, `title`,
     /// `bounds`, `displayId`, ...).
-    pub(super) fn to_json(&self, display_id: u64) -> Value {
+    pub(super) fn to_json(&self, display_id: u64, screen: (u16, u16)) -> Value {
         let (x, y, width, height) = self.bounds;
         let mut record = json!({
             "windowId": self.id,
@@ -77,7 +81,7 @@ impl WindowRecord {
             "displayName": self.instance,
             "title": self.title,
             "bounds": { "x": x, "y": y, "width": width, "height": height },
-            "isOnScreen": true,
+            "isOnScreen": super::screen::clip(self.bounds, screen).is_some(),
             "isFocused": self.focused,
             "displayId": display_id,
         });
@@ -97,14 +101,22 @@ fn failed(what: &str, err: impl std::fmt::Display) -> SimError {
     SimError::plain(format!("the X server did not answer {what}: {err}"))
 }
 
-/// A property's raw bytes and type, or `None` when the window has none.
+/// Most windows listed: a display with more is cut off there.
+pub(super) const MOST_WINDOWS: usize = 256;
+
+/// Most bytes of a text property read (a class or a title); the rest is
+/// not read.
+const MOST_TEXT_BYTES: u32 = 1024;
+
+/// A text property's raw bytes and type (at most [`MOST_TEXT_BYTES`]), or
+/// `None` when the window has none.
 fn property(
     conn: &RustConnection,
     window: XWindow,
     name: Atom,
 ) -> Result<Option<(Atom, u8, Vec<u8>)>, SimError> {
     let reply = conn
-        .get_property(false, window, name, AtomEnum::ANY, 0, 1 << 16)
+        .get_property(false, window, name, AtomEnum::ANY, 0, MOST_TEXT_BYTES / 4)
         .map_err(|e| failed("GetProperty", e))?
         .reply()
         .map_err(|e| failed("GetProperty", e))?;
@@ -114,26 +126,61 @@ fn property(
     Ok(Some((reply.type_, reply.format, reply.value)))
 }
 
-fn u32s(bytes: &[u8]) -> impl Iterator<Item = u32> + '_ {
-    bytes
-        .chunks_exact(4)
-        .map(|c| u32::from_ne_bytes([c[0], c[1], c[2], c[3]]))
+/// The process of the client that owns `window`, as the X server records
+/// it (X-Resource `QueryClientIds`); `None` for a remote client or a server
+/// without the extension.
+pub(super) fn owner_pid(conn: &RustConnection, window: XWindow) -> Option<u32> {
+    use x11rb::protocol::res::{ClientIdMask, ClientIdSpec, ConnectionExt as _};
+    let spec = ClientIdSpec {
+        client: window,
+        mask: ClientIdMask::LOCAL_CLIENT_PID,
+    };
+    let reply = conn.res_query_client_ids(&[spec]).ok()?.reply().ok()?;
+    reply
+        .ids
+        .iter()
+        .find(|id| id.spec.mask == ClientIdMask::LOCAL_CLIENT_PID)
+        .and_then(|id| id.value.first().copied())
 }
 
-/// The top-level windows that have a `WM_CLASS`: the window manager's
-/// client list when there is one, else the root's mapped children (and,
-/// for a child that is a frame, the client inside it).
+/// The client that owns `window`: the resource-id base its ids share.
+pub(super) fn owner(conn: &RustConnection, window: XWindow) -> u32 {
+    window & !conn.setup().resource_id_mask
+}
+
+/// The deepest window under `point` (root coordinates), walking the tree
+/// down from the root; `None` when the point is over the root alone.
+pub(super) fn deepest_at(
+    conn: &RustConnection,
+    root: XWindow,
+    point: (i16, i16),
+) -> Result<Option<XWindow>, SimError> {
+    let mut found = None;
+    let mut parent = root;
+    // Windows nest only a few levels deep; the bound stops a hostile tree.
+    for _ in 0..32 {
+        let child = conn
+            .translate_coordinates(root, parent, point.0, point.1)
+            .map_err(|e| failed("TranslateCoordinates", e))?
+            .reply()
+            .map_err(|e| failed("TranslateCoordinates", e))?
+            .child;
+        if child == x11rb::NONE {
+            return Ok(found);
+        }
+        found = Some(child);
+        parent = child;
+    }
+    Ok(found)
+}
+
+/// The top-level windows that have a `WM_CLASS`: the root's mapped
+/// children (and, for a child that is a frame, the client inside it), at
+/// most [`MOST_WINDOWS`].
 pub(super) fn client_windows(
     conn: &RustConnection,
     root: XWindow,
-    atoms: &Atoms,
 ) -> Result<Vec<XWindow>, SimError> {
-    if let Some((_, 32, bytes)) = property(conn, root, atoms.net_client_list)? {
-        let listed: Vec<XWindow> = u32s(&bytes).collect();
-        if !listed.is_empty() {
-            return Ok(listed);
-        }
-    }
     let children = conn
         .query_tree(root)
         .map_err(|e| failed("QueryTree", e))?
@@ -142,6 +189,9 @@ pub(super) fn client_windows(
         .children;
     let mut clients = Vec::new();
     for child in children {
+        if clients.len() >= MOST_WINDOWS {
+            break;
+        }
         if !viewable(conn, child)? {
             continue;
         }
@@ -213,10 +263,7 @@ pub(super) fn record(
     else {
         return Ok(None);
     };
-    let pid = match property(conn, window, atoms.net_wm_pid)? {
-        Some((_, 32, bytes)) => u32s(&bytes).next(),
-        _ => None,
-    };
+    let pid = owner_pid(conn, window);
     let title = match property(conn, window, atoms.net_wm_name)? {
         Some((_, 8, bytes)) => String::from_utf8_lossy(&bytes).into_owned(),
         _ => match property(conn, window, AtomEnum::WM_NAME.into())? {
@@ -311,7 +358,7 @@ pub(super) fn all(
 ) -> Result<Vec<WindowRecord>, SimError> {
     let focus = focus(conn)?;
     let mut records = Vec::new();
-    for window in client_windows(conn, root, atoms)? {
+    for window in client_windows(conn, root)? {
         if let Some(record) = record(conn, root, atoms, window, focus)? {
             records.push(record);
         }
@@ -336,6 +383,9 @@ pub(super) fn geometry_tree(
             continue;
         };
         for child in tree.children.into_iter().rev() {
+            if nodes.len() >= MOST {
+                break;
+            }
             let Ok(Ok(geometry)) = conn.get_geometry(child).map(|c| c.reply()) else {
                 continue;
             };

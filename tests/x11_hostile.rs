@@ -1,0 +1,600 @@
+//! The X11 desktop against a hostile program on the same display: another
+//! client that grabs the keyboard, reaches into the target with a window of
+//! its own, holds a modifier, parks the target off the screen, floods the
+//! window list, grows a huge window tree, or takes the clipboard to answer
+//! each reader differently. Each attack is made with a real X client of its
+//! own (x11rb, another connection; for the clipboard, another process) and
+//! checked from outside: what the attacker's windows received, what the
+//! terminal's file holds.
+//!
+//! Needs an X server (`$DISPLAY`); without one each test says so, unless
+//! `ADK_REQUIRE_X11` is set (as `.ci/run` sets it).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use adk_computer_use::contracts::*;
+use adk_computer_use::protocol::Session;
+use adk_computer_use::runtime::mcp::{ComputerUseMcpRuntime, McpRuntimeConfig};
+use adk_computer_use::runtime::{ComputerUseRuntime, ObservationScope, ProposedAction};
+use adk_computer_use::sim::{self, DesktopBackend, SimConfig};
+use adk_computer_use::x11::X11Desktop;
+use serde_json::{Value, json};
+use x11rb::connection::Connection;
+use x11rb::protocol::Event;
+use x11rb::protocol::xproto::*;
+use x11rb::protocol::xtest::ConnectionExt as _;
+use x11rb::rust_connection::RustConnection;
+use x11rb::wrapper::ConnectionExt as _;
+
+mod sim_support;
+
+use sim_support::{PRINCIPAL, approved, run_approving};
+
+/// One test at a time on the display.
+static DISPLAY_LOCK: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+fn display() -> bool {
+    if std::env::var_os("DISPLAY").is_some_and(|d| !d.is_empty()) {
+        return true;
+    }
+    assert!(
+        std::env::var_os("ADK_REQUIRE_X11").is_none(),
+        "ADK_REQUIRE_X11 is set but there is no X server ($DISPLAY is empty)"
+    );
+    eprintln!("x11_hostile: no X server ($DISPLAY unset): this test checks nothing");
+    false
+}
+
+struct Program(Child);
+
+impl Drop for Program {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+async fn runtime() -> Arc<ComputerUseMcpRuntime> {
+    let runtime = sim::spawn_on(
+        SimConfig::for_principal(PRINCIPAL),
+        Box::new(X11Desktop::connect().unwrap()),
+        McpRuntimeConfig::new(PRINCIPAL),
+    )
+    .await
+    .unwrap();
+    runtime.start_session(Some("hostile"), None).await.unwrap();
+    Arc::new(runtime)
+}
+
+fn scope(runtime: &ComputerUseMcpRuntime) -> ObservationScope {
+    ObservationScope {
+        session_id: runtime.session_context().unwrap().session_id,
+        tool: None,
+        app_id: None,
+        window_id: None,
+    }
+}
+
+/// The record of a window of `app` once listed, after the screen settled.
+async fn window_of(runtime: &ComputerUseMcpRuntime, app: &str) -> Value {
+    let mut found = None;
+    for _ in 0..100 {
+        let listed = runtime.observe_semantic(&scope(runtime)).await.unwrap();
+        found = listed.structured["windows"]
+            .as_array()
+            .and_then(|ws| ws.iter().find(|w| w["bundleId"] == app))
+            .cloned();
+        if found.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let window = found.unwrap_or_else(|| panic!("no {app} window appeared"));
+    let mut last = None;
+    for _ in 0..50 {
+        let frame = runtime.observe_visual(&scope(runtime)).await.unwrap();
+        let digest = frame.structured["screenshotHash"].clone();
+        if last.as_ref() == Some(&digest) {
+            return window;
+        }
+        last = Some(digest);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    panic!("the screen kept changing for 10 s");
+}
+
+/// An xterm whose keystrokes `cat` writes to a file of its own.
+struct Terminal {
+    _program: Program,
+    _dir: tempfile::TempDir,
+    file: std::path::PathBuf,
+}
+
+fn terminal() -> Terminal {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("typed.txt");
+    std::fs::write(&file, "").unwrap();
+    let program = Command::new("xterm")
+        .args(["-geometry", "60x8+420+60", "-e", "sh", "-c"])
+        .arg(format!("cat > '{}'", file.display()))
+        .spawn()
+        .unwrap();
+    Terminal {
+        _program: Program(program),
+        _dir: dir,
+        file,
+    }
+}
+
+fn typing(text: &str) -> ProposedAction {
+    ProposedAction::new("type", json!({ "text": text }), ExecutionMode::Foreground)
+        .with_data_labels([DataLabel::Public])
+}
+
+fn click(x: i64, y: i64) -> ProposedAction {
+    ProposedAction::new(
+        "left_click",
+        json!({ "coordinate": [x, y] }),
+        ExecutionMode::Foreground,
+    )
+}
+
+/// The attacker: an X client on a connection of its own.
+struct Hostile {
+    conn: Arc<RustConnection>,
+    root: Window,
+}
+
+/// What the attacker's windows received.
+struct Received {
+    keys: Arc<AtomicUsize>,
+    buttons: Arc<AtomicUsize>,
+    stop: Arc<AtomicBool>,
+}
+
+impl Drop for Received {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+    }
+}
+
+impl Hostile {
+    fn new() -> Self {
+        let (conn, screen) = x11rb::connect(None).unwrap();
+        let root = conn.setup().roots[screen].root;
+        Self {
+            conn: Arc::new(conn),
+            root,
+        }
+    }
+
+    fn atom(&self, name: &str) -> Atom {
+        self.conn
+            .intern_atom(false, name.as_bytes())
+            .unwrap()
+            .reply()
+            .unwrap()
+            .atom
+    }
+
+    /// A mapped window of the attacker's, listening for keys and buttons.
+    fn window(
+        &self,
+        parent: Window,
+        class: Option<&str>,
+        at: (i16, i16),
+        size: (u16, u16),
+        input_only: bool,
+    ) -> Window {
+        let id = self.conn.generate_id().unwrap();
+        let mut aux = CreateWindowAux::new()
+            .event_mask(EventMask::KEY_PRESS | EventMask::BUTTON_PRESS)
+            .override_redirect(1);
+        if !input_only {
+            aux = aux.background_pixel(0x00ff00);
+        }
+        let class_kind = if input_only {
+            WindowClass::INPUT_ONLY
+        } else {
+            WindowClass::INPUT_OUTPUT
+        };
+        self.conn
+            .create_window(
+                0, id, parent, at.0, at.1, size.0, size.1, 0, class_kind, 0, &aux,
+            )
+            .unwrap();
+        if let Some(class) = class {
+            let value = format!("{}\0{class}\0", class.to_lowercase());
+            self.conn
+                .change_property8(
+                    PropMode::REPLACE,
+                    id,
+                    AtomEnum::WM_CLASS,
+                    AtomEnum::STRING,
+                    value.as_bytes(),
+                )
+                .unwrap();
+        }
+        self.conn.map_window(id).unwrap();
+        self.conn.sync().unwrap();
+        id
+    }
+
+    /// Counts the key and button presses the attacker's windows receive.
+    fn listen(&self) -> Received {
+        let received = Received {
+            keys: Arc::new(AtomicUsize::new(0)),
+            buttons: Arc::new(AtomicUsize::new(0)),
+            stop: Arc::new(AtomicBool::new(false)),
+        };
+        let (keys, buttons, stop, conn) = (
+            received.keys.clone(),
+            received.buttons.clone(),
+            received.stop.clone(),
+            self.conn.clone(),
+        );
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::SeqCst) {
+                match conn.poll_for_event() {
+                    Ok(Some(Event::KeyPress(_))) => {
+                        keys.fetch_add(1, Ordering::SeqCst);
+                    }
+                    Ok(Some(Event::ButtonPress(_))) => {
+                        buttons.fetch_add(1, Ordering::SeqCst);
+                    }
+                    Ok(Some(_)) => {}
+                    Ok(None) => std::thread::sleep(Duration::from_millis(1)),
+                    Err(_) => break,
+                }
+            }
+        });
+        received
+    }
+}
+
+fn assert_refused(err: &ComputerUseError, code: &str) {
+    assert_eq!(err.refusal_code(), Some(code), "{err}");
+    assert!(
+        matches!(err, ComputerUseError::Refused { .. }),
+        "refused before anything was sent, not an unknown outcome: {err:?}"
+    );
+}
+
+use adk_computer_use::ComputerUseError;
+
+/// Previews and approves `action`, then runs the rest of the chain; the
+/// refusal.
+async fn refused(
+    runtime: &ComputerUseMcpRuntime,
+    session: &Session<ComputerUseMcpRuntime>,
+    action: &ProposedAction,
+) -> ComputerUseError {
+    let approved = approved(runtime, session, action).await;
+    let leased = approved.reserve().await.unwrap().lease().await.unwrap();
+    match leased.execute().await {
+        Ok(_) => panic!("the action was not refused"),
+        Err(err) => err,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_clients_keyboard_grab_refuses_typing_and_gets_nothing() {
+    if !display() {
+        return;
+    }
+    let _display = DISPLAY_LOCK.lock().await;
+    let terminal = terminal();
+    let runtime = runtime().await;
+    window_of(&runtime, "XTerm").await;
+    let hostile = Hostile::new();
+    let spy = hostile.window(hostile.root, Some("Spy"), (1200, 700), (10, 10), false);
+    let grab = hostile
+        .conn
+        .grab_keyboard(
+            false,
+            spy,
+            x11rb::CURRENT_TIME,
+            GrabMode::ASYNC,
+            GrabMode::ASYNC,
+        )
+        .unwrap()
+        .reply()
+        .unwrap();
+    assert_eq!(grab.status, GrabStatus::SUCCESS);
+    let received = hostile.listen();
+    window_of(&runtime, "XTerm").await;
+    let session = sim_support::session_on(&runtime, "x11-hostile", "XTerm", None);
+    let err = refused(&runtime, &session, &typing("hunter2\n")).await;
+    assert_refused(&err, "stale_target");
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        received.keys.load(Ordering::SeqCst),
+        0,
+        "the grabber got keys"
+    );
+    assert_eq!(std::fs::read_to_string(&terminal.file).unwrap(), "");
+    // The grab released, the same action id is not reused: a new one runs.
+    hostile.conn.ungrab_keyboard(x11rb::CURRENT_TIME).unwrap();
+    hostile.conn.sync().unwrap();
+    window_of(&runtime, "XTerm").await;
+    assert!(
+        run_approving(&runtime, &session, typing("after\n"))
+            .await
+            .performed()
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(std::fs::read_to_string(&terminal.file).unwrap(), "after\n");
+    session.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_clients_window_inside_the_target_refuses_clicks_and_keys() {
+    if !display() {
+        return;
+    }
+    let _display = DISPLAY_LOCK.lock().await;
+    let terminal = terminal();
+    let runtime = runtime().await;
+    let target = window_of(&runtime, "XTerm").await;
+    let id = target["windowId"].as_u64().unwrap();
+    let bounds = &target["bounds"];
+    let (x, y) = (bounds["x"].as_i64().unwrap(), bounds["y"].as_i64().unwrap());
+    let (w, h) = (
+        bounds["width"].as_i64().unwrap(),
+        bounds["height"].as_i64().unwrap(),
+    );
+    // An input-only child of the attacker's, the size of the terminal: the
+    // pixels do not change, the window tree does.
+    let hostile = Hostile::new();
+    hostile.window(id as u32, None, (0, 0), (w as u16, h as u16), true);
+    let received = hostile.listen();
+    window_of(&runtime, "XTerm").await;
+    let session =
+        sim_support::session_on(&runtime, "x11-hostile", "XTerm", Some(WindowId::Number(id)));
+    let (cx, cy) = (x + w / 2, y + h / 2);
+    let err = session
+        .run(click(cx, cy))
+        .await
+        .err()
+        .expect("the click must be refused");
+    assert_refused(&err, "stale_target");
+    // The pointer rests over the terminal: keys would go to the child.
+    let out = Command::new("xdotool")
+        .args(["mousemove", "--sync", &cx.to_string(), &cy.to_string()])
+        .status()
+        .unwrap();
+    assert!(out.success());
+    window_of(&runtime, "XTerm").await;
+    let err = refused(&runtime, &session, &typing("secret\n")).await;
+    assert_refused(&err, "stale_target");
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(received.buttons.load(Ordering::SeqCst), 0);
+    assert_eq!(received.keys.load(Ordering::SeqCst), 0);
+    assert_eq!(std::fs::read_to_string(&terminal.file).unwrap(), "");
+    session.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_modifier_or_lock_refuses_typing() {
+    if !display() {
+        return;
+    }
+    let _display = DISPLAY_LOCK.lock().await;
+    let terminal = terminal();
+    let runtime = runtime().await;
+    window_of(&runtime, "XTerm").await;
+    let session = sim_support::session_on(&runtime, "x11-hostile", "XTerm", None);
+    let hostile = Hostile::new();
+    // The attacker holds Control down (through XTEST, as a keyboard would).
+    let control = {
+        let setup = hostile.conn.setup();
+        let (min, max) = (setup.min_keycode, setup.max_keycode);
+        let map = hostile
+            .conn
+            .get_keyboard_mapping(min, max - min + 1)
+            .unwrap()
+            .reply()
+            .unwrap();
+        let per = usize::from(map.keysyms_per_keycode);
+        let index = map
+            .keysyms
+            .iter()
+            .position(|sym| *sym == 0xffe3)
+            .expect("the keyboard has Control_L");
+        min + (index / per) as u8
+    };
+    hostile
+        .conn
+        .xtest_fake_input(
+            KEY_PRESS_EVENT,
+            control,
+            x11rb::CURRENT_TIME,
+            hostile.root,
+            0,
+            0,
+            0,
+        )
+        .unwrap();
+    hostile.conn.sync().unwrap();
+    let err = refused(&runtime, &session, &typing("ab\n")).await;
+    hostile
+        .conn
+        .xtest_fake_input(
+            KEY_RELEASE_EVENT,
+            control,
+            x11rb::CURRENT_TIME,
+            hostile.root,
+            0,
+            0,
+            0,
+        )
+        .unwrap();
+    hostile.conn.sync().unwrap();
+    assert_refused(&err, "stale_target");
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(std::fs::read(&terminal.file).unwrap(), b"");
+    session.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_target_off_the_screen_refuses_a_click_that_would_land_elsewhere() {
+    if !display() {
+        return;
+    }
+    let _display = DISPLAY_LOCK.lock().await;
+    let runtime = runtime().await;
+    let hostile = Hostile::new();
+    hostile.window(
+        hostile.root,
+        Some("OffTarget"),
+        (1300, 100),
+        (200, 100),
+        false,
+    );
+    let victim = Hostile::new();
+    victim.window(victim.root, Some("Victim"), (1180, 50), (100, 300), false);
+    let received = victim.listen();
+    let target = window_of(&runtime, "OffTarget").await;
+    assert_eq!(target["isOnScreen"], false, "{target}");
+    let session = sim_support::session_on(&runtime, "x11-hostile", "OffTarget", None);
+    let err = session
+        .run(click(1350, 150))
+        .await
+        .err()
+        .expect("a click off the screen must be refused");
+    assert_refused(&err, "invalid_arguments");
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        received.buttons.load(Ordering::SeqCst),
+        0,
+        "the click landed on the victim"
+    );
+    session.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_window_list_and_tree_are_the_servers_and_bounded() {
+    if !display() {
+        return;
+    }
+    let _display = DISPLAY_LOCK.lock().await;
+    let _terminal = terminal();
+    let runtime = runtime().await;
+    let real = window_of(&runtime, "XTerm").await;
+    let desktop = X11Desktop::connect().unwrap();
+    let hostile = Hostile::new();
+    // A window with a 256 KiB title, listed 4096 times in a client list
+    // that leaves the real terminal out.
+    let fat = hostile.window(hostile.root, Some("Fat"), (0, 0), (10, 10), false);
+    let name = hostile.atom("_NET_WM_NAME");
+    let utf8 = hostile.atom("UTF8_STRING");
+    hostile
+        .conn
+        .change_property8(PropMode::REPLACE, fat, name, utf8, &vec![b'A'; 256 * 1024])
+        .unwrap();
+    let list = hostile.atom("_NET_CLIENT_LIST");
+    hostile
+        .conn
+        .change_property32(
+            PropMode::REPLACE,
+            hostile.root,
+            list,
+            AtomEnum::WINDOW,
+            &vec![fat; 4096],
+        )
+        .unwrap();
+    hostile.conn.sync().unwrap();
+    let listed = desktop.list_windows().unwrap();
+    let windows = listed["windows"].as_array().unwrap();
+    let ids: Vec<&Value> = windows.iter().map(|w| &w["windowId"]).collect();
+    let mut unique = ids.clone();
+    unique.dedup();
+    assert_eq!(ids.len(), unique.len(), "a window is listed twice");
+    assert!(
+        ids.contains(&&real["windowId"]),
+        "the real terminal is hidden"
+    );
+    let fat_record = windows.iter().find(|w| w["bundleId"] == "Fat").unwrap();
+    assert!(fat_record["title"].as_str().unwrap().len() <= 1024);
+    // 5000 children inside the terminal: the tree stops at its bound.
+    let id = real["windowId"].as_u64().unwrap() as u32;
+    for i in 0..5000u32 {
+        let child = hostile.conn.generate_id().unwrap();
+        hostile
+            .conn
+            .create_window(
+                0,
+                child,
+                id,
+                (i % 50) as i16,
+                (i / 50) as i16,
+                1,
+                1,
+                0,
+                WindowClass::INPUT_ONLY,
+                0,
+                &CreateWindowAux::new(),
+            )
+            .unwrap();
+    }
+    hostile.conn.sync().unwrap();
+    let tree = desktop.ui_tree(Some("XTerm"), Some(u64::from(id))).unwrap();
+    assert!(tree["nodes"].as_array().unwrap().len() <= 256);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_read_back_counts_only_while_this_process_owns_the_clipboard() {
+    if !display() {
+        return;
+    }
+    let _display = DISPLAY_LOCK.lock().await;
+    let mut desktop = X11Desktop::connect().unwrap();
+    let ours = json!({ "text": "ours" });
+    desktop.apply("write_clipboard", &ours, None).unwrap();
+    assert!(
+        desktop
+            .verify("write_clipboard", &ours, None, None)
+            .verified
+    );
+    // Another process takes the selection (xclip serves it until it loses
+    // it). An owner may answer each reader differently, so a read-back that
+    // matches proves nothing while someone else owns the selection.
+    // In the foreground (`-quiet`), so it is ended with the test.
+    let mut xclip = Command::new("xclip")
+        .args(["-quiet", "-selection", "clipboard", "-i"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write as _;
+        let mut input = xclip.stdin.take().unwrap();
+        input.write_all(b"theirs").unwrap();
+    }
+    let _xclip = Program(xclip);
+    let mut read = String::new();
+    for _ in 0..50 {
+        let out = Command::new("xclip")
+            .args(["-o", "-selection", "clipboard"])
+            .output()
+            .unwrap();
+        read = String::from_utf8_lossy(&out.stdout).into_owned();
+        if read == "theirs" {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(read, "theirs");
+    let theirs = json!({ "text": "theirs" });
+    assert_eq!(desktop.read_clipboard().unwrap(), "theirs");
+    let check = desktop.verify("write_clipboard", &theirs, None, None);
+    assert!(
+        !check.verified,
+        "another process owns the selection: the read-back must not verify"
+    );
+}
