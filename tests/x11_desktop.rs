@@ -8,7 +8,6 @@
 //! missing display fails.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -16,207 +15,26 @@ use adk_computer_use::ComputerUseError;
 use adk_computer_use::contracts::*;
 use adk_computer_use::digest::sha256_prefixed;
 use adk_computer_use::protocol::{ChainOutcome, Session};
-use adk_computer_use::runtime::mcp::{ComputerUseMcpRuntime, McpRuntimeConfig};
+use adk_computer_use::runtime::mcp::ComputerUseMcpRuntime;
 use adk_computer_use::runtime::{ComputerUseRuntime, ObservationScope, ProposedAction};
-use adk_computer_use::sim::{self, SimConfig};
-use adk_computer_use::x11::X11Desktop;
 use base64::Engine as _;
 use serde_json::{Value, json};
 
 mod sim_support;
+mod x11_support;
 
-use sim_support::{PRINCIPAL, approved, run_approving};
-
-/// One test at a time on the display: they share its pointer and focus.
-static DISPLAY_LOCK: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
-/// Whether there is a display to test on; says so when there is none.
-fn display() -> bool {
-    if std::env::var_os("DISPLAY").is_some_and(|d| !d.is_empty()) {
-        return true;
-    }
-    assert!(
-        std::env::var_os("ADK_REQUIRE_X11").is_none(),
-        "ADK_REQUIRE_X11 is set but there is no X server ($DISPLAY is empty)"
-    );
-    eprintln!("x11_desktop: no X server ($DISPLAY unset): this test checks nothing");
-    false
-}
-
-/// A program on the display, ended however the test ends.
-struct Program(Child);
-
-impl Drop for Program {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn start(program: &str, args: &[&str]) -> Program {
-    Program(
-        Command::new(program)
-            .args(args)
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap_or_else(|e| panic!("{program} could not be started: {e}")),
-    )
-}
-
-/// A program outside this crate, run to its end; its standard output.
-fn tool(program: &str, args: &[&str]) -> String {
-    let output = Command::new(program)
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("{program} could not be run: {e}"));
-    assert!(
-        output.status.success(),
-        "{program} {args:?} failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
-async fn runtime() -> Arc<ComputerUseMcpRuntime> {
-    let runtime = sim::spawn_on(
-        SimConfig::for_principal(PRINCIPAL),
-        Box::new(X11Desktop::connect().unwrap()),
-        McpRuntimeConfig::new(PRINCIPAL),
-    )
-    .await
-    .unwrap();
-    runtime
-        .start_session(Some("x11 tests"), None)
-        .await
-        .unwrap();
-    Arc::new(runtime)
-}
+use sim_support::{approved, run_approving};
+use x11_support::*;
 
 fn session(runtime: &Arc<ComputerUseMcpRuntime>, app: &str) -> Session<ComputerUseMcpRuntime> {
     sim_support::session_on(runtime, "x11-test", app, None)
-}
-
-fn scope(runtime: &ComputerUseMcpRuntime) -> ObservationScope {
-    ObservationScope {
-        session_id: runtime.session_context().unwrap().session_id,
-        tool: None,
-        app_id: None,
-        window_id: None,
-    }
-}
-
-/// Waits until the display lists a window of `app` and the screen has
-/// stopped changing (a window still painting would make evidence stale
-/// before the test changes anything); the window's record.
-async fn window_of(runtime: &ComputerUseMcpRuntime, app: &str) -> Value {
-    let mut found = None;
-    for _ in 0..100 {
-        let listed = runtime.observe_semantic(&scope(runtime)).await.unwrap();
-        found = listed.structured["windows"]
-            .as_array()
-            .and_then(|ws| ws.iter().find(|w| w["bundleId"] == app))
-            .cloned();
-        if found.is_some() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    let window = found.unwrap_or_else(|| panic!("no {app} window appeared"));
-    let mut last = None;
-    for _ in 0..50 {
-        let frame = runtime.observe_visual(&scope(runtime)).await.unwrap();
-        let digest = frame.structured["screenshotHash"].clone();
-        if last.as_ref() == Some(&digest) {
-            return window;
-        }
-        last = Some(digest);
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    panic!("the screen kept changing for 10 s");
-}
-
-/// An xterm whose keystrokes `cat` writes to a file of its own.
-struct Terminal {
-    _program: Program,
-    _dir: tempfile::TempDir,
-    file: std::path::PathBuf,
-}
-
-fn terminal(geometry: &str) -> Terminal {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("typed.txt");
-    std::fs::write(&file, "").unwrap();
-    let program = start(
-        "xterm",
-        &[
-            "-geometry",
-            geometry,
-            "-e",
-            "sh",
-            "-c",
-            &format!("cat > '{}'", file.display()),
-        ],
-    );
-    Terminal {
-        _program: program,
-        _dir: dir,
-        file,
-    }
-}
-
-/// The file's content once it stops changing (up to 3 s for `expected`).
-fn settled(file: &std::path::Path, expected: &str) -> String {
-    let mut content = String::new();
-    for _ in 0..30 {
-        content = std::fs::read_to_string(file).unwrap();
-        if content == expected {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    content
-}
-
-fn typing(text: &str) -> ProposedAction {
-    ProposedAction::new("type", json!({ "text": text }), ExecutionMode::Foreground)
-        .with_data_labels([DataLabel::Public])
-}
-
-/// Previews `action` in `session` (approving it as the host), lets
-/// `between` change the display, then runs the rest of the chain; the
-/// error.
-async fn changed_between_preview_and_execute(
-    runtime: &ComputerUseMcpRuntime,
-    session: &Session<ComputerUseMcpRuntime>,
-    action: &ProposedAction,
-    between: impl FnOnce(u64),
-) -> ComputerUseError {
-    // Typing is an externally visible edit: the host approves it.
-    let approved = approved(runtime, session, action).await;
-    let window = match approved
-        .preview()
-        .envelope
-        .target
-        .as_ref()
-        .unwrap()
-        .window_id
-    {
-        Some(WindowId::Number(id)) => id,
-        ref other => panic!("the target should name an X window, not {other:?}"),
-    };
-    between(window);
-    let leased = approved.reserve().await.unwrap().lease().await.unwrap();
-    match leased.execute().await {
-        Ok(_) => panic!("the changed target was not refused (window {window})"),
-        Err(err) => err,
-    }
 }
 
 /// A change made to a window, by its X id, from outside this crate.
 type Change = fn(u64);
 
 fn assert_stale(err: &ComputerUseError) {
-    assert_eq!(err.refusal_code(), Some("stale_target"), "{err}");
+    assert_refused(err, "stale_target");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -381,7 +199,7 @@ async fn a_window_changed_after_preview_is_stale_and_nothing_is_typed() {
         window_of(&runtime, "XTerm").await;
         let session = session(&runtime, "XTerm");
         eprintln!("the window is {how}");
-        let err = changed_between_preview_and_execute(
+        let err = refused_after(
             &runtime,
             &session,
             &typing("this must never be typed\n"),
@@ -414,7 +232,7 @@ async fn a_closed_window_is_stale() {
     let terminal = terminal("60x8+420+60");
     window_of(&runtime, "XTerm").await;
     let session = session(&runtime, "XTerm");
-    let err = changed_between_preview_and_execute(&runtime, &session, &typing("gone\n"), |id| {
+    let err = refused_after(&runtime, &session, &typing("gone\n"), |id| {
         tool("xdotool", &["windowclose", &id.to_string()]);
         std::thread::sleep(Duration::from_millis(300));
     })
@@ -446,10 +264,7 @@ async fn a_click_outside_the_target_window_is_refused_before_the_pointer_moves()
         .await
         .err()
         .expect("a click outside its target must fail");
-    match &err {
-        ComputerUseError::Refused { code, .. } => assert_eq!(code, "invalid_arguments", "{err}"),
-        other => panic!("expected a refusal before the effect, got {other}"),
-    }
+    assert_refused(&err, "invalid_arguments");
     assert_eq!(
         tool("xdotool", &["getmouselocation"]),
         before,
@@ -470,19 +285,8 @@ async fn text_with_a_character_no_key_gives_is_refused_whole_and_nothing_is_type
     let session = session(&runtime, "XTerm");
     // The keyboard map has keys for "ok" but none for the euro sign: the
     // plan is refused whole, so not even the leading letters are sent.
-    let approved = approved(&runtime, &session, &typing("ok €\n")).await;
-    let err = approved
-        .reserve()
-        .await
-        .unwrap()
-        .lease()
-        .await
-        .unwrap()
-        .execute()
-        .await
-        .err()
-        .expect("a text with no key for one character must be refused");
-    assert_eq!(err.refusal_code(), Some("invalid_arguments"), "{err}");
+    let err = refused_after(&runtime, &session, &typing("ok €\n"), |_| {}).await;
+    assert_refused(&err, "invalid_arguments");
     std::thread::sleep(Duration::from_millis(300));
     assert_eq!(std::fs::read_to_string(&terminal.file).unwrap(), "");
     // The same terminal takes a text it has keys for.
@@ -614,7 +418,7 @@ async fn a_session_bound_to_a_window_frames_it_alone_and_ignores_the_rest_of_the
     assert_eq!(settled(&target.file, "still current\n"), "still current\n");
     // The bound window itself repaints: stale, and nothing is typed.
     window_of(&runtime, "XTerm").await;
-    let err = changed_between_preview_and_execute(&runtime, &session, &typing("never\n"), |id| {
+    let err = refused_after(&runtime, &session, &typing("never\n"), |id| {
         tool("xdotool", &["windowfocus", "--sync", &id.to_string()]);
         tool("xdotool", &["key", "Return"]);
         std::thread::sleep(Duration::from_millis(300));

@@ -11,16 +11,13 @@
 //! `ADK_REQUIRE_X11` is set (as `.ci/run` sets it).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use adk_computer_use::contracts::*;
-use adk_computer_use::protocol::Session;
-use adk_computer_use::runtime::mcp::{ComputerUseMcpRuntime, McpRuntimeConfig};
-use adk_computer_use::runtime::{ComputerUseRuntime, ObservationScope, ProposedAction};
-use adk_computer_use::sim::{self, DesktopBackend, SimConfig};
+use adk_computer_use::sim::DesktopBackend;
 use adk_computer_use::x11::X11Desktop;
 use serde_json::{Value, json};
 use x11rb::connection::Connection;
@@ -31,117 +28,10 @@ use x11rb::rust_connection::RustConnection;
 use x11rb::wrapper::ConnectionExt as _;
 
 mod sim_support;
+mod x11_support;
 
-use sim_support::{PRINCIPAL, approved, run_approving};
-
-/// One test at a time on the display.
-static DISPLAY_LOCK: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
-fn display() -> bool {
-    if std::env::var_os("DISPLAY").is_some_and(|d| !d.is_empty()) {
-        return true;
-    }
-    assert!(
-        std::env::var_os("ADK_REQUIRE_X11").is_none(),
-        "ADK_REQUIRE_X11 is set but there is no X server ($DISPLAY is empty)"
-    );
-    eprintln!("x11_hostile: no X server ($DISPLAY unset): this test checks nothing");
-    false
-}
-
-struct Program(Child);
-
-impl Drop for Program {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-async fn runtime() -> Arc<ComputerUseMcpRuntime> {
-    let runtime = sim::spawn_on(
-        SimConfig::for_principal(PRINCIPAL),
-        Box::new(X11Desktop::connect().unwrap()),
-        McpRuntimeConfig::new(PRINCIPAL),
-    )
-    .await
-    .unwrap();
-    runtime.start_session(Some("hostile"), None).await.unwrap();
-    Arc::new(runtime)
-}
-
-fn scope(runtime: &ComputerUseMcpRuntime) -> ObservationScope {
-    ObservationScope {
-        session_id: runtime.session_context().unwrap().session_id,
-        tool: None,
-        app_id: None,
-        window_id: None,
-    }
-}
-
-/// The record of a window of `app` once listed, after the screen settled.
-async fn window_of(runtime: &ComputerUseMcpRuntime, app: &str) -> Value {
-    let mut found = None;
-    for _ in 0..100 {
-        let listed = runtime.observe_semantic(&scope(runtime)).await.unwrap();
-        found = listed.structured["windows"]
-            .as_array()
-            .and_then(|ws| ws.iter().find(|w| w["bundleId"] == app))
-            .cloned();
-        if found.is_some() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    let window = found.unwrap_or_else(|| panic!("no {app} window appeared"));
-    let mut last = None;
-    for _ in 0..50 {
-        let frame = runtime.observe_visual(&scope(runtime)).await.unwrap();
-        let digest = frame.structured["screenshotHash"].clone();
-        if last.as_ref() == Some(&digest) {
-            return window;
-        }
-        last = Some(digest);
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    panic!("the screen kept changing for 10 s");
-}
-
-/// An xterm whose keystrokes `cat` writes to a file of its own.
-struct Terminal {
-    _program: Program,
-    _dir: tempfile::TempDir,
-    file: std::path::PathBuf,
-}
-
-fn terminal() -> Terminal {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("typed.txt");
-    std::fs::write(&file, "").unwrap();
-    let program = Command::new("xterm")
-        .args(["-geometry", "60x8+420+60", "-e", "sh", "-c"])
-        .arg(format!("cat > '{}'", file.display()))
-        .spawn()
-        .unwrap();
-    Terminal {
-        _program: Program(program),
-        _dir: dir,
-        file,
-    }
-}
-
-fn typing(text: &str) -> ProposedAction {
-    ProposedAction::new("type", json!({ "text": text }), ExecutionMode::Foreground)
-        .with_data_labels([DataLabel::Public])
-}
-
-fn click(x: i64, y: i64) -> ProposedAction {
-    ProposedAction::new(
-        "left_click",
-        json!({ "coordinate": [x, y] }),
-        ExecutionMode::Foreground,
-    )
-}
+use sim_support::run_approving;
+use x11_support::*;
 
 /// The attacker: an X client on a connection of its own.
 struct Hostile {
@@ -256,38 +146,13 @@ impl Hostile {
     }
 }
 
-fn assert_refused(err: &ComputerUseError, code: &str) {
-    assert_eq!(err.refusal_code(), Some(code), "{err}");
-    assert!(
-        matches!(err, ComputerUseError::Refused { .. }),
-        "refused before anything was sent, not an unknown outcome: {err:?}"
-    );
-}
-
-use adk_computer_use::ComputerUseError;
-
-/// Previews and approves `action`, then runs the rest of the chain; the
-/// refusal.
-async fn refused(
-    runtime: &ComputerUseMcpRuntime,
-    session: &Session<ComputerUseMcpRuntime>,
-    action: &ProposedAction,
-) -> ComputerUseError {
-    let approved = approved(runtime, session, action).await;
-    let leased = approved.reserve().await.unwrap().lease().await.unwrap();
-    match leased.execute().await {
-        Ok(_) => panic!("the action was not refused"),
-        Err(err) => err,
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn another_clients_keyboard_grab_refuses_typing_and_gets_nothing() {
     if !display() {
         return;
     }
     let _display = DISPLAY_LOCK.lock().await;
-    let terminal = terminal();
+    let terminal = terminal("60x8+420+60");
     let runtime = runtime().await;
     window_of(&runtime, "XTerm").await;
     let hostile = Hostile::new();
@@ -308,7 +173,7 @@ async fn another_clients_keyboard_grab_refuses_typing_and_gets_nothing() {
     let received = hostile.listen();
     window_of(&runtime, "XTerm").await;
     let session = sim_support::session_on(&runtime, "x11-hostile", "XTerm", None);
-    let err = refused(&runtime, &session, &typing("hunter2\n")).await;
+    let err = refused_after(&runtime, &session, &typing("hunter2\n"), |_| {}).await;
     assert_refused(&err, "stale_target");
     std::thread::sleep(Duration::from_millis(300));
     assert_eq!(
@@ -337,7 +202,7 @@ async fn another_clients_window_inside_the_target_refuses_clicks_and_keys() {
         return;
     }
     let _display = DISPLAY_LOCK.lock().await;
-    let terminal = terminal();
+    let terminal = terminal("60x8+420+60");
     let runtime = runtime().await;
     let target = window_of(&runtime, "XTerm").await;
     let id = target["windowId"].as_u64().unwrap();
@@ -369,7 +234,7 @@ async fn another_clients_window_inside_the_target_refuses_clicks_and_keys() {
         .unwrap();
     assert!(out.success());
     window_of(&runtime, "XTerm").await;
-    let err = refused(&runtime, &session, &typing("secret\n")).await;
+    let err = refused_after(&runtime, &session, &typing("secret\n"), |_| {}).await;
     assert_refused(&err, "stale_target");
     std::thread::sleep(Duration::from_millis(300));
     assert_eq!(received.buttons.load(Ordering::SeqCst), 0);
@@ -384,7 +249,7 @@ async fn a_held_modifier_or_lock_refuses_typing() {
         return;
     }
     let _display = DISPLAY_LOCK.lock().await;
-    let terminal = terminal();
+    let terminal = terminal("60x8+420+60");
     let runtime = runtime().await;
     window_of(&runtime, "XTerm").await;
     let session = sim_support::session_on(&runtime, "x11-hostile", "XTerm", None);
@@ -420,7 +285,7 @@ async fn a_held_modifier_or_lock_refuses_typing() {
         )
         .unwrap();
     hostile.conn.sync().unwrap();
-    let err = refused(&runtime, &session, &typing("ab\n")).await;
+    let err = refused_after(&runtime, &session, &typing("ab\n"), |_| {}).await;
     hostile
         .conn
         .xtest_fake_input(
@@ -482,7 +347,7 @@ async fn the_window_list_and_tree_are_the_servers_and_bounded() {
         return;
     }
     let _display = DISPLAY_LOCK.lock().await;
-    let _terminal = terminal();
+    let _terminal = terminal("60x8+420+60");
     let runtime = runtime().await;
     let real = window_of(&runtime, "XTerm").await;
     let desktop = X11Desktop::connect().unwrap();
