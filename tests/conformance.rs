@@ -426,6 +426,16 @@ fn scenarios() -> Vec<(&'static str, Vec<Step>)> {
                             "mode": "foreground", "target": "$target" }),
                 ),
                 step(
+                    "preview a write into a credential app",
+                    "preview_action",
+                    json!({ "session_id": "$session", "tool": "write_clipboard",
+                            "arguments": { "text": "x" }, "mode": "background",
+                            "target": { "platform": "linux", "app_id": "com.apple.keychainaccess",
+                                        "window_id": 1, "observation_id": "o", "confidence": 1,
+                                        "captured_at": "$now" },
+                            "data_labels": ["public"] }),
+                ),
+                step(
                     "preview a tool outside the catalogue",
                     "preview_action",
                     json!({ "session_id": "$session", "tool": "no_such_tool",
