@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use adk_computer_use::contracts::*;
-use adk_computer_use::sim::DesktopBackend;
+use adk_computer_use::sim::{self, DesktopBackend};
 use adk_computer_use::x11::X11Desktop;
 use serde_json::{Value, json};
 use x11rb::connection::Connection;
@@ -461,5 +461,49 @@ async fn the_read_back_counts_only_while_this_process_owns_the_clipboard() {
     assert!(
         !check.verified,
         "another process owns the selection: the read-back must not verify"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn evidence_citing_another_windows_frame_does_not_vouch_for_the_target() {
+    if !display() {
+        return;
+    }
+    let _display = DISPLAY_LOCK.lock().await;
+    let _terminal = terminal("60x8+420+60");
+    let _dialog = start("xmessage", &["-geometry", "+40+560", "a still dialog"]);
+    let runtime = runtime().await;
+    let term = window_of(&runtime, "XTerm").await;
+    let dialog = window_of(&runtime, "Xmessage").await;
+    let desktop = X11Desktop::connect().unwrap();
+    let evidence = |screenshot_hash: String| TargetEvidence {
+        platform: std::env::consts::OS.into(),
+        app_id: "XTerm".into(),
+        pid: None,
+        window_id: Some(WindowId::Number(term["windowId"].as_u64().unwrap())),
+        window_title_digest: None,
+        display_id: None,
+        role: None,
+        label_digest: None,
+        bounds: None,
+        observation_id: "o".into(),
+        screenshot_hash: Some(screenshot_hash),
+        ui_tree_revision: None,
+        confidence: 1.0,
+        captured_at: adk_computer_use::clock::format_rfc3339(time::OffsetDateTime::now_utc())
+            .unwrap(),
+    };
+    let own = desktop.snapshot(term["windowId"].as_u64()).unwrap().digest;
+    let other = desktop
+        .snapshot(dialog["windowId"].as_u64())
+        .unwrap()
+        .digest;
+    assert!(
+        desktop.is_current(&evidence(own), sim::Revalidation::BeforeEffect),
+        "the terminal's own frame vouches for it"
+    );
+    assert!(
+        !desktop.is_current(&evidence(other), sim::Revalidation::BeforeEffect),
+        "a frame of another window must not vouch for the terminal"
     );
 }

@@ -8,36 +8,49 @@
 //!
 //! What it does with the display, and no more:
 //!
-//! - **observe**: `snapshot` is a PNG of the whole screen (`GetImage`),
-//!   its digest upstream's (`sha256:` + hex of the PNG); `list_windows`
-//!   lists the windows a person sees with the app id from `WM_CLASS`, the
-//!   pid from `_NET_WM_PID`, the title from `_NET_WM_NAME`, bounds, display
-//!   and focus; `get_ui_tree` gives what X11 honestly has, the window's
-//!   geometry tree (`treeKind: "x11_window_geometry"`), with no
+//! - **observe**: `snapshot` is a PNG (`GetImage`) of the whole screen, or
+//!   of the part one window covers when asked with `target_window_id`; its
+//!   digest is upstream's (`sha256:` + hex of the PNG). `list_windows`
+//!   lists the windows of the server's own tree, topmost first, with the
+//!   app id from `WM_CLASS`, the owning client's process as the X server
+//!   records it (X-Resource), the title from `_NET_WM_NAME`, bounds,
+//!   display and focus; `get_ui_tree` gives what X11 honestly has, the
+//!   window's geometry tree (`treeKind: "x11_window_geometry"`), with no
 //!   accessibility elements.
 //! - **act**: `write_clipboard` owns the CLIPBOARD selection and serves it
 //!   while the server lives; `left_click`, `right_click`, `double_click`,
 //!   `mouse_move`, `left_click_drag`, `scroll`, `type` and `key` are XTEST
 //!   input at real coordinates inside the target window, raised and
-//!   focused first. Every point must lie inside the target and not under
-//!   another window, every character must have a key: an action that
-//!   cannot be sent whole is refused before anything is sent.
+//!   focused first, checked and sent while the X server serves no other
+//!   client. Refused before anything is sent: a point outside the target,
+//!   off the screen, under another window or on another client's window
+//!   inside the target; keys that would go to another client's window; an
+//!   active core grab of the keyboard or pointer by another client; a held
+//!   modifier, lock, layout group or button; a character with no key.
 //! - **revalidate**: before the effect, the target evidence is compared
 //!   field by field with the display now (app, pid, window, title digest,
-//!   display, bounds within 4 px, the screen's pixels, the geometry tree):
-//!   a window that moved, closed, was retitled or whose pixels changed is
-//!   `stale_target` and nothing is sent. After the effect only the
-//!   window's identity is compared, and a window the action closed passes.
+//!   display, bounds within 4 px, the pixels of the screen or of the
+//!   target's part of it, the geometry tree): a window that moved, closed,
+//!   was retitled or whose pixels changed is `stale_target` and nothing is
+//!   sent. After the effect only the window's identity is compared, and a
+//!   window the action closed passes.
 //! - **check**: after a clipboard write the server reads the selection
 //!   back through a connection of its own, as any client would, and
 //!   reports `verified` only when it holds the text (and the declared
 //!   postcondition's digest, if any, is the text's) and the selection's
-//!   owner is still this process (as the X server records the owning
-//!   client's process): another owner could answer each reader
-//!   differently. After input it can
-//!   check a `window` postcondition (the window exists or not) and a
-//!   `filesystem` one (a file's content, waited for briefly); any other
-//!   postcondition it cannot observe, and says so with `verified: false`.
+//!   owner window is this process's. After input it can check a `window`
+//!   postcondition (the window exists or not) and a `filesystem` one (a
+//!   file's content, waited for briefly); any other postcondition it
+//!   cannot observe, and says so with `verified: false`.
+//!
+//! What X11 does not allow any client to prevent, and so this backend
+//! does not claim: another client on the display may read every key sent
+//! (by selecting key events on the target, XRecord or XInput2 raw events),
+//! redirect input with a passive grab or an XInput2 grab of the XTEST
+//! devices, set `WM_CLASS` on any window, or take the clipboard in the
+//! name of another client's window. A display shared with untrusted
+//! programs is not a place to type secrets; Wayland's compositor-mediated
+//! input is the platform answer.
 
 mod clipboard;
 mod input;
@@ -226,14 +239,23 @@ impl X11Desktop {
             return Ok(false);
         }
         if let Some(stated) = &target.screenshot_hash {
-            // A frame this server handed out: the same region captured
-            // again, compared by its raw pixels. Any other digest: the
-            // whole screen, encoded and compared.
-            let handed_out = self.frames().handed_out(stated);
+            // The frame must show the target: the whole screen, or the
+            // target window's own part of it. A frame this server handed
+            // out of one of those regions is captured again and compared
+            // by its raw pixels; a frame of another region (another
+            // window's, even one that looks the same) does not vouch for
+            // the target; a digest it never handed out is compared with
+            // the whole screen, encoded.
+            let regions = [Some(self.whole()), screen::clip(now.bounds, self.size)];
+            let handed_out = regions
+                .into_iter()
+                .flatten()
+                .find_map(|region| Some((region, self.frames().raw_of(stated, region)?)));
             let same = match handed_out {
                 Some((region, raw)) => {
                     screen::capture(&self.conn, self.root, region)?.raw_digest == raw
                 }
+                None if self.frames().known(stated) => false,
                 None => {
                     let capture = screen::capture(&self.conn, self.root, self.whole())?;
                     sha256_prefixed(capture.encode(self.layout)?) == *stated
@@ -394,10 +416,13 @@ impl X11Desktop {
             | KeyButMask::BUTTON3
             | KeyButMask::BUTTON4
             | KeyButMask::BUTTON5;
-        if u16::from(now.mask) & u16::from(held) != 0 {
+        // Bits 13 and 14 of the state are the keyboard group (XKB): a
+        // locked second layout changes every typed character too.
+        const GROUP: u16 = 0x6000;
+        if u16::from(now.mask) & (u16::from(held) | GROUP) != 0 {
             return Err(stale(&format!(
-                "a modifier, lock or button is held ({:?}): input would arrive altered",
-                now.mask
+                "a modifier, lock, layout group or button is held ({:#06x}): input would arrive altered",
+                u16::from(now.mask)
             )));
         }
         Ok(())

@@ -181,7 +181,13 @@ impl Frames {
     pub(super) fn frame(&mut self, capture: &Capture, layout: Layout) -> Result<Frame, SimError> {
         let png = capture.encode(layout)?;
         let digest = sha256_prefixed(&png);
-        if !self.seen.iter().any(|s| s.digest == digest) {
+        // Two regions can look the same (two identical dialogs): each is
+        // remembered, so a frame is always checked against what it showed.
+        if !self
+            .seen
+            .iter()
+            .any(|s| s.digest == digest && s.region == capture.region)
+        {
             self.seen.push_back(Seen {
                 region: capture.region,
                 raw_digest: capture.raw_digest,
@@ -197,12 +203,17 @@ impl Frames {
         })
     }
 
-    /// The region a frame handed out under `digest` shows, and the digest
-    /// of its raw pixels.
-    pub(super) fn handed_out(&self, digest: &str) -> Option<(Region, [u8; 32])> {
+    /// Whether a frame was handed out under `digest`, of any region.
+    pub(super) fn known(&self, digest: &str) -> bool {
+        self.seen.iter().any(|s| s.digest == digest)
+    }
+
+    /// The digest of the raw pixels of the frame handed out under `digest`
+    /// that showed `region`, if one did.
+    pub(super) fn raw_of(&self, digest: &str, region: Region) -> Option<[u8; 32]> {
         self.seen
             .iter()
-            .find(|s| s.digest == digest)
-            .map(|s| (s.region, s.raw_digest))
+            .find(|s| s.digest == digest && s.region == region)
+            .map(|s| s.raw_digest)
     }
 }

@@ -101,8 +101,11 @@ fn failed(what: &str, err: impl std::fmt::Display) -> SimError {
     SimError::plain(format!("the X server did not answer {what}: {err}"))
 }
 
-/// Most windows listed: a display with more is cut off there.
+/// Most windows listed, topmost first: a display with more is cut off there.
 pub(super) const MOST_WINDOWS: usize = 256;
+
+/// Most children of the root looked at for one listing, topmost first.
+const MOST_EXAMINED: usize = 2048;
 
 /// Most bytes of a text property read (a class or a title); the rest is
 /// not read.
@@ -188,7 +191,10 @@ pub(super) fn client_windows(
         .map_err(|e| failed("QueryTree", e))?
         .children;
     let mut clients = Vec::new();
-    for child in children {
+    // Topmost first (QueryTree lists bottom to top), and a bounded number
+    // of them looked at: what a person sees is on top, and a display
+    // crowded with tens of thousands of windows costs no more than this.
+    for child in children.into_iter().rev().take(MOST_EXAMINED) {
         if clients.len() >= MOST_WINDOWS {
             break;
         }
