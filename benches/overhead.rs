@@ -356,7 +356,10 @@ async fn raw_mcp(client: &RawClient, server: &Server, id: &str) {
             "get_execution_capabilities",
             json!({ "tool": "write_clipboard", "app_id": app })
         ),
-        client.tool("execute_action", shadow("snapshot", json!({}))),
+        client.tool(
+            "execute_action",
+            shadow("snapshot", json!({ "target_window_id": window }))
+        ),
         client.tool(
             "execute_action",
             shadow("get_ui_tree", json!({ "window_id": window, "app_id": app }))
