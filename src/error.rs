@@ -157,13 +157,13 @@ pub enum ComputerUseError {
         reason: String,
     },
 
-    /// A sealed checkpoint could not be trusted or stored.
-    #[error("checkpoint {id}: {reason}")]
+    /// A sealed checkpoint, or a decision beside it, was refused.
+    #[error("checkpoint {id}: {refusal}")]
     Checkpoint {
         /// The checkpoint id.
         id: String,
-        /// Why it failed.
-        reason: String,
+        /// Why it was refused.
+        refusal: crate::protocol::CheckpointRefusal,
     },
 
     /// The mutating call failed in a way that leaves its effect in doubt: the
@@ -233,11 +233,15 @@ pub enum ComputerUseError {
     /// failed. The outcome is not hidden: it is reported here with the
     /// release failure.
     #[error(
-        "the action finished with status {status} (performed: {performed}), but cleanup failed: {cleanup}"
+        "the action finished with status {status} (performed: {performed}{}), but cleanup failed: {cleanup}",
+        outcome.detail().map(|reason| format!(", reason: {reason}")).unwrap_or_default()
     )]
     CleanupAfterSuccess {
         /// The verification status the action reached (`completed`, ...).
         status: &'static str,
+        /// The whole outcome, with its reason (why it is unverified, or
+        /// what failed), as the chain would have returned it.
+        outcome: Box<crate::runtime::VerificationOutcome>,
         /// Whether the runtime performed the action (its receipt is
         /// `committed`): what a retry decision must use.
         performed: bool,
@@ -249,6 +253,28 @@ pub enum ComputerUseError {
 }
 
 impl ComputerUseError {
+    /// A refusal of checkpoint `id`.
+    pub(crate) fn checkpoint(
+        id: impl std::fmt::Display,
+        refusal: crate::protocol::CheckpointRefusal,
+    ) -> Self {
+        Self::Checkpoint {
+            id: id.to_string(),
+            refusal,
+        }
+    }
+
+    /// Why a checkpoint was refused, for [`ComputerUseError::Checkpoint`]
+    /// (also when it is the primary failure of a
+    /// [`ComputerUseError::WithCleanup`]).
+    pub fn checkpoint_refusal(&self) -> Option<&crate::protocol::CheckpointRefusal> {
+        match self {
+            Self::Checkpoint { refusal, .. } => Some(refusal),
+            Self::WithCleanup { primary, .. } => primary.checkpoint_refusal(),
+            _ => None,
+        }
+    }
+
     /// The wire field this error is about, when it is about one field.
     ///
     /// For [`ComputerUseError::WithCleanup`] this is the primary failure's field.

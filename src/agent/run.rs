@@ -23,7 +23,7 @@ use crate::clock::format_rfc3339;
 use crate::contracts::{ActionPreview, ExecutionMode};
 use crate::journal::events;
 use crate::protocol::{
-    Approval, ChainOutcome, CheckpointId, CheckpointStore, PendingApproval, Route, Session,
+    Approval, ChainOutcome, CheckpointId, PendingApproval, Route, Session,
 };
 use crate::runtime::{AgentInterrupter, ComputerUseRuntime, ProposedAction};
 
@@ -193,7 +193,7 @@ pub struct AgentLoop<'a, R: ComputerUseRuntime, P: Planner> {
     planner: P,
     allowed: AllowedActions,
     budget: usize,
-    store: Option<&'a dyn CheckpointStore>,
+    suspend: bool,
     acknowledger: Option<&'a dyn SafetyAcknowledger>,
     interrupt: LoopInterrupt,
     /// Distinguishes this run's action ids from every other run's.
@@ -215,7 +215,7 @@ impl<'a, R: ComputerUseRuntime, P: Planner> AgentLoop<'a, R, P> {
             planner,
             allowed,
             budget: 10,
-            store: None,
+            suspend: false,
             acknowledger: None,
             interrupt: LoopInterrupt::default(),
             run_id: crate::digest::sha256_hex(seed)[..12].to_owned(),
@@ -228,9 +228,11 @@ impl<'a, R: ComputerUseRuntime, P: Planner> AgentLoop<'a, R, P> {
         self
     }
 
-    /// Suspends actions that need approval to sealed checkpoints in `store`.
-    pub fn checkpoints(mut self, store: &'a dyn CheckpointStore) -> Self {
-        self.store = Some(store);
+    /// Suspends actions that need approval to sealed checkpoints in the
+    /// session's store of record ([`crate::SessionBuilder::checkpoints`]),
+    /// instead of returning them pending.
+    pub fn suspend_to_checkpoints(mut self) -> Self {
+        self.suspend = true;
         self
     }
 
@@ -415,14 +417,14 @@ impl<'a, R: ComputerUseRuntime, P: Planner> AgentLoop<'a, R, P> {
                         tool,
                         outcome: "needs approval".into(),
                     });
-                    let Some(store) = self.store else {
+                    if !self.suspend {
                         return Ok(AgentStop::NeedsApproval(pending));
-                    };
+                    }
                     let (action_digest, policy_digest) = (
                         pending.action_digest().to_owned(),
                         pending.policy_digest().to_owned(),
                     );
-                    let checkpoint = pending.suspend(store)?;
+                    let checkpoint = pending.suspend().await?;
                     return Ok(AgentStop::Suspended {
                         checkpoint,
                         action_id,

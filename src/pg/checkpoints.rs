@@ -1,9 +1,13 @@
 //! Sealed checkpoints and their decisions in one table: single-use across
-//! processes and machines, the consume one atomic statement.
+//! processes and machines. The claim and the decision are each one
+//! statement on the same row, so PostgreSQL's row lock orders them: of a
+//! claim without a decision and a decision racing it, exactly one changes
+//! the row, and the other sees what it did.
 
 use super::Connection;
 use crate::ComputerUseError;
-use crate::protocol::{CheckpointId, CheckpointStore, SealingKey};
+use crate::protocol::approvals::stores::sealed::Sealed;
+use crate::protocol::{CheckpointId, CheckpointRefusal, CheckpointStore, ClaimBasis, SealingKey};
 
 const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS adk_checkpoints (
     id text PRIMARY KEY,
@@ -11,13 +15,18 @@ const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS adk_checkpoints (
     consumed boolean NOT NULL DEFAULT false,
     decision text,
     created_at timestamptz NOT NULL DEFAULT now()
-)";
+);
+ALTER TABLE adk_checkpoints ADD COLUMN IF NOT EXISTS claimed_undecided boolean NOT NULL DEFAULT false;
+CREATE TABLE IF NOT EXISTS adk_checkpoint_store (
+    one boolean PRIMARY KEY DEFAULT true CHECK (one),
+    store_id text NOT NULL
+);
+INSERT INTO adk_checkpoint_store (store_id)
+    VALUES ('postgres-' || md5(random()::text || clock_timestamp()::text || pg_backend_pid()::text))
+    ON CONFLICT (one) DO NOTHING";
 
-fn refused(id: &CheckpointId, reason: &str) -> ComputerUseError {
-    ComputerUseError::Checkpoint {
-        id: id.to_string(),
-        reason: reason.to_owned(),
-    }
+fn refused(id: &CheckpointId, refusal: CheckpointRefusal) -> ComputerUseError {
+    ComputerUseError::checkpoint(id, refusal)
 }
 
 /// Checkpoints in PostgreSQL, sealed with `key` as the file store seals
@@ -27,6 +36,7 @@ fn refused(id: &CheckpointId, reason: &str) -> ComputerUseError {
 pub struct PostgresCheckpointStore {
     connection: Connection,
     key: SealingKey,
+    store_id: String,
 }
 
 impl std::fmt::Debug for PostgresCheckpointStore {
@@ -37,42 +47,65 @@ impl std::fmt::Debug for PostgresCheckpointStore {
 }
 
 impl PostgresCheckpointStore {
-    /// Connects to `url` and makes sure the table exists.
+    /// Connects to `url` and makes sure the tables exist. The database's
+    /// store identity is made once, by the first store that connects, and
+    /// shared by every store on the same database.
     pub fn connect(url: &str, key: SealingKey) -> Result<Self, ComputerUseError> {
+        let connection = Connection::open(url, SCHEMA)?;
+        let store_id = connection.run("read the store's identity", |client| {
+            Ok(client
+                .query_one("SELECT store_id FROM adk_checkpoint_store", &[])?
+                .get::<_, String>(0))
+        })?;
         Ok(Self {
-            connection: Connection::open(url, SCHEMA)?,
+            connection,
             key,
+            store_id,
         })
     }
 
-    /// The state of `id`: `None` when absent, else whether it was consumed.
-    fn state(&self, id: &CheckpointId) -> Result<Option<bool>, ComputerUseError> {
+    /// The state of `id`: `None` when absent, else whether it was consumed,
+    /// whether without a decision, and whether a decision is recorded.
+    fn state(&self, id: &CheckpointId) -> Result<Option<RowState>, ComputerUseError> {
         let key = id.to_string();
         self.connection.run("read a checkpoint", move |client| {
             Ok(client
                 .query_opt(
-                    "SELECT consumed FROM adk_checkpoints WHERE id = $1",
+                    "SELECT consumed, claimed_undecided, decision IS NOT NULL FROM adk_checkpoints WHERE id = $1",
                     &[&key],
                 )?
-                .map(|row| row.get::<_, bool>(0)))
+                .map(|row| RowState {
+                    consumed: row.get(0),
+                    claimed_undecided: row.get(1),
+                    decided: row.get(2),
+                }))
         })
     }
 
     fn gone(&self, id: &CheckpointId) -> ComputerUseError {
         match self.state(id) {
-            Ok(Some(true)) => refused(
-                id,
-                "this checkpoint was already resumed; a checkpoint approves one execution",
-            ),
-            Ok(_) => refused(id, "no such checkpoint"),
+            Ok(Some(state)) if state.consumed => refused(id, CheckpointRefusal::AlreadyResumed),
+            Ok(_) => refused(id, CheckpointRefusal::Missing),
             Err(err) => err,
         }
     }
 }
 
+struct RowState {
+    consumed: bool,
+    claimed_undecided: bool,
+    decided: bool,
+}
+
+impl Sealed for PostgresCheckpointStore {}
+
 impl CheckpointStore for PostgresCheckpointStore {
     fn sealing_key(&self) -> &SealingKey {
         &self.key
+    }
+
+    fn store_id(&self) -> &str {
+        &self.store_id
     }
 
     fn create(&self, id: &CheckpointId, record: &str) -> Result<(), ComputerUseError> {
@@ -86,10 +119,7 @@ impl CheckpointStore for PostgresCheckpointStore {
         if inserted == 1 {
             Ok(())
         } else {
-            Err(refused(
-                id,
-                "a checkpoint with this id already exists and is never overwritten",
-            ))
+            Err(refused(id, CheckpointRefusal::Exists))
         }
     }
 
@@ -106,21 +136,39 @@ impl CheckpointStore for PostgresCheckpointStore {
         record.map(|r| vec![r]).ok_or_else(|| self.gone(id))
     }
 
-    /// One statement: of racing consumers, on any machine, exactly one
-    /// changes the row.
-    fn consume(&self, id: &CheckpointId) -> Result<(), ComputerUseError> {
+    /// One statement on the row: of racing claims and decisions, on any
+    /// machine, exactly one changes it.
+    fn claim(&self, id: &CheckpointId, basis: ClaimBasis<'_>) -> Result<(), ComputerUseError> {
         let key = id.to_string();
-        let changed = self.connection.run("consume a checkpoint", move |client| {
-            client.execute(
-                "UPDATE adk_checkpoints SET consumed = true WHERE id = $1 AND NOT consumed",
-                &[&key],
-            )
-        })?;
+        let changed = match basis {
+            ClaimBasis::Undecided => self.connection.run("consume a checkpoint", move |client| {
+                client.execute(
+                    "UPDATE adk_checkpoints SET consumed = true, claimed_undecided = true WHERE id = $1 AND NOT consumed AND decision IS NULL",
+                    &[&key],
+                )
+            })?,
+            ClaimBasis::Decision(record) => {
+                let record = record.to_owned();
+                self.connection.run("consume a checkpoint", move |client| {
+                    client.execute(
+                        "UPDATE adk_checkpoints SET consumed = true WHERE id = $1 AND NOT consumed AND decision = $2",
+                        &[&key, &record],
+                    )
+                })?
+            }
+        };
         if changed == 1 {
-            Ok(())
-        } else {
-            Err(self.gone(id))
+            return Ok(());
         }
+        Err(match (self.state(id)?, basis) {
+            (None, _) => refused(id, CheckpointRefusal::Missing),
+            (Some(state), _) if state.consumed => refused(id, CheckpointRefusal::AlreadyResumed),
+            (Some(_), ClaimBasis::Undecided) => refused(id, CheckpointRefusal::DecisionRecorded),
+            (Some(state), ClaimBasis::Decision(_)) if state.decided => {
+                refused(id, CheckpointRefusal::AlreadyDecided)
+            }
+            (Some(_), ClaimBasis::Decision(_)) => refused(id, CheckpointRefusal::NoDecisionYet),
+        })
     }
 
     fn ids(&self) -> Result<Vec<CheckpointId>, ComputerUseError> {
@@ -147,13 +195,14 @@ impl CheckpointStore for PostgresCheckpointStore {
         if changed == 1 {
             Ok(())
         } else {
-            match self.state(id)? {
-                None => Err(refused(id, "no such checkpoint")),
-                Some(_) => Err(refused(
-                    id,
-                    "a decision was already recorded for this checkpoint, or it was already resumed; a decision is made once",
-                )),
-            }
+            Err(match self.state(id)? {
+                None => refused(id, CheckpointRefusal::Missing),
+                Some(state) if state.decided => refused(id, CheckpointRefusal::AlreadyDecided),
+                Some(state) if state.claimed_undecided => {
+                    refused(id, CheckpointRefusal::ResumedWithoutDecision)
+                }
+                Some(_) => refused(id, CheckpointRefusal::AlreadyResumed),
+            })
         }
     }
 

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use super::Reserved;
-use super::approval::Authority;
+use super::approvals::Authority;
 use super::guard::ActionGuard;
 use super::session::Core;
 use super::witness::{BoundReservation, FreshPreview};

@@ -82,6 +82,7 @@ impl<R: ComputerUseRuntime> Executed<R> {
         if let Err(cleanup) = released {
             return Err(ComputerUseError::CleanupAfterSuccess {
                 status: outcome.status(),
+                outcome: Box::new(outcome),
                 performed: receipt.status == crate::contracts::ReceiptStatus::Committed,
                 receipt_id: receipt.receipt_id.clone(),
                 cleanup: Box::new(cleanup),

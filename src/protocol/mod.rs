@@ -14,11 +14,9 @@
 //! legal: there is exactly one `execute`, and it belongs to [`Leased`]. See
 //! [`attacks`] for which ordering bug each type rules out.
 
-mod approval;
+pub(crate) mod approvals;
 mod approved;
 pub mod attacks;
-mod checkpoint;
-mod decision;
 mod driver;
 mod executed;
 mod guard;
@@ -34,16 +32,13 @@ mod session;
 mod verified;
 mod witness;
 
-pub use approval::{Approval, ApprovalSource, Authority};
+pub use approvals::{
+    Approval, ApprovalSource, ApproverKey, ApproverPublicKey, Authority, CheckpointId,
+    CheckpointRefusal, CheckpointStore, CheckpointView, ClaimBasis, Decision, FileCheckpointStore,
+    Listed, MIN_KEY_LEN, MemoryCheckpointStore, SealingKey, decide, decision_of, inspect, pending,
+    wait_for_decision,
+};
 pub use approved::Approved;
-pub use checkpoint::{
-    CheckpointId, CheckpointStore, FileCheckpointStore, MIN_KEY_LEN, MemoryCheckpointStore,
-    SealingKey,
-};
-pub use decision::{
-    ApproverKey, ApproverPublicKey, CheckpointView, Decision, decide, decision_of, inspect,
-    pending, wait_for_decision,
-};
 pub use driver::ChainOutcome;
 pub use executed::Executed;
 pub use guard::{ReleaseStats, ResourceStats};

@@ -3,8 +3,10 @@
 use std::sync::Arc;
 
 use super::Approved;
-use super::approval::{Approval, ApprovalSource, Authority};
-use super::checkpoint::{CheckpointBody, CheckpointId, CheckpointStore, seal_record};
+use super::approvals::{
+    Approval, ApprovalSource, Authority, CheckpointBody, CheckpointId, CheckpointRefusal, VERSION,
+    offload, seal_record,
+};
 use super::session::Core;
 use super::witness::FreshPreview;
 use serde_json::json;
@@ -112,16 +114,24 @@ impl<R: ComputerUseRuntime> PendingApproval<R> {
     }
 
     /// Seals the exact preview, with what the runtime keeps for it, into
-    /// `store` so another process can resume it with
-    /// [`super::Session::resume`], and gives this pending approval up: the
-    /// checkpoint is now the only way to approve the action, and it can be
-    /// resumed once. Returns the checkpoint's id.
-    pub fn suspend(self, store: &dyn CheckpointStore) -> Result<CheckpointId, ComputerUseError> {
-        let identity = self.core.identity();
+    /// the session's store of record ([`super::SessionBuilder::checkpoints`])
+    /// so another process can resume it with [`super::Session::resume`],
+    /// and gives this pending approval up: the checkpoint is now the only
+    /// way to approve the action, and it can be resumed once, from that
+    /// store only. Returns the checkpoint's id. The write runs on Tokio's
+    /// blocking pool.
+    pub async fn suspend(self) -> Result<CheckpointId, ComputerUseError> {
         let id = CheckpointId::for_preview(&self.core.session_id, self.preview.get());
+        let store = self
+            .core
+            .checkpoints
+            .clone()
+            .ok_or_else(|| ComputerUseError::checkpoint(&id, CheckpointRefusal::NoStoreOfRecord))?;
+        let identity = self.core.identity();
         let body = CheckpointBody {
-            version: 1,
+            version: VERSION,
             checkpoint_id: id.to_string(),
+            store_id: store.store_id().to_owned(),
             session_id: self.core.session_id.clone(),
             principal_id: identity.principal_id().to_owned(),
             tenant_id: identity.tenant_id().to_owned(),
@@ -131,7 +141,12 @@ impl<R: ComputerUseRuntime> PendingApproval<R> {
             runtime_state: self.preview.retained().cloned(),
             arguments: self.preview.arguments().cloned(),
         };
-        store.create(&id, &seal_record(store.sealing_key(), &body)?)?;
+        let record = seal_record(store.sealing_key(), &body)?;
+        let created = id.clone();
+        offload(&store, "store a checkpoint", move |store| {
+            store.create(&created, &record)
+        })
+        .await?;
         Ok(id)
     }
 }

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use super::approval::Authority;
+use super::approvals::Authority;
 use super::route::{Blocked, Route, Way, way};
 use super::session::Core;
 use super::witness::FreshPreview;

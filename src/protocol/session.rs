@@ -6,8 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::oneshot;
 
-use super::approval::Approval;
-use super::checkpoint::{CheckpointId, CheckpointStore, open_record};
+use super::approvals::{Approval, CheckpointId, CheckpointStore};
 use super::guard::{
     DEFAULT_RELEASE_TIMEOUT, ReaperMessage, ReleaseHandle, ReleaseStats, Releaser, reclaim,
     spawn_reaper,
@@ -35,8 +34,11 @@ pub(crate) struct Core<R: ComputerUseRuntime> {
 
     /// Set by `Session::shutdown`: no stage takes another step.
     pub(crate) closed: AtomicBool,
-    /// Checkpoints this session resumed, whatever store they came from.
+    /// Checkpoints this session resumed or is resuming.
     pub(crate) resumed: Mutex<HashSet<CheckpointId>>,
+    /// The store of record: where this session suspends to and resumes
+    /// from, and no other.
+    pub(crate) checkpoints: Option<Arc<dyn CheckpointStore>>,
     /// Releases, counts, the ledger of everything the actions hold, and the
     /// reaper's inbox: all a guard needs of its session.
     pub(crate) release: Arc<ReleaseHandle<R>>,
@@ -105,6 +107,7 @@ pub struct SessionBuilder<R: ComputerUseRuntime> {
     target_app_id: Option<String>,
     target_window_id: Option<WindowId>,
     journal: Option<Arc<Journal>>,
+    checkpoints: Option<Arc<dyn CheckpointStore>>,
     release_timeout: std::time::Duration,
 }
 
@@ -113,6 +116,15 @@ impl<R: ComputerUseRuntime> SessionBuilder<R> {
     /// is counted as failed (10 seconds unless set).
     pub fn release_timeout(mut self, timeout: std::time::Duration) -> Self {
         self.release_timeout = timeout;
+        self
+    }
+
+    /// The session's store of record for checkpoints: a pending approval
+    /// suspends to it, and [`Session::resume`] and its kin resume from it
+    /// alone. A checkpoint sealed into another store (or carried from one)
+    /// is refused. Without one, suspending and resuming are refused.
+    pub fn checkpoints(mut self, store: Arc<dyn CheckpointStore>) -> Self {
+        self.checkpoints = Some(store);
         self
     }
 
@@ -222,6 +234,7 @@ impl<R: ComputerUseRuntime> SessionBuilder<R> {
 
                 closed: AtomicBool::new(false),
                 resumed: Mutex::new(HashSet::new()),
+                checkpoints: self.checkpoints,
                 release: Arc::new(ReleaseHandle { releaser, reaper }),
                 recorder,
             }),
@@ -242,6 +255,7 @@ impl<R: ComputerUseRuntime> Session<R> {
             target_app_id: None,
             target_window_id: None,
             journal: None,
+            checkpoints: None,
             release_timeout: DEFAULT_RELEASE_TIMEOUT,
         }
     }
@@ -286,27 +300,28 @@ impl<R: ComputerUseRuntime> Session<R> {
         ))
     }
 
-    /// Resumes a suspended approval: reads the sealed preview back from
-    /// `store`, adds `approval` to it, and consumes the checkpoint.
+    /// Resumes a suspended approval from this session's store of record
+    /// ([`SessionBuilder::checkpoints`]): reads the sealed preview back,
+    /// adds `approval` to it, and consumes the checkpoint.
     ///
-    /// Fails before any reservation when the checkpoint is missing, already
-    /// resumed (here or in another process), replaced, tampered with, of
-    /// another session or identity, expired, or when the approval is for
-    /// something else. The checkpoint is consumed only once every check has
-    /// passed, atomically in the store: of two resumes of the same
-    /// checkpoint, one gets the `Approved` stage and the other a
-    /// [`ComputerUseError::Checkpoint`] refusal.
-    pub fn resume(
+    /// Fails before any reservation when the session has no store of
+    /// record, or the checkpoint is missing, already resumed (here or in
+    /// another process), replaced, tampered with, carried from another
+    /// store, of another session or identity, expired, decided by a person
+    /// (a recorded decision is the only way on: [`Session::resume_decided`]),
+    /// or when the approval is for something else; each is a
+    /// [`ComputerUseError::Checkpoint`] whose
+    /// [`CheckpointRefusal`](super::CheckpointRefusal) says which. The
+    /// checkpoint is consumed only once every check has passed, in one
+    /// atomic store step that also checks for a decision: a person's denial
+    /// recorded first always wins, and a decision arriving after this
+    /// resume is refused to the person making it.
+    pub async fn resume(
         &self,
-        store: &dyn CheckpointStore,
         id: &CheckpointId,
         approval: Approval,
     ) -> Result<Approved<R>, ComputerUseError> {
-        self.core.ensure_open("resume")?;
-        // A person's decision, once recorded, is the only way on: it cannot
-        // be overridden (a denial) or swapped (an approval) by the caller.
-        undecided(store, id)?;
-        self.resume_checked(store, id, approval)
+        super::approvals::resume::with_approval(&self.core, id, approval).await
     }
 
     /// [`Session::resume`], for a person who approved after the previewed
@@ -319,56 +334,10 @@ impl<R: ComputerUseRuntime> Session<R> {
     /// [`Session::resume`] resumes it.
     pub async fn resume_refreshing(
         &self,
-        store: &dyn CheckpointStore,
         id: &CheckpointId,
         approval: Approval,
     ) -> Result<Approved<R>, ComputerUseError> {
-        self.core.ensure_open("resume")?;
-        undecided(store, id)?;
-        self.refreshing(store, id, approval, false).await
-    }
-
-    /// Refuses a checkpoint resumed in this session already, or, unless
-    /// `decided` (the caller acts on the recorded decision), one a person
-    /// decided meanwhile: looked at again after every wait, right before
-    /// the checkpoint is consumed.
-    fn still_open(
-        &self,
-        store: &dyn CheckpointStore,
-        id: &CheckpointId,
-        resumed: &HashSet<CheckpointId>,
-        decided: bool,
-    ) -> Result<(), ComputerUseError> {
-        if resumed.contains(id) {
-            return Err(ComputerUseError::Checkpoint {
-                id: id.to_string(),
-                reason: "this checkpoint was already resumed in this session; a checkpoint approves one execution".into(),
-            });
-        }
-        if decided {
-            Ok(())
-        } else {
-            undecided(store, id)
-        }
-    }
-
-    async fn refreshing(
-        &self,
-        store: &dyn CheckpointStore,
-        id: &CheckpointId,
-        approval: Approval,
-        decided: bool,
-    ) -> Result<Approved<R>, ComputerUseError> {
-        let pending = match self.previewed_again(store, id).await? {
-            None => return self.resume_checked(store, id, approval),
-            Some(pending) => pending,
-        };
-        let mut resumed = self.core.resumed.lock().unwrap_or_else(|p| p.into_inner());
-        self.still_open(store, id, &resumed, decided)?;
-        let approved = pending.approve(approval)?;
-        store.consume(id)?;
-        resumed.insert(id.clone());
-        Ok(approved)
+        super::approvals::resume::refreshing(&self.core, id, approval).await
     }
 
     /// Previews a checkpoint whose envelope expired again, for a runtime
@@ -377,128 +346,26 @@ impl<R: ComputerUseRuntime> Session<R> {
     /// digests must be unchanged, and the checkpoint is consumed. What comes
     /// back waits for the approval as any pending approval does (approve it
     /// with a grant the host obtains now, or suspend it again). A checkpoint
-    /// still fresh is refused: resume it instead.
-    pub async fn refresh(
-        &self,
-        store: &dyn CheckpointStore,
-        id: &CheckpointId,
-    ) -> Result<PendingApproval<R>, ComputerUseError> {
-        self.core.ensure_open("refresh")?;
-        undecided(store, id)?;
-        let pending =
-            self.previewed_again(store, id)
-                .await?
-                .ok_or_else(|| ComputerUseError::Checkpoint {
-                    id: id.to_string(),
-                    reason: "its envelope has not expired: resume it".into(),
-                })?;
-        let mut resumed = self.core.resumed.lock().unwrap_or_else(|p| p.into_inner());
-        self.still_open(store, id, &resumed, false)?;
-        store.consume(id)?;
-        resumed.insert(id.clone());
-        Ok(pending)
+    /// still fresh is refused ([`CheckpointRefusal::StillFresh`](super::CheckpointRefusal::StillFresh)):
+    /// resume it instead.
+    pub async fn refresh(&self, id: &CheckpointId) -> Result<PendingApproval<R>, ComputerUseError> {
+        super::approvals::resume::refresh(&self.core, id).await
     }
 
-    /// The checkpoint's action previewed again when its envelope expired
-    /// (`None` while it is still fresh), checked to carry the sealed
-    /// action's digests. Consumes nothing.
-    async fn previewed_again(
+    /// Resumes the checkpoint `id` by the decision a person recorded beside
+    /// it (see [`super::decide`]), its signature checked against the
+    /// approver's public key: with the approval, as
+    /// [`Session::resume_refreshing`] would (a person may approve after the
+    /// envelope expired); on a denial, the checkpoint is retired and the
+    /// action ends with [`ComputerUseError::Denied`], before any runtime
+    /// call. With no decision yet, nothing changes and the refusal says so
+    /// ([`CheckpointRefusal::NoDecisionYet`](super::CheckpointRefusal::NoDecisionYet)).
+    pub async fn resume_decided(
         &self,
-        store: &dyn CheckpointStore,
         id: &CheckpointId,
-    ) -> Result<Option<PendingApproval<R>>, ComputerUseError> {
-        let records = store.load(id)?;
-        let body = open_record(store.sealing_key(), id, &records)?;
-        self.owns(id, &body)?;
-        let sealed = &body.preview;
-        let envelope = &sealed.envelope;
-        let now = self.core.clock().now().unix_timestamp_nanos();
-        if envelope.expires_at.unix_nanos().is_some_and(|at| at > now) {
-            return Ok(None);
-        }
-        let arguments = body.arguments.clone().ok_or_else(|| ComputerUseError::Checkpoint {
-            id: id.to_string(),
-            reason: "its envelope expired, and it keeps no proposal to preview again (it was suspended by an older version)".into(),
-        })?;
-        let mut action = crate::runtime::ProposedAction::new(
-            envelope.tool.clone(),
-            arguments.clone(),
-            envelope.requested_mode,
-        )
-        .with_action_id(envelope.action_id.clone())
-        .with_operation(envelope.operation.clone())
-        .with_data_labels(envelope.data_labels.clone());
-        action.target = envelope.target.clone();
-        action.postcondition = envelope.postcondition.clone();
-        action.provenance = envelope.provenance.clone();
-        let core = &self.core;
-        let request = crate::runtime::ActionRequest {
-            session_id: &core.session_id,
-            agent_id: core.agent_id.as_deref(),
-            execution_group_id: core.execution_group_id.as_deref(),
-            action: &action,
-        };
-        let answer = core.runtime.preview_action(&request).await?;
-        super::proposal::bind_to_request(&request, &answer.preview.envelope)?;
-        super::proposal::bind_capability(&answer.preview)?;
-        if let Err(err) = same_as_sealed(sealed, &answer.preview) {
-            core.recorder.refusal(&envelope.action_id, &err);
-            return Err(err);
-        }
-        core.recorder.note(
-            &envelope.action_id,
-            crate::journal::events::PREVIEWED,
-            || {
-                serde_json::json!({
-                    "argsDigest": answer.preview.envelope.args_digest,
-                    "policyDigest": answer.preview.policy.policy_digest,
-                    "executable": answer.preview.executable,
-                    "blocker": answer.preview.blocker,
-                    "refreshedFrom": id.as_str(),
-                })
-            },
-        );
-        PendingApproval::restore(
-            Arc::clone(&self.core),
-            answer.preview,
-            answer.retained,
-            Some(arguments),
-        )
-        .map(Some)
-    }
-
-    /// [`Session::resume`] without the look for a recorded decision.
-    fn resume_checked(
-        &self,
-        store: &dyn CheckpointStore,
-        id: &CheckpointId,
-        approval: Approval,
+        approver: &super::ApproverPublicKey,
     ) -> Result<Approved<R>, ComputerUseError> {
-        self.core.ensure_open("resume")?;
-        // Held to the end: two resumes of one checkpoint in this session are
-        // refused whatever stores they read from.
-        let mut resumed = self.core.resumed.lock().unwrap_or_else(|p| p.into_inner());
-        if resumed.contains(id) {
-            return Err(ComputerUseError::Checkpoint {
-                id: id.to_string(),
-                reason: "this checkpoint was already resumed in this session; a checkpoint approves one execution".into(),
-            });
-        }
-        let records = store.load(id)?;
-        let body = open_record(store.sealing_key(), id, &records)?;
-        self.owns(id, &body)?;
-        let pending = PendingApproval::restore(
-            Arc::clone(&self.core),
-            body.preview,
-            body.runtime_state,
-            body.arguments,
-        )?;
-        let approved = pending.approve(approval)?;
-        // Last: only a resume that would succeed consumes the checkpoint, and
-        // only one resume can consume it.
-        store.consume(id)?;
-        resumed.insert(id.clone());
-        Ok(approved)
+        super::approvals::resume::by_decision(&self.core, id, approver).await
     }
 
     /// The session clock's now.
@@ -515,80 +382,6 @@ impl<R: ComputerUseRuntime> Session<R> {
         payload: impl FnOnce() -> serde_json::Value,
     ) {
         self.core.recorder.note(action_id, event_type, payload);
-    }
-
-    /// Resumes the checkpoint `id` by the decision a person recorded beside
-    /// it (see [`super::decide`]), its signature checked against the
-    /// approver's public key: with the approval, as
-    /// [`Session::resume_refreshing`] would (a person may approve after the
-    /// envelope expired); on a denial, the checkpoint is retired and the action ends
-    /// with [`ComputerUseError::Denied`], before any runtime call. With no
-    /// decision yet, nothing changes and the refusal says so.
-    pub async fn resume_decided(
-        &self,
-        store: &dyn CheckpointStore,
-        id: &CheckpointId,
-        approver: &super::ApproverPublicKey,
-    ) -> Result<Approved<R>, ComputerUseError> {
-        self.core.ensure_open("resume")?;
-        match super::decision_of(store, id, approver)? {
-            Some(super::Decision::Approve(approval)) => {
-                self.refreshing(store, id, approval, true).await
-            }
-            Some(super::Decision::Deny { reason }) => {
-                // Only the session the checkpoint was sealed for retires it.
-                let records = store.load(id)?;
-                let body = open_record(store.sealing_key(), id, &records)?;
-                self.owns(id, &body)?;
-                store.consume(id)?;
-                let action_id = body.preview.envelope.action_id.clone();
-                self.core.recorder.note(
-                    &action_id,
-                    crate::journal::events::DENIED,
-                    || serde_json::json!({ "checkpointId": id.as_str() }),
-                );
-                Err(ComputerUseError::Denied { action_id, reason })
-            }
-            None => Err(ComputerUseError::Checkpoint {
-                id: id.to_string(),
-                reason: "no decision was recorded yet; wait for one (wait_for_decision)".into(),
-            }),
-        }
-    }
-
-    /// Refuses a checkpoint sealed for another session, identity, agent or
-    /// group than this session's.
-    fn owns(
-        &self,
-        id: &CheckpointId,
-        body: &super::checkpoint::CheckpointBody,
-    ) -> Result<(), ComputerUseError> {
-        let identity = self.core.identity();
-        let fail = |reason: String| ComputerUseError::Checkpoint {
-            id: id.to_string(),
-            reason,
-        };
-        if body.session_id != self.core.session_id {
-            return Err(fail(format!(
-                "sealed for session {:?}, not this session {:?}",
-                body.session_id, self.core.session_id
-            )));
-        }
-        if body.principal_id != identity.principal_id() || body.tenant_id != identity.tenant_id() {
-            return Err(fail("sealed for another principal or tenant".into()));
-        }
-        if body.agent_id != self.core.agent_id
-            || body.execution_group_id != self.core.execution_group_id
-        {
-            return Err(fail(format!(
-                "sealed for agent {:?} in group {:?}, not this session's agent {:?} in group {:?}",
-                body.agent_id,
-                body.execution_group_id,
-                self.core.agent_id,
-                self.core.execution_group_id
-            )));
-        }
-        Ok(())
     }
 
     /// Journal writes that failed after a mutation had already happened
@@ -671,106 +464,3 @@ impl<R: ComputerUseRuntime> std::fmt::Debug for Session<R> {
     }
 }
 
-/// The re-preview of an expired checkpoint shows the person's action and
-/// nothing else: the envelope and the policy as sealed, field by field,
-/// except the times a new preview must change (`proposedAt`, `expiresAt`,
-/// and when the target's sensitivity was observed).
-fn same_as_sealed(
-    sealed: &crate::contracts::ActionPreview,
-    fresh: &crate::contracts::ActionPreview,
-) -> Result<(), ComputerUseError> {
-    let comparable = |preview: &crate::contracts::ActionPreview| -> serde_json::Value {
-        let mut envelope = serde_json::to_value(&preview.envelope).unwrap_or_default();
-        if let Some(map) = envelope.as_object_mut() {
-            map.remove("proposedAt");
-            map.remove("expiresAt");
-            if let Some(sensitivity) = map
-                .get_mut("targetSensitivity")
-                .and_then(serde_json::Value::as_object_mut)
-            {
-                sensitivity.remove("observedAt");
-            }
-        }
-        serde_json::json!({
-            "envelope": envelope,
-            "policy": serde_json::to_value(&preview.policy).unwrap_or_default(),
-        })
-    };
-    let (was, is) = (comparable(sealed), comparable(fresh));
-    if was == is {
-        return Ok(());
-    }
-    let part = ["envelope", "policy"]
-        .into_iter()
-        .find(|part| was.get(part) != is.get(part))
-        .unwrap_or("envelope");
-    let differing = match (was.get(part), is.get(part)) {
-        (Some(serde_json::Value::Object(a)), Some(serde_json::Value::Object(b))) => a
-            .keys()
-            .chain(b.keys())
-            .find(|k| a.get(*k) != b.get(*k))
-            .cloned()
-            .unwrap_or_default(),
-        _ => String::new(),
-    };
-    let shown = |side: &serde_json::Value| {
-        side.get(part)
-            .and_then(|v| v.get(&differing))
-            .map_or_else(|| "(absent)".to_owned(), ToString::to_string)
-    };
-    Err(ComputerUseError::IdentityMismatch {
-        object: if part == "policy" {
-            "PolicyDecision"
-        } else {
-            "ActionEnvelope"
-        },
-        field: stable_field(&differing),
-        expected: shown(&was),
-        actual: shown(&is),
-    })
-}
-
-/// The wire names a re-preview may differ in, as `'static` field names.
-fn stable_field(name: &str) -> &'static str {
-    const FIELDS: [&str; 23] = [
-        "actionId",
-        "sessionId",
-        "executionGroupId",
-        "principalId",
-        "agentId",
-        "tool",
-        "operation",
-        "actionClass",
-        "requestedMode",
-        "target",
-        "resource",
-        "provenance",
-        "targetSensitivity",
-        "dataLabels",
-        "postcondition",
-        "reversible",
-        "externalSideEffect",
-        "argsDigest",
-        "attempt",
-        "certificationId",
-        "decision",
-        "policyDigest",
-        "reasons",
-    ];
-    FIELDS.into_iter().find(|f| *f == name).unwrap_or("preview")
-}
-
-/// Refuses a checkpoint beside which a person's decision is recorded: that
-/// decision, through `resume_decided`, is then the only way on; a caller's
-/// own approval can neither override a denial nor swap an approval.
-fn undecided(store: &dyn CheckpointStore, id: &CheckpointId) -> Result<(), ComputerUseError> {
-    match store.decision(id)? {
-        None => Ok(()),
-        Some(_) => Err(ComputerUseError::Checkpoint {
-            id: id.to_string(),
-            reason:
-                "a person's decision is recorded for this checkpoint; resume it with resume_decided"
-                    .into(),
-        }),
-    }
-}

@@ -13,7 +13,7 @@ use crate::ComputerUseError;
 use crate::binding::bind;
 use crate::contracts::{ActionPreview, ApprovalGrant};
 
-use super::route::Way;
+use super::super::route::Way;
 
 /// Where the authority for an approved action lives.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -214,7 +214,7 @@ impl Authority {
     /// one the table sends to a person, and must name this action, its
     /// digest and its policy.
     pub(crate) fn check(&self, preview: &ActionPreview) -> Result<(), ComputerUseError> {
-        let way = super::route::way(preview);
+        let way = super::super::route::way(preview);
         match (self, way) {
             (Self::Policy, Way::Allowed) => Ok(()),
             (Self::Approved(approval), Way::NeedsApproval) => approval.check_against(preview),

@@ -18,8 +18,12 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use std::sync::Arc;
+
 use super::approval::Approval;
-use super::checkpoint::{CheckpointId, CheckpointStore, open_record};
+use super::checkpoint::{CheckpointId, open_record};
+use super::refusal::CheckpointRefusal;
+use super::stores::CheckpointStore;
 use crate::ComputerUseError;
 use crate::contracts::{DataLabel, ExecutionMode, PolicyVerdict, WindowId};
 
@@ -160,9 +164,8 @@ impl Decision {
     }
 
     fn from_body(id: &CheckpointId, body: &Value) -> Result<Self, ComputerUseError> {
-        let fail = |reason: &str| ComputerUseError::Checkpoint {
-            id: id.to_string(),
-            reason: format!("the recorded decision {reason}"),
+        let fail = |detail: &'static str| {
+            ComputerUseError::checkpoint(id, CheckpointRefusal::DecisionMalformed { detail })
         };
         if body.get("checkpointId").and_then(Value::as_str) != Some(id.as_str()) {
             return Err(fail("is for another checkpoint"));
@@ -206,22 +209,24 @@ fn verify(
     record: &str,
 ) -> Result<Decision, ComputerUseError> {
     use ed25519_dalek::Verifier;
-    let fail = |reason: &str| ComputerUseError::Checkpoint {
-        id: id.to_string(),
-        reason: reason.to_owned(),
-    };
-    let signed: SignedDecision =
-        serde_json::from_str(record).map_err(|_| fail("the recorded decision does not decode"))?;
+    let fail = |refusal: CheckpointRefusal| ComputerUseError::checkpoint(id, refusal);
+    let signed: SignedDecision = serde_json::from_str(record).map_err(|_| {
+        fail(CheckpointRefusal::DecisionMalformed {
+            detail: "does not decode",
+        })
+    })?;
     let signature = hex::decode(&signed.signature)
         .ok()
         .and_then(|b| <[u8; 64]>::try_from(b).ok())
         .map(|b| ed25519_dalek::Signature::from_bytes(&b))
-        .ok_or_else(|| fail("the recorded decision's signature does not decode"))?;
+        .ok_or_else(|| {
+            fail(CheckpointRefusal::DecisionMalformed {
+                detail: "has a signature that does not decode",
+            })
+        })?;
     key.0
         .verify(message(&signed.body).as_bytes(), &signature)
-        .map_err(|_| {
-            fail("the recorded decision is not signed by the approver's key: it was altered or made by someone else")
-        })?;
+        .map_err(|_| fail(CheckpointRefusal::DecisionUnsigned))?;
     Decision::from_body(id, &signed.body)
 }
 
@@ -232,7 +237,7 @@ pub fn inspect(
     id: &CheckpointId,
 ) -> Result<CheckpointView, ComputerUseError> {
     let records = store.load(id)?;
-    let body = open_record(store.sealing_key(), id, &records)?;
+    let body = open_record(store, id, &records)?;
     let decided = store.decision(id)?.is_some();
     let envelope = &body.preview.envelope;
     let target = envelope.target.as_ref();
@@ -279,8 +284,13 @@ pub fn pending(store: &dyn CheckpointStore) -> Result<Vec<Listed>, ComputerUseEr
 /// Records `decision` beside the checkpoint `id`, once, signed with the
 /// approver's `key`. An approval must name this exact action (its id and
 /// both digests), checked here so a mistaken approval is refused to the
-/// person making it. (An approval of an expired checkpoint is recorded, but
-/// the resume refuses the expired envelope: show the expiry to the person.)
+/// person making it. An approval of a checkpoint whose envelope expired is
+/// recorded too: `Session::resume_decided` previews the same action again
+/// and goes on only if both digests are unchanged. A decision is refused
+/// once the checkpoint was resumed, with
+/// [`CheckpointRefusal::ResumedWithoutDecision`] when the agent resumed it
+/// on its own approval first: a person is never told a decision was
+/// recorded that changed nothing.
 pub fn decide(
     store: &dyn CheckpointStore,
     id: &CheckpointId,
@@ -288,7 +298,7 @@ pub fn decide(
     key: &ApproverKey,
 ) -> Result<(), ComputerUseError> {
     let records = store.load(id)?;
-    let body = open_record(store.sealing_key(), id, &records)?;
+    let body = open_record(store, id, &records)?;
     if let Decision::Approve(approval) = decision {
         approval.check_against(&body.preview)?;
     }
@@ -308,13 +318,26 @@ pub fn decision_of(
     }
 }
 
+/// The decision recorded for `id` with the exact record it was read from
+/// (a claim on a decision names that record).
+pub(crate) fn recorded_decision(
+    store: &dyn CheckpointStore,
+    id: &CheckpointId,
+    key: &ApproverPublicKey,
+) -> Result<Option<(Decision, String)>, ComputerUseError> {
+    match store.decision(id)? {
+        Some(record) => Ok(Some((verify(key, id, &record)?, record))),
+        None => Ok(None),
+    }
+}
+
 /// Polls `store` for a decision on `id`, every `every`, until `within` has
 /// passed: a bounded poll (any store can answer it; no notification channel
-/// is assumed). Each look is one store call, which for PostgreSQL is itself
-/// bounded by the store's statement timeout. `None` when none was made in
-/// time.
+/// is assumed). Each look is one store call, made on Tokio's blocking pool
+/// (a PostgreSQL look is itself bounded by the store's statement timeout).
+/// `None` when none was made in time.
 pub async fn wait_for_decision(
-    store: &dyn CheckpointStore,
+    store: Arc<dyn CheckpointStore>,
     id: &CheckpointId,
     key: &ApproverPublicKey,
     every: Duration,
@@ -322,7 +345,14 @@ pub async fn wait_for_decision(
 ) -> Result<Option<Decision>, ComputerUseError> {
     let deadline = tokio::time::Instant::now() + within;
     loop {
-        if let Some(decision) = decision_of(store, id, key)? {
+        let look = {
+            let (id, key) = (id.clone(), key.clone());
+            super::offload::run(&store, "read a decision", move |store| {
+                decision_of(store, &id, &key)
+            })
+            .await?
+        };
+        if let Some(decision) = look {
             return Ok(Some(decision));
         }
         if tokio::time::Instant::now() + every > deadline {
