@@ -266,13 +266,13 @@ fn hides_point(value: &Value) -> Option<String> {
     }
 }
 
+/// A point an argument names, with the field it came from.
+type NamedPoint = (&'static str, (i64, i64));
+
 /// Every point a structured action's arguments name, start first, each
 /// with the field it came from; a point-like field of any other name or
 /// shape is refused.
-fn points(
-    object: &'static str,
-    arguments: &Value,
-) -> Result<Vec<(&'static str, (i64, i64))>, ComputerUseError> {
+fn points(object: &'static str, arguments: &Value) -> Result<Vec<NamedPoint>, ComputerUseError> {
     let Value::Object(map) = arguments else {
         return Ok(Vec::new());
     };
@@ -299,7 +299,7 @@ fn points(
     let mut found = Vec::new();
     for field in POINT_FIELDS.iter().take(3) {
         if let Some(value) = map.get(*field) {
-            found.push((*field, point_value(object, *field, value)?));
+            found.push((*field, point_value(object, field, value)?));
         }
     }
     if let Some(path) = map.get("path") {
@@ -316,7 +316,7 @@ fn points(
     }
     for field in POINT_FIELDS.iter().skip(3) {
         if let Some(value) = map.get(*field) {
-            found.push((*field, point_value(object, *field, value)?));
+            found.push((*field, point_value(object, field, value)?));
         }
     }
     Ok(found)
