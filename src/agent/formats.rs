@@ -11,6 +11,12 @@
 //! them in no other mode); `screenshot` and `wait` are reads, mapped in
 //! shadow mode, which the agent loop serves as a fresh observation and a
 //! bounded pause, never as a governed mutation.
+//!
+//! A mapped action's arguments are built here from the fields read, so a
+//! field the mapping ignores never reaches the runtime. A planner's
+//! structured output is different: its arguments go to the runtime as they
+//! are, so [`locate`] hit-tests every point they name and refuses any
+//! argument that may name a point in a field or shape it does not read.
 
 use serde_json::{Value, json};
 

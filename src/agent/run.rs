@@ -179,9 +179,7 @@ impl LoopInterrupt {
             () = woken => false,
         }
     }
-}
 
-impl LoopInterrupt {
     /// Awaits `work` unless interrupted first: `None` when the interrupt
     /// came before `work` finished (`work` is then dropped unfinished).
     async fn race<T>(&self, work: impl std::future::Future<Output = T>) -> Option<T> {
