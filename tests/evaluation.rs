@@ -379,7 +379,7 @@ async fn a_file_journal_appends_and_the_command_checks_it() {
 
     let text = std::fs::read_to_string(&path).unwrap();
     std::fs::write(&path, text.replacen("lease-1", "lease-9", 1)).unwrap();
-    let tampered = run(&[path_text]);
+    let tampered = run(&[path_text, "--unanchored"]);
     assert_eq!(tampered.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&tampered.stdout).contains("TAMPERED"));
 
@@ -389,7 +389,7 @@ async fn a_file_journal_appends_and_the_command_checks_it() {
     journal
         .record("s", "p", Some("a"), "action.started", "t".into(), json!({}))
         .unwrap();
-    let flagged = run(&[bad.to_str().unwrap()]);
+    let flagged = run(&[bad.to_str().unwrap(), "--unanchored"]);
     assert_eq!(flagged.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&flagged.stdout).contains("mutation_without_lease"));
 }

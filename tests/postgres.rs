@@ -213,7 +213,7 @@ async fn the_journal_in_postgres_verifies_and_cannot_fork() {
     ));
     // The command verifies the chain read from PostgreSQL.
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_computer-use-journal"))
-        .args(["--postgres", &url, "--session", &session_id])
+        .args(["--postgres", &url, "--session", &session_id, "--unanchored"])
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);

@@ -11,6 +11,12 @@
 //! them in no other mode); `screenshot` and `wait` are reads, mapped in
 //! shadow mode, which the agent loop serves as a fresh observation and a
 //! bounded pause, never as a governed mutation.
+//!
+//! A mapped action's arguments are built here from the fields read, so a
+//! field the mapping ignores never reaches the runtime. A planner's
+//! structured output is different: its arguments go to the runtime as they
+//! are, so [`locate`] hit-tests every point they name and refuses any
+//! argument that may name a point in a field or shape it does not read.
 
 use serde_json::{Value, json};
 
@@ -199,28 +205,164 @@ pub const FORBIDDEN_ARGUMENTS: [&str; 12] = [
     "target",
 ];
 
-/// Evidence for an action a planner proposed as structured output: a
-/// pointer tool's coordinates (`coordinate`, `start_coordinate`) are
-/// validated and hit-tested like a mapped action's, and the action gets the
-/// evidence of the window under its (start) point.
+/// Whether an argument key may name a point on the screen: any key that
+/// contains `coord`, `point`, `position`, `location` or `path`; `x`, `y`,
+/// `from`, `to`, `start`, `end`; and `x1`, `start_x`, `x_end` and the like.
+/// The runtime receives the arguments as they are, so a point in a field
+/// nobody hit-tested would land wherever it says: [`locate`] hit-tests the
+/// fields it understands and refuses every other point-like one.
+pub fn is_point_like(key: &str) -> bool {
+    let key = key.to_ascii_lowercase();
+    let axis = |rest: &str| rest.is_empty() || rest.chars().all(|c| c.is_ascii_digit());
+    ["coord", "point", "position", "location", "path"]
+        .iter()
+        .any(|part| key.contains(part))
+        || ["x", "y", "from", "to", "start", "end"].contains(&key.as_str())
+        || key.ends_with("_x")
+        || key.ends_with("_y")
+        || key.starts_with("x_")
+        || key.starts_with("y_")
+        || key
+            .strip_prefix('x')
+            .or_else(|| key.strip_prefix('y'))
+            .is_some_and(axis)
+}
+
+/// The point-like argument keys [`locate`] understands, each with the shape
+/// it must have: the others are refused.
+const POINT_FIELDS: [&str; 7] = [
+    "start_coordinate",
+    "start",
+    "from",
+    "coordinate",
+    "end_coordinate",
+    "end",
+    "to",
+];
+
+/// One point: `[x, y]` or `{"x": x, "y": y}` (nothing else in the object).
+fn point_value(
+    object: &'static str,
+    field: &'static str,
+    value: &Value,
+) -> Result<(i64, i64), ComputerUseError> {
+    match value {
+        Value::Object(map) => {
+            if let Some(extra) = map.keys().find(|k| *k != "x" && *k != "y") {
+                return Err(refuse(object, field, "{\"x\": x, \"y\": y}", extra));
+            }
+            coordinate(object, field, map.get("x"), map.get("y"))
+        }
+        other => pair(object, field, Some(other)),
+    }
+}
+
+/// Whether `value` holds, at any depth, an object key that may name a point.
+fn hides_point(value: &Value) -> Option<String> {
+    match value {
+        Value::Object(map) => map.iter().find_map(|(k, v)| {
+            if is_point_like(k) {
+                Some(k.clone())
+            } else {
+                hides_point(v)
+            }
+        }),
+        Value::Array(items) => items.iter().find_map(hides_point),
+        _ => None,
+    }
+}
+
+/// A point an argument names, with the field it came from.
+type NamedPoint = (&'static str, (i64, i64));
+
+/// Every point a structured action's arguments name, start first, each
+/// with the field it came from; a point-like field of any other name or
+/// shape is refused.
+fn points(object: &'static str, arguments: &Value) -> Result<Vec<NamedPoint>, ComputerUseError> {
+    let Value::Object(map) = arguments else {
+        return Ok(Vec::new());
+    };
+    let unknown = |key: &str| {
+        refuse(
+            object,
+            "arguments",
+            "points only in x/y, coordinate, start_coordinate, end_coordinate, path, from, to, start or end, each hit-tested",
+            key,
+        )
+    };
+    for (key, value) in map {
+        let understood =
+            POINT_FIELDS.contains(&key.as_str()) || ["x", "y", "path"].contains(&key.as_str());
+        if is_point_like(key) && !understood {
+            return Err(unknown(key));
+        }
+        if !is_point_like(key)
+            && let Some(hidden) = hides_point(value)
+        {
+            return Err(unknown(&format!("{key}.{hidden}")));
+        }
+    }
+    let mut found = Vec::new();
+    for field in POINT_FIELDS.iter().take(3) {
+        if let Some(value) = map.get(*field) {
+            found.push((*field, point_value(object, field, value)?));
+        }
+    }
+    if let Some(path) = map.get("path") {
+        let items = path
+            .as_array()
+            .filter(|items| !items.is_empty())
+            .ok_or_else(|| refuse(object, "path", "a list of points", path))?;
+        for item in items {
+            found.push(("path", point_value(object, "path", item)?));
+        }
+    }
+    if map.contains_key("x") || map.contains_key("y") {
+        found.push(("x", coordinate(object, "x", map.get("x"), map.get("y"))?));
+    }
+    for field in POINT_FIELDS.iter().skip(3) {
+        if let Some(value) = map.get(*field) {
+            found.push((*field, point_value(object, field, value)?));
+        }
+    }
+    Ok(found)
+}
+
+/// Evidence for an action a planner proposed as structured output. Every
+/// point its arguments name (`x`/`y`, `coordinate`, `start_coordinate`,
+/// `end_coordinate`, `path`, `from`, `to`, `start`, `end`) is validated and
+/// hit-tested like a mapped action's, and must land in the same observed
+/// window as the first (the start); the action gets that window's evidence.
+/// An argument that may name a point in any other field or shape is
+/// refused: the runtime would act on it unchecked.
 pub fn locate(
     action: &mut ProposedAction,
     observed: &Observations,
     observed_at: &str,
 ) -> Result<(), ComputerUseError> {
     const O: &str = "PlannerOutput";
-    let end = action.arguments.get("coordinate").cloned();
-    let start = action.arguments.get("start_coordinate").cloned();
-    let first = match (&start, &end) {
-        (Some(start), _) => Some(pair(O, "start_coordinate", Some(start))?),
-        (None, Some(end)) => Some(pair(O, "coordinate", Some(end))?),
-        (None, None) => None,
-    };
-    if let (Some(_), Some(end)) = (&start, &end) {
-        hit(O, observed, pair(O, "coordinate", Some(end))?, observed_at)?;
+    let found = points(O, &action.arguments)?;
+    let mut target: Option<TargetEvidence> = None;
+    for (field, at) in found {
+        let here = hit(O, observed, at, observed_at)?;
+        match &target {
+            None => target = Some(here),
+            Some(first) if first.app_id == here.app_id && first.window_id == here.window_id => {}
+            Some(first) => {
+                return Err(refuse(
+                    O,
+                    field,
+                    &format!(
+                        "a point in the window the action starts in ({})",
+                        first.app_id
+                    ),
+                    format!("({}, {}) in {}", at.0, at.1, here.app_id),
+                ));
+            }
+        }
     }
-    if let Some(at) = first {
-        action.target = Some(hit(O, observed, at, observed_at)?);
+    if target.is_some() {
+        action.target = target;
     }
     Ok(())
 }

@@ -9,6 +9,14 @@
 //! on an approval the host must give (suspended to a sealed checkpoint when
 //! a store is given), on OpenAI safety checks nobody acknowledged, or when
 //! interrupted. Every planned step is journaled.
+//!
+//! An interrupt does not wait for the step in progress to reach its end:
+//! observing, planning, previewing and a model's wait are raced against it,
+//! so a planner that never answers cannot keep the loop running. The one
+//! await that is not raced is the governed mutation itself
+//! ([`crate::protocol::Approved::complete`]), which runs to its receipt so
+//! the journal says what happened; the runtime bounds it, and a
+//! [`crate::runtime::CancellationBridge`] revokes its authority first.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -144,7 +152,8 @@ impl<R: ComputerUseRuntime> std::fmt::Debug for AgentReport<R> {
     }
 }
 
-/// Stops the loop between steps. Give it to a
+/// Stops the loop: between steps, and during an observation, a planner
+/// call, a preview or a model's wait (see the module docs). Give it to a
 /// [`crate::runtime::CancellationBridge`], which revokes the desktop's
 /// authority first.
 #[derive(Debug, Clone, Default)]
@@ -168,6 +177,20 @@ impl LoopInterrupt {
         tokio::select! {
             () = tokio::time::sleep(duration) => !self.is_set(),
             () = woken => false,
+        }
+    }
+
+    /// Awaits `work` unless interrupted first: `None` when the interrupt
+    /// came before `work` finished (`work` is then dropped unfinished).
+    async fn race<T>(&self, work: impl std::future::Future<Output = T>) -> Option<T> {
+        let woken = self.wake.notified();
+        if self.is_set() {
+            return None;
+        }
+        tokio::select! {
+            biased;
+            () = woken => None,
+            out = work => Some(out),
         }
     }
 }
@@ -268,16 +291,23 @@ impl<'a, R: ComputerUseRuntime, P: Planner> AgentLoop<'a, R, P> {
             if self.interrupt.is_set() {
                 return Ok(AgentStop::Interrupted);
             }
-            let observed = self.session.observe().await?;
-            let output = self
-                .planner
-                .plan(PlanContext {
-                    request,
-                    observations: observed.observations(),
-                    allowed: &self.allowed,
-                    history,
-                })
-                .await?;
+            // Observing, planning and previewing are raced against the
+            // interrupt: a planner that never answers (or a runtime that
+            // never observes) cannot keep an interrupted loop running.
+            let Some(observed) = self.interrupt.race(self.session.observe()).await else {
+                return Ok(AgentStop::Interrupted);
+            };
+            let observed = observed?;
+            let planning = self.planner.plan(PlanContext {
+                request,
+                observations: observed.observations(),
+                allowed: &self.allowed,
+                history,
+            });
+            let Some(output) = self.interrupt.race(planning).await else {
+                return Ok(AgentStop::Interrupted);
+            };
+            let output = output?;
             if self.interrupt.is_set() {
                 return Ok(AgentStop::Interrupted);
             }
@@ -363,7 +393,10 @@ impl<'a, R: ComputerUseRuntime, P: Planner> AgentLoop<'a, R, P> {
                 });
                 continue;
             }
-            let previewed = observed.preview(&action).await?;
+            let Some(previewed) = self.interrupt.race(observed.preview(&action)).await else {
+                return Ok(AgentStop::Interrupted);
+            };
+            let previewed = previewed?;
             if !checks.is_empty() {
                 let approval = self
                     .acknowledger

@@ -1,44 +1,106 @@
 //! `computer-use-journal`: verifies an audit journal file and evaluates it.
 //!
 //! ```text
-//! computer-use-journal FILE [--head DIGEST]
+//! computer-use-journal FILE --head DIGEST
+//! computer-use-journal FILE --unanchored
+//! computer-use-journal --postgres URL --session ID --head DIGEST
+//! computer-use-journal --postgres URL --session ID --unanchored
 //! ```
+//!
+//! The hash chain alone proves only that the entries agree with each other:
+//! whoever can write the journal can drop an entry and recompute every
+//! later digest, or cut the end off, and the chain still holds. Only the
+//! head recorded elsewhere (`Journal::head()` at the end of the session,
+//! kept apart from the journal) anchors it. So a journal is verified
+//! against `--head DIGEST`; without one the command refuses (exit 2)
+//! unless `--unanchored` says only internal consistency is wanted, which
+//! it then checks and says so on a line starting `UNANCHORED:`.
 //!
 //! Exits 0 when the hash chain holds (and ends at `DIGEST`, when given) and
 //! the evaluator finds no violation; 1 when the journal was tampered with or
-//! shows a violation; 2 on a usage or read error.
+//! shows a violation; 2 on a usage or read error, or when neither `--head`
+//! nor `--unanchored` was given.
 
 use std::process::ExitCode;
 
 use adk_computer_use::eval::ComputerUseEvaluator;
 use adk_computer_use::journal::{journal_events, read_journal, verify_journal};
 
+const USAGE: &str = "usage: computer-use-journal FILE (--head DIGEST | --unanchored)\n       computer-use-journal --postgres URL --session ID (--head DIGEST | --unanchored)";
+
+/// What the command line asks for.
+#[derive(Default)]
+struct Args {
+    file: Option<String>,
+    head: Option<String>,
+    postgres: Option<String>,
+    session: Option<String>,
+    unanchored: bool,
+}
+
+fn parse(args: &[String]) -> Result<Args, String> {
+    let mut parsed = Args::default();
+    let mut rest = args.iter();
+    while let Some(arg) = rest.next() {
+        let mut value = |name: &str| {
+            rest.next()
+                .filter(|v| !v.starts_with("--"))
+                .cloned()
+                .ok_or_else(|| format!("{name} needs a value"))
+        };
+        let slot = match arg.as_str() {
+            "--head" => Some((&mut parsed.head, value("--head")?)),
+            "--postgres" => Some((&mut parsed.postgres, value("--postgres")?)),
+            "--session" => Some((&mut parsed.session, value("--session")?)),
+            "--unanchored" => {
+                parsed.unanchored = true;
+                None
+            }
+            flag if flag.starts_with("--") => return Err(format!("unknown option {flag}")),
+            file => Some((&mut parsed.file, file.to_owned())),
+        };
+        if let Some((slot, value)) = slot {
+            if slot.is_some() {
+                return Err(format!("{arg} given twice"));
+            }
+            *slot = Some(value);
+        }
+    }
+    if parsed.head.is_some() && parsed.unanchored {
+        return Err("--head and --unanchored exclude each other".into());
+    }
+    match (&parsed.file, &parsed.postgres, &parsed.session) {
+        (Some(_), None, None) | (None, Some(_), Some(_)) => Ok(parsed),
+        _ => Err("give a FILE, or --postgres URL with --session ID".into()),
+    }
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let flag = |name: &str| {
-        args.iter()
-            .position(|a| a == name)
-            .and_then(|at| args.get(at + 1))
-            .cloned()
-    };
-    let head = flag("--head");
-    let head = head.as_deref();
-    let postgres = flag("--postgres");
-    let (path, read) = match (&postgres, args.first()) {
-        (Some(url), _) => {
-            let Some(session) = flag("--session") else {
-                eprintln!(
-                    "usage: computer-use-journal --postgres URL --session ID [--head DIGEST]"
-                );
-                return ExitCode::from(2);
-            };
-            (format!("session {session}"), read_postgres(url, &session))
+    let args = match parse(&args) {
+        Ok(args) => args,
+        Err(problem) => {
+            eprintln!("{problem}\n{USAGE}");
+            return ExitCode::from(2);
         }
-        (None, Some(path)) if !path.starts_with("--") => (path.clone(), read_journal(path)),
+    };
+    if args.head.is_none() && !args.unanchored {
+        eprintln!(
+            "refused: the journal is unanchored. Its hash chain alone cannot show that an entry \
+             was dropped (with every later digest recomputed) or that the end was cut off. \
+             Pass --head DIGEST, the head recorded apart from the journal (Journal::head() \
+             at the end of the session), or --unanchored to check internal consistency only.\n{USAGE}"
+        );
+        return ExitCode::from(2);
+    }
+    let head = args.head.as_deref();
+    let (path, read) = match (&args.postgres, &args.session, &args.file) {
+        (Some(url), Some(session), _) => {
+            (format!("session {session}"), read_postgres(url, session))
+        }
+        (_, _, Some(path)) => (path.clone(), read_journal(path)),
         _ => {
-            eprintln!(
-                "usage: computer-use-journal FILE [--head DIGEST]\n       computer-use-journal --postgres URL --session ID [--head DIGEST]"
-            );
+            eprintln!("{USAGE}");
             return ExitCode::from(2);
         }
     };
@@ -59,6 +121,12 @@ fn main() -> ExitCode {
             println!("{path}: TAMPERED: {err}");
             return ExitCode::from(1);
         }
+    }
+    if head.is_none() {
+        println!(
+            "UNANCHORED: only internal consistency was checked; a dropped entry with later \
+             digests recomputed, or a cut-off end, would pass. Verify with --head DIGEST."
+        );
     }
     let report = ComputerUseEvaluator::new().evaluate(&journal_events(&entries));
     if report.violations.is_empty() {

@@ -1,0 +1,220 @@
+//! Review finding 4 (issue #19): `computer-use-journal` verifies a journal
+//! against a head kept elsewhere. Without `--head` a rewritten chain (one
+//! commit entry dropped, every later digest recomputed) and a truncated
+//! one are as consistent as the original, so the command refuses rather
+//! than say "intact"; `--unanchored` checks internal consistency only, and
+//! says so.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::process::Output;
+use std::sync::Arc;
+
+use adk_computer_use::journal::{FileJournal, Journal, events};
+use serde_json::{Value, json};
+
+const AT: &str = "2026-07-13T10:00:00Z";
+
+/// One action's chain, as the session journals it: preview to release.
+fn action_events(action: &str) -> Vec<(&'static str, Value)> {
+    let lease = format!("lease-{action}");
+    let receipt = format!("receipt-{action}");
+    vec![
+        (
+            events::PREVIEWED,
+            json!({ "argsDigest": "sha256:aa", "policyDigest": "sha256:bb", "executable": true }),
+        ),
+        (events::APPROVED, json!({ "authority": "policy" })),
+        (events::RESERVED, json!({ "reservationId": "r-1" })),
+        (events::LEASED, json!({ "leaseId": lease })),
+        (events::STARTED, json!({ "leaseId": lease })),
+        (
+            events::COMMITTED,
+            json!({ "receiptId": receipt, "leaseId": lease, "status": "committed" }),
+        ),
+        (
+            events::VERIFIED,
+            json!({ "status": "verified", "verified": true, "committed": true, "receiptId": receipt }),
+        ),
+        (
+            events::RELEASED,
+            json!({ "reservationId": "r-1", "how": "explicit", "ok": true }),
+        ),
+    ]
+}
+
+/// Records `events` for each action into a new journal file at `path`
+/// through the library; returns the head the session would keep elsewhere.
+fn write(path: &Path, actions: &[(&str, Vec<(&'static str, Value)>)]) -> String {
+    let journal = Journal::new(Arc::new(FileJournal::open(path).unwrap()));
+    for (action, events) in actions {
+        for (event_type, payload) in events {
+            journal
+                .record(
+                    "s-1",
+                    "alice",
+                    Some(action),
+                    event_type,
+                    AT.into(),
+                    payload.clone(),
+                )
+                .unwrap();
+        }
+    }
+    journal.head()
+}
+
+fn run(args: &[&str]) -> Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_computer-use-journal"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "exit {:?}\nstdout: {}\nstderr: {}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// The original journal (two actions), a rewrite of it without the first
+/// action's commit entry (every later digest recomputed by the library),
+/// and a prefix of it (its last action's release cut off).
+struct Journals {
+    _dir: tempfile::TempDir,
+    original: String,
+    rewritten: String,
+    truncated: String,
+    head: String,
+}
+
+fn journals() -> Journals {
+    let dir = tempfile::tempdir().unwrap();
+    let original = dir.path().join("original.jsonl");
+    let rewritten = dir.path().join("rewritten.jsonl");
+    let truncated = dir.path().join("truncated.jsonl");
+    let head = write(
+        &original,
+        &[("a-1", action_events("a-1")), ("a-2", action_events("a-2"))],
+    );
+    let without_commit: Vec<_> = action_events("a-1")
+        .into_iter()
+        .filter(|(t, _)| *t != events::COMMITTED)
+        .collect();
+    let rewritten_head = write(
+        &rewritten,
+        &[("a-1", without_commit), ("a-2", action_events("a-2"))],
+    );
+    assert_ne!(rewritten_head, head);
+    let lines: Vec<String> = std::fs::read_to_string(&original)
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    let kept = &lines[..lines.len() - 1];
+    std::fs::write(&truncated, format!("{}\n", kept.join("\n"))).unwrap();
+    let path = |p: &Path| p.to_str().unwrap().to_owned();
+    Journals {
+        original: path(&original),
+        rewritten: path(&rewritten),
+        truncated: path(&truncated),
+        head,
+        _dir: dir,
+    }
+}
+
+/// The forgeries are internally consistent and evaluate clean: only the
+/// anchor tells them apart from the original. `--unanchored` accepts them,
+/// and says it checked internal consistency only.
+#[test]
+fn unanchored_verification_says_what_it_did_not_check() {
+    let j = journals();
+    for file in [&j.original, &j.rewritten, &j.truncated] {
+        let out = run(&[file, "--unanchored"]);
+        assert_eq!(out.status.code(), Some(0), "{file}: {}", text(&out));
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            stdout.contains("UNANCHORED: only internal consistency was checked"),
+            "{}",
+            text(&out)
+        );
+        assert!(stdout.contains("no violations"), "{}", text(&out));
+    }
+}
+
+/// Without `--head` (or `--unanchored`) nothing is called intact: the
+/// rewritten and the truncated journal, and the original too, are refused
+/// with exit 2 and a message saying how to anchor the journal.
+#[test]
+fn without_a_head_a_rewritten_or_truncated_journal_is_refused() {
+    let j = journals();
+    for file in [&j.rewritten, &j.truncated, &j.original] {
+        let out = run(&[file]);
+        assert_eq!(out.status.code(), Some(2), "{file}: {}", text(&out));
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(!stdout.contains("intact"), "{}", text(&out));
+        assert!(!stdout.contains("no violations"), "{}", text(&out));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("unanchored"), "{}", text(&out));
+        assert!(stderr.contains("--head DIGEST"), "{}", text(&out));
+    }
+}
+
+/// With the original's true head, the original passes and the rewritten
+/// and truncated journals are reported tampered.
+#[test]
+fn the_true_head_tells_the_original_from_its_forgeries() {
+    let j = journals();
+    let ok = run(&[&j.original, "--head", &j.head]);
+    assert_eq!(ok.status.code(), Some(0), "{}", text(&ok));
+    assert!(
+        !String::from_utf8_lossy(&ok.stdout).contains("UNANCHORED"),
+        "{}",
+        text(&ok)
+    );
+    for file in [&j.rewritten, &j.truncated] {
+        let out = run(&[file, "--head", &j.head]);
+        assert_eq!(out.status.code(), Some(1), "{file}: {}", text(&out));
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("TAMPERED"),
+            "{}",
+            text(&out)
+        );
+    }
+}
+
+/// The PostgreSQL form is held to the same rule: no head, no verdict
+/// (refused before any connection is attempted).
+#[test]
+fn the_postgres_form_needs_a_head_too() {
+    let out = run(&[
+        "--postgres",
+        "postgres://127.0.0.1:1/none",
+        "--session",
+        "s-1",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("unanchored"),
+        "{}",
+        text(&out)
+    );
+}
+
+/// A head and `--unanchored` together, or an unknown option, are usage
+/// errors.
+#[test]
+fn conflicting_or_unknown_options_are_usage_errors() {
+    let j = journals();
+    for args in [
+        vec![j.original.as_str(), "--head", &j.head, "--unanchored"],
+        vec![j.original.as_str(), "--hed", &j.head],
+        vec![j.original.as_str(), "--head"],
+    ] {
+        let out = run(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out));
+    }
+}
