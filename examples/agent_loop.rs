@@ -68,7 +68,7 @@ async fn main() -> Result<(), Error> {
             ComputerUseMcpRuntime::spawn(command, config).await?
         }
         Some(_) => return Err("--server needs a command".into()),
-        None => sim::spawn(SimConfig::for_principal(&principal), config).await?,
+        None => sim::spawn(SimConfig::for_principal(&principal), config).await?.0,
     };
     runtime.start_session(Some(REQUEST), None).await?;
 
@@ -170,6 +170,7 @@ mod x11 {
     use adk_computer_use::x11::X11Desktop;
     use adk_computer_use::{
         ComputerUseMcpRuntime, McpRuntimeConfig, ScopeAuthorizer, Session, VerifiedIdentity,
+        runtime::mcp::McpApprover,
     };
 
     use super::Error;
@@ -208,6 +209,7 @@ mod x11 {
     /// One recorded plan, governed, in a session bound to `app`.
     async fn drive(
         runtime: &Arc<ComputerUseMcpRuntime>,
+        approver: &McpApprover,
         app: &str,
         tool: &str,
         transcript: &str,
@@ -247,7 +249,7 @@ mod x11 {
                     "{app}: {tool} needs approval ({}); the host approves it now",
                     pending.preview().policy.reasons.join("; ")
                 );
-                let done = super::host::approve_and_complete(runtime, pending).await?;
+                let done = super::host::approve_and_complete(approver, pending).await?;
                 println!("{app}: {tool} -> {}", done.outcome());
                 Ok(())
             }
@@ -284,20 +286,20 @@ mod x11 {
                 .spawn()
                 .map_err(|e| format!("xterm could not be started (apt-get install xterm): {e}"))?,
         );
-        let runtime = Arc::new(
-            sim::spawn_on(
-                SimConfig::for_principal(PRINCIPAL),
-                Box::new(X11Desktop::connect()?),
-                McpRuntimeConfig::new(PRINCIPAL),
-            )
-            .await?,
-        );
+        // The host keeps the approver; the agent's sessions get the runtime.
+        let (runtime, approver) = sim::spawn_on(
+            SimConfig::for_principal(PRINCIPAL),
+            Box::new(X11Desktop::connect()?),
+            McpRuntimeConfig::new(PRINCIPAL),
+        )
+        .await?;
+        let runtime = Arc::new(runtime);
         let started = runtime
             .start_session(Some("drive real windows"), None)
             .await?;
         shown(&runtime, &started.session_id, &["Xmessage", "XTerm"]).await?;
 
-        drive(&runtime, "Xmessage", "left_click", CLICK).await?;
+        drive(&runtime, &approver, "Xmessage", "left_click", CLICK).await?;
         let status = wait_exit(&mut dialog.0)?;
         let mut printed = String::new();
         if let Some(out) = dialog.0.stdout.as_mut() {
@@ -314,7 +316,7 @@ mod x11 {
 
         // The dialog's window went away: the screen settles again first.
         shown(&runtime, &started.session_id, &["XTerm"]).await?;
-        drive(&runtime, "XTerm", "type", TYPE).await?;
+        drive(&runtime, &approver, "XTerm", "type", TYPE).await?;
         let mut content = String::new();
         for _ in 0..50 {
             content = std::fs::read_to_string(&file).unwrap_or_default();

@@ -36,7 +36,7 @@ fn key() -> Result<SealingKey, Error> {
 
 /// A fresh session, as a new process would build it: a new runtime client
 /// (here: the persistent in-process desktop), the identity the host verified,
-/// and the sealing key.
+/// and the store of record (the checkpoint directory and its sealing key).
 fn session(
     dir: &Path,
 ) -> Result<
@@ -53,8 +53,10 @@ fn session(
     let identity = VerifiedIdentity::new(desktop::PRINCIPAL, "tenant-demo")?;
     let authorizer =
         ScopeAuthorizer::new(identity, ["computer:plan", "computer:execute:background"])?;
+    let store = Arc::new(FileCheckpointStore::new(dir, key()?)?);
     let session = Session::builder(Arc::clone(&runtime), authorizer)
         .agent_id("executor")
+        .checkpoints(store)
         .build()?;
     Ok((runtime, session))
 }
@@ -81,7 +83,7 @@ async fn suspend(dir: &Path) -> Result<CheckpointId, Error> {
     );
     // Suspending gives the pending approval up: the checkpoint is now the
     // only way to approve this action, once.
-    let id = pending.suspend(&store)?;
+    let id = pending.suspend().await?;
     println!("  checkpoint {id} in {}", store.path_of(&id).display());
     let _ = session.shutdown().await;
     Ok(id)
@@ -102,7 +104,8 @@ async fn resume(dir: &Path, id: &CheckpointId) -> Result<Approval, Error> {
         "runtimeApproved": true,
     }))?;
     let verified = session
-        .resume(&store, id, approval.clone())?
+        .resume(id, approval.clone())
+        .await?
         .complete()
         .await?;
     println!(
@@ -124,8 +127,7 @@ async fn resume(dir: &Path, id: &CheckpointId) -> Result<Approval, Error> {
 /// before anything reaches the runtime.
 async fn resume_again(dir: &Path, id: &CheckpointId, approval: Approval) -> Result<(), Error> {
     let (_, session) = session(dir)?;
-    let store = FileCheckpointStore::new(dir, key()?)?;
-    match session.resume(&store, id, approval) {
+    match session.resume(id, approval).await {
         Ok(_) => Err("a checkpoint was resumed twice".into()),
         Err(err) => {
             println!("resumed again: refused before any reservation: {err}");
@@ -146,7 +148,7 @@ async fn tamper(dir: &Path, id: &CheckpointId) -> Result<(), Error> {
     )?;
     let (_, session) = session(dir)?;
     let approval = Approval::runtime_held("any", "0".repeat(64), "demo-policy-v1");
-    match session.resume(&store, id, approval) {
+    match session.resume(id, approval).await {
         Ok(_) => Err("a tampered checkpoint was accepted".into()),
         Err(err) => {
             println!("tampered: refused before any reservation: {err}");

@@ -36,7 +36,7 @@ use adk_computer_use::contracts::*;
 use adk_computer_use::digest::sha256_prefixed;
 use adk_computer_use::protocol::{ChainOutcome, Session};
 use adk_computer_use::runtime::ProposedAction;
-use adk_computer_use::runtime::mcp::{ComputerUseMcpRuntime, McpRuntimeConfig};
+use adk_computer_use::runtime::mcp::{ComputerUseMcpRuntime, McpApprover, McpRuntimeConfig};
 use adk_computer_use::sim::{
     self, CLIPBOARD_APP, CLIPBOARD_LABEL, CLIPBOARD_ROLE, CLIPBOARD_WINDOW, SimConfig,
 };
@@ -64,7 +64,7 @@ fn quoted_text(request: &str) -> Result<&str, Error> {
 /// plays the host and gives it, in the open, through the host's approver.
 async fn read_back(
     session: &Session<ComputerUseMcpRuntime>,
-    runtime: &ComputerUseMcpRuntime,
+    approver: &McpApprover,
     target: Option<TargetEvidence>,
     expected: &str,
 ) -> Result<(), Error> {
@@ -79,7 +79,7 @@ async fn read_back(
                 pending.action_id(),
                 pending.preview().policy.reasons.join("; ")
             );
-            host::approve_and_complete(runtime, pending).await?
+            host::approve_and_complete(approver, pending).await?
         }
         ChainOutcome::Blocked(blocked) => {
             println!(
@@ -151,16 +151,18 @@ async fn main() -> Result<(), Error> {
     let config = McpRuntimeConfig::new(&principal).capability_tool("write_clipboard");
     // Another server as a child process, or the bundled simulator served
     // inside this process.
-    let runtime = Arc::new(match &server {
+    // The host keeps the approver; the session gets the runtime alone.
+    let (runtime, approver) = match &server {
         Some(parts) if !parts.is_empty() => {
             let mut command = tokio::process::Command::new(&parts[0]);
             command.args(&parts[1..]);
-            ComputerUseMcpRuntime::spawn(command, config).await?
+            ComputerUseMcpRuntime::spawn_with_approver(command, config).await?
         }
         Some(_) => return Err("--server needs a command".into()),
         None if x11 => x11_desktop(SimConfig::for_principal(&principal), config).await?,
         None => sim::spawn(SimConfig::for_principal(&principal), config).await?,
-    });
+    };
+    let runtime = Arc::new(runtime);
     let started = runtime.start_session(Some(&request), None).await?;
     println!(
         "session {} started for {}",
@@ -196,7 +198,7 @@ async fn main() -> Result<(), Error> {
 
     if planner == "model" {
         model_writes(&session, &request).await?;
-        read_back(&session, &runtime, target.clone(), &text).await?;
+        read_back(&session, &approver, target.clone(), &text).await?;
         let stats = session.shutdown().await;
         println!("reservations released: {} leaked", stats.leaked());
         runtime.shutdown().await?;
@@ -212,7 +214,7 @@ async fn main() -> Result<(), Error> {
                 done.performed(),
                 done.outcome().is_verified()
             );
-            read_back(&session, &runtime, target.clone(), &text).await?;
+            read_back(&session, &approver, target.clone(), &text).await?;
             if x11 {
                 xclip_reads(&text)?;
             }
@@ -279,7 +281,7 @@ async fn model_writes(
 async fn x11_desktop(
     sim: SimConfig,
     config: McpRuntimeConfig,
-) -> Result<ComputerUseMcpRuntime, Error> {
+) -> Result<(ComputerUseMcpRuntime, McpApprover), Error> {
     let desktop = adk_computer_use::x11::X11Desktop::connect()?;
     Ok(sim::spawn_on(sim, Box::new(desktop), config).await?)
 }
@@ -288,7 +290,7 @@ async fn x11_desktop(
 async fn x11_desktop(
     _sim: SimConfig,
     _config: McpRuntimeConfig,
-) -> Result<ComputerUseMcpRuntime, Error> {
+) -> Result<(ComputerUseMcpRuntime, McpApprover), Error> {
     Err("--x11 needs the x11 feature: cargo run --features x11 --example live_clipboard -- \"...\" --x11".into())
 }
 

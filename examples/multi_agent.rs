@@ -119,7 +119,7 @@ async fn main() -> Result<(), Error> {
         None => {
             let mut sim_config = SimConfig::for_principal(PRINCIPAL).with_stats();
             sim_config.slow_ms = 20;
-            sim::spawn(sim_config, config).await?
+            sim::spawn(sim_config, config).await?.0
         }
     });
     runtime

@@ -26,7 +26,7 @@
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! // The runtime, acting for the principal your host authenticated.
-//! let runtime = sim::spawn(sim::SimConfig::for_principal("alice"), McpRuntimeConfig::new("alice")).await?;
+//! let (runtime, _approver) = sim::spawn(sim::SimConfig::for_principal("alice"), McpRuntimeConfig::new("alice")).await?;
 //! runtime.start_session(Some("put text on the clipboard"), None).await?;
 //!
 //! // The session takes its id and principal from the runtime; the scopes

@@ -10,6 +10,7 @@ use adk_computer_use::contracts::{ApprovalScope, ExecutionMode};
 use adk_computer_use::eval::ComputerUseEvaluator;
 use adk_computer_use::journal::{Journal, MemoryJournal, journal_events, verify_journal};
 use adk_computer_use::protocol::{Approval, MemoryCheckpointStore, SealingKey};
+use adk_computer_use::runtime::mcp::McpApprover;
 use adk_computer_use::sim::{self, CLIPBOARD_APP, SimConfig};
 use adk_computer_use::{
     ComputerUseMcpRuntime, McpRuntimeConfig, ScopeAuthorizer, Session, VerifiedIdentity,
@@ -19,14 +20,19 @@ use serde_json::json;
 const TRANSCRIPT: &str = include_str!("../examples/transcripts/three_steps.json");
 
 async fn runtime(sim: SimConfig) -> Arc<ComputerUseMcpRuntime> {
-    let runtime = sim::spawn(sim.with_stats(), McpRuntimeConfig::new("alice"))
+    host(sim).await.0
+}
+
+/// The runtime an agent is handed, and apart from it the host's approver.
+async fn host(sim: SimConfig) -> (Arc<ComputerUseMcpRuntime>, McpApprover) {
+    let (runtime, approver) = sim::spawn(sim.with_stats(), McpRuntimeConfig::new("alice"))
         .await
         .unwrap();
     runtime
         .start_session(Some("agent"), Some("team"))
         .await
         .unwrap();
-    Arc::new(runtime)
+    (Arc::new(runtime), approver)
 }
 
 fn session(
@@ -40,6 +46,9 @@ fn session(
         .agent_id("agent-e2e")
         .target(CLIPBOARD_APP, None)
         .journal(journal)
+        .checkpoints(Arc::new(MemoryCheckpointStore::new(
+            SealingKey::new(vec![7u8; 32]).unwrap(),
+        )))
         .build()
         .unwrap()
 }
@@ -99,18 +108,17 @@ async fn a_recorded_three_step_task_completes_and_its_journal_evaluates_clean() 
 async fn an_action_that_needs_a_person_is_suspended_and_resumed_once() {
     let mut config = SimConfig::for_principal("alice");
     config.confirm_tools.insert("write_clipboard".into());
-    let runtime = runtime(config).await;
+    let (runtime, approver) = host(config).await;
     let session = session(
         &runtime,
         Arc::new(Journal::new(Arc::new(MemoryJournal::new()))),
     );
-    let store = MemoryCheckpointStore::new(SealingKey::new(vec![7u8; 32]).unwrap());
     let planner = ScriptedPlanner::new([PlanOutput::Structured(json!({
         "kind": "act", "tool": "write_clipboard", "arguments": { "text": "approved" },
         "mode": "background", "data_labels": ["public"], "summary": ""
     }))]);
     let report = AgentLoop::new(&session, planner, writes())
-        .checkpoints(&store)
+        .suspend_to_checkpoints()
         .run("needs a person")
         .await
         .into_result()
@@ -126,17 +134,13 @@ async fn an_action_that_needs_a_person_is_suspended_and_resumed_once() {
     let (stats, _) = runtime.call("sim_stats", Default::default()).await.unwrap();
     assert_eq!(stats["totalEffects"], 0, "nothing ran before the approval");
     // The host's approver, never the agent's session, grants it.
-    let grant = runtime
-        .approver()
+    let grant = approver
         .approve_action(&action_id, ApprovalScope::ExactAction, None)
         .await
         .unwrap();
     let done = session
-        .resume(
-            &store,
-            &checkpoint,
-            Approval::from_grant(&action_id, &grant),
-        )
+        .resume(&checkpoint, Approval::from_grant(&action_id, &grant))
+        .await
         .unwrap()
         .complete()
         .await
@@ -144,11 +148,8 @@ async fn an_action_that_needs_a_person_is_suspended_and_resumed_once() {
     assert!(done.performed());
     assert!(
         session
-            .resume(
-                &store,
-                &checkpoint,
-                Approval::from_grant(&action_id, &grant)
-            )
+            .resume(&checkpoint, Approval::from_grant(&action_id, &grant))
+            .await
             .is_err()
     );
     let (stats, _) = runtime.call("sim_stats", Default::default()).await.unwrap();
@@ -404,12 +405,11 @@ async fn over_mcp_an_approval_given_after_the_envelope_expired_still_runs_once()
     use adk_computer_use::protocol::ChainOutcome;
     let mut config = SimConfig::for_principal("alice");
     config.confirm_tools.insert("write_clipboard".into());
-    let runtime = runtime(config).await;
+    let (runtime, approver) = host(config).await;
     let session = session(
         &runtime,
         Arc::new(Journal::new(Arc::new(MemoryJournal::new()))),
     );
-    let store = MemoryCheckpointStore::new(SealingKey::new(vec![7u8; 32]).unwrap());
     let action = ProposedAction::new(
         "write_clipboard",
         json!({ "text": "late" }),
@@ -422,13 +422,12 @@ async fn over_mcp_an_approval_given_after_the_envelope_expired_still_runs_once()
         ChainOutcome::NeedsApproval(pending) => pending,
         _ => panic!("approval required"),
     };
-    let id = pending.suspend(&store).unwrap();
+    let id = pending.suspend().await.unwrap();
     tokio::time::sleep(std::time::Duration::from_millis(600)).await;
     // The server approves only a live preview: preview it again first.
-    let refreshed = session.refresh(&store, &id).await.unwrap();
-    assert!(session.refresh(&store, &id).await.is_err(), "once");
-    let grant = runtime
-        .approver()
+    let refreshed = session.refresh(&id).await.unwrap();
+    assert!(session.refresh(&id).await.is_err(), "once");
+    let grant = approver
         .approve_action("late-mcp", ApprovalScope::ExactAction, None)
         .await
         .unwrap();

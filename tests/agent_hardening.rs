@@ -201,7 +201,7 @@ fn a_point_in_a_field_the_mapping_does_not_read_is_refused() {
 }
 
 async fn sim_runtime() -> Arc<ComputerUseMcpRuntime> {
-    let runtime = sim::spawn(
+    let (runtime, _approver) = sim::spawn(
         SimConfig::for_principal("alice").with_stats(),
         McpRuntimeConfig::new("alice"),
     )

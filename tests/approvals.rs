@@ -6,11 +6,13 @@
 
 mod common;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use adk_computer_use::ComputerUseError;
 use adk_computer_use::protocol::{
-    Approval, ApproverKey, ApproverPublicKey, ChainOutcome, CheckpointId, CheckpointStore,
+    Approval, ApproverKey, ApproverPublicKey, ChainOutcome, CheckpointId, CheckpointRefusal,
+    CheckpointStore,
     Decision, FileCheckpointStore, SealingKey, decide, decision_of, inspect, pending,
     wait_for_decision,
 };
@@ -28,10 +30,10 @@ fn public() -> ApproverPublicKey {
     approver().public()
 }
 
-async fn suspended(rig: &Rig, store: &dyn CheckpointStore, id: &str) -> CheckpointId {
+async fn suspended(rig: &Rig, id: &str) -> CheckpointId {
     rig.runtime.script().route = Some(PreviewRoute::NeedsApproval);
     match rig.session.run(action(id)).await.unwrap() {
-        ChainOutcome::NeedsApproval(pending) => pending.suspend(store).unwrap(),
+        ChainOutcome::NeedsApproval(pending) => pending.suspend().await.unwrap(),
         _ => panic!("expected approval to be required"),
     }
 }
@@ -52,17 +54,17 @@ fn held(view: &adk_computer_use::protocol::CheckpointView) -> Approval {
     Approval::runtime_held(&view.action_id, &view.action_digest, &view.policy_digest)
 }
 
-fn store(dir: &tempfile::TempDir) -> FileCheckpointStore {
-    FileCheckpointStore::new(dir.path(), SealingKey::new(KEY.to_vec()).unwrap()).unwrap()
+fn store(dir: &tempfile::TempDir) -> Arc<FileCheckpointStore> {
+    Arc::new(FileCheckpointStore::new(dir.path(), SealingKey::new(KEY.to_vec()).unwrap()).unwrap())
 }
 
 #[tokio::test]
 async fn a_person_sees_what_waits_before_deciding() {
-    let rig = rig();
     let dir = tempfile::tempdir().unwrap();
     let store = store(&dir);
-    let id = suspended(&rig, &store, "look-1").await;
-    let view = inspect(&store, &id).unwrap();
+    let rig = rig_on(store.clone());
+    let id = suspended(&rig, "look-1").await;
+    let view = inspect(&*store, &id).unwrap();
     assert_eq!(view.action_id, "look-1");
     assert_eq!(view.tool, "write_clipboard");
     assert_eq!(view.session_id, SESSION);
@@ -70,14 +72,14 @@ async fn a_person_sees_what_waits_before_deciding() {
     assert_eq!(view.target_app_id.as_deref(), Some(APP));
     assert_eq!(view.policy_digest, POLICY);
     assert!(!view.decided);
-    assert_eq!(pending(&store).unwrap().len(), 1);
+    assert_eq!(pending(&*store).unwrap().len(), 1);
     // Tampered: the seal fails on read, and nothing is shown as sound.
     let path = dir.path().join(format!("{id}.checkpoint"));
     let text = std::fs::read_to_string(&path).unwrap();
     std::fs::write(&path, text.replace("write_clipboard", "delete_file")).unwrap();
-    assert!(inspect(&store, &id).is_err());
+    assert!(inspect(&*store, &id).is_err());
     assert!(
-        pending(&store).unwrap()[0].1.is_err(),
+        pending(&*store).unwrap()[0].1.is_err(),
         "listed as unreadable, never as sound"
     );
     assert_eq!(rig.runtime.count(Call::Reserve), 0);
@@ -85,57 +87,58 @@ async fn a_person_sees_what_waits_before_deciding() {
 
 #[tokio::test]
 async fn a_decision_is_for_this_action_recorded_once_and_sealed() {
-    let rig = rig();
     let dir = tempfile::tempdir().unwrap();
     let store = store(&dir);
-    let id = suspended(&rig, &store, "decide-1").await;
-    let view = inspect(&store, &id).unwrap();
+    let rig = rig_on(store.clone());
+    let id = suspended(&rig, "decide-1").await;
+    let view = inspect(&*store, &id).unwrap();
     // An approval of other digests is refused to the person making it.
     let wrong = Approval::runtime_held(&view.action_id, "0".repeat(64), &view.policy_digest);
-    assert!(decide(&store, &id, &Decision::Approve(wrong), &approver()).is_err());
+    assert!(decide(&*store, &id, &Decision::Approve(wrong), &approver()).is_err());
     let right = held(&view);
-    decide(&store, &id, &Decision::Approve(right.clone()), &approver()).unwrap();
+    decide(&*store, &id, &Decision::Approve(right.clone()), &approver()).unwrap();
     let changed = Decision::Deny {
         reason: "changed my mind".into(),
     };
-    let again = decide(&store, &id, &changed, &approver());
+    let again = decide(&*store, &id, &changed, &approver());
     assert!(
         matches!(again, Err(ComputerUseError::Checkpoint { .. })),
         "{again:?}"
     );
     assert_eq!(
-        decision_of(&store, &id, &public()).unwrap(),
+        decision_of(&*store, &id, &public()).unwrap(),
         Some(Decision::Approve(right))
     );
     // A decision file written without the key is not a decision.
     let forged_dir = tempfile::tempdir().unwrap();
     let forged_store = self::store(&forged_dir);
-    let forged_id = suspended(&rig, &forged_store, "decide-2").await;
+    let forged_rig = rig_on(forged_store.clone());
+    let forged_id = suspended(&forged_rig, "decide-2").await;
     std::fs::write(
         forged_dir.path().join(format!("{forged_id}.decision")),
         r#"{"body":{"checkpointId":"x","deny":{"reason":"r"}},"seal":"00"}"#,
     )
     .unwrap();
-    assert!(decision_of(&forged_store, &forged_id, &public()).is_err());
+    assert!(decision_of(&*forged_store, &forged_id, &public()).is_err());
 }
 
 #[tokio::test]
 async fn the_waiting_session_resumes_once_on_an_approval_and_ends_on_a_denial() {
-    let rig = rig();
     let dir = tempfile::tempdir().unwrap();
     let store = store(&dir);
+    let rig = rig_on(store.clone());
     // No decision yet: refused, nothing changes.
-    let id = suspended(&rig, &store, "wait-1").await;
+    let id = suspended(&rig, "wait-1").await;
     assert!(matches!(
-        rig.session.resume_decided(&store, &id, &public()).await,
+        rig.session.resume_decided(&id, &public()).await,
         Err(ComputerUseError::Checkpoint { .. })
     ));
-    let view = inspect(&store, &id).unwrap();
+    let view = inspect(&*store, &id).unwrap();
     let approval = granted(&rig, &view);
-    decide(&store, &id, &Decision::Approve(approval), &approver()).unwrap();
+    decide(&*store, &id, &Decision::Approve(approval), &approver()).unwrap();
     let done = rig
         .session
-        .resume_decided(&store, &id, &public())
+        .resume_decided(&id, &public())
         .await
         .unwrap()
         .complete()
@@ -144,22 +147,22 @@ async fn the_waiting_session_resumes_once_on_an_approval_and_ends_on_a_denial() 
     assert!(done.performed());
     assert!(
         rig.session
-            .resume_decided(&store, &id, &public())
+            .resume_decided(&id, &public())
             .await
             .is_err(),
         "once"
     );
     assert_eq!(rig.runtime.mutations(), 1);
     // Denied: a typed end, the checkpoint retired, no runtime call.
-    let denied = suspended(&rig, &store, "wait-2").await;
+    let denied = suspended(&rig, "wait-2").await;
     let not_today = Decision::Deny {
         reason: "not today".into(),
     };
-    decide(&store, &denied, &not_today, &approver()).unwrap();
+    decide(&*store, &denied, &not_today, &approver()).unwrap();
     let reserves = rig.runtime.count(Call::Reserve);
     let err = rig
         .session
-        .resume_decided(&store, &denied, &public())
+        .resume_decided(&denied, &public())
         .await
         .err()
         .unwrap();
@@ -173,12 +176,12 @@ async fn the_waiting_session_resumes_once_on_an_approval_and_ends_on_a_denial() 
 
 #[tokio::test]
 async fn waiting_for_a_decision_is_bounded() {
-    let rig = rig();
     let dir = tempfile::tempdir().unwrap();
     let store = store(&dir);
-    let id = suspended(&rig, &store, "poll-1").await;
+    let rig = rig_on(store.clone());
+    let id = suspended(&rig, "poll-1").await;
     let none = wait_for_decision(
-        &store,
+        store.clone(),
         &id,
         &public(),
         Duration::from_millis(5),
@@ -186,11 +189,11 @@ async fn waiting_for_a_decision_is_bounded() {
     )
     .await;
     assert_eq!(none.unwrap(), None);
-    let view = inspect(&store, &id).unwrap();
+    let view = inspect(&*store, &id).unwrap();
     let key = public();
     let (found, ()) = tokio::join!(
         wait_for_decision(
-            &store,
+            store.clone(),
             &id,
             &key,
             Duration::from_millis(5),
@@ -201,7 +204,7 @@ async fn waiting_for_a_decision_is_bounded() {
             let deny = Decision::Deny {
                 reason: view.action_id.clone(),
             };
-            decide(&store, &id, &deny, &approver()).unwrap();
+            decide(&*store, &id, &deny, &approver()).unwrap();
         }
     );
     assert!(matches!(found.unwrap(), Some(Decision::Deny { .. })));
@@ -209,11 +212,11 @@ async fn waiting_for_a_decision_is_bounded() {
 
 #[tokio::test]
 async fn the_command_lists_shows_and_records_decisions() {
-    let rig = rig();
     let dir = tempfile::tempdir().unwrap();
     let store = store(&dir);
-    let first = suspended(&rig, &store, "cli-1").await;
-    let second = suspended(&rig, &store, "cli-2").await;
+    let rig = rig_on(store.clone());
+    let first = suspended(&rig, "cli-1").await;
+    let second = suspended(&rig, "cli-2").await;
     let run = |args: &[&str]| {
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_computer-use-approvals"))
             .args(args)
@@ -233,7 +236,7 @@ async fn the_command_lists_shows_and_records_decisions() {
         ok && listed.contains("cli-1") && listed.contains("cli-2") && listed.contains("waiting"),
         "{listed}"
     );
-    let view = inspect(&store, &first).unwrap();
+    let view = inspect(&*store, &first).unwrap();
     let (ok, shown, _) = run(&["show", first.as_str(), "--store", store_dir]);
     assert!(
         ok && shown.contains(&view.action_digest) && shown.contains(&view.policy_digest),
@@ -271,11 +274,11 @@ async fn the_command_lists_shows_and_records_decisions() {
     assert!(!ok && err.contains("exactly one"), "{err}");
     // The agent acts on what the person decided.
     assert!(matches!(
-        decision_of(&store, &first, &public()).unwrap(),
+        decision_of(&*store, &first, &public()).unwrap(),
         Some(Decision::Approve(_))
     ));
     assert!(matches!(
-        rig.session.resume_decided(&store, &second, &public()).await,
+        rig.session.resume_decided(&second, &public()).await,
         Err(ComputerUseError::Denied { .. })
     ));
     // Without the key, nothing is shown.
@@ -292,13 +295,13 @@ async fn the_command_lists_shows_and_records_decisions() {
 /// checkpoint; the command shows model-controlled text escaped.
 #[tokio::test]
 async fn a_recorded_decision_cannot_be_overridden_or_forged_by_the_agent() {
-    let rig = rig();
     let dir = tempfile::tempdir().unwrap();
     let store = store(&dir);
-    let id = suspended(&rig, &store, "override-1").await;
-    let view = inspect(&store, &id).unwrap();
+    let rig = rig_on(store.clone());
+    let id = suspended(&rig, "override-1").await;
+    let view = inspect(&*store, &id).unwrap();
     decide(
-        &store,
+        &*store,
         &id,
         &Decision::Deny {
             reason: "no".into(),
@@ -308,19 +311,21 @@ async fn a_recorded_decision_cannot_be_overridden_or_forged_by_the_agent() {
     .unwrap();
     // The agent tries to resume with an approval it built itself.
     let own = held(&view);
-    let err = rig.session.resume(&store, &id, own.clone()).err().unwrap();
-    assert!(err.to_string().contains("resume_decided"), "{err}");
+    assert_eq!(
+        refusal_of(rig.session.resume(&id, own.clone()).await),
+        CheckpointRefusal::DecisionRecorded
+    );
     assert_eq!(rig.runtime.count(Call::Reserve), 0);
     // A decision signed with any key but the approver's is no decision,
     // even written by someone who holds the store's sealing key.
-    let other = suspended(&rig, &store, "override-2").await;
+    let other = suspended(&rig, "override-2").await;
     let agents_key = ApproverKey::from_hex(&"11".repeat(32)).unwrap();
-    let view = inspect(&store, &other).unwrap();
+    let view = inspect(&*store, &other).unwrap();
     let own = held(&view);
-    decide(&store, &other, &Decision::Approve(own), &agents_key).unwrap();
+    decide(&*store, &other, &Decision::Approve(own), &agents_key).unwrap();
     assert!(
         rig.session
-            .resume_decided(&store, &other, &public())
+            .resume_decided(&other, &public())
             .await
             .is_err()
     );
@@ -329,12 +334,12 @@ async fn a_recorded_decision_cannot_be_overridden_or_forged_by_the_agent() {
 
 #[tokio::test]
 async fn a_denial_retires_only_the_checkpoint_of_its_own_agent() {
-    let rig = rig();
     let dir = tempfile::tempdir().unwrap();
     let store = store(&dir);
-    let id = suspended(&rig, &store, "mine-1").await;
+    let rig = rig_on(store.clone());
+    let id = suspended(&rig, "mine-1").await;
     decide(
-        &store,
+        &*store,
         &id,
         &Decision::Deny {
             reason: "no".into(),
@@ -346,10 +351,11 @@ async fn a_denial_retires_only_the_checkpoint_of_its_own_agent() {
         adk_computer_use::Session::builder(std::sync::Arc::clone(&rig.runtime), full_authorizer())
             .clock(std::sync::Arc::new(rig.clock.clone()))
             .agent_id("someone-else")
+            .checkpoints(store.clone())
             .build()
             .unwrap();
     assert!(matches!(
-        stranger.resume_decided(&store, &id, &public()).await,
+        stranger.resume_decided(&id, &public()).await,
         Err(ComputerUseError::Checkpoint { .. })
     ));
     assert!(
@@ -357,7 +363,7 @@ async fn a_denial_retires_only_the_checkpoint_of_its_own_agent() {
         "still waiting for its own agent"
     );
     assert!(matches!(
-        rig.session.resume_decided(&store, &id, &public()).await,
+        rig.session.resume_decided(&id, &public()).await,
         Err(ComputerUseError::Denied { .. })
     ));
 }
@@ -366,22 +372,22 @@ async fn a_denial_retires_only_the_checkpoint_of_its_own_agent() {
 /// previewed again and continues only if both digests are unchanged.
 #[tokio::test]
 async fn an_approval_outlives_the_envelope_and_never_re_approves_a_change() {
-    let rig = rig();
     let dir = tempfile::tempdir().unwrap();
     let store = store(&dir);
-    let id = suspended(&rig, &store, "late-1").await;
-    let view = inspect(&store, &id).unwrap();
+    let rig = rig_on(store.clone());
+    let id = suspended(&rig, "late-1").await;
+    let view = inspect(&*store, &id).unwrap();
     let approval = granted(&rig, &view);
     // After lunch: the 30-second envelope is long gone.
     rig.clock.advance(time::Duration::hours(1));
     assert!(matches!(
-        rig.session.resume(&store, &id, approval.clone()),
+        rig.session.resume(&id, approval.clone()).await,
         Err(ComputerUseError::Expired { .. })
     ));
     let previews = rig.runtime.count(Call::Preview);
     let done = rig
         .session
-        .resume_refreshing(&store, &id, approval.clone())
+        .resume_refreshing(&id, approval.clone())
         .await
         .unwrap()
         .complete()
@@ -395,14 +401,14 @@ async fn an_approval_outlives_the_envelope_and_never_re_approves_a_change() {
     );
     assert!(
         rig.session
-            .resume_refreshing(&store, &id, approval)
+            .resume_refreshing(&id, approval)
             .await
             .is_err(),
         "once"
     );
     // The policy changed meanwhile: refused as a mismatch, nothing reserved.
-    let changed = suspended(&rig, &store, "late-2").await;
-    let view = inspect(&store, &changed).unwrap();
+    let changed = suspended(&rig, "late-2").await;
+    let view = inspect(&*store, &changed).unwrap();
     let approval = held(&view);
     rig.clock.advance(time::Duration::hours(1));
     rig.runtime.script().preview = Some(std::sync::Arc::new(
@@ -413,7 +419,7 @@ async fn an_approval_outlives_the_envelope_and_never_re_approves_a_change() {
     let reserves = rig.runtime.count(Call::Reserve);
     let err = rig
         .session
-        .resume_refreshing(&store, &changed, approval)
+        .resume_refreshing(&changed, approval)
         .await
         .err()
         .unwrap();
@@ -430,33 +436,33 @@ async fn an_approval_outlives_the_envelope_and_never_re_approves_a_change() {
 /// shown; a copy of a resumed checkpoint is not refreshed again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_refresh_path_holds_against_late_denials_changed_previews_and_copies() {
-    let rig = rig();
     let dir = tempfile::tempdir().unwrap();
     let store = store(&dir);
+    let rig = rig_on(store.clone());
     // A denial lands while the runtime holds the re-preview.
-    let id = suspended(&rig, &store, "race-deny").await;
-    let view = inspect(&store, &id).unwrap();
+    let id = suspended(&rig, "race-deny").await;
+    let view = inspect(&*store, &id).unwrap();
     let own = held(&view);
     rig.clock.advance(time::Duration::hours(1));
     rig.runtime.script().hold.insert(Call::Preview);
     let deny = Decision::Deny {
         reason: "no".into(),
     };
-    let (resumed, ()) = tokio::join!(rig.session.resume_refreshing(&store, &id, own), async {
+    let (resumed, ()) = tokio::join!(rig.session.resume_refreshing(&id, own), async {
         rig.runtime.held.notified().await;
-        decide(&store, &id, &deny, &approver()).unwrap();
+        decide(&*store, &id, &deny, &approver()).unwrap();
         rig.runtime.gate.notify_one();
     });
     assert!(resumed.is_err(), "a denial recorded meanwhile wins");
     rig.runtime.script().hold.clear();
     assert!(
-        rig.session.refresh(&store, &id).await.is_err(),
+        rig.session.refresh(&id).await.is_err(),
         "a decided checkpoint is not refreshed around its decision"
     );
     assert_eq!(rig.runtime.count(Call::Reserve), 0);
     // The re-preview adds labels the person never saw: refused, named.
-    let labelled = suspended(&rig, &store, "relabel").await;
-    let view = inspect(&store, &labelled).unwrap();
+    let labelled = suspended(&rig, "relabel").await;
+    let view = inspect(&*store, &labelled).unwrap();
     let own = held(&view);
     rig.clock.advance(time::Duration::hours(1));
     rig.runtime.script().preview = Some(std::sync::Arc::new(
@@ -466,32 +472,39 @@ async fn the_refresh_path_holds_against_late_denials_changed_previews_and_copies
     ));
     let err = rig
         .session
-        .resume_refreshing(&store, &labelled, own)
+        .resume_refreshing(&labelled, own)
         .await
         .err()
         .unwrap();
     assert_eq!(err.field(), Some("dataLabels"), "{err}");
     rig.runtime.script().preview = None;
-    // A copy of a checkpoint this session already resumed is not refreshed.
-    let original = suspended(&rig, &store, "copied").await;
+    // A copy of the store (the directory, its identity file included) is
+    // not the store of record: its records are refused there.
+    let original = suspended(&rig, "copied").await;
     let copy_dir = tempfile::tempdir().unwrap();
     for entry in std::fs::read_dir(dir.path()).unwrap() {
         let path = entry.unwrap().path();
         std::fs::copy(&path, copy_dir.path().join(path.file_name().unwrap())).unwrap();
     }
     let copy = self::store(&copy_dir);
-    let view = inspect(&store, &original).unwrap();
+    let view = inspect(&*store, &original).unwrap();
     let approval = granted(&rig, &view);
     rig.clock.advance(time::Duration::hours(1));
     let done = rig
         .session
-        .resume_refreshing(&store, &original, approval)
+        .resume_refreshing(&original, approval.clone())
         .await
         .unwrap();
     assert!(done.complete().await.unwrap().performed());
-    assert!(
-        rig.session.refresh(&copy, &original).await.is_err(),
-        "already resumed here"
-    );
+    let on_copy = adk_computer_use::Session::builder(Arc::clone(&rig.runtime), full_authorizer())
+        .clock(Arc::new(rig.clock.clone()))
+        .agent_id("executor")
+        .checkpoints(copy)
+        .build()
+        .unwrap();
+    assert!(matches!(
+        refusal_of(on_copy.resume_refreshing(&original, approval).await),
+        CheckpointRefusal::OtherStore { .. }
+    ));
     assert_eq!(rig.runtime.mutations(), 1);
 }

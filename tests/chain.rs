@@ -109,18 +109,14 @@ async fn a_blocked_action_carries_its_blocker_and_reasons() {
 async fn resume_executes_only_the_original_digest_with_the_exact_grant() {
     let rig = rig();
     let pending = pending(&rig, "a-5").await;
-    let store = MemoryCheckpointStore::new(key());
     let digest = pending.action_digest().to_owned();
-    let id = pending.suspend(&store).unwrap();
+    let id = pending.suspend().await.unwrap();
     let grant = rig.runtime.grant(&digest);
 
     let approved = rig
         .session
-        .resume(
-            &store,
-            &id,
-            Approval::with_grant("a-5", &digest, POLICY, &grant),
-        )
+        .resume(&id, Approval::with_grant("a-5", &digest, POLICY, &grant))
+        .await
         .unwrap();
     assert_eq!(approved.preview().envelope.args_digest, digest);
     let verified = approved.complete().await.unwrap();
@@ -201,68 +197,74 @@ async fn ambiguous_authority_is_rejected() {
 
 #[tokio::test]
 async fn replaced_or_tampered_checkpoints_are_rejected_before_reservation() {
-    let rig = rig();
     let dir = tempfile::tempdir().unwrap();
-    let store = FileCheckpointStore::new(dir.path(), key()).unwrap();
+    let store = Arc::new(FileCheckpointStore::new(dir.path(), key()).unwrap());
+    let rig = rig_on(store.clone());
     let pending_a = pending(&rig, "a-8").await;
     let approval = Approval::runtime_held(
         pending_a.action_id(),
         pending_a.action_digest(),
         pending_a.policy_digest(),
     );
-    let id = pending_a.suspend(&store).unwrap();
+    let id = pending_a.suspend().await.unwrap();
 
     // A second preview for the same id is never written over the first.
     let again = pending(&rig, "a-8").await;
-    assert!(matches!(
-        again.suspend(&store),
-        Err(ComputerUseError::Checkpoint { .. })
-    ));
+    assert_eq!(
+        refusal_of(again.suspend().await),
+        CheckpointRefusal::Exists
+    );
 
     let path = store.path_of(&id);
     let original = std::fs::read_to_string(&path).unwrap();
 
     // Tampering with the sealed preview breaks the seal.
     std::fs::write(&path, original.replace("write_clipboard", "delete_file__")).unwrap();
-    let err = rig
-        .session
-        .resume(&store, &id, approval.clone())
-        .err()
-        .unwrap();
-    assert!(err.to_string().contains("seal does not verify"), "{err}");
+    assert_eq!(
+        refusal_of(rig.session.resume(&id, approval.clone()).await),
+        CheckpointRefusal::SealBroken
+    );
 
     // A second, validly sealed record appended under the id is a replacement.
     std::fs::write(&path, format!("{original}{original}")).unwrap();
-    let err = rig
-        .session
-        .resume(&store, &id, approval.clone())
-        .err()
-        .unwrap();
-    assert!(err.to_string().contains("exactly one"), "{err}");
+    assert_eq!(
+        refusal_of(rig.session.resume(&id, approval.clone()).await),
+        CheckpointRefusal::Replaced { records: 2 }
+    );
 
-    // A checkpoint of another session fails, even with the same key.
+    // A checkpoint of another session fails, even with the same key and
+    // the same store.
     std::fs::write(&path, &original).unwrap();
     rig.runtime.act_in("session-2", None);
     let other = Session::builder(Arc::clone(&rig.runtime), full_authorizer())
         .clock(Arc::new(rig.clock.clone()))
+        .checkpoints(store.clone())
         .build()
         .unwrap();
     rig.runtime.act_in(SESSION, None);
-    let err = other.resume(&store, &id, approval.clone()).err().unwrap();
-    assert!(err.to_string().contains("session"), "{err}");
+    assert!(matches!(
+        refusal_of(other.resume(&id, approval.clone()).await),
+        CheckpointRefusal::OtherSession { .. }
+    ));
 
     // The same files opened with another key: refused.
-    let foreign_store =
-        FileCheckpointStore::new(dir.path(), SealingKey::new(vec![9u8; 32]).unwrap()).unwrap();
-    assert!(
-        rig.session
-            .resume(&foreign_store, &id, approval.clone())
-            .is_err()
+    let foreign_store = Arc::new(
+        FileCheckpointStore::new(dir.path(), SealingKey::new(vec![9u8; 32]).unwrap()).unwrap(),
+    );
+    let foreign = Session::builder(Arc::clone(&rig.runtime), full_authorizer())
+        .clock(Arc::new(rig.clock.clone()))
+        .agent_id("executor")
+        .checkpoints(foreign_store)
+        .build()
+        .unwrap();
+    assert_eq!(
+        refusal_of(foreign.resume(&id, approval.clone()).await),
+        CheckpointRefusal::SealBroken
     );
 
     assert_eq!(rig.runtime.count(Call::Reserve), 0);
     // The untouched file still resumes.
-    let _approved = rig.session.resume(&store, &id, approval).unwrap();
+    let _approved = rig.session.resume(&id, approval).await.unwrap();
 }
 
 #[tokio::test]

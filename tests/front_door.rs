@@ -179,7 +179,7 @@ async fn the_simulator_runs_in_process_and_refuses_faults_that_would_end_the_pro
         .err()
         .expect("refused");
     assert_eq!(err.field(), Some("faults"), "{err}");
-    let runtime = sim::spawn(
+    let (runtime, _approver) = sim::spawn(
         SimConfig::for_principal("alice"),
         McpRuntimeConfig::new("alice"),
     )

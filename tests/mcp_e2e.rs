@@ -4,7 +4,11 @@
 
 mod sim_support;
 
-use adk_computer_use::contracts::ApprovalScope;
+use std::sync::Arc;
+
+use adk_computer_use::contracts::{ApprovalScope, WindowId};
+use adk_computer_use::protocol::Session;
+use adk_computer_use::sim::{CLIPBOARD_APP, CLIPBOARD_WINDOW};
 use adk_computer_use::protocol::{Approval, ChainOutcome, Verified};
 use adk_computer_use::runtime::{
     AgentInterrupter, CancellationBridge, ComputerUseRuntime, StopKind,
@@ -99,7 +103,7 @@ async fn the_approval_path_uses_an_approve_action_grant() {
     };
     assert_eq!(stats(&runtime).await["totalEffects"], 0);
     let grant = runtime
-        .approver()
+        .approver
         .approve_action("a-3", ApprovalScope::ExactAction, None)
         .await
         .unwrap();
@@ -546,13 +550,22 @@ async fn terminal_sessions_can_be_pruned() {
 
 #[tokio::test]
 async fn a_suspended_approval_resumes_over_mcp_once_with_its_sealed_arguments() {
-    use adk_computer_use::protocol::{FileCheckpointStore, SealingKey};
+    use adk_computer_use::protocol::{CheckpointRefusal, FileCheckpointStore, SealingKey};
     let runtime = spawn_sim(&["--confirm-tool", "write_clipboard"]).await;
     let dir = tempfile::tempdir().unwrap();
-    let store =
-        FileCheckpointStore::new(dir.path(), SealingKey::new(vec![4u8; 32]).unwrap()).unwrap();
+    let store = Arc::new(
+        FileCheckpointStore::new(dir.path(), SealingKey::new(vec![4u8; 32]).unwrap()).unwrap(),
+    );
+    let on = |store: Arc<FileCheckpointStore>| {
+        Session::builder(Arc::clone(&runtime), sim_authorizer())
+            .agent_id("agent-a")
+            .target(CLIPBOARD_APP, Some(WindowId::Number(CLIPBOARD_WINDOW)))
+            .checkpoints(store)
+            .build()
+            .unwrap()
+    };
     let id = {
-        let session = session(&runtime, "agent-a");
+        let session = on(store.clone());
         let pending = match session
             .run(write_clipboard("resume-1", "resumed", true))
             .await
@@ -561,40 +574,48 @@ async fn a_suspended_approval_resumes_over_mcp_once_with_its_sealed_arguments() 
             ChainOutcome::NeedsApproval(pending) => pending,
             _ => panic!("expected approval to be required"),
         };
-        pending.suspend(&store).unwrap()
+        pending.suspend().await.unwrap()
     };
     // The adapter keeps nothing per preview: the exact previewed arguments
     // travel in the sealed checkpoint.
     let grant = runtime
-        .approver()
+        .approver
         .approve_action("resume-1", ApprovalScope::ExactAction, None)
         .await
         .unwrap();
     // The same checkpoint files opened with another key are refused before
     // anything runs.
-    let foreign =
-        FileCheckpointStore::new(dir.path(), SealingKey::new(vec![8u8; 32]).unwrap()).unwrap();
+    let foreign = Arc::new(
+        FileCheckpointStore::new(dir.path(), SealingKey::new(vec![8u8; 32]).unwrap()).unwrap(),
+    );
     assert!(
-        session(&runtime, "agent-a")
-            .resume(&foreign, &id, Approval::from_grant("resume-1", &grant))
+        on(foreign)
+            .resume(&id, Approval::from_grant("resume-1", &grant))
+            .await
             .is_err()
     );
-    let session = session(&runtime, "agent-a");
+    let session = on(store.clone());
     let verified = session
-        .resume(&store, &id, Approval::from_grant("resume-1", &grant))
+        .resume(&id, Approval::from_grant("resume-1", &grant))
+        .await
         .unwrap()
         .complete()
         .await
         .unwrap();
     assert!(verified.outcome().is_verified(), "{}", verified.outcome());
     assert_eq!(sim_support::stats(&runtime).await["totalEffects"], 1);
-    // Resumed once, the checkpoint is spent: a second resume is refused
-    // before any runtime call.
-    let err = session
-        .resume(&store, &id, Approval::from_grant("resume-1", &grant))
+    // Resumed once, the checkpoint is spent: a second resume, from another
+    // session on the same store, is refused before any runtime call.
+    let err = on(store.clone())
+        .resume(&id, Approval::from_grant("resume-1", &grant))
+        .await
         .err()
         .unwrap();
-    assert!(err.to_string().contains("already resumed"), "{err}");
+    assert_eq!(
+        err.checkpoint_refusal(),
+        Some(&CheckpointRefusal::AlreadyResumed),
+        "{err}"
+    );
     assert_eq!(sim_support::stats(&runtime).await["totalEffects"], 1);
     runtime.shutdown().await.unwrap();
 }

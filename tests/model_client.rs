@@ -83,7 +83,7 @@ async fn replay(replies: Vec<(u16, &'static str)>) -> (String, Arc<Mutex<Vec<See
 }
 
 async fn session() -> Session<adk_computer_use::ComputerUseMcpRuntime> {
-    let runtime = sim::spawn(
+    let (runtime, _approver) = sim::spawn(
         SimConfig::for_principal("alice"),
         McpRuntimeConfig::new("alice"),
     )

@@ -101,18 +101,15 @@ async fn finding_01_a_plan_only_session_cannot_mutate() {
 #[tokio::test]
 async fn finding_02_a_checkpoint_resumes_once_in_memory() {
     let rig = rig();
-    let store = MemoryCheckpointStore::new(key());
     let pending = pending(&rig, "d-2").await;
     let approval = held_approval(&pending);
-    let id = pending.suspend(&store).unwrap();
-    let first = rig.session.resume(&store, &id, approval.clone()).unwrap();
+    let id = pending.suspend().await.unwrap();
+    let first = rig.session.resume(&id, approval.clone()).await.unwrap();
     for _ in 0..3 {
-        let err = rig
-            .session
-            .resume(&store, &id, approval.clone())
-            .err()
-            .unwrap();
-        assert!(err.to_string().contains("already resumed"), "{err}");
+        assert_eq!(
+            refusal_of(rig.session.resume(&id, approval.clone()).await),
+            CheckpointRefusal::ResumedHere
+        );
     }
     let _verified = first.complete().await.unwrap();
     assert_eq!(rig.runtime.count(Call::Reserve), 1);
@@ -122,30 +119,34 @@ async fn finding_02_a_checkpoint_resumes_once_in_memory() {
 
 #[tokio::test]
 async fn finding_02_racing_resumes_of_one_checkpoint_file_yield_one_approved_stage() {
-    let rig = rig();
     let dir = tempfile::tempdir().unwrap();
+    let rig = rig_on(Arc::new(FileCheckpointStore::new(dir.path(), key()).unwrap()));
     let pending = pending(&rig, "d-3").await;
     let approval = held_approval(&pending);
-    let id = pending
-        .suspend(&FileCheckpointStore::new(dir.path(), key()).unwrap())
-        .unwrap();
-    // Each contender opens the directory on its own, as separate processes
-    // would; they race on the same file.
+    let id = pending.suspend().await.unwrap();
+    // Each contender is a session of its own over its own opening of the
+    // directory, as separate processes would be; they race on the same file.
     const CONTENDERS: usize = 8;
-    let barrier = std::sync::Barrier::new(CONTENDERS);
-    let outcomes: Vec<Result<Approved<FakeRuntime>, ComputerUseError>> =
-        std::thread::scope(|scope| {
-            let handles: Vec<_> = (0..CONTENDERS)
-                .map(|_| {
-                    scope.spawn(|| {
-                        let store = FileCheckpointStore::new(dir.path(), key()).unwrap();
-                        barrier.wait();
-                        rig.session.resume(&store, &id, approval.clone())
-                    })
-                })
-                .collect();
-            handles.into_iter().map(|h| h.join().unwrap()).collect()
-        });
+    let barrier = Arc::new(tokio::sync::Barrier::new(CONTENDERS));
+    let mut tasks = Vec::new();
+    for _ in 0..CONTENDERS {
+        let store = Arc::new(FileCheckpointStore::new(dir.path(), key()).unwrap());
+        let session = Session::builder(Arc::clone(&rig.runtime), full_authorizer())
+            .clock(Arc::new(rig.clock.clone()))
+            .agent_id("executor")
+            .checkpoints(store)
+            .build()
+            .unwrap();
+        let (barrier, id, approval) = (Arc::clone(&barrier), id.clone(), approval.clone());
+        tasks.push(tokio::spawn(async move {
+            barrier.wait().await;
+            session.resume(&id, approval).await
+        }));
+    }
+    let mut outcomes: Vec<Result<Approved<FakeRuntime>, ComputerUseError>> = Vec::new();
+    for task in tasks {
+        outcomes.push(task.await.unwrap());
+    }
     let (won, lost): (Vec<_>, Vec<_>) = outcomes.into_iter().partition(Result::is_ok);
     assert_eq!(won.len(), 1, "exactly one resume may win");
     for err in lost.into_iter().filter_map(Result::err) {
@@ -165,14 +166,13 @@ async fn finding_02_racing_resumes_of_one_checkpoint_file_yield_one_approved_sta
 #[tokio::test]
 async fn finding_02_a_refused_resume_does_not_spend_the_checkpoint() {
     let rig = rig();
-    let store = MemoryCheckpointStore::new(key());
     let pending = pending(&rig, "d-4").await;
     let good = held_approval(&pending);
-    let id = pending.suspend(&store).unwrap();
+    let id = pending.suspend().await.unwrap();
     let wrong = Approval::runtime_held("d-4", "f".repeat(64), POLICY);
-    assert!(rig.session.resume(&store, &id, wrong).is_err());
+    assert!(rig.session.resume(&id, wrong).await.is_err());
     // The person's real approval still resumes it, once.
-    let _approved = rig.session.resume(&store, &id, good).unwrap();
+    let _approved = rig.session.resume(&id, good).await.unwrap();
 }
 
 // 3. False `Verified` -------------------------------------------------------
@@ -617,14 +617,14 @@ async fn retained_state_travels_with_the_stage_and_through_a_checkpoint() {
     let rig = rig();
     rig.runtime.script().retained = Some(json!({ "exact": "arguments" }));
     let _verified = completed(rig.session.run(action("d-26")).await.unwrap());
-    let store = MemoryCheckpointStore::new(key());
     let pending = pending(&rig, "d-27").await;
     let approval = held_approval(&pending);
-    let id = pending.suspend(&store).unwrap();
+    let id = pending.suspend().await.unwrap();
     rig.runtime.script().retained = None;
     let _verified = rig
         .session
-        .resume(&store, &id, approval)
+        .resume(&id, approval)
+        .await
         .unwrap()
         .complete()
         .await
@@ -746,16 +746,26 @@ async fn an_explicit_release_that_panics_hands_the_resource_to_the_reaper() {
 #[tokio::test]
 async fn a_checkpoint_copied_into_another_store_is_not_resumed_twice_by_one_session() {
     let rig = rig();
-    let store = MemoryCheckpointStore::new(key());
     let pending = pending(&rig, "h-5").await;
     let approval = held_approval(&pending);
-    let id = pending.suspend(&store).unwrap();
-    let record = store.load(&id).unwrap();
-    let _first = rig.session.resume(&store, &id, approval.clone()).unwrap();
-    let copy = MemoryCheckpointStore::new(key());
+    let id = pending.suspend().await.unwrap();
+    let record = rig.store.load(&id).unwrap();
+    let _first = rig.session.resume(&id, approval.clone()).await.unwrap();
+    // The copy, resumed by a session built on it: refused, it is not the
+    // store the record was sealed for.
+    let copy = Arc::new(MemoryCheckpointStore::new(key()));
     copy.create(&id, &record[0]).unwrap();
-    let err = rig.session.resume(&copy, &id, approval).err().unwrap();
-    assert!(err.to_string().contains("already resumed"), "{err}");
+    let on_copy = Session::builder(Arc::clone(&rig.runtime), full_authorizer())
+        .clock(Arc::new(rig.clock.clone()))
+        .agent_id("executor")
+        .checkpoints(copy)
+        .build()
+        .unwrap();
+    assert!(matches!(
+        refusal_of(on_copy.resume(&id, approval).await),
+        CheckpointRefusal::OtherStore { .. }
+    ));
+    assert_eq!(rig.runtime.count(Call::Reserve), 0);
 }
 
 #[tokio::test]

@@ -46,25 +46,33 @@ fn unique(prefix: &str) -> String {
     format!("{prefix}-{}-{now}", std::process::id())
 }
 
-fn rig_in(session: &str) -> Rig {
+/// A rig acting in runtime session `session`, its store of record `store`.
+fn rig_in(session: &str, store: Arc<PostgresCheckpointStore>) -> Rig {
     let rig = rig();
     rig.runtime.act_in(session, None);
     let session = Session::builder(Arc::clone(&rig.runtime), full_authorizer())
         .clock(Arc::new(rig.clock.clone()))
         .agent_id("executor")
+        .checkpoints(store.clone())
         .build()
         .unwrap();
-    Rig { session, ..rig }
+    Rig {
+        session,
+        store,
+        ..rig
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn of_agents_on_many_machines_racing_to_resume_exactly_one_wins() {
     let Some(url) = url() else { return };
     let session_id = unique("race");
-    let rig = rig_in(&session_id);
+    let store = Arc::new(
+        PostgresCheckpointStore::connect(&url, key())
+            .expect("ADK_POSTGRES_URL is set and must answer"),
+    );
+    let rig = rig_in(&session_id, store.clone());
     rig.runtime.script().route = Some(PreviewRoute::NeedsApproval);
-    let store = PostgresCheckpointStore::connect(&url, key())
-        .expect("ADK_POSTGRES_URL is set and must answer");
     let pending = match rig.session.run(action("pg-race")).await.unwrap() {
         ChainOutcome::NeedsApproval(pending) => pending,
         _ => panic!("approval required"),
@@ -74,8 +82,8 @@ async fn of_agents_on_many_machines_racing_to_resume_exactly_one_wins() {
         pending.action_digest(),
         pending.policy_digest(),
     );
-    let id = pending.suspend(&store).unwrap();
-    assert_eq!(inspect(&store, &id).unwrap().action_id, "pg-race");
+    let id = pending.suspend().await.unwrap();
+    assert_eq!(inspect(&*store, &id).unwrap().action_id, "pg-race");
     // Eight replicas, each with its own connection and its own session.
     let replicas: Vec<_> = (0..8)
         .map(|_| {
@@ -87,13 +95,14 @@ async fn of_agents_on_many_machines_racing_to_resume_exactly_one_wins() {
                 rig.clock.clone(),
             );
             tokio::spawn(async move {
-                let store = PostgresCheckpointStore::connect(&url, key()).unwrap();
+                let store = Arc::new(PostgresCheckpointStore::connect(&url, key()).unwrap());
                 let session = Session::builder(runtime, full_authorizer())
                     .clock(Arc::new(clock))
                     .agent_id("executor")
+                    .checkpoints(store)
                     .build()
                     .unwrap();
-                let won = session.resume(&store, &id, approval).map(|_| ());
+                let won = session.resume(&id, approval).await.map(|_| ());
                 let _ = session.shutdown().await;
                 won
             })
@@ -118,22 +127,21 @@ async fn of_agents_on_many_machines_racing_to_resume_exactly_one_wins() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn decisions_recorded_in_postgres_reach_the_waiting_agent_once() {
     let Some(url) = url() else { return };
-    let rig = rig_in(&unique("decide"));
+    let store = Arc::new(PostgresCheckpointStore::connect(&url, key()).unwrap());
+    let rig = rig_in(&unique("decide"), store.clone());
     rig.runtime.script().route = Some(PreviewRoute::NeedsApproval);
-    let store = PostgresCheckpointStore::connect(&url, key()).unwrap();
     let suspend = |id: &'static str| {
         let rig = &rig;
-        let store = &store;
         async move {
             match rig.session.run(action(id)).await.unwrap() {
-                ChainOutcome::NeedsApproval(pending) => pending.suspend(store).unwrap(),
+                ChainOutcome::NeedsApproval(pending) => pending.suspend().await.unwrap(),
                 _ => panic!("approval required"),
             }
         }
     };
     let approved = suspend("pg-approve").await;
     let denied = suspend("pg-deny").await;
-    let view = inspect(&store, &approved).unwrap();
+    let view = inspect(&*store, &approved).unwrap();
     let grant = rig.runtime.grant(&view.action_digest);
     let approval = Approval::with_grant(
         &view.action_id,
@@ -141,22 +149,22 @@ async fn decisions_recorded_in_postgres_reach_the_waiting_agent_once() {
         &view.policy_digest,
         &grant,
     );
-    decide(&store, &approved, &Decision::Approve(approval), &approver()).unwrap();
+    decide(&*store, &approved, &Decision::Approve(approval), &approver()).unwrap();
     let late = Decision::Deny {
         reason: "late".into(),
     };
     assert!(
-        decide(&store, &approved, &late, &approver()).is_err(),
+        decide(&*store, &approved, &late, &approver()).is_err(),
         "once"
     );
     let no = Decision::Deny {
         reason: "no".into(),
     };
-    decide(&store, &denied, &no, &approver()).unwrap();
+    decide(&*store, &denied, &no, &approver()).unwrap();
     let public = approver().public();
     let done = rig
         .session
-        .resume_decided(&store, &approved, &public)
+        .resume_decided(&approved, &public)
         .await
         .unwrap()
         .complete()
@@ -165,12 +173,12 @@ async fn decisions_recorded_in_postgres_reach_the_waiting_agent_once() {
     assert!(done.performed());
     assert!(
         rig.session
-            .resume_decided(&store, &approved, &public)
+            .resume_decided(&approved, &public)
             .await
             .is_err()
     );
     assert!(matches!(
-        rig.session.resume_decided(&store, &denied, &public).await,
+        rig.session.resume_decided(&denied, &public).await,
         Err(ComputerUseError::Denied { .. })
     ));
     assert_eq!(rig.runtime.mutations(), 1);

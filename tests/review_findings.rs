@@ -175,7 +175,6 @@ async fn a_checkpoint_of_another_agent_is_refused_before_any_call() {
         ChainOutcome::NeedsApproval(pending) => pending,
         _ => panic!("approval required"),
     };
-    let store = MemoryCheckpointStore::new(key());
     let grant = rig.runtime.grant(pending.action_digest());
     let approval = Approval::with_grant(
         pending.action_id(),
@@ -183,17 +182,20 @@ async fn a_checkpoint_of_another_agent_is_refused_before_any_call() {
         pending.policy_digest(),
         &grant,
     );
-    let id = pending.suspend(&store).unwrap();
+    let id = pending.suspend().await.unwrap();
     let other = Session::builder(Arc::clone(&rig.runtime), full_authorizer())
         .clock(Arc::new(rig.clock.clone()))
         .agent_id("other")
+        .checkpoints(Arc::clone(&rig.store))
         .build()
         .unwrap();
-    let err = other.resume(&store, &id, approval.clone()).err().unwrap();
-    assert!(matches!(err, ComputerUseError::Checkpoint { .. }), "{err}");
+    assert!(matches!(
+        refusal_of(other.resume(&id, approval.clone()).await),
+        CheckpointRefusal::OtherAgent { .. }
+    ));
     assert_eq!(rig.runtime.count(Call::Reserve), 0);
     // The agent that suspended it still can.
-    assert!(rig.session.resume(&store, &id, approval).is_ok());
+    assert!(rig.session.resume(&id, approval).await.is_ok());
 }
 
 /// Finding 10: A session id of whitespace is no session id.
@@ -227,7 +229,7 @@ mod over_mcp {
     /// nothing is split across the two and nothing leaks.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_runtime_switched_to_another_session_does_not_split_the_chain() {
-        let runtime = sim::spawn(
+        let (runtime, _approver) = sim::spawn(
             SimConfig::for_principal("alice").with_stats(),
             McpRuntimeConfig::new("alice"),
         )

@@ -1,19 +1,19 @@
 //! The host's side of an approval, for the examples that play the host: it
 //! approves exactly the pending action, in the open, through the approver
-//! the runtime gave it, and runs the rest of the chain.
+//! it was given when the runtime was built (apart from the runtime the
+//! session drives), and runs the rest of the chain.
 
 use adk_computer_use::ComputerUseError;
 use adk_computer_use::contracts::ApprovalScope;
 use adk_computer_use::protocol::{Approval, PendingApproval, Verified};
-use adk_computer_use::runtime::mcp::ComputerUseMcpRuntime;
+use adk_computer_use::runtime::mcp::{ComputerUseMcpRuntime, McpApprover};
 
 /// Approves `pending` as the host and completes it.
 pub async fn approve_and_complete(
-    runtime: &ComputerUseMcpRuntime,
+    approver: &McpApprover,
     pending: PendingApproval<ComputerUseMcpRuntime>,
 ) -> Result<Verified, ComputerUseError> {
-    let grant = runtime
-        .approver()
+    let grant = approver
         .approve_action(pending.action_id(), ApprovalScope::ExactAction, None)
         .await?;
     let approval = Approval::from_grant(pending.action_id(), &grant);

@@ -62,13 +62,12 @@
 //! `a_suspended_approval_resumes_over_mcp_once_with_its_sealed_arguments`).
 //!
 //! ```compile_fail,E0382
-//! use adk_computer_use::protocol::{Approval, CheckpointStore, PendingApproval};
+//! use adk_computer_use::protocol::{Approval, PendingApproval};
 //! fn both<R: adk_computer_use::runtime::ComputerUseRuntime>(
 //!     pending: PendingApproval<R>,
-//!     store: &dyn CheckpointStore,
 //!     approval: Approval,
 //! ) {
-//!     let _ = pending.suspend(store);
+//!     let _ = pending.suspend();
 //!     let _ = pending.approve(approval);
 //! }
 //! ```

@@ -5,13 +5,15 @@
 
 use super::{Fault, SimConfig, SimServer};
 use crate::ComputerUseError;
-use crate::runtime::mcp::{ComputerUseMcpRuntime, McpRuntimeConfig};
+use crate::runtime::mcp::{ComputerUseMcpRuntime, McpApprover, McpRuntimeConfig};
 
 /// Bytes the in-memory pipe buffers in each direction.
 const PIPE_BYTES: usize = 256 * 1024;
 
 /// Serves a fresh simulated desktop (`sim`) on a task of the current Tokio
-/// runtime and connects an MCP runtime (`config`) to it.
+/// runtime and connects an MCP runtime (`config`) to it. Returns the
+/// runtime, to hand to sessions and agents, and apart from it the host's
+/// approver, to keep: nothing reachable from the runtime approves.
 ///
 /// The crash faults (`crash.beforeEffect`, `crash.afterCommit`) end the
 /// server's process, which here is the caller's: they are refused; run the
@@ -25,7 +27,7 @@ const PIPE_BYTES: usize = 256 * 1024;
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), adk_computer_use::ComputerUseError> {
 /// let sim = SimConfig::for_principal("alice");
-/// let runtime = sim::spawn(sim, McpRuntimeConfig::new("alice")).await?;
+/// let (runtime, _approver) = sim::spawn(sim, McpRuntimeConfig::new("alice")).await?;
 /// let started = runtime.start_session(Some("try the simulator"), None).await?;
 /// assert_eq!(started.principal_id, "alice");
 /// runtime.shutdown().await
@@ -34,7 +36,7 @@ const PIPE_BYTES: usize = 256 * 1024;
 pub async fn spawn(
     sim: SimConfig,
     config: McpRuntimeConfig,
-) -> Result<ComputerUseMcpRuntime, ComputerUseError> {
+) -> Result<(ComputerUseMcpRuntime, McpApprover), ComputerUseError> {
     spawn_on(sim, Box::new(super::Desktop::default()), config).await
 }
 
@@ -45,7 +47,7 @@ pub async fn spawn_on(
     sim: SimConfig,
     desktop: Box<dyn super::DesktopBackend>,
     config: McpRuntimeConfig,
-) -> Result<ComputerUseMcpRuntime, ComputerUseError> {
+) -> Result<(ComputerUseMcpRuntime, McpApprover), ComputerUseError> {
     for fault in [Fault::CrashBeforeEffect, Fault::CrashAfterCommit] {
         if sim.has(fault) {
             return Err(ComputerUseError::InvalidRequest {
@@ -68,5 +70,5 @@ pub async fn spawn_on(
             Err(err) => tracing::warn!(error = %err, "the in-process simulator did not start"),
         }
     });
-    ComputerUseMcpRuntime::connect(client, config).await
+    ComputerUseMcpRuntime::connect_with_approver(client, config).await
 }

@@ -11,7 +11,7 @@ use adk_computer_use::ComputerUseError;
 use adk_computer_use::auth::{ScopeAuthorizer, VerifiedIdentity};
 use adk_computer_use::clock::{Clock, ManualClock, format_rfc3339};
 use adk_computer_use::contracts::*;
-use adk_computer_use::protocol::{SealingKey, Session};
+use adk_computer_use::protocol::{CheckpointStore, SealingKey, Session};
 use adk_computer_use::runtime::*;
 use adk_computer_use::test_util;
 use serde_json::{Value, json};
@@ -505,6 +505,8 @@ pub struct Rig {
     pub runtime: Arc<FakeRuntime>,
     pub clock: ManualClock,
     pub session: Session<FakeRuntime>,
+    /// The session's store of record.
+    pub store: Arc<dyn CheckpointStore>,
 }
 
 pub fn rig() -> Rig {
@@ -512,17 +514,31 @@ pub fn rig() -> Rig {
 }
 
 pub fn rig_with(authorizer: ScopeAuthorizer) -> Rig {
+    rig_built(
+        authorizer,
+        Arc::new(adk_computer_use::protocol::MemoryCheckpointStore::new(key())),
+    )
+}
+
+/// A rig whose session suspends to and resumes from `store`.
+pub fn rig_on(store: Arc<dyn CheckpointStore>) -> Rig {
+    rig_built(full_authorizer(), store)
+}
+
+fn rig_built(authorizer: ScopeAuthorizer, store: Arc<dyn CheckpointStore>) -> Rig {
     let clock = ManualClock::new(start());
     let runtime = FakeRuntime::new(clock.clone());
     let session = Session::builder(Arc::clone(&runtime), authorizer)
         .clock(Arc::new(clock.clone()))
         .agent_id("executor")
+        .checkpoints(Arc::clone(&store))
         .build()
         .unwrap();
     Rig {
         runtime,
         clock,
         session,
+        store,
     }
 }
 
@@ -534,4 +550,17 @@ pub fn action(id: &str) -> ProposedAction {
     )
     .with_action_id(id)
     .with_target(target())
+}
+
+/// The checkpoint refusal `result` ended with; any other end fails the test.
+pub fn refusal_of<T>(
+    result: Result<T, ComputerUseError>,
+) -> adk_computer_use::protocol::CheckpointRefusal {
+    match result {
+        Ok(_) => panic!("expected a checkpoint refusal, got Ok"),
+        Err(err) => err
+            .checkpoint_refusal()
+            .cloned()
+            .unwrap_or_else(|| panic!("expected a checkpoint refusal, got {err}")),
+    }
 }

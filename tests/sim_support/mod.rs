@@ -10,17 +10,32 @@ use adk_computer_use::protocol::{
     Approval, Approved, ChainOutcome, PendingApproval, Route, Session, Verified,
 };
 use adk_computer_use::runtime::ProposedAction;
-use adk_computer_use::runtime::mcp::{ComputerUseMcpRuntime, McpRuntimeConfig};
+use adk_computer_use::runtime::mcp::{ComputerUseMcpRuntime, McpApprover, McpRuntimeConfig};
 use adk_computer_use::sim::{CLIPBOARD_APP, CLIPBOARD_LABEL, CLIPBOARD_ROLE, CLIPBOARD_WINDOW};
 use serde_json::{Value, json};
 
 pub const PRINCIPAL: &str = "principal-e2e";
 
-pub async fn spawn_sim(flags: &[&str]) -> Arc<ComputerUseMcpRuntime> {
+/// A simulator child process: the runtime an agent is handed, and apart
+/// from it the host's approver (reached as `sim.approver`). It derefs to
+/// the runtime, so it goes wherever a runtime handle goes.
+pub struct Sim {
+    pub runtime: Arc<ComputerUseMcpRuntime>,
+    pub approver: McpApprover,
+}
+
+impl std::ops::Deref for Sim {
+    type Target = Arc<ComputerUseMcpRuntime>;
+    fn deref(&self) -> &Self::Target {
+        &self.runtime
+    }
+}
+
+pub async fn spawn_sim(flags: &[&str]) -> Sim {
     spawn_sim_as(flags, PRINCIPAL).await
 }
 
-pub async fn spawn_sim_as(flags: &[&str], principal: &str) -> Arc<ComputerUseMcpRuntime> {
+pub async fn spawn_sim_as(flags: &[&str], principal: &str) -> Sim {
     let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_computer-use-sim"));
     command
         .arg("--principal")
@@ -28,12 +43,17 @@ pub async fn spawn_sim_as(flags: &[&str], principal: &str) -> Arc<ComputerUseMcp
         .arg("--stats")
         .args(flags);
     let config = McpRuntimeConfig::new(principal).capability_tool("write_clipboard");
-    let runtime = ComputerUseMcpRuntime::spawn(command, config).await.unwrap();
+    let (runtime, approver) = ComputerUseMcpRuntime::spawn_with_approver(command, config)
+        .await
+        .unwrap();
     runtime
         .start_session(Some("e2e"), Some("group-e2e"))
         .await
         .unwrap();
-    Arc::new(runtime)
+    Sim {
+        runtime: Arc::new(runtime),
+        approver,
+    }
 }
 
 /// A governed session of [`PRINCIPAL`] on the simulator's clipboard window.
@@ -57,8 +77,17 @@ pub fn session_on(
     app: &str,
     window: Option<WindowId>,
 ) -> Session<ComputerUseMcpRuntime> {
+    Session::builder(Arc::clone(runtime), sim_authorizer())
+        .agent_id(agent)
+        .target(app, window)
+        .build()
+        .unwrap()
+}
+
+/// [`PRINCIPAL`] with every execution scope.
+pub fn sim_authorizer() -> ScopeAuthorizer {
     let identity = VerifiedIdentity::new(PRINCIPAL, "tenant-e2e").unwrap();
-    let authorizer = ScopeAuthorizer::new(
+    ScopeAuthorizer::new(
         identity,
         [
             "computer:plan",
@@ -66,21 +95,16 @@ pub fn session_on(
             "computer:execute:foreground",
         ],
     )
-    .unwrap();
-    Session::builder(Arc::clone(runtime), authorizer)
-        .agent_id(agent)
-        .target(app, window)
-        .build()
-        .unwrap()
+    .unwrap()
 }
 
 /// The host approves exactly `pending`, through its own approver.
 pub async fn host_approves(
-    runtime: &ComputerUseMcpRuntime,
+    host: &Sim,
     pending: PendingApproval<ComputerUseMcpRuntime>,
 ) -> Approved<ComputerUseMcpRuntime> {
-    let grant = runtime
-        .approver()
+    let grant = host
+        .approver
         .approve_action(pending.action_id(), ApprovalScope::ExactAction, None)
         .await
         .unwrap();
@@ -91,7 +115,7 @@ pub async fn host_approves(
 /// Observes and previews `action`; approved by the policy or, when it asks
 /// for a person, by the host.
 pub async fn approved(
-    runtime: &ComputerUseMcpRuntime,
+    host: &Sim,
     session: &Session<ComputerUseMcpRuntime>,
     action: &ProposedAction,
 ) -> Approved<ComputerUseMcpRuntime> {
@@ -104,7 +128,7 @@ pub async fn approved(
         .unwrap();
     match previewed.route() {
         Route::Allowed(approved) => approved,
-        Route::NeedsApproval(pending) => host_approves(runtime, pending).await,
+        Route::NeedsApproval(pending) => host_approves(host, pending).await,
         Route::Blocked(blocked) => {
             panic!("blocked ({}): {:?}", blocked.blocker(), blocked.reasons())
         }
@@ -113,13 +137,13 @@ pub async fn approved(
 
 /// Runs `action` to its end, approved by the host when the policy asks.
 pub async fn run_approving(
-    runtime: &ComputerUseMcpRuntime,
+    host: &Sim,
     session: &Session<ComputerUseMcpRuntime>,
     action: ProposedAction,
 ) -> Verified {
     match session.run(action).await.unwrap() {
         ChainOutcome::Completed(done) => done,
-        ChainOutcome::NeedsApproval(pending) => host_approves(runtime, pending)
+        ChainOutcome::NeedsApproval(pending) => host_approves(host, pending)
             .await
             .complete()
             .await

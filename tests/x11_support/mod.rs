@@ -18,7 +18,7 @@ use adk_computer_use::sim::{self, SimConfig};
 use adk_computer_use::x11::X11Desktop;
 use serde_json::{Value, json};
 
-use super::sim_support::{PRINCIPAL, approved};
+use super::sim_support::{PRINCIPAL, Sim, approved};
 
 /// One test at a time on the display: they share its pointer and focus.
 pub static DISPLAY_LOCK: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
@@ -72,8 +72,8 @@ pub fn tool(program: &str, args: &[&str]) -> String {
 }
 
 /// The rules over the display, served in-process, with a session started.
-pub async fn runtime() -> Arc<ComputerUseMcpRuntime> {
-    let runtime = sim::spawn_on(
+pub async fn runtime() -> Sim {
+    let (runtime, approver) = sim::spawn_on(
         SimConfig::for_principal(PRINCIPAL),
         Box::new(X11Desktop::connect().unwrap()),
         McpRuntimeConfig::new(PRINCIPAL),
@@ -84,7 +84,10 @@ pub async fn runtime() -> Arc<ComputerUseMcpRuntime> {
         .start_session(Some("x11 tests"), None)
         .await
         .unwrap();
-    Arc::new(runtime)
+    Sim {
+        runtime: Arc::new(runtime),
+        approver,
+    }
 }
 
 pub fn scope(runtime: &ComputerUseMcpRuntime) -> ObservationScope {
@@ -185,7 +188,7 @@ pub fn click(x: i64, y: i64) -> ProposedAction {
 /// `between` change the display (it is given the target's X window id),
 /// then runs the rest of the chain; the refusal.
 pub async fn refused_after(
-    runtime: &ComputerUseMcpRuntime,
+    runtime: &Sim,
     session: &Session<ComputerUseMcpRuntime>,
     action: &ProposedAction,
     between: impl FnOnce(u64),

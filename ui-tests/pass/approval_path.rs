@@ -1,6 +1,7 @@
 // The approval path compiles: a pending approval becomes `Approved` only
-// through `approve`, directly or after a sealed checkpoint.
-use adk_computer_use::protocol::{Approval, CheckpointStore, PendingApproval, Session, Verified};
+// through `approve`, directly or after a sealed checkpoint in the session's
+// store of record.
+use adk_computer_use::protocol::{Approval, PendingApproval, Session, Verified};
 use adk_computer_use::ComputerUseError;
 use adk_computer_use::runtime::ComputerUseRuntime;
 
@@ -11,12 +12,11 @@ async fn approve_now<R: ComputerUseRuntime>(pending: PendingApproval<R>, approva
 async fn approve_later<R: ComputerUseRuntime>(
     session: &Session<R>,
     pending: PendingApproval<R>,
-    store: &dyn CheckpointStore,
     approval: Approval,
 ) -> Result<Verified, ComputerUseError> {
     // Suspending consumes the pending approval: the checkpoint is the only way on.
-    let id = pending.suspend(store)?;
-    session.resume(store, &id, approval)?.complete().await
+    let id = pending.suspend().await?;
+    session.resume(&id, approval).await?.complete().await
 }
 
 fn main() {}

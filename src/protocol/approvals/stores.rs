@@ -265,6 +265,27 @@ impl FileCheckpointStore {
         Ok(store)
     }
 
+    /// Where the directory is, as the file system knows it (device and
+    /// inode on Unix): a copy of the directory is somewhere else, so its
+    /// identity differs even though its `store.id` file was copied too.
+    fn place(&self) -> Result<String, ComputerUseError> {
+        let metadata = std::fs::metadata(&self.dir)
+            .map_err(|err| io_error(&self.dir, "read the checkpoint directory", err))?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            Ok(format!("{}:{}", metadata.dev(), metadata.ino()))
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = metadata;
+            Ok(std::fs::canonicalize(&self.dir)
+                .unwrap_or_else(|_| self.dir.clone())
+                .display()
+                .to_string())
+        }
+    }
+
     /// The directory's identity: read from `store.id`, or written there
     /// once (of two processes opening a new directory, both read the one
     /// that was linked first).
@@ -278,23 +299,27 @@ impl FileCheckpointStore {
                 Err(err) => Err(io_error(path, "read the store's identity", err)),
             }
         };
-        if let Some(found) = read(&path)? {
-            return Ok(found);
-        }
-        let canonical = std::fs::canonicalize(&self.dir).unwrap_or_else(|_| self.dir.clone());
-        let made = fresh_store_id("file", &canonical.display().to_string());
-        match self.write_new("store", &path, &made) {
-            Ok(()) => Ok(made),
-            Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => read(&path)?
-                .ok_or_else(|| {
-                    io_error(
-                        &path,
-                        "read the store's identity",
-                        std::io::Error::other("the identity file is empty"),
-                    )
-                }),
-            Err(err) => Err(io_error(&path, "write the store's identity", err)),
-        }
+        let place = self.place()?;
+        let seed = match read(&path)? {
+            Some(found) => found,
+            None => {
+                let made = fresh_store_id("file", &place);
+                match self.write_new("store", &path, &made) {
+                    Ok(()) => made,
+                    Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => {
+                        read(&path)?.ok_or_else(|| {
+                            io_error(
+                                &path,
+                                "read the store's identity",
+                                std::io::Error::other("the identity file is empty"),
+                            )
+                        })?
+                    }
+                    Err(err) => return Err(io_error(&path, "write the store's identity", err)),
+                }
+            }
+        };
+        Ok(format!("file-{}", &sha256_hex(format!("{seed}\n{place}"))[..24]))
     }
 
     /// The file that holds `id`.

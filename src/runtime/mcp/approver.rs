@@ -1,11 +1,16 @@
 //! `McpApprover`: the host's capability to approve an action.
 //!
 //! Approving is not the agent's to do. The runtime a `Session` drives has no
-//! approving method, and the raw call refuses `approve_action`; only this
-//! value, which the host takes from the runtime before handing the runtime
-//! to a session, asks the server for a grant. The grant's bearer token, if
-//! the server sends one, is never kept: the adapter returns the grant and
-//! the host builds an [`crate::protocol::Approval`] from it.
+//! approving method, no way to make one, and its raw call refuses
+//! `approve_action`. An approver exists only where the host asked for one
+//! when it built the runtime ([`ComputerUseMcpRuntime::spawn_with_approver`],
+//! [`ComputerUseMcpRuntime::connect_with_approver`]), or on a connection of
+//! its own with the approver's credentials ([`McpApprover::connect`], for a
+//! server that tells its callers apart, as `computer-use-sim --listen`
+//! does). Whoever is handed only the runtime, or a session over it, cannot
+//! reach one. The grant's bearer token, if the server sends one, is never
+//! kept: the adapter returns the grant and the host builds an
+//! [`crate::protocol::Approval`] from it.
 
 use rmcp::RoleClient;
 use rmcp::model::CallToolRequestParams;
@@ -14,7 +19,10 @@ use serde_json::json;
 
 use std::sync::{Arc, Mutex};
 
+use rmcp::transport::IntoTransport;
+
 use super::wire::{current_session, decode, decode_tool_result, object, transport_error};
+use super::{ComputerUseMcpRuntime, McpRuntimeConfig};
 use crate::ComputerUseError;
 use crate::binding::bind;
 use crate::contracts::{ApprovalGrant, ApprovalScope};
@@ -25,6 +33,8 @@ pub struct McpApprover {
     peer: Peer<RoleClient>,
     principal_id: String,
     session_id: Arc<Mutex<Option<String>>>,
+    /// The connection this approver owns, when it has one of its own.
+    _own: Option<Arc<ComputerUseMcpRuntime>>,
 }
 
 impl std::fmt::Debug for McpApprover {
@@ -45,7 +55,36 @@ impl McpApprover {
             peer,
             principal_id,
             session_id,
+            _own: None,
         }
+    }
+
+    /// An approver on a connection of its own, acting in the runtime
+    /// session `config` names (its `session_id`), with the credentials
+    /// `config` carries: for a server that grants approvals only to the
+    /// approver's credential. The connection is kept while the approver
+    /// (or a clone) lives.
+    pub async fn connect<T, E, A>(
+        transport: T,
+        config: McpRuntimeConfig,
+    ) -> Result<Self, ComputerUseError>
+    where
+        T: IntoTransport<RoleClient, E, A>,
+        E: std::error::Error + Send + Sync + 'static,
+    {
+        if config.session_id.is_none() {
+            return Err(ComputerUseError::InvalidRequest {
+                field: "sessionId".into(),
+                message: "an approver acts in one runtime session: name it in the configuration (session_in_group)".into(),
+            });
+        }
+        let runtime = Arc::new(ComputerUseMcpRuntime::connect(transport, config).await?);
+        Ok(Self {
+            peer: runtime.peer.clone(),
+            principal_id: runtime.config.principal_id.clone(),
+            session_id: Arc::clone(&runtime.session_id),
+            _own: Some(runtime),
+        })
     }
 
     /// Asks the server for a grant for the previewed action `action_id`. The
@@ -85,5 +124,44 @@ impl McpApprover {
             &fields.principal_id,
         )?;
         Ok(grant)
+    }
+}
+
+impl ComputerUseMcpRuntime {
+    /// [`ComputerUseMcpRuntime::spawn`], and the host's approver over the
+    /// same server, returned apart: hand the runtime to sessions and
+    /// agents, and keep the approver. It approves in whatever runtime
+    /// session the runtime acts in.
+    pub async fn spawn_with_approver(
+        command: tokio::process::Command,
+        config: McpRuntimeConfig,
+    ) -> Result<(Self, McpApprover), ComputerUseError> {
+        let runtime = Self::spawn(command, config).await?;
+        let approver = runtime.host_approver();
+        Ok((runtime, approver))
+    }
+
+    /// [`ComputerUseMcpRuntime::connect`], and the host's approver over the
+    /// same connection, returned apart (see
+    /// [`ComputerUseMcpRuntime::spawn_with_approver`]).
+    pub async fn connect_with_approver<T, E, A>(
+        transport: T,
+        config: McpRuntimeConfig,
+    ) -> Result<(Self, McpApprover), ComputerUseError>
+    where
+        T: IntoTransport<RoleClient, E, A>,
+        E: std::error::Error + Send + Sync + 'static,
+    {
+        let runtime = Self::connect(transport, config).await?;
+        let approver = runtime.host_approver();
+        Ok((runtime, approver))
+    }
+
+    fn host_approver(&self) -> McpApprover {
+        McpApprover::new(
+            self.peer.clone(),
+            self.config.principal_id.clone(),
+            Arc::clone(&self.session_id),
+        )
     }
 }

@@ -2,13 +2,12 @@
 //! follow-ups, its lifecycle, and deleting it. None of them mutates the
 //! desktop.
 
-use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
 use serde_json::json;
 
 use super::wire::{decode, lock};
-use super::{ComputerUseMcpRuntime, McpApprover};
+use super::ComputerUseMcpRuntime;
 use crate::ComputerUseError;
 use crate::binding::bind;
 use crate::contracts::*;
@@ -160,17 +159,6 @@ impl ComputerUseMcpRuntime {
             )?;
         }
         Ok(page)
-    }
-
-    /// The host's capability to approve actions on this server. It is a
-    /// separate value from the runtime a `Session` drives, so an agent that
-    /// holds only its session cannot approve its own action.
-    pub fn approver(&self) -> McpApprover {
-        McpApprover::new(
-            self.peer.clone(),
-            self.config.principal_id.clone(),
-            Arc::clone(&self.session_id),
-        )
     }
 
     /// Deletes a terminal session.
