@@ -59,8 +59,14 @@ async fn listen(extra: &[&str]) -> Sim {
         .spawn()
         .unwrap();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    // Bounded only so that a simulator that prints no credentials fails
+    // rather than hangs.
     let mut next = async |prefix: &str| {
-        let line = lines.next_line().await.unwrap().unwrap();
+        let line = tokio::time::timeout(Duration::from_secs(60), lines.next_line())
+            .await
+            .unwrap_or_else(|_| panic!("computer-use-sim printed no {prefix:?} line"))
+            .unwrap()
+            .unwrap();
         line.strip_prefix(prefix).unwrap().to_owned()
     };
     let address = next("listening on ").await;
