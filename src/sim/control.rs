@@ -73,6 +73,12 @@ impl SimState {
         let _ = self.leases.release(lease_id, now());
     }
 
+    /// Revokes `lease_id`, granted on a TCP connection whose client has
+    /// left, and hands the lease to the next waiter.
+    pub(super) fn revoke_departed_lease(&mut self, lease_id: &str) {
+        let _ = self.leases.revoke(lease_id, "holder_disconnected", now());
+    }
+
     pub(super) fn release_lease(&mut self, args: &Value) -> Result<SimAnswer, SimError> {
         let id = super::wire::text(args, "lease_id").unwrap_or_default();
         match self.leases.release(id, now()) {

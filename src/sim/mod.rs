@@ -14,6 +14,7 @@
 //! protocol) reports its own counters. Serve it with the `computer-use-sim`
 //! binary, or inside your own process with [`spawn`].
 
+mod access;
 mod actuate;
 mod backend;
 mod control;
@@ -42,6 +43,7 @@ mod wire;
 
 use serde_json::{Map, Value, json};
 
+pub use access::{APPROVER_CREDENTIAL_REQUIRED, CREDENTIAL_CAPABILITY, SimCredentials, SimRole};
 pub use backend::{
     ApplyError, BOUNDS_TOLERANCE_PX, DesktopBackend, EffectCheck, Frame, PointerAndFocus,
     Revalidation, bounds_agree, stated_or_same,

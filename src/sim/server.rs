@@ -12,6 +12,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 use serde_json::Value;
 
+use super::access::{Connection, SimCredentials, Watched};
 use super::control::LeaseAnswer;
 use super::execute::Execution;
 use super::state::{SimAnswer, SimState};
@@ -77,6 +78,11 @@ fn refused(error: SimError) -> CallToolResult {
 }
 
 impl SimServer {
+    /// The tool result a refusal is answered with.
+    pub(super) fn refusal(error: SimError) -> CallToolResult {
+        refused(error)
+    }
+
     /// A server over a fresh simulated desktop.
     pub fn new(config: SimConfig) -> Self {
         Self::on(config, Box::new(super::Desktop::default()))
@@ -121,15 +127,20 @@ impl SimServer {
     /// crash fault (`crash.beforeEffect`, `crash.afterCommit`) exits the
     /// process, as a crashing server would.
     pub async fn answer(&self, tool: &str, arguments: Value) -> CallToolResult {
-        self.respond(tool, arguments, std::future::pending()).await
+        self.respond(tool, arguments, std::future::pending(), None)
+            .await
     }
 
-    /// Answers one call; `cancelled` completes when the client cancels it.
+    /// Answers one call; `cancelled` completes when the client cancels it
+    /// (or, over TCP, leaves). A lease granted on a TCP `connection` is
+    /// remembered there, so it is given back when the client leaves; a
+    /// lease granted to a client already gone is given back at once.
     async fn respond(
         &self,
         tool: &str,
         arguments: Value,
         cancelled: impl std::future::Future<Output = ()>,
+        connection: Option<Arc<Connection>>,
     ) -> CallToolResult {
         if let Err(error) = SimState::check(tool, &arguments) {
             return refused(error);
@@ -181,15 +192,33 @@ impl SimServer {
             .and_then(|answer| answer);
         let (ticket, mut wait) = match started {
             Err(error) => return refused(error),
-            Ok(LeaseAnswer::Now(answer)) => return success(answer),
+            Ok(LeaseAnswer::Now(answer)) => {
+                if let Some(connection) = &connection {
+                    self.held_by(connection, &answer.structured).await;
+                }
+                return success(answer);
+            }
             Ok(LeaseAnswer::Wait(ticket, wait)) => (ticket, wait),
         };
         tokio::select! {
             granted = &mut wait => match granted {
-                Ok(Ok(lease)) => self
-                    .on_state(move |state| state.lease_answer(&lease))
-                    .await
-                    .map_or_else(refused, success),
+                Ok(Ok(lease)) => {
+                    if let Some(connection) = &connection {
+                        if connection.is_gone() {
+                            // Granted to a client that has left: handed on.
+                            let id = lease.lease_id.clone();
+                            let _ = self.on_state(move |state| state.give_back_lease(&id)).await;
+                            return refused(SimError::refusal(
+                                "interrupted",
+                                "lease request cancelled: the client left",
+                            ));
+                        }
+                        connection.hold(&lease.lease_id);
+                    }
+                    self.on_state(move |state| state.lease_answer(&lease))
+                        .await
+                        .map_or_else(refused, success)
+                }
                 Ok(Err(error)) => refused(error),
                 Err(_) => refused(SimError::refusal("interrupted", "lease request cancelled")),
             },
@@ -211,14 +240,45 @@ impl SimServer {
         }
     }
 
+    /// Remembers on `connection` the lease an answer grants (an immediate
+    /// grant); given back at once if the client has already left.
+    async fn held_by(&self, connection: &Connection, answer: &Value) {
+        let Some(id) = answer
+            .pointer("/lease/leaseId")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+        else {
+            return;
+        };
+        if connection.is_gone() {
+            let _ = self.on_state(move |state| state.give_back_lease(&id)).await;
+        } else {
+            connection.hold(&id);
+        }
+    }
+
     /// Serves every client that connects to `listener`, all on this one
     /// desktop, until the process ends: the simulator then outlives the
     /// processes that use it, so an action suspended by one can be resumed
     /// by another. Each connection is served on its own task.
+    ///
+    /// Each connection authenticates with one of `credentials` in its
+    /// `initialize` request (see [`super::SimRole`]): without a valid one
+    /// the handshake fails and the connection is closed, and every request
+    /// sent without an `initialize` is answered with a JSON-RPC error. The
+    /// agent's connection is refused `approve_action`
+    /// (`approver_credential_required`).
+    ///
+    /// When a client leaves, its queued lease requests leave the queue at
+    /// once, and the leases granted on its connection that are still
+    /// active are revoked (`holder_disconnected`) and handed to the next
+    /// waiter: a lease is never left active with no client holding it.
     pub async fn serve_tcp(
         self,
         listener: tokio::net::TcpListener,
+        credentials: SimCredentials,
     ) -> Result<(), ComputerUseError> {
+        let credentials = Arc::new(credentials);
         loop {
             let (stream, _) =
                 listener
@@ -229,12 +289,38 @@ impl SimServer {
                         message: err.to_string(),
                     })?;
             let server = self.clone();
+            let credentials = Arc::clone(&credentials);
             tokio::spawn(async move {
-                match server.service().serve(stream).await {
+                let (gone, watch) = tokio::sync::watch::channel(false);
+                let connection = Arc::new(Connection::new(credentials, watch));
+                let transport = Watched::new(
+                    rmcp::transport::IntoTransport::<
+                        RoleServer,
+                        std::io::Error,
+                        rmcp::transport::async_rw::TransportAdapterAsyncCombinedRW,
+                    >::into_transport(stream),
+                    gone,
+                );
+                let service = super::service::SimService::authenticated(
+                    server.clone(),
+                    Arc::clone(&connection),
+                );
+                match service.serve(transport).await {
                     Ok(running) => {
                         let _ = running.waiting().await;
                     }
                     Err(err) => eprintln!("computer-use-sim: a client failed to connect: {err}"),
+                }
+                // Whatever it still holds, nobody holds now.
+                let leases = connection.take_leases();
+                if !leases.is_empty() {
+                    let _ = server
+                        .on_state(move |state| {
+                            for id in leases {
+                                state.revoke_departed_lease(&id);
+                            }
+                        })
+                        .await;
                 }
             });
         }
@@ -267,7 +353,7 @@ impl SimServer {
     /// The rmcp service to serve: this server, with the wire details the
     /// MCP layer adds.
     pub fn service(self) -> super::service::SimService {
-        super::service::SimService(self)
+        super::service::SimService::trusted(self)
     }
 
     /// Serves on stdin/stdout until the client goes away.
@@ -339,12 +425,21 @@ impl ServerHandler for SimServer {
         }
         let arguments = Value::Object(request.arguments.unwrap_or_default());
         let cancel = context.ct;
+        // Over TCP, the connection: a client that leaves cancels its calls
+        // at once (rmcp cancels them only after draining the others).
+        let connection = context.extensions.get::<Arc<Connection>>().cloned();
+        let departed = connection.clone();
+        let cancelled = async move {
+            match departed {
+                Some(connection) => tokio::select! {
+                    () = cancel.cancelled() => {}
+                    () = connection.departed() => {}
+                },
+                None => cancel.cancelled().await,
+            }
+        };
         Ok(self
-            .respond(
-                &request.name,
-                arguments,
-                async move { cancel.cancelled().await },
-            )
+            .respond(&request.name, arguments, cancelled, connection)
             .await
             .into())
     }

@@ -67,6 +67,12 @@ impl ComputerUseMcpRuntime {
     {
         config.check()?;
         let wait = std::time::Duration::from_millis(config.connect_timeout_ms);
+        // The credential, if any, goes in the initialize request's
+        // capabilities (`McpRuntimeConfig::credential`).
+        let transport = super::config::Presenting {
+            inner: transport.into_transport(),
+            credential: config.credential.clone(),
+        };
         let service = tokio::time::timeout(wait, ().serve(transport))
             .await
             .map_err(|_| ComputerUseError::TimedOut {

@@ -11,8 +11,9 @@ pub struct TraceContext {
     pub correlation_id: Option<String>,
 }
 
-/// Configuration of a `ComputerUseMcpRuntime`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Configuration of a `ComputerUseMcpRuntime`. Its `Debug` never shows
+/// the credential.
+#[derive(Clone, PartialEq, Eq)]
 pub struct McpRuntimeConfig {
     /// The runtime session to act in; `None` until `start_session`.
     pub session_id: Option<String>,
@@ -42,6 +43,90 @@ pub struct McpRuntimeConfig {
     /// becomes [`crate::ComputerUseError::OutcomeUnknown`], since the server
     /// may have acted.
     pub call_timeout_ms: u64,
+    /// The credential presented in the MCP handshake, for a server that
+    /// asks for one (`computer-use-sim --listen`): sent in the `initialize`
+    /// request as `capabilities.experimental["adk/credential"] =
+    /// {"token": ...}`. `None` sends none (a server spawned on stdio trusts
+    /// the host that spawned it).
+    pub credential: Option<String>,
+}
+
+impl std::fmt::Debug for McpRuntimeConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let Self {
+            session_id,
+            principal_id,
+            capability_tool,
+            execution_group_id,
+            trace,
+            reservation_ttl_ms,
+            lease_ttl_ms,
+            lease_wait_ms,
+            connect_timeout_ms,
+            call_timeout_ms,
+            credential,
+        } = self;
+        f.debug_struct("McpRuntimeConfig")
+            .field("session_id", session_id)
+            .field("principal_id", principal_id)
+            .field("capability_tool", capability_tool)
+            .field("execution_group_id", execution_group_id)
+            .field("trace", trace)
+            .field("reservation_ttl_ms", reservation_ttl_ms)
+            .field("lease_ttl_ms", lease_ttl_ms)
+            .field("lease_wait_ms", lease_wait_ms)
+            .field("connect_timeout_ms", connect_timeout_ms)
+            .field("call_timeout_ms", call_timeout_ms)
+            .field("credential", &credential.as_ref().map(|_| "<redacted>"))
+            .finish()
+    }
+}
+
+/// The key, in the `initialize` request's `capabilities.experimental` map,
+/// under which the credential goes.
+pub(super) const CREDENTIAL_CAPABILITY: &str = "adk/credential";
+
+/// A client transport that presents `credential` in the `initialize`
+/// request it sends, and passes everything else through unchanged.
+pub(super) struct Presenting<T> {
+    pub(super) inner: T,
+    pub(super) credential: Option<String>,
+}
+
+impl<T: rmcp::transport::Transport<rmcp::RoleClient>> rmcp::transport::Transport<rmcp::RoleClient>
+    for Presenting<T>
+{
+    type Error = T::Error;
+
+    fn send(
+        &mut self,
+        mut item: rmcp::service::TxJsonRpcMessage<rmcp::RoleClient>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        if let rmcp::model::JsonRpcMessage::Request(request) = &mut item
+            && let rmcp::model::ClientRequest::InitializeRequest(init) = &mut request.request
+            && let Some(token) = &self.credential
+        {
+            let mut credential = rmcp::model::JsonObject::new();
+            credential.insert("token".into(), serde_json::Value::String(token.clone()));
+            init.params
+                .capabilities
+                .experimental
+                .get_or_insert_with(Default::default)
+                .insert(CREDENTIAL_CAPABILITY.into(), credential);
+        }
+        self.inner.send(item)
+    }
+
+    fn receive(
+        &mut self,
+    ) -> impl Future<Output = Option<rmcp::service::RxJsonRpcMessage<rmcp::RoleClient>>> + Send
+    {
+        self.inner.receive()
+    }
+
+    fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
+        self.inner.close()
+    }
 }
 
 impl McpRuntimeConfig {
@@ -58,6 +143,7 @@ impl McpRuntimeConfig {
             lease_wait_ms: 30_000,
             connect_timeout_ms: 30_000,
             call_timeout_ms: 60_000,
+            credential: None,
         }
     }
 
@@ -121,6 +207,13 @@ impl McpRuntimeConfig {
     pub fn timeouts(mut self, connect_ms: u64, call_ms: u64) -> Self {
         self.connect_timeout_ms = connect_ms;
         self.call_timeout_ms = call_ms;
+        self
+    }
+
+    /// Presents `token` in the MCP handshake (see
+    /// [`McpRuntimeConfig::credential`]).
+    pub fn with_credential(mut self, token: impl Into<String>) -> Self {
+        self.credential = Some(token.into());
         self
     }
 
