@@ -9,7 +9,7 @@ use std::sync::atomic::Ordering;
 
 use adk_computer_use::ComputerUseError;
 use adk_computer_use::contracts::*;
-use adk_computer_use::protocol::{Approval, ChainOutcome, MemoryCheckpointStore, Route, Session};
+use adk_computer_use::protocol::{Approval, ChainOutcome, CheckpointRefusal, Route, Session};
 use adk_computer_use::runtime::{Observation, Observations};
 use common::*;
 use serde_json::{Value, json};

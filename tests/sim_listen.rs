@@ -9,7 +9,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use adk_computer_use::contracts::{ApprovalGrant, DataLabel, ExecutionMode};
+use adk_computer_use::contracts::{ApprovalScope, DataLabel, ExecutionMode};
+use adk_computer_use::runtime::mcp::McpApprover;
 use adk_computer_use::protocol::{
     Approval, ChainOutcome, CheckpointId, FileCheckpointStore, SealingKey,
 };
@@ -22,13 +23,17 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 
-fn session(runtime: &Arc<ComputerUseMcpRuntime>) -> Session<ComputerUseMcpRuntime> {
+fn session(
+    runtime: &Arc<ComputerUseMcpRuntime>,
+    store: &Arc<FileCheckpointStore>,
+) -> Session<ComputerUseMcpRuntime> {
     let identity = VerifiedIdentity::new("alice", "t").unwrap();
     let authorizer =
         ScopeAuthorizer::new(identity, ["computer:plan", "computer:execute:background"]).unwrap();
     Session::builder(Arc::clone(runtime), authorizer)
         .agent_id("agent")
         .target(CLIPBOARD_APP, None)
+        .checkpoints(store.clone())
         .build()
         .unwrap()
 }
@@ -190,10 +195,10 @@ fn succeeded(answer: &Option<Value>) -> bool {
 /// Suspends a write that needs approval, as the agent; the checkpoint id.
 async fn suspend(
     runtime: &Arc<ComputerUseMcpRuntime>,
-    store: &FileCheckpointStore,
+    store: &Arc<FileCheckpointStore>,
     action_id: &str,
 ) -> CheckpointId {
-    let session = session(runtime);
+    let session = session(runtime, store);
     let action = ProposedAction::new(
         "write_clipboard",
         json!({ "text": "later" }),
@@ -205,7 +210,7 @@ async fn suspend(
         ChainOutcome::NeedsApproval(pending) => pending,
         _ => panic!("approval required"),
     };
-    let id = pending.suspend(store).unwrap();
+    let id = pending.suspend().await.unwrap();
     let _ = session.shutdown().await;
     id
 }
@@ -270,7 +275,7 @@ async fn a_connection_without_the_right_credential_cannot_call_any_tool() {
 async fn the_agent_credential_cannot_approve_an_action() {
     let mut sim = listen(&["--confirm-tool", "write_clipboard"]).await;
     let dir = tempfile::tempdir().unwrap();
-    let store = FileCheckpointStore::new(dir.path(), key()).unwrap();
+    let store = Arc::new(FileCheckpointStore::new(dir.path(), key()).unwrap());
     let runtime = connect(
         &sim.address,
         McpRuntimeConfig::new("alice").with_credential(&sim.agent),
@@ -344,25 +349,27 @@ async fn an_action_suspended_by_one_client_is_approved_by_the_approver_and_compl
         .unwrap();
     let id = suspend(
         &first,
-        &FileCheckpointStore::new(dir.path(), key()).unwrap(),
+        &Arc::new(FileCheckpointStore::new(dir.path(), key()).unwrap()),
         "outlives-1",
     )
     .await;
     first.shutdown().await.unwrap();
     drop(first);
 
-    // The host's approver approves it on a connection of its own.
-    let mut approver = Raw::open(&sim.address, Some(&sim.approver))
+    // The host's approver approves it on a connection of its own, with the
+    // approver's credential.
+    let approver = McpApprover::connect(
+        tokio::net::TcpStream::connect(&sim.address).await.unwrap(),
+        McpRuntimeConfig::new("alice")
+            .session_in_group(&started.session_id, "team")
+            .with_credential(&sim.approver),
+    )
+    .await
+    .unwrap();
+    let grant = approver
+        .approve_action("outlives-1", ApprovalScope::ExactAction, None)
         .await
-        .ok()
         .unwrap();
-    let mut granted = approver
-        .ok(
-            "approve_action",
-            json!({ "session_id": started.session_id, "action_id": "outlives-1" }),
-        )
-        .await;
-    let grant: ApprovalGrant = serde_json::from_value(granted["grant"].take()).unwrap();
 
     // Another agent client, later, in the same runtime session, runs it.
     let second = connect(
@@ -372,10 +379,11 @@ async fn an_action_suspended_by_one_client_is_approved_by_the_approver_and_compl
             .with_credential(&sim.agent),
     )
     .await;
-    let session = session(&second);
-    let store = FileCheckpointStore::new(dir.path(), key()).unwrap();
+    let store = Arc::new(FileCheckpointStore::new(dir.path(), key()).unwrap());
+    let session = session(&second, &store);
     let done = session
-        .resume(&store, &id, Approval::from_grant("outlives-1", &grant))
+        .resume(&id, Approval::from_grant("outlives-1", &grant))
+        .await
         .unwrap()
         .complete()
         .await
