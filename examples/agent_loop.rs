@@ -68,7 +68,11 @@ async fn main() -> Result<(), Error> {
             ComputerUseMcpRuntime::spawn(command, config).await?
         }
         Some(_) => return Err("--server needs a command".into()),
-        None => sim::spawn(SimConfig::for_principal(&principal), config).await?.0,
+        None => {
+            sim::spawn(SimConfig::for_principal(&principal), config)
+                .await?
+                .0
+        }
     };
     runtime.start_session(Some(REQUEST), None).await?;
 

@@ -163,7 +163,7 @@ pub enum ComputerUseError {
         /// The checkpoint id.
         id: String,
         /// Why it was refused.
-        refusal: crate::protocol::CheckpointRefusal,
+        refusal: Box<crate::protocol::CheckpointRefusal>,
     },
 
     /// The mutating call failed in a way that leaves its effect in doubt: the
@@ -260,7 +260,7 @@ impl ComputerUseError {
     ) -> Self {
         Self::Checkpoint {
             id: id.to_string(),
-            refusal,
+            refusal: Box::new(refusal),
         }
     }
 
@@ -269,7 +269,7 @@ impl ComputerUseError {
     /// [`ComputerUseError::WithCleanup`]).
     pub fn checkpoint_refusal(&self) -> Option<&crate::protocol::CheckpointRefusal> {
         match self {
-            Self::Checkpoint { refusal, .. } => Some(refusal),
+            Self::Checkpoint { refusal, .. } => Some(&**refusal),
             Self::WithCleanup { primary, .. } => primary.checkpoint_refusal(),
             _ => None,
         }

@@ -130,6 +130,15 @@ fn entry_digest(previous: &str, event: &SessionEvent) -> Result<String, Computer
 pub trait JournalSink: Send + Sync {
     /// Stores one entry durably before returning.
     fn append(&self, entry: &JournalEntry) -> Result<(), ComputerUseError>;
+
+    /// Whether `append` waits on I/O (a file, a database). A session then
+    /// appends from a writer thread of its own, never from an executor
+    /// thread, and waits for the write asynchronously and bounded. A sink
+    /// that only touches memory answers `false` (the default) and is
+    /// appended to in place.
+    fn does_io(&self) -> bool {
+        false
+    }
 }
 
 /// Entries kept in memory.
@@ -195,6 +204,10 @@ impl FileJournal {
 }
 
 impl JournalSink for FileJournal {
+    fn does_io(&self) -> bool {
+        true
+    }
+
     fn append(&self, entry: &JournalEntry) -> Result<(), ComputerUseError> {
         let mut line = serde_json::to_string(entry)
             .map_err(|e| ComputerUseError::decode("journal entry", e))?;
@@ -319,6 +332,11 @@ impl Journal {
                 head,
             }),
         })
+    }
+
+    /// Whether its sink waits on I/O ([`JournalSink::does_io`]).
+    pub(crate) fn does_io(&self) -> bool {
+        self.sink.does_io()
     }
 
     /// The digest of the last entry (store it elsewhere to detect truncation).

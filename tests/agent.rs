@@ -268,9 +268,9 @@ fn every_openai_action_maps_onto_a_low_level_tool() {
             None,
         ),
         (
-            json!({ "type": "drag", "path": [{ "x": 110, "y": 110 }, { "x": 20, "y": 30 }, { "x": 700, "y": 500 }] }),
+            json!({ "type": "drag", "path": [{ "x": 110, "y": 110 }, { "x": 20, "y": 30 }, { "x": 250, "y": 260 }] }),
             "left_click_drag",
-            json!({ "start_coordinate": [110, 110], "coordinate": [700, 500] }),
+            json!({ "start_coordinate": [110, 110], "coordinate": [250, 260] }),
             Foreground,
             Some("com.front"),
         ),
@@ -343,6 +343,12 @@ fn every_openai_action_maps_onto_a_low_level_tool() {
             json!({ "type": "drag", "path": [{ "x": 110, "y": 110 }, { "x": "junk" }, { "x": 20, "y": 20 }] }),
             "path",
         ),
+        // A drop in another window than the one the drag starts in: the
+        // evidence would bind the start's window only.
+        (
+            json!({ "type": "drag", "path": [{ "x": 110, "y": 110 }, { "x": 700, "y": 500 }] }),
+            "coordinate",
+        ),
     ];
     check_refusals(from_openai, refusals);
 }
@@ -370,7 +376,7 @@ fn every_anthropic_action_maps_onto_a_low_level_tool() {
     .collect();
     rows.extend([
         (json!({ "action": "mouse_move", "coordinate": [5, 5] }), "mouse_move", json!({ "coordinate": [5, 5] }), Foreground, Some("com.back")),
-        (json!({ "action": "left_click_drag", "start_coordinate": [5, 5], "coordinate": [150, 150] }), "left_click_drag", json!({ "start_coordinate": [5, 5], "coordinate": [150, 150] }), Foreground, Some("com.back")),
+        (json!({ "action": "left_click_drag", "start_coordinate": [5, 5], "coordinate": [50, 60] }), "left_click_drag", json!({ "start_coordinate": [5, 5], "coordinate": [50, 60] }), Foreground, Some("com.back")),
         (json!({ "action": "type", "text": "hi" }), "type", json!({ "text": "hi" }), Foreground, None),
         (json!({ "action": "key", "text": "Return" }), "key", json!({ "text": "Return" }), Foreground, None),
         (json!({ "action": "scroll", "coordinate": [150, 150], "scroll_direction": "up", "scroll_amount": 5 }), "scroll", json!({ "coordinate": [150, 150], "direction": "up", "amount": 5 }), Foreground, Some("com.front")),
@@ -392,6 +398,10 @@ fn every_anthropic_action_maps_onto_a_low_level_tool() {
         (
             json!({ "action": "left_click_drag", "coordinate": [1, 1] }),
             "start_coordinate",
+        ),
+        (
+            json!({ "action": "left_click_drag", "start_coordinate": [5, 5], "coordinate": [150, 150] }),
+            "coordinate",
         ),
         (
             json!({ "action": "scroll", "coordinate": [1, 1], "scroll_direction": "sideways" }),

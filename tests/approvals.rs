@@ -12,9 +12,8 @@ use std::time::Duration;
 use adk_computer_use::ComputerUseError;
 use adk_computer_use::protocol::{
     Approval, ApproverKey, ApproverPublicKey, ChainOutcome, CheckpointId, CheckpointRefusal,
-    CheckpointStore,
-    Decision, FileCheckpointStore, SealingKey, decide, decision_of, inspect, pending,
-    wait_for_decision,
+    CheckpointStore, Decision, FileCheckpointStore, SealingKey, decide, decision_of, inspect,
+    pending, wait_for_decision,
 };
 use common::*;
 
@@ -146,10 +145,7 @@ async fn the_waiting_session_resumes_once_on_an_approval_and_ends_on_a_denial() 
         .unwrap();
     assert!(done.performed());
     assert!(
-        rig.session
-            .resume_decided(&id, &public())
-            .await
-            .is_err(),
+        rig.session.resume_decided(&id, &public()).await.is_err(),
         "once"
     );
     assert_eq!(rig.runtime.mutations(), 1);
@@ -323,12 +319,7 @@ async fn a_recorded_decision_cannot_be_overridden_or_forged_by_the_agent() {
     let view = inspect(&*store, &other).unwrap();
     let own = held(&view);
     decide(&*store, &other, &Decision::Approve(own), &agents_key).unwrap();
-    assert!(
-        rig.session
-            .resume_decided(&other, &public())
-            .await
-            .is_err()
-    );
+    assert!(rig.session.resume_decided(&other, &public()).await.is_err());
     assert_eq!(rig.runtime.mutations(), 0);
 }
 
@@ -400,10 +391,7 @@ async fn an_approval_outlives_the_envelope_and_never_re_approves_a_change() {
         "previewed again"
     );
     assert!(
-        rig.session
-            .resume_refreshing(&id, approval)
-            .await
-            .is_err(),
+        rig.session.resume_refreshing(&id, approval).await.is_err(),
         "once"
     );
     // The policy changed meanwhile: refused as a mismatch, nothing reserved.

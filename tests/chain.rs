@@ -210,10 +210,7 @@ async fn replaced_or_tampered_checkpoints_are_rejected_before_reservation() {
 
     // A second preview for the same id is never written over the first.
     let again = pending(&rig, "a-8").await;
-    assert_eq!(
-        refusal_of(again.suspend().await),
-        CheckpointRefusal::Exists
-    );
+    assert_eq!(refusal_of(again.suspend().await), CheckpointRefusal::Exists);
 
     let path = store.path_of(&id);
     let original = std::fs::read_to_string(&path).unwrap();

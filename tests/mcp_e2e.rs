@@ -8,11 +8,11 @@ use std::sync::Arc;
 
 use adk_computer_use::contracts::{ApprovalScope, WindowId};
 use adk_computer_use::protocol::Session;
-use adk_computer_use::sim::{CLIPBOARD_APP, CLIPBOARD_WINDOW};
 use adk_computer_use::protocol::{Approval, ChainOutcome, Verified};
 use adk_computer_use::runtime::{
     AgentInterrupter, CancellationBridge, ComputerUseRuntime, StopKind,
 };
+use adk_computer_use::sim::{CLIPBOARD_APP, CLIPBOARD_WINDOW};
 use adk_computer_use::{ComputerUseError, VerificationOutcome};
 use serde_json::{Value, json};
 use sim_support::*;

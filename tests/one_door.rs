@@ -120,7 +120,9 @@ async fn finding_02_a_checkpoint_resumes_once_in_memory() {
 #[tokio::test]
 async fn finding_02_racing_resumes_of_one_checkpoint_file_yield_one_approved_stage() {
     let dir = tempfile::tempdir().unwrap();
-    let rig = rig_on(Arc::new(FileCheckpointStore::new(dir.path(), key()).unwrap()));
+    let rig = rig_on(Arc::new(
+        FileCheckpointStore::new(dir.path(), key()).unwrap(),
+    ));
     let pending = pending(&rig, "d-3").await;
     let approval = held_approval(&pending);
     let id = pending.suspend().await.unwrap();

@@ -149,7 +149,13 @@ async fn decisions_recorded_in_postgres_reach_the_waiting_agent_once() {
         &view.policy_digest,
         &grant,
     );
-    decide(&*store, &approved, &Decision::Approve(approval), &approver()).unwrap();
+    decide(
+        &*store,
+        &approved,
+        &Decision::Approve(approval),
+        &approver(),
+    )
+    .unwrap();
     let late = Decision::Deny {
         reason: "late".into(),
     };

@@ -10,10 +10,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use adk_computer_use::contracts::{ApprovalScope, DataLabel, ExecutionMode};
-use adk_computer_use::runtime::mcp::McpApprover;
 use adk_computer_use::protocol::{
     Approval, ChainOutcome, CheckpointId, FileCheckpointStore, SealingKey,
 };
+use adk_computer_use::runtime::mcp::McpApprover;
 use adk_computer_use::sim::CLIPBOARD_APP;
 use adk_computer_use::{
     ComputerUseMcpRuntime, McpRuntimeConfig, ProposedAction, ScopeAuthorizer, Session,

@@ -169,7 +169,9 @@ fn hit(
     observed.target_evidence(app, Some(&id), observed_at)
 }
 
-/// A drag: both ends inside observed windows; the evidence is the start's.
+/// A drag: both ends inside the same observed window, whose evidence the
+/// action carries. An end in another window would be a drop no preview
+/// named (the evidence binds the start's window only): refused.
 fn drag(
     object: &'static str,
     start: (i64, i64),
@@ -178,7 +180,18 @@ fn drag(
     observed_at: &str,
 ) -> Result<MappedAction, ComputerUseError> {
     let target = hit(object, observed, start, observed_at)?;
-    hit(object, observed, end, observed_at)?;
+    let landing = hit(object, observed, end, observed_at)?;
+    if landing.app_id != target.app_id || landing.window_id != target.window_id {
+        return Err(refuse(
+            object,
+            "coordinate",
+            "a drag that ends in the window it starts in",
+            format!(
+                "from {} to {} (another window)",
+                target.app_id, landing.app_id
+            ),
+        ));
+    }
     Ok(act(
         "left_click_drag",
         json!({ "start_coordinate": [start.0, start.1], "coordinate": [end.0, end.1] }),

@@ -30,9 +30,7 @@ use crate::ComputerUseError;
 use crate::clock::format_rfc3339;
 use crate::contracts::{ActionPreview, ExecutionMode};
 use crate::journal::events;
-use crate::protocol::{
-    Approval, ChainOutcome, CheckpointId, PendingApproval, Route, Session,
-};
+use crate::protocol::{Approval, ChainOutcome, CheckpointId, PendingApproval, Route, Session};
 use crate::runtime::{AgentInterrupter, ComputerUseRuntime, ProposedAction};
 
 /// Why the loop stopped.
@@ -252,7 +250,7 @@ impl<'a, R: ComputerUseRuntime, P: Planner> AgentLoop<'a, R, P> {
     }
 
     /// Suspends actions that need approval to sealed checkpoints in the
-    /// session's store of record ([`crate::SessionBuilder::checkpoints`]),
+    /// session's store of record ([`crate::protocol::SessionBuilder::checkpoints`]),
     /// instead of returning them pending.
     pub fn suspend_to_checkpoints(mut self) -> Self {
         self.suspend = true;

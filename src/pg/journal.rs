@@ -40,6 +40,10 @@ impl PostgresJournal {
 }
 
 impl JournalSink for PostgresJournal {
+    fn does_io(&self) -> bool {
+        true
+    }
+
     /// Appends `entry`; an entry whose sequence or previous digest another
     /// entry of its session already holds (a fork) is refused.
     fn append(&self, entry: &JournalEntry) -> Result<(), ComputerUseError> {

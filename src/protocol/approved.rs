@@ -5,6 +5,7 @@ use std::sync::Arc;
 use super::Reserved;
 use super::approvals::Authority;
 use super::guard::ActionGuard;
+use super::recorder::Ticket;
 use super::session::Core;
 use super::witness::{BoundReservation, FreshPreview};
 use serde_json::json;
@@ -20,6 +21,8 @@ pub struct Approved<R: ComputerUseRuntime> {
     core: Arc<Core<R>>,
     preview: FreshPreview,
     authority: Authority,
+    /// The journal write of the approval, waited for before the reservation.
+    journaled: Option<Ticket>,
 }
 
 impl<R: ComputerUseRuntime> Approved<R> {
@@ -28,6 +31,22 @@ impl<R: ComputerUseRuntime> Approved<R> {
             core,
             preview,
             authority,
+            journaled: None,
+        }
+    }
+
+    /// Approved by a person, the journal write of that still on its way.
+    pub(crate) fn journaled(
+        core: Arc<Core<R>>,
+        preview: FreshPreview,
+        authority: Authority,
+        journaled: Ticket,
+    ) -> Self {
+        Self {
+            core,
+            preview,
+            authority,
+            journaled: Some(journaled),
         }
     }
 
@@ -45,6 +64,21 @@ impl<R: ComputerUseRuntime> Approved<R> {
     /// runtime answers, before it is checked, so a reservation that fails
     /// its checks is still released.
     pub async fn reserve(self) -> Result<Reserved<R>, ComputerUseError> {
+        // An approval that could not be journaled does not run.
+        let (approved, journaled) = self.detach();
+        if let Some(journaled) = journaled {
+            journaled.wait().await?;
+        }
+        approved.reserve_now().await
+    }
+
+    /// This stage, and the journal write of its approval apart.
+    fn detach(mut self) -> (Self, Option<Ticket>) {
+        let journaled = self.journaled.take();
+        (self, journaled)
+    }
+
+    async fn reserve_now(self) -> Result<Reserved<R>, ComputerUseError> {
         let envelope = self.preview.envelope();
         let checked = self
             .core
@@ -71,25 +105,27 @@ impl<R: ComputerUseRuntime> Approved<R> {
         }
         // A shutdown while the call was in flight ends the action here; the
         // guard gives back what the runtime just granted.
-        let bound = self
-            .core
-            .ensure_open("reserve")
-            .and_then(|()| {
-                BoundReservation::check(
-                    guard.reservation(),
-                    envelope,
-                    &self.core.acting(),
-                    self.core.clock(),
-                )
-            })
-            .and_then(|bound| {
+        let bound = self.core.ensure_open("reserve").and_then(|()| {
+            BoundReservation::check(
+                guard.reservation(),
+                envelope,
+                &self.core.acting(),
+                self.core.clock(),
+            )
+        });
+        let bound = match bound {
+            Ok(bound) => {
                 let id = guard.reservation().map(|r| r.reservation_id.as_str());
                 let payload = || json!({ "reservationId": id });
                 self.core
                     .recorder
-                    .record(&envelope.action_id, events::RESERVED, payload)?;
-                Ok(bound)
-            });
+                    .record(&envelope.action_id, events::RESERVED, payload)
+                    .wait()
+                    .await
+                    .map(|()| bound)
+            }
+            Err(err) => Err(err),
+        };
         match bound {
             Ok(bound) => Ok(Reserved::new(
                 self.core,

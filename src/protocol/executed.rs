@@ -79,6 +79,8 @@ impl<R: ComputerUseRuntime> Executed<R> {
                 })
             });
         let released = self.guard.release().await;
+        // The action's entries are written before its end is reported.
+        self.core.recorder.flush().await;
         if let Err(cleanup) = released {
             return Err(ComputerUseError::CleanupAfterSuccess {
                 status: outcome.status(),

@@ -83,12 +83,17 @@ impl<R: ComputerUseRuntime> Leased<R> {
         let lease = self.lease.get();
         // The start is recorded before the call: if it cannot be, the
         // mutation does not happen.
-        let ready = self.revalidate().and_then(|()| {
-            let payload = || json!({ "leaseId": lease.lease_id });
-            self.core
-                .recorder
-                .record(&envelope.action_id, events::STARTED, payload)
-        });
+        let ready = match self.revalidate() {
+            Ok(()) => {
+                let payload = || json!({ "leaseId": lease.lease_id });
+                self.core
+                    .recorder
+                    .record(&envelope.action_id, events::STARTED, payload)
+                    .wait()
+                    .await
+            }
+            Err(err) => Err(err),
+        };
         if let Err(err) = ready {
             return Err(self.guard.fail(&envelope.action_id, err).await);
         }

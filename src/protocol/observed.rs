@@ -141,14 +141,17 @@ impl<R: ComputerUseRuntime> Observed<R> {
         };
         let previewed = fresh.get();
         let action_id = &previewed.envelope.action_id;
-        core.recorder.record(action_id, events::PREVIEWED, || {
-            json!({
-                "argsDigest": previewed.envelope.args_digest,
-                "policyDigest": previewed.policy.policy_digest,
-                "executable": previewed.executable,
-                "blocker": previewed.blocker,
+        core.recorder
+            .record(action_id, events::PREVIEWED, || {
+                json!({
+                    "argsDigest": previewed.envelope.args_digest,
+                    "policyDigest": previewed.policy.policy_digest,
+                    "executable": previewed.executable,
+                    "blocker": previewed.blocker,
+                })
             })
-        })?;
+            .wait()
+            .await?;
         Ok(Previewed::new(core, fresh))
     }
 }

@@ -96,15 +96,21 @@ impl<R: ComputerUseRuntime> PendingApproval<R> {
             ApprovalSource::Grant(_) => "grant",
             ApprovalSource::RuntimeHeld => "runtime",
         };
-        self.core.recorder.record(
+        // Waited for before the reservation, the first thing the runtime
+        // is asked to do on this approval.
+        let journaled = self.core.recorder.record(
             &envelope.action_id,
             events::APPROVED,
             || json!({ "authority": authority, "grantId": approval.grant_id() }),
-        )?;
-        Ok(Approved::new(
+        );
+        if let Some(err) = journaled.failed_now() {
+            return Err(err.clone());
+        }
+        Ok(Approved::journaled(
             self.core,
             self.preview,
             Authority::Approved(Box::new(approval)),
+            journaled,
         ))
     }
 
@@ -122,11 +128,10 @@ impl<R: ComputerUseRuntime> PendingApproval<R> {
     /// blocking pool.
     pub async fn suspend(self) -> Result<CheckpointId, ComputerUseError> {
         let id = CheckpointId::for_preview(&self.core.session_id, self.preview.get());
-        let store = self
-            .core
-            .checkpoints
-            .clone()
-            .ok_or_else(|| ComputerUseError::checkpoint(&id, CheckpointRefusal::NoStoreOfRecord))?;
+        let store =
+            self.core.checkpoints.clone().ok_or_else(|| {
+                ComputerUseError::checkpoint(&id, CheckpointRefusal::NoStoreOfRecord)
+            })?;
         let identity = self.core.identity();
         let body = CheckpointBody {
             version: VERSION,

@@ -74,13 +74,17 @@ impl<R: ComputerUseRuntime> Reserved<R> {
             Ok(lease) => guard.hold_lease(lease),
             Err(err) => return Err(guard.fail(&envelope.action_id, err).await),
         };
-        let bound =
-            BoundLease::check(lease, envelope, &core.acting(), core.clock()).and_then(|bound| {
+        let bound = match BoundLease::check(lease, envelope, &core.acting(), core.clock()) {
+            Ok(bound) => {
                 let payload = || json!({ "leaseId": bound.get().lease_id });
                 core.recorder
-                    .record(&envelope.action_id, events::LEASED, payload)?;
-                Ok(bound)
-            });
+                    .record(&envelope.action_id, events::LEASED, payload)
+                    .wait()
+                    .await
+                    .map(|()| bound)
+            }
+            Err(err) => Err(err),
+        };
         match bound {
             Ok(bound) => Ok(Leased::new(
                 core,

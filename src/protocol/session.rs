@@ -206,7 +206,7 @@ impl<R: ComputerUseRuntime> SessionBuilder<R> {
             session_id.clone(),
             self.authorizer.identity().principal_id().to_owned(),
             Arc::clone(&self.clock),
-        );
+        )?;
         let releaser = Arc::new(Releaser {
             runtime: Arc::clone(&self.runtime),
             session_id: session_id.clone(),
@@ -437,6 +437,9 @@ impl<R: ComputerUseRuntime> Session<R> {
                 tracing::warn!(?bound, "the reaper did not finish within its bound");
             }
         }
+        // What the journal still has queued is written before the counters
+        // are read (a failed write is one of them).
+        self.core.recorder.flush().await;
         let stats = self.core.release_stats();
         // Closed only when nothing can use it any more: no stage of this
         // session is alive (a stage holds the core, and a call it is making
@@ -463,4 +466,3 @@ impl<R: ComputerUseRuntime> std::fmt::Debug for Session<R> {
             .finish_non_exhaustive()
     }
 }
-

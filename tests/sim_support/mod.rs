@@ -143,11 +143,9 @@ pub async fn run_approving(
 ) -> Verified {
     match session.run(action).await.unwrap() {
         ChainOutcome::Completed(done) => done,
-        ChainOutcome::NeedsApproval(pending) => host_approves(host, pending)
-            .await
-            .complete()
-            .await
-            .unwrap(),
+        ChainOutcome::NeedsApproval(pending) => {
+            host_approves(host, pending).await.complete().await.unwrap()
+        }
         ChainOutcome::Blocked(blocked) => {
             panic!("blocked ({}): {:?}", blocked.blocker(), blocked.reasons())
         }

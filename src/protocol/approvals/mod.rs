@@ -33,4 +33,4 @@ pub use decision::{
 };
 pub(crate) use offload::run as offload;
 pub use refusal::CheckpointRefusal;
-pub use stores::{ClaimBasis, CheckpointStore, FileCheckpointStore, MemoryCheckpointStore};
+pub use stores::{CheckpointStore, ClaimBasis, FileCheckpointStore, MemoryCheckpointStore};

@@ -20,61 +20,61 @@ pub(crate) async fn previewed_again<R: ComputerUseRuntime>(
     id: &CheckpointId,
     body: &CheckpointBody,
 ) -> Result<Option<PendingApproval<R>>, ComputerUseError> {
-        let sealed = &body.preview;
-        let envelope = &sealed.envelope;
-        let now = core.clock().now().unix_timestamp_nanos();
-        if envelope.expires_at.unix_nanos().is_some_and(|at| at > now) {
-            return Ok(None);
-        }
-        let arguments = body
-            .arguments
-            .clone()
-            .ok_or_else(|| ComputerUseError::checkpoint(id, CheckpointRefusal::NoProposal))?;
-        let mut action = crate::runtime::ProposedAction::new(
-            envelope.tool.clone(),
-            arguments.clone(),
-            envelope.requested_mode,
-        )
-        .with_action_id(envelope.action_id.clone())
-        .with_operation(envelope.operation.clone())
-        .with_data_labels(envelope.data_labels.clone());
-        action.target = envelope.target.clone();
-        action.postcondition = envelope.postcondition.clone();
-        action.provenance = envelope.provenance.clone();
-        let request = crate::runtime::ActionRequest {
-            session_id: &core.session_id,
-            agent_id: core.agent_id.as_deref(),
-            execution_group_id: core.execution_group_id.as_deref(),
-            action: &action,
-        };
-        let answer = core.runtime.preview_action(&request).await?;
-        crate::protocol::proposal::bind_to_request(&request, &answer.preview.envelope)?;
-        crate::protocol::proposal::bind_capability(&answer.preview)?;
-        if let Err(err) = same_as_sealed(sealed, &answer.preview) {
-            core.recorder.refusal(&envelope.action_id, &err);
-            return Err(err);
-        }
-        core.recorder.note(
-            &envelope.action_id,
-            crate::journal::events::PREVIEWED,
-            || {
-                serde_json::json!({
-                    "argsDigest": answer.preview.envelope.args_digest,
-                    "policyDigest": answer.preview.policy.policy_digest,
-                    "executable": answer.preview.executable,
-                    "blocker": answer.preview.blocker,
-                    "refreshedFrom": id.as_str(),
-                })
-            },
-        );
-        PendingApproval::restore(
-            Arc::clone(core),
-            answer.preview,
-            answer.retained,
-            Some(arguments),
-        )
-        .map(Some)
+    let sealed = &body.preview;
+    let envelope = &sealed.envelope;
+    let now = core.clock().now().unix_timestamp_nanos();
+    if envelope.expires_at.unix_nanos().is_some_and(|at| at > now) {
+        return Ok(None);
     }
+    let arguments = body
+        .arguments
+        .clone()
+        .ok_or_else(|| ComputerUseError::checkpoint(id, CheckpointRefusal::NoProposal))?;
+    let mut action = crate::runtime::ProposedAction::new(
+        envelope.tool.clone(),
+        arguments.clone(),
+        envelope.requested_mode,
+    )
+    .with_action_id(envelope.action_id.clone())
+    .with_operation(envelope.operation.clone())
+    .with_data_labels(envelope.data_labels.clone());
+    action.target = envelope.target.clone();
+    action.postcondition = envelope.postcondition.clone();
+    action.provenance = envelope.provenance.clone();
+    let request = crate::runtime::ActionRequest {
+        session_id: &core.session_id,
+        agent_id: core.agent_id.as_deref(),
+        execution_group_id: core.execution_group_id.as_deref(),
+        action: &action,
+    };
+    let answer = core.runtime.preview_action(&request).await?;
+    crate::protocol::proposal::bind_to_request(&request, &answer.preview.envelope)?;
+    crate::protocol::proposal::bind_capability(&answer.preview)?;
+    if let Err(err) = same_as_sealed(sealed, &answer.preview) {
+        core.recorder.refusal(&envelope.action_id, &err);
+        return Err(err);
+    }
+    core.recorder.note(
+        &envelope.action_id,
+        crate::journal::events::PREVIEWED,
+        || {
+            serde_json::json!({
+                "argsDigest": answer.preview.envelope.args_digest,
+                "policyDigest": answer.preview.policy.policy_digest,
+                "executable": answer.preview.executable,
+                "blocker": answer.preview.blocker,
+                "refreshedFrom": id.as_str(),
+            })
+        },
+    );
+    PendingApproval::restore(
+        Arc::clone(core),
+        answer.preview,
+        answer.retained,
+        Some(arguments),
+    )
+    .map(Some)
+}
 
 /// The re-preview of an expired checkpoint shows the person's action and
 /// nothing else: the envelope and the policy as sealed, field by field,
@@ -164,4 +164,3 @@ fn stable_field(name: &str) -> &'static str {
     ];
     FIELDS.into_iter().find(|f| *f == name).unwrap_or("preview")
 }
-

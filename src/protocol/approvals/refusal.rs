@@ -105,7 +105,9 @@ pub enum CheckpointRefusal {
         group: Option<String>,
     },
     /// This session resumed the checkpoint already.
-    #[error("this checkpoint was already resumed in this session; a checkpoint approves one execution")]
+    #[error(
+        "this checkpoint was already resumed in this session; a checkpoint approves one execution"
+    )]
     ResumedHere,
     /// A person's decision is recorded: it is the only way on.
     #[error("a person's decision is recorded for this checkpoint; resume it with resume_decided")]

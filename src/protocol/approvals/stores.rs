@@ -306,20 +306,22 @@ impl FileCheckpointStore {
                 let made = fresh_store_id("file", &place);
                 match self.write_new("store", &path, &made) {
                     Ok(()) => made,
-                    Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => {
-                        read(&path)?.ok_or_else(|| {
+                    Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => read(&path)?
+                        .ok_or_else(|| {
                             io_error(
                                 &path,
                                 "read the store's identity",
                                 std::io::Error::other("the identity file is empty"),
                             )
-                        })?
-                    }
+                        })?,
                     Err(err) => return Err(io_error(&path, "write the store's identity", err)),
                 }
             }
         };
-        Ok(format!("file-{}", &sha256_hex(format!("{seed}\n{place}"))[..24]))
+        Ok(format!(
+            "file-{}",
+            &sha256_hex(format!("{seed}\n{place}"))[..24]
+        ))
     }
 
     /// The file that holds `id`.
@@ -455,7 +457,9 @@ impl CheckpointStore for FileCheckpointStore {
                     Ok(()) => {}
                     Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => {
                         return Err(match self.slot(id)? {
-                            Slot::ClaimedUndecided => refused(id, CheckpointRefusal::AlreadyResumed),
+                            Slot::ClaimedUndecided => {
+                                refused(id, CheckpointRefusal::AlreadyResumed)
+                            }
                             _ => refused(id, CheckpointRefusal::DecisionRecorded),
                         });
                     }

@@ -31,7 +31,7 @@ impl Held {
     }
 }
 
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, PartialEq, Eq)]
 pub(super) enum Kind {
     Reservation,
     Lease,

@@ -40,8 +40,25 @@ impl Ledger {
         self.slots.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Enters `held`, keyed by what the runtime calls it: an entry that
+    /// already holds the same reservation or lease (a stale chain, when an
+    /// idempotent retry was handed the same resource) is taken out first,
+    /// so exactly one guard, the live one, ever releases it, and a reaper
+    /// working for the stale chain finds nothing to free.
     pub(super) fn register(&self, held: Held) -> LedgerId {
         let mut slots = self.lock();
+        let kind = held.kind();
+        let stale = slots.entries.iter().position(|entry| {
+            entry.held.as_ref().is_some_and(|other| {
+                other.kind() == kind && other.resource_id() == held.resource_id()
+            })
+        });
+        if let Some(slot) = stale {
+            slots.entries[slot].held = None;
+            slots.entries[slot].busy = false;
+            slots.free.push(slot);
+            slots.held -= 1;
+        }
         slots.held += 1;
         match slots.free.pop() {
             Some(slot) => {

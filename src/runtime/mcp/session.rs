@@ -2,12 +2,11 @@
 //! follow-ups, its lifecycle, and deleting it. None of them mutates the
 //! desktop.
 
-
 use serde::de::DeserializeOwned;
 use serde_json::json;
 
-use super::wire::{decode, lock};
 use super::ComputerUseMcpRuntime;
+use super::wire::{decode, lock};
 use crate::ComputerUseError;
 use crate::binding::bind;
 use crate::contracts::*;
