@@ -139,6 +139,13 @@ pub trait JournalSink: Send + Sync {
     fn does_io(&self) -> bool {
         false
     }
+
+    /// Where a chain this sink already holds ends (its last sequence number
+    /// and digest), so a [`Journal`] over it continues that chain instead
+    /// of starting a second one. `None` for an empty sink (the default).
+    fn chain_end(&self) -> Option<(u64, String)> {
+        None
+    }
 }
 
 /// Entries kept in memory.
@@ -173,10 +180,16 @@ impl JournalSink for MemoryJournal {
 }
 
 /// Entries appended to a JSON-lines file, flushed and synced per entry.
+///
+/// Opening a file that already holds a journal continues its chain: the
+/// existing entries are verified first, and a [`Journal`] over the sink
+/// appends after the last one. A file whose chain does not verify is
+/// refused at open, never appended to.
 #[derive(Debug)]
 pub struct FileJournal {
     file: Mutex<File>,
     path: String,
+    end: Option<(u64, String)>,
 }
 
 fn io(path: &str, doing: &str, err: std::io::Error) -> ComputerUseError {
@@ -196,9 +209,26 @@ impl FileJournal {
             .append(true)
             .open(&path)
             .map_err(|e| io(&display, "open", e))?;
+        let existing = read_journal(&path)?;
+        let end = match existing.last() {
+            None => None,
+            Some(last) => {
+                let head = verify_journal(&existing, None).map_err(|err| {
+                    ComputerUseError::Storage {
+                        operation: "continue the journal".into(),
+                        path: display.clone(),
+                        message: format!(
+                            "the entries already in the file do not verify ({err}); nothing is appended to a broken chain: move the file aside and start a new one"
+                        ),
+                    }
+                })?;
+                Some((last.event.sequence, head))
+            }
+        };
         Ok(Self {
             file: Mutex::new(file),
             path: display,
+            end,
         })
     }
 }
@@ -206,6 +236,10 @@ impl FileJournal {
 impl JournalSink for FileJournal {
     fn does_io(&self) -> bool {
         true
+    }
+
+    fn chain_end(&self) -> Option<(u64, String)> {
+        self.end.clone()
     }
 
     fn append(&self, entry: &JournalEntry) -> Result<(), ComputerUseError> {
@@ -308,14 +342,14 @@ impl std::fmt::Debug for Journal {
 }
 
 impl Journal {
-    /// A new chain in `sink`.
+    /// A chain in `sink`: a new one, or the one the sink already holds
+    /// continued ([`JournalSink::chain_end`]; a [`FileJournal`] over an
+    /// existing journal file).
     pub fn new(sink: Arc<dyn JournalSink>) -> Self {
+        let (sequence, head) = sink.chain_end().unwrap_or((0, GENESIS.to_owned()));
         Self {
             sink,
-            state: Mutex::new(ChainState {
-                sequence: 0,
-                head: GENESIS.to_owned(),
-            }),
+            state: Mutex::new(ChainState { sequence, head }),
         }
     }
 

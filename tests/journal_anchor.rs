@@ -218,3 +218,61 @@ fn conflicting_or_unknown_options_are_usage_errors() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out));
     }
 }
+
+/// Issue 20, item 5: a journal file opened again continues its chain, so
+/// a restart leaves one chain that verifies against its head; a file whose
+/// chain is broken is refused at open, never appended to.
+#[test]
+fn a_journal_file_reopened_continues_its_chain() {
+    use adk_computer_use::journal::{read_journal, verify_journal};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("journal.jsonl");
+    {
+        let journal = Journal::new(Arc::new(FileJournal::open(&path).unwrap()));
+        for n in 0..2 {
+            journal
+                .record(
+                    "s-1",
+                    "alice",
+                    Some(&format!("a-{n}")),
+                    events::PREVIEWED,
+                    "2026-12-01T00:00:00Z".into(),
+                    serde_json::json!({}),
+                )
+                .unwrap();
+        }
+    }
+    // The process restarts and opens the same file.
+    let journal = Journal::new(Arc::new(FileJournal::open(&path).unwrap()));
+    journal
+        .record(
+            "s-2",
+            "alice",
+            Some("a-2"),
+            events::PREVIEWED,
+            "2026-12-01T00:01:00Z".into(),
+            serde_json::json!({}),
+        )
+        .unwrap();
+    let head = journal.head();
+    let entries = read_journal(&path).unwrap();
+    assert_eq!(entries.len(), 3);
+    assert_eq!(verify_journal(&entries, Some(&head)).unwrap(), head);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_computer-use-journal"))
+        .arg(&path)
+        .args(["--head", &head])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    // A broken chain is refused at open.
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines.remove(1);
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    let err = FileJournal::open(&path).unwrap_err();
+    assert!(err.to_string().contains("do not verify"), "{err}");
+}

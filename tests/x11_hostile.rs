@@ -7,8 +7,8 @@
 //! checked from outside: what the attacker's windows received, what the
 //! terminal's file holds.
 //!
-//! Needs an X server (`$DISPLAY`); without one each test says so, unless
-//! `ADK_REQUIRE_X11` is set (as `.ci/run` sets it).
+//! Needs an X server (`$DISPLAY`); built without one, each test is reported
+//! as ignored, with the reason.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::process::{Command, Stdio};
@@ -147,6 +147,10 @@ impl Hostile {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(adk_has_display),
+    ignore = "needs an X server: set DISPLAY (.ci/run starts Xvfb)"
+)]
 async fn another_clients_keyboard_grab_refuses_typing_and_gets_nothing() {
     if !display() {
         return;
@@ -197,6 +201,10 @@ async fn another_clients_keyboard_grab_refuses_typing_and_gets_nothing() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(adk_has_display),
+    ignore = "needs an X server: set DISPLAY (.ci/run starts Xvfb)"
+)]
 async fn another_clients_window_inside_the_target_refuses_clicks_and_keys() {
     if !display() {
         return;
@@ -244,6 +252,10 @@ async fn another_clients_window_inside_the_target_refuses_clicks_and_keys() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(adk_has_display),
+    ignore = "needs an X server: set DISPLAY (.ci/run starts Xvfb)"
+)]
 async fn a_held_modifier_or_lock_refuses_typing() {
     if !display() {
         return;
@@ -306,6 +318,10 @@ async fn a_held_modifier_or_lock_refuses_typing() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(adk_has_display),
+    ignore = "needs an X server: set DISPLAY (.ci/run starts Xvfb)"
+)]
 async fn a_target_off_the_screen_refuses_a_click_that_would_land_elsewhere() {
     if !display() {
         return;
@@ -342,6 +358,10 @@ async fn a_target_off_the_screen_refuses_a_click_that_would_land_elsewhere() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(adk_has_display),
+    ignore = "needs an X server: set DISPLAY (.ci/run starts Xvfb)"
+)]
 async fn the_window_list_and_tree_are_the_servers_and_bounded() {
     if !display() {
         return;
@@ -412,6 +432,10 @@ async fn the_window_list_and_tree_are_the_servers_and_bounded() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(adk_has_display),
+    ignore = "needs an X server: set DISPLAY (.ci/run starts Xvfb)"
+)]
 async fn the_read_back_counts_only_while_this_process_owns_the_clipboard() {
     if !display() {
         return;
@@ -465,6 +489,10 @@ async fn the_read_back_counts_only_while_this_process_owns_the_clipboard() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(adk_has_display),
+    ignore = "needs an X server: set DISPLAY (.ci/run starts Xvfb)"
+)]
 async fn evidence_citing_another_windows_frame_does_not_vouch_for_the_target() {
     if !display() {
         return;

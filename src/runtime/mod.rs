@@ -10,6 +10,12 @@
 //! trait is not a second door to the desktop: holding a runtime is not
 //! enough to reserve, lease, execute or release anything.
 
+/// The response validators at the path the upstream crate's README uses
+/// (`adk_computer_use::runtime::binding::validate_lease`); the same items
+/// as [`crate::binding`].
+pub mod binding {
+    pub use crate::binding::*;
+}
 mod cancel;
 mod evidence;
 #[cfg(feature = "mcp")]
