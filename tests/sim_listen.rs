@@ -488,3 +488,113 @@ async fn a_waiter_that_left_does_not_keep_the_lease_from_the_next() {
     assert_eq!(lease["state"], "active", "{answer}");
     sim.child.kill().await.unwrap();
 }
+
+/// Issue 19: a person's approval becomes a server grant obtained by the
+/// approver's side. `computer-use-approvals approve --server` obtains it
+/// with the approver's credential and records the signed decision carrying
+/// it; with the agent's credential it obtains nothing and records nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_approvals_command_obtains_the_grant_with_the_approvers_credential() {
+    use adk_computer_use::protocol::{ApproverKey, decision_of};
+    const KEY: &str = "approvals-over-tcp-key-32-bytes!";
+    const APPROVER_KEY: &str = "9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60";
+    let mut sim = listen(&["--confirm-tool", "write_clipboard"]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(
+        FileCheckpointStore::new(
+            dir.path(),
+            SealingKey::new(KEY.as_bytes().to_vec()).unwrap(),
+        )
+        .unwrap(),
+    );
+    let runtime = connect(
+        &sim.address,
+        McpRuntimeConfig::new("alice").with_credential(&sim.agent),
+    )
+    .await;
+    runtime
+        .start_session(Some("cli"), Some("team"))
+        .await
+        .unwrap();
+    let id = suspend(&runtime, &store, "cli-grant-1").await;
+    let approve = |credential: String| {
+        let (dir, address, id) = (
+            dir.path().to_str().unwrap().to_owned(),
+            sim.address.clone(),
+            id.to_string(),
+        );
+        async move {
+            tokio::process::Command::new(env!("CARGO_BIN_EXE_computer-use-approvals"))
+                .args(["approve", &id, "--store", &dir, "--server", &address])
+                .env("ADK_CHECKPOINT_KEY", KEY)
+                .env("ADK_APPROVER_KEY", APPROVER_KEY)
+                .env("ADK_APPROVER_CREDENTIAL", credential)
+                .output()
+                .await
+                .unwrap()
+        }
+    };
+    let public = ApproverKey::from_hex(APPROVER_KEY).unwrap().public();
+
+    // The agent's own credential: no grant, no decision.
+    let refused = approve(sim.agent.clone()).await;
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("approver_credential_required"), "{stderr}");
+    assert_eq!(decision_of(&*store, &id, &public).unwrap(), None);
+
+    // The approver's credential: the grant, inside a signed decision.
+    let approved = approve(sim.approver.clone()).await;
+    assert!(
+        approved.status.success(),
+        "{}",
+        String::from_utf8_lossy(&approved.stderr)
+    );
+    let session = session(&runtime, &store);
+    let done = session
+        .resume_decided(&id, &public)
+        .await
+        .unwrap()
+        .complete()
+        .await
+        .unwrap();
+    assert!(done.performed());
+    let receipt = done.receipt().clone();
+    // The agent replays the execution on its own connection, with the same
+    // action and grant: the server's run-once receipt and grant accounting
+    // leave one effect.
+    let mut agent = Raw::open(&sim.address, Some(&sim.agent))
+        .await
+        .ok()
+        .unwrap();
+    let session_id = runtime.session_id().unwrap();
+    let grant_id = match decision_of(&*store, &id, &public).unwrap() {
+        Some(adk_computer_use::protocol::Decision::Approve(approval)) => {
+            approval.grant_id().unwrap().to_owned()
+        }
+        other => panic!("expected the recorded approval, got {other:?}"),
+    };
+    for action_id in ["cli-grant-1", "cli-grant-1-again"] {
+        let _ = agent
+            .call(
+                "execute_action",
+                json!({
+                    "session_id": session_id,
+                    "action_id": action_id,
+                    "tool": "write_clipboard",
+                    "arguments": { "text": "later" },
+                    "mode": "background",
+                    "grant_id": grant_id,
+                }),
+            )
+            .await;
+    }
+    let (stats, _) = runtime.call("sim_stats", Default::default()).await.unwrap();
+    assert_eq!(stats["clipboard"], "later");
+    assert_eq!(
+        stats["totalEffects"], 1,
+        "one grant, one effect ({receipt:?})"
+    );
+    let _ = session.shutdown().await;
+    sim.child.kill().await.unwrap();
+}

@@ -3,7 +3,7 @@
 //! ```text
 //! computer-use-approvals list --store DIR
 //! computer-use-approvals show ID --store DIR
-//! computer-use-approvals approve ID --store DIR (--grant GRANT_ID | --runtime-held)
+//! computer-use-approvals approve ID --store DIR (--server HOST:PORT | --grant GRANT_ID | --runtime-held)
 //! computer-use-approvals deny ID --store DIR --reason TEXT
 //! computer-use-approvals public
 //! ```
@@ -18,6 +18,12 @@
 //! agent printed when it suspended the action: compare them before
 //! approving. A decision is recorded once, beside the checkpoint; the
 //! waiting agent resumes (or ends, on a denial) from it.
+//!
+//! Against a server that issues grants and tells its callers apart
+//! (`computer-use-sim --listen`), `approve --server HOST:PORT` obtains the
+//! grant itself, on a connection of its own with the approver's credential
+//! (`ADK_APPROVER_CREDENTIAL`, never on the command line), and records the
+//! decision carrying it: the agent's credential cannot obtain one.
 
 use std::process::ExitCode;
 
@@ -29,12 +35,14 @@ use adk_computer_use::protocol::{
 
 const USAGE: &str = "usage: computer-use-approvals list --store DIR|URL
        computer-use-approvals show ID --store DIR|URL
-       computer-use-approvals approve ID --store DIR|URL (--grant GRANT_ID | --runtime-held)
+       computer-use-approvals approve ID --store DIR|URL (--server HOST:PORT | --grant GRANT_ID | --runtime-held)
        computer-use-approvals deny ID --store DIR|URL --reason TEXT
        computer-use-approvals public
 The store's sealing key is read from ADK_CHECKPOINT_KEY (at least 32 bytes);
 decisions are signed with ADK_APPROVER_KEY (64 hex digits), whose public half
-(printed by `public`) the agents check them with.";
+(printed by `public`) the agents check them with. With --server, the grant is
+obtained from that server (computer-use-sim --listen) with the approver's
+credential, read from ADK_APPROVER_CREDENTIAL.";
 
 fn approver() -> Result<ApproverKey, String> {
     let key = std::env::var("ADK_APPROVER_KEY")
@@ -177,6 +185,45 @@ fn show(view: &CheckpointView) {
     }
 }
 
+/// The approval of `view`'s action, backed by a grant the server at
+/// `server` issues to the approver's credential.
+#[cfg(feature = "mcp")]
+fn granted(server: &str, view: &CheckpointView) -> Result<Approval, String> {
+    use adk_computer_use::contracts::ApprovalScope;
+    use adk_computer_use::runtime::mcp::{McpApprover, McpRuntimeConfig};
+    let credential = std::env::var("ADK_APPROVER_CREDENTIAL").map_err(|_| {
+        "set ADK_APPROVER_CREDENTIAL to the approver's credential (computer-use-sim --listen prints it)"
+            .to_owned()
+    })?;
+    let config = McpRuntimeConfig::new(&view.principal_id).with_credential(credential);
+    let config = match &view.execution_group_id {
+        Some(group) => config.session_in_group(&view.session_id, group),
+        None => config.session(&view.session_id),
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start a runtime: {e}"))?;
+    runtime.block_on(async {
+        let stream = tokio::net::TcpStream::connect(server)
+            .await
+            .map_err(|e| format!("cannot reach {server}: {e}"))?;
+        let approver = McpApprover::connect(stream, config)
+            .await
+            .map_err(|e| e.to_string())?;
+        let grant = approver
+            .approve_action(&view.action_id, ApprovalScope::ExactAction, None)
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(Approval::from_grant(&view.action_id, &grant))
+    })
+}
+
+#[cfg(not(feature = "mcp"))]
+fn granted(_server: &str, _view: &CheckpointView) -> Result<Approval, String> {
+    Err("--server needs the mcp feature".into())
+}
+
 fn run(args: &[String]) -> Result<(), String> {
     match args.first().map(String::as_str) {
         Some("list") => {
@@ -205,21 +252,23 @@ fn run(args: &[String]) -> Result<(), String> {
             let approval = match (
                 flag(args, "--grant"),
                 args.iter().any(|a| a == "--runtime-held"),
+                flag(args, "--server"),
             ) {
-                (Some(grant), false) => Approval::with_grant(
+                (None, false, Some(server)) => granted(&server, &view)?,
+                (Some(grant), false, None) => Approval::with_grant(
                     &view.action_id,
                     &view.action_digest,
                     &view.policy_digest,
                     grant,
                 ),
-                (None, true) => Approval::runtime_held(
+                (None, true, None) => Approval::runtime_held(
                     &view.action_id,
                     &view.action_digest,
                     &view.policy_digest,
                 ),
                 _ => {
                     return Err(
-                        "approve needs exactly one of --grant GRANT_ID or --runtime-held".into(),
+                        "approve needs exactly one of --server HOST:PORT, --grant GRANT_ID or --runtime-held".into(),
                     );
                 }
             };

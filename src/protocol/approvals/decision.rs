@@ -103,6 +103,8 @@ pub struct CheckpointView {
     pub tenant_id: String,
     /// The agent that proposed it, if named.
     pub agent_id: Option<String>,
+    /// The execution group it was proposed in, if any.
+    pub execution_group_id: Option<String>,
     /// The action.
     pub action_id: String,
     /// The low-level tool.
@@ -247,6 +249,7 @@ pub fn inspect(
         principal_id: body.principal_id.clone(),
         tenant_id: body.tenant_id.clone(),
         agent_id: body.agent_id.clone(),
+        execution_group_id: body.execution_group_id.clone(),
         action_id: envelope.action_id.clone(),
         tool: envelope.tool.clone(),
         operation: envelope.operation.clone(),
