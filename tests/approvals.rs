@@ -100,10 +100,7 @@ async fn a_decision_is_for_this_action_recorded_once_and_sealed() {
         reason: "changed my mind".into(),
     };
     let again = decide(&*store, &id, &changed, &approver());
-    assert!(
-        matches!(again, Err(ComputerUseError::Checkpoint { .. })),
-        "{again:?}"
-    );
+    assert_eq!(refusal_of(again), CheckpointRefusal::AlreadyDecided);
     assert_eq!(
         decision_of(&*store, &id, &public()).unwrap(),
         Some(Decision::Approve(right))
@@ -128,10 +125,10 @@ async fn the_waiting_session_resumes_once_on_an_approval_and_ends_on_a_denial() 
     let rig = rig_on(store.clone());
     // No decision yet: refused, nothing changes.
     let id = suspended(&rig, "wait-1").await;
-    assert!(matches!(
-        rig.session.resume_decided(&id, &public()).await,
-        Err(ComputerUseError::Checkpoint { .. })
-    ));
+    assert_eq!(
+        refusal_of(rig.session.resume_decided(&id, &public()).await),
+        CheckpointRefusal::NoDecisionYet
+    );
     let view = inspect(&*store, &id).unwrap();
     let approval = granted(&rig, &view);
     decide(&*store, &id, &Decision::Approve(approval), &approver()).unwrap();
@@ -346,8 +343,8 @@ async fn a_denial_retires_only_the_checkpoint_of_its_own_agent() {
             .build()
             .unwrap();
     assert!(matches!(
-        stranger.resume_decided(&id, &public()).await,
-        Err(ComputerUseError::Checkpoint { .. })
+        refusal_of(stranger.resume_decided(&id, &public()).await),
+        CheckpointRefusal::OtherAgent { .. }
     ));
     assert!(
         store.ids().unwrap().contains(&id),

@@ -152,9 +152,10 @@ async fn finding_02_racing_resumes_of_one_checkpoint_file_yield_one_approved_sta
     let (won, lost): (Vec<_>, Vec<_>) = outcomes.into_iter().partition(Result::is_ok);
     assert_eq!(won.len(), 1, "exactly one resume may win");
     for err in lost.into_iter().filter_map(Result::err) {
-        assert!(
-            matches!(err, ComputerUseError::Checkpoint { .. }),
-            "a losing resume must be a typed checkpoint refusal: {err}"
+        assert_eq!(
+            err.checkpoint_refusal(),
+            Some(&CheckpointRefusal::AlreadyResumed),
+            "a losing resume is refused as already resumed: {err}"
         );
     }
     // None of the losers reached the runtime.

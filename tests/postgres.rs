@@ -14,8 +14,8 @@ use adk_computer_use::ComputerUseError;
 use adk_computer_use::journal::{Journal, JournalSink, verify_journal};
 use adk_computer_use::pg::{PostgresCheckpointStore, PostgresJournal, read_postgres_journal};
 use adk_computer_use::protocol::{
-    Approval, ApproverKey, ChainOutcome, CheckpointStore, Decision, SealingKey, Session, decide,
-    inspect,
+    Approval, ApproverKey, ChainOutcome, CheckpointRefusal, CheckpointStore, Decision, SealingKey,
+    Session, decide, inspect,
 };
 use common::*;
 
@@ -120,7 +120,11 @@ async fn of_agents_on_many_machines_racing_to_resume_exactly_one_wins() {
     for replica in replicas {
         match replica.await.unwrap() {
             Ok(()) => winners += 1,
-            Err(err) => assert!(matches!(err, ComputerUseError::Checkpoint { .. }), "{err}"),
+            Err(err) => assert_eq!(
+                err.checkpoint_refusal(),
+                Some(&CheckpointRefusal::AlreadyResumed),
+                "{err}"
+            ),
         }
     }
     assert_eq!(winners, 1, "exactly one replica resumes");
@@ -254,4 +258,71 @@ async fn the_journal_in_postgres_verifies_and_cannot_fork() {
     );
     assert!(text.contains("hash chain intact"), "{text}");
     let _ = session.shutdown().await;
+}
+
+/// Issue 19, finding 1, in PostgreSQL: a person's denial (its own
+/// connection, as another machine's would be) and the agent's resume,
+/// started together, twenty times: never both. The person is never told a
+/// denial was recorded while the agent's own approval runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(adk_has_postgres),
+    ignore = "needs a PostgreSQL server: set ADK_POSTGRES_URL (.ci/run starts one)"
+)]
+async fn a_denial_and_a_resume_racing_in_postgres_never_both_succeed() {
+    let Some(url) = url() else { return };
+    let store = Arc::new(PostgresCheckpointStore::connect(&url, key()).unwrap());
+    let person = Arc::new(PostgresCheckpointStore::connect(&url, key()).unwrap());
+    let rig = rig_in(&unique("deny-race"), store.clone());
+    rig.runtime.script().route = Some(PreviewRoute::NeedsApproval);
+    let mut both = 0;
+    for round in 0..20 {
+        let pending = match rig
+            .session
+            .run(action(&format!("pg-deny-race-{round}")))
+            .await
+            .unwrap()
+        {
+            ChainOutcome::NeedsApproval(pending) => pending,
+            _ => panic!("approval required"),
+        };
+        let own = Approval::runtime_held(
+            pending.action_id(),
+            pending.action_digest(),
+            pending.policy_digest(),
+        );
+        let id = pending.suspend().await.unwrap();
+        let barrier = Arc::new(std::sync::Barrier::new(2));
+        let denial = {
+            let (person, id, barrier) = (person.clone(), id.clone(), barrier.clone());
+            std::thread::spawn(move || {
+                barrier.wait();
+                let no = Decision::Deny {
+                    reason: "no".into(),
+                };
+                decide(&*person, &id, &no, &approver())
+            })
+        };
+        barrier.wait();
+        let resumed = rig.session.resume(&id, own).await;
+        let denied = denial.join().unwrap();
+        if resumed.is_ok() && denied.is_ok() {
+            both += 1;
+        }
+        match (&resumed, &denied) {
+            (Ok(_), Err(err)) => assert_eq!(
+                err.checkpoint_refusal(),
+                Some(&CheckpointRefusal::ResumedWithoutDecision),
+                "{err}"
+            ),
+            (Err(err), Ok(())) => assert_eq!(
+                err.checkpoint_refusal(),
+                Some(&CheckpointRefusal::DecisionRecorded),
+                "{err}"
+            ),
+            _ => {}
+        }
+    }
+    assert_eq!(both, 0, "{both} of 20 rounds recorded a denial and resumed");
+    assert_eq!(rig.runtime.count(Call::Reserve), 0);
 }

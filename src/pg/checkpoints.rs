@@ -217,4 +217,8 @@ impl CheckpointStore for PostgresCheckpointStore {
                 .and_then(|row| row.get::<_, Option<String>>(0)))
         })
     }
+
+    fn claimed_without_decision(&self, id: &CheckpointId) -> Result<bool, ComputerUseError> {
+        Ok(self.state(id)?.is_some_and(|state| state.claimed_undecided))
+    }
 }

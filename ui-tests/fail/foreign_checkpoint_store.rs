@@ -16,6 +16,7 @@ impl CheckpointStore for Forged {
     fn ids(&self) -> Result<Vec<CheckpointId>, ComputerUseError> { Ok(Vec::new()) }
     fn record_decision(&self, _: &CheckpointId, _: &str) -> Result<(), ComputerUseError> { Ok(()) }
     fn decision(&self, _: &CheckpointId) -> Result<Option<String>, ComputerUseError> { Ok(None) }
+    fn claimed_without_decision(&self, _: &CheckpointId) -> Result<bool, ComputerUseError> { Ok(false) }
 }
 
 fn main() {}

@@ -300,7 +300,19 @@ pub fn decide(
     decision: &Decision,
     key: &ApproverKey,
 ) -> Result<(), ComputerUseError> {
-    let records = store.load(id)?;
+    let records = match store.load(id) {
+        Ok(records) => records,
+        Err(err)
+            if err.checkpoint_refusal() == Some(&CheckpointRefusal::AlreadyResumed)
+                && store.claimed_without_decision(id)? =>
+        {
+            return Err(ComputerUseError::checkpoint(
+                id,
+                CheckpointRefusal::ResumedWithoutDecision,
+            ));
+        }
+        Err(err) => return Err(err),
+    };
     let body = open_record(store, id, &records)?;
     if let Decision::Approve(approval) = decision {
         approval.check_against(&body.preview)?;

@@ -75,6 +75,11 @@ pub trait CheckpointStore: Send + Sync + sealed::Sealed {
 
     /// The signed decision recorded beside `id`, if one was.
     fn decision(&self, id: &CheckpointId) -> Result<Option<String>, ComputerUseError>;
+
+    /// Whether `id` was claimed on an approval given without a decision
+    /// (so a decision arriving now is refused as
+    /// [`CheckpointRefusal::ResumedWithoutDecision`]).
+    fn claimed_without_decision(&self, id: &CheckpointId) -> Result<bool, ComputerUseError>;
 }
 
 /// A store identity no other store shares: a digest of where it lives, the
@@ -220,6 +225,10 @@ impl CheckpointStore for MemoryCheckpointStore {
 
     fn decision(&self, id: &CheckpointId) -> Result<Option<String>, ComputerUseError> {
         Ok(self.state().decisions.get(id).cloned())
+    }
+
+    fn claimed_without_decision(&self, id: &CheckpointId) -> Result<bool, ComputerUseError> {
+        Ok(self.state().claimed_undecided.contains(id))
     }
 }
 
@@ -526,5 +535,9 @@ impl CheckpointStore for FileCheckpointStore {
             Slot::Decision(record) => Some(record),
             Slot::Empty | Slot::ClaimedUndecided => None,
         })
+    }
+
+    fn claimed_without_decision(&self, id: &CheckpointId) -> Result<bool, ComputerUseError> {
+        Ok(matches!(self.slot(id)?, Slot::ClaimedUndecided))
     }
 }
