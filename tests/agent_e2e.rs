@@ -10,7 +10,7 @@ use adk_computer_use::contracts::{ApprovalScope, ExecutionMode};
 use adk_computer_use::eval::ComputerUseEvaluator;
 use adk_computer_use::journal::{Journal, MemoryJournal, journal_events, verify_journal};
 use adk_computer_use::protocol::{Approval, MemoryCheckpointStore, SealingKey};
-use adk_computer_use::runtime::mcp::McpApprover;
+use adk_computer_use::runtime::mcp::{GrantRequest, McpApprover};
 use adk_computer_use::sim::{self, CLIPBOARD_APP, SimConfig};
 use adk_computer_use::{
     ComputerUseMcpRuntime, McpRuntimeConfig, ScopeAuthorizer, Session, VerifiedIdentity,
@@ -126,7 +126,8 @@ async fn an_action_that_needs_a_person_is_suspended_and_resumed_once() {
     let AgentStop::Suspended {
         checkpoint,
         action_id,
-        ..
+        action_digest,
+        policy_digest,
     } = report.stop
     else {
         panic!("expected a suspended approval: {report:?}");
@@ -135,7 +136,16 @@ async fn an_action_that_needs_a_person_is_suspended_and_resumed_once() {
     assert_eq!(stats["totalEffects"], 0, "nothing ran before the approval");
     // The host's approver, never the agent's session, grants it.
     let grant = approver
-        .approve_action(&action_id, ApprovalScope::ExactAction, None)
+        .approve_action(
+            &GrantRequest::new(
+                runtime.session_id().unwrap(),
+                &action_id,
+                &action_digest,
+                &policy_digest,
+            ),
+            ApprovalScope::ExactAction,
+            None,
+        )
         .await
         .unwrap();
     let done = session
@@ -428,7 +438,11 @@ async fn over_mcp_an_approval_given_after_the_envelope_expired_still_runs_once()
     let refreshed = session.refresh(&id).await.unwrap();
     assert!(session.refresh(&id).await.is_err(), "once");
     let grant = approver
-        .approve_action("late-mcp", ApprovalScope::ExactAction, None)
+        .approve_action(
+            &GrantRequest::for_pending(&refreshed),
+            ApprovalScope::ExactAction,
+            None,
+        )
         .await
         .unwrap();
     let done = refreshed

@@ -195,9 +195,10 @@ fn a_point_in_a_field_the_mapping_does_not_read_is_refused() {
             "{arguments}: {err}"
         );
     }
-    // Arguments that name no point go with the session's target evidence.
-    let scroll = structured("scroll", json!({ "direction": "down", "amount": 3 })).unwrap();
-    assert_eq!(scroll.target, None);
+    // A pointer tool that names no point acts wherever the pointer is:
+    // refused (a tool that is no pointer tool goes with the session's
+    // target, see below).
+    assert!(structured("scroll", json!({ "direction": "down", "amount": 3 })).is_err());
 }
 
 async fn sim_runtime() -> Arc<ComputerUseMcpRuntime> {
@@ -309,4 +310,47 @@ async fn an_interrupt_stops_a_loop_whose_planner_never_answers() {
     assert!(matches!(report.stop, AgentStop::Interrupted), "{report:?}");
     assert!(report.history.is_empty(), "{report:?}");
     let _ = session.shutdown().await;
+}
+
+/// Issue 19 review: points under other names (`pos`, `xy`, `dest`, …), a
+/// pointer tool that names no point, and a button held across actions are
+/// refused before preview; a file's `path` is not a point.
+#[test]
+fn other_point_spellings_pointless_pointer_tools_and_held_buttons_are_refused() {
+    let locate_in = |tool: &str, arguments: Value| {
+        let mut action = ProposedAction::new(tool, arguments, ExecutionMode::Foreground);
+        locate(&mut action, &two_windows(), AT).map(|()| action)
+    };
+    let refused = [
+        ("left_click", json!({ "pos": [20, 20] })),
+        ("left_click", json!({ "xy": [20, 20] })),
+        ("left_click", json!({ "dest": { "x": 700, "y": 200 } })),
+        ("left_click", json!({ "at": [700, 200] })),
+        ("left_click", json!({ "left": 700, "top": 200 })),
+        ("left_click", json!({})),
+        ("mouse_move", json!({})),
+        ("scroll", json!({ "direction": "down" })),
+        ("left_mouse_down", json!({})),
+        ("left_mouse_up", json!({ "coordinate": [20, 20] })),
+    ];
+    for (tool, arguments) in refused {
+        assert!(
+            locate_in(tool, arguments.clone()).is_err(),
+            "{tool} {arguments} must be refused"
+        );
+    }
+    // A file path is a path, not a point; a scroll's direction is no point.
+    for (tool, arguments) in [
+        (
+            "write_file",
+            json!({ "path": "/tmp/notes.txt", "content": "hi" }),
+        ),
+        (
+            "scroll",
+            json!({ "coordinate": [20, 20], "direction": "down" }),
+        ),
+    ] {
+        locate_in(tool, arguments.clone())
+            .unwrap_or_else(|err| panic!("{tool} {arguments} is fine: {err}"));
+    }
 }

@@ -169,8 +169,8 @@ async fn finding_1_racing_a_denial_and_a_resume_never_both_succeed() {
     let _ = denials;
 }
 
-/// Finding 2: a checkpoint, even one a person denied, carried into a fresh
-/// store by an agent that holds the sealing key, is refused there.
+/// Finding 2: a checkpoint, even one a person denied, copied record and all
+/// into a fresh store (with the same sealing key), is refused there.
 #[tokio::test]
 async fn finding_2_a_checkpoint_carried_to_a_fresh_store_is_refused_there() {
     let rig = rig();

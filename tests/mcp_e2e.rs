@@ -9,6 +9,7 @@ use std::sync::Arc;
 use adk_computer_use::contracts::{ApprovalScope, WindowId};
 use adk_computer_use::protocol::Session;
 use adk_computer_use::protocol::{Approval, ChainOutcome, Verified};
+use adk_computer_use::runtime::mcp::GrantRequest;
 use adk_computer_use::runtime::{
     AgentInterrupter, CancellationBridge, ComputerUseRuntime, StopKind,
 };
@@ -104,7 +105,11 @@ async fn the_approval_path_uses_an_approve_action_grant() {
     assert_eq!(stats(&runtime).await["totalEffects"], 0);
     let grant = runtime
         .approver
-        .approve_action("a-3", ApprovalScope::ExactAction, None)
+        .approve_action(
+            &GrantRequest::for_pending(&pending),
+            ApprovalScope::ExactAction,
+            None,
+        )
         .await
         .unwrap();
     assert_eq!(grant.fields().action_digest, pending.action_digest());
@@ -550,7 +555,7 @@ async fn terminal_sessions_can_be_pruned() {
 
 #[tokio::test]
 async fn a_suspended_approval_resumes_over_mcp_once_with_its_sealed_arguments() {
-    use adk_computer_use::protocol::{CheckpointRefusal, FileCheckpointStore, SealingKey};
+    use adk_computer_use::protocol::{CheckpointRefusal, FileCheckpointStore, SealingKey, inspect};
     let runtime = spawn_sim(&["--confirm-tool", "write_clipboard"]).await;
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(
@@ -580,7 +585,11 @@ async fn a_suspended_approval_resumes_over_mcp_once_with_its_sealed_arguments() 
     // travel in the sealed checkpoint.
     let grant = runtime
         .approver
-        .approve_action("resume-1", ApprovalScope::ExactAction, None)
+        .approve_action(
+            &GrantRequest::for_checkpoint(&inspect(&*store, &id).unwrap()),
+            ApprovalScope::ExactAction,
+            None,
+        )
         .await
         .unwrap();
     // The same checkpoint files opened with another key are refused before
@@ -993,4 +1002,73 @@ async fn an_execution_whose_caller_stops_waiting_is_still_finished() {
     let stats = structured(&server.answer("sim_stats", json!({})).await);
     assert_eq!(stats["clipboard"], "written once", "{stats}");
     assert_eq!(stats["totalEffects"], 1, "{stats}");
+}
+
+/// Issue 19 review: the person approves the action they were shown. The
+/// agent previews another action under the same id after suspending the
+/// first; the host's grant request names the digests the person saw, so
+/// the server's grant for the other action is refused, nothing is recorded
+/// and nothing runs.
+#[tokio::test]
+async fn a_grant_for_another_action_under_the_same_id_is_refused_to_the_host() {
+    use adk_computer_use::ComputerUseError;
+    use adk_computer_use::protocol::{FileCheckpointStore, SealingKey, inspect};
+    let runtime = spawn_sim(&["--confirm-tool", "write_clipboard"]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(
+        FileCheckpointStore::new(dir.path(), SealingKey::new(vec![4u8; 32]).unwrap()).unwrap(),
+    );
+    let agent = Session::builder(Arc::clone(&runtime), sim_authorizer())
+        .agent_id("agent-a")
+        .target(CLIPBOARD_APP, Some(WindowId::Number(CLIPBOARD_WINDOW)))
+        .checkpoints(store.clone())
+        .build()
+        .unwrap();
+    let shown = match agent
+        .run(write_clipboard("pay-1", "benign", true))
+        .await
+        .unwrap()
+    {
+        ChainOutcome::NeedsApproval(pending) => pending,
+        _ => panic!("expected approval"),
+    };
+    let id = shown.suspend().await.unwrap();
+    let other = match agent
+        .run(write_clipboard("pay-1", "EVIL", true))
+        .await
+        .unwrap()
+    {
+        ChainOutcome::NeedsApproval(pending) => pending,
+        _ => panic!("expected approval"),
+    };
+    let view = inspect(&*store, &id).unwrap();
+    let err = runtime
+        .approver
+        .approve_action(
+            &GrantRequest::for_checkpoint(&view),
+            ApprovalScope::ExactAction,
+            None,
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            ComputerUseError::IdentityMismatch {
+                field: "actionDigest",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    // The agent's other action has no grant to run on.
+    let own = Approval::with_grant(
+        other.action_id(),
+        other.action_digest(),
+        other.policy_digest(),
+        "no-such-grant",
+    );
+    assert!(other.approve(own).unwrap().complete().await.is_err());
+    assert_eq!(stats(&runtime).await["totalEffects"], 0);
+    runtime.shutdown().await.unwrap();
 }

@@ -11,9 +11,9 @@ use std::time::Duration;
 
 use adk_computer_use::contracts::{ApprovalScope, DataLabel, ExecutionMode};
 use adk_computer_use::protocol::{
-    Approval, ChainOutcome, CheckpointId, FileCheckpointStore, SealingKey,
+    Approval, ChainOutcome, CheckpointId, FileCheckpointStore, SealingKey, inspect,
 };
-use adk_computer_use::runtime::mcp::McpApprover;
+use adk_computer_use::runtime::mcp::{GrantRequest, McpApprover};
 use adk_computer_use::sim::CLIPBOARD_APP;
 use adk_computer_use::{
     ComputerUseMcpRuntime, McpRuntimeConfig, ProposedAction, ScopeAuthorizer, Session,
@@ -56,7 +56,23 @@ struct Sim {
 }
 
 async fn listen(extra: &[&str]) -> Sim {
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_computer-use-sim"))
+    listen_with(None, extra).await
+}
+
+/// [`listen`], the simulator run under `ulimit -n FILES` when given.
+async fn listen_with(files: Option<u32>, extra: &[&str]) -> Sim {
+    let binary = env!("CARGO_BIN_EXE_computer-use-sim");
+    let mut command = match files {
+        None => tokio::process::Command::new(binary),
+        Some(files) => {
+            let mut sh = tokio::process::Command::new("sh");
+            sh.arg("-c")
+                .arg(format!("ulimit -n {files} && exec \"$0\" \"$@\""))
+                .arg(binary);
+            sh
+        }
+    };
+    let mut child = command
         .args(["--principal", "alice", "--stats", "--listen", "127.0.0.1:0"])
         .args(extra)
         .stdout(std::process::Stdio::piped())
@@ -347,12 +363,8 @@ async fn an_action_suspended_by_one_client_is_approved_by_the_approver_and_compl
         .start_session(Some("suspend"), Some("team"))
         .await
         .unwrap();
-    let id = suspend(
-        &first,
-        &Arc::new(FileCheckpointStore::new(dir.path(), key()).unwrap()),
-        "outlives-1",
-    )
-    .await;
+    let store = Arc::new(FileCheckpointStore::new(dir.path(), key()).unwrap());
+    let id = suspend(&first, &store, "outlives-1").await;
     first.shutdown().await.unwrap();
     drop(first);
 
@@ -367,7 +379,11 @@ async fn an_action_suspended_by_one_client_is_approved_by_the_approver_and_compl
     .await
     .unwrap();
     let grant = approver
-        .approve_action("outlives-1", ApprovalScope::ExactAction, None)
+        .approve_action(
+            &GrantRequest::for_checkpoint(&inspect(&*store, &id).unwrap()),
+            ApprovalScope::ExactAction,
+            None,
+        )
         .await
         .unwrap();
 
@@ -596,5 +612,35 @@ async fn the_approvals_command_obtains_the_grant_with_the_approvers_credential()
         "one grant, one effect ({receipt:?})"
     );
     let _ = session.shutdown().await;
+    sim.child.kill().await.unwrap();
+}
+
+/// Issue 19 review: a local process without a credential cannot take the
+/// TCP simulator down. Far more idle connections than the server may open
+/// files: it stays up, closes the ones that never authenticate, and serves
+/// an authenticated client afterwards.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_unauthenticated_connections_do_not_take_the_server_down() {
+    let mut sim = listen_with(Some(48), &[]).await;
+    let mut idle = Vec::new();
+    for _ in 0..150 {
+        if let Ok(stream) = tokio::net::TcpStream::connect(&sim.address).await {
+            idle.push(stream);
+        }
+    }
+    // Past the handshake deadline the idle ones are closed by the server.
+    tokio::time::sleep(Duration::from_secs(7)).await;
+    assert!(
+        sim.child.try_wait().unwrap().is_none(),
+        "the simulator exited under idle connections"
+    );
+    drop(idle);
+    let runtime = connect(
+        &sim.address,
+        McpRuntimeConfig::new("alice").with_credential(&sim.agent),
+    )
+    .await;
+    let started = runtime.start_session(Some("after"), None).await.unwrap();
+    assert_eq!(started.principal_id, "alice");
     sim.child.kill().await.unwrap();
 }

@@ -6,7 +6,7 @@
 use adk_computer_use::ComputerUseError;
 use adk_computer_use::contracts::ApprovalScope;
 use adk_computer_use::protocol::{Approval, PendingApproval, Verified};
-use adk_computer_use::runtime::mcp::{ComputerUseMcpRuntime, McpApprover};
+use adk_computer_use::runtime::mcp::{ComputerUseMcpRuntime, GrantRequest, McpApprover};
 
 /// Approves `pending` as the host and completes it.
 pub async fn approve_and_complete(
@@ -14,7 +14,11 @@ pub async fn approve_and_complete(
     pending: PendingApproval<ComputerUseMcpRuntime>,
 ) -> Result<Verified, ComputerUseError> {
     let grant = approver
-        .approve_action(pending.action_id(), ApprovalScope::ExactAction, None)
+        .approve_action(
+            &GrantRequest::for_pending(&pending),
+            ApprovalScope::ExactAction,
+            None,
+        )
         .await?;
     let approval = Approval::from_grant(pending.action_id(), &grant);
     pending.approve(approval)?.complete().await

@@ -227,10 +227,37 @@ pub const FORBIDDEN_ARGUMENTS: [&str; 12] = [
 pub fn is_point_like(key: &str) -> bool {
     let key = key.to_ascii_lowercase();
     let axis = |rest: &str| rest.is_empty() || rest.chars().all(|c| c.is_ascii_digit());
-    ["coord", "point", "position", "location", "path"]
-        .iter()
-        .any(|part| key.contains(part))
-        || ["x", "y", "from", "to", "start", "end"].contains(&key.as_str())
+    [
+        "coord", "point", "posit", "locat", "path", "xy", "dest", "offset", "region", "anchor",
+    ]
+    .iter()
+    .any(|part| key.contains(part))
+        || [
+            "x",
+            "y",
+            "from",
+            "to",
+            "start",
+            "end",
+            "at",
+            "pt",
+            "pos",
+            "loc",
+            "left",
+            "top",
+            "right",
+            "bottom",
+            "dx",
+            "dy",
+            "cx",
+            "cy",
+            "where",
+            "rect",
+            "rectangle",
+            "bounds",
+            "drop",
+        ]
+        .contains(&key.as_str())
         || key.ends_with("_x")
         || key.ends_with("_y")
         || key.starts_with("x_")
@@ -240,6 +267,18 @@ pub fn is_point_like(key: &str) -> bool {
             .or_else(|| key.strip_prefix('y'))
             .is_some_and(axis)
 }
+
+/// The tools that act where the pointer is: each must name a point.
+const POINTER_TOOLS: [&str; 8] = [
+    "left_click",
+    "right_click",
+    "middle_click",
+    "double_click",
+    "triple_click",
+    "mouse_move",
+    "left_click_drag",
+    "scroll",
+];
 
 /// The point-like argument keys [`locate`] understands, each with the shape
 /// it must have: the others are refused.
@@ -321,7 +360,8 @@ fn points(object: &'static str, arguments: &Value) -> Result<Vec<NamedPoint>, Co
             found.push((*field, point_value(object, field, value)?));
         }
     }
-    if let Some(path) = map.get("path") {
+    // A `path` that is a string is a file's path, not a pointer's.
+    if let Some(path) = map.get("path").filter(|path| !path.is_string()) {
         let items = path
             .as_array()
             .filter(|items| !items.is_empty())
@@ -354,7 +394,25 @@ pub fn locate(
     observed_at: &str,
 ) -> Result<(), ComputerUseError> {
     const O: &str = "PlannerOutput";
+    // A button pressed here and released elsewhere is a drop no preview
+    // named: only the paired tools (clicks, `left_click_drag`) are taken.
+    if ["left_mouse_down", "left_mouse_up"].contains(&action.tool.as_str()) {
+        return Err(refuse(
+            O,
+            "tool",
+            "a click or left_click_drag (a button held across actions is a drop nobody hit-tested)",
+            &action.tool,
+        ));
+    }
     let found = points(O, &action.arguments)?;
+    if found.is_empty() && POINTER_TOOLS.contains(&action.tool.as_str()) {
+        return Err(refuse(
+            O,
+            "coordinate",
+            "a point to hit-test (a pointer tool acts where it points)",
+            "none",
+        ));
+    }
     let mut target: Option<TargetEvidence> = None;
     for (field, at) in found {
         let here = hit(O, observed, at, observed_at)?;

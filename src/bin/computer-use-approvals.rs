@@ -3,7 +3,7 @@
 //! ```text
 //! computer-use-approvals list --store DIR
 //! computer-use-approvals show ID --store DIR
-//! computer-use-approvals approve ID --store DIR (--server HOST:PORT | --grant GRANT_ID | --runtime-held)
+//! computer-use-approvals approve ID --store DIR (--server HOST:PORT | --runtime-held)
 //! computer-use-approvals deny ID --store DIR --reason TEXT
 //! computer-use-approvals public
 //! ```
@@ -35,7 +35,7 @@ use adk_computer_use::protocol::{
 
 const USAGE: &str = "usage: computer-use-approvals list --store DIR|URL
        computer-use-approvals show ID --store DIR|URL
-       computer-use-approvals approve ID --store DIR|URL (--server HOST:PORT | --grant GRANT_ID | --runtime-held)
+       computer-use-approvals approve ID --store DIR|URL (--server HOST:PORT | --runtime-held)
        computer-use-approvals deny ID --store DIR|URL --reason TEXT
        computer-use-approvals public
 The store's sealing key is read from ADK_CHECKPOINT_KEY (at least 32 bytes);
@@ -190,7 +190,7 @@ fn show(view: &CheckpointView) {
 #[cfg(feature = "mcp")]
 fn granted(server: &str, view: &CheckpointView) -> Result<Approval, String> {
     use adk_computer_use::contracts::ApprovalScope;
-    use adk_computer_use::runtime::mcp::{McpApprover, McpRuntimeConfig};
+    use adk_computer_use::runtime::mcp::{GrantRequest, McpApprover, McpRuntimeConfig};
     let credential = std::env::var("ADK_APPROVER_CREDENTIAL").map_err(|_| {
         "set ADK_APPROVER_CREDENTIAL to the approver's credential (computer-use-sim --listen prints it)"
             .to_owned()
@@ -212,7 +212,11 @@ fn granted(server: &str, view: &CheckpointView) -> Result<Approval, String> {
             .await
             .map_err(|e| e.to_string())?;
         let grant = approver
-            .approve_action(&view.action_id, ApprovalScope::ExactAction, None)
+            .approve_action(
+                &GrantRequest::for_checkpoint(view),
+                ApprovalScope::ExactAction,
+                None,
+            )
             .await
             .map_err(|e| e.to_string())?;
         Ok(Approval::from_grant(&view.action_id, &grant))
@@ -249,26 +253,22 @@ fn run(args: &[String]) -> Result<(), String> {
             let store = store(args)?;
             let id = id(args)?;
             let view = inspect(store.as_ref(), &id).map_err(|e| e.to_string())?;
+            if args.iter().any(|a| a == "--grant") {
+                return Err("--grant is gone: a grant id alone cannot show which action it was issued for. Use --server HOST:PORT (the grant is obtained and checked against this checkpoint), or record a grant your host obtained with protocol::decide and Approval::from_grant".into());
+            }
             let approval = match (
-                flag(args, "--grant"),
                 args.iter().any(|a| a == "--runtime-held"),
                 flag(args, "--server"),
             ) {
-                (None, false, Some(server)) => granted(&server, &view)?,
-                (Some(grant), false, None) => Approval::with_grant(
-                    &view.action_id,
-                    &view.action_digest,
-                    &view.policy_digest,
-                    grant,
-                ),
-                (None, true, None) => Approval::runtime_held(
+                (false, Some(server)) => granted(&server, &view)?,
+                (true, None) => Approval::runtime_held(
                     &view.action_id,
                     &view.action_digest,
                     &view.policy_digest,
                 ),
                 _ => {
                     return Err(
-                        "approve needs exactly one of --server HOST:PORT, --grant GRANT_ID or --runtime-held".into(),
+                        "approve needs exactly one of --server HOST:PORT or --runtime-held".into(),
                     );
                 }
             };

@@ -77,6 +77,12 @@ fn refused(error: SimError) -> CallToolResult {
     CallToolResult::structured_error(error.body())
 }
 
+/// How many connections may wait to authenticate at once.
+const PRE_AUTH_CONNECTIONS: usize = 64;
+
+/// How long a connection has to authenticate (its `initialize`).
+const HANDSHAKE_DEADLINE: std::time::Duration = std::time::Duration::from_secs(5);
+
 impl SimServer {
     /// The tool result a refusal is answered with.
     pub(super) fn refusal(error: SimError) -> CallToolResult {
@@ -279,15 +285,26 @@ impl SimServer {
         credentials: SimCredentials,
     ) -> Result<(), ComputerUseError> {
         let credentials = Arc::new(credentials);
+        // Connections that have not authenticated yet: bounded in number
+        // and in time, so nobody without a credential can hold the server's
+        // file descriptors or memory.
+        let unauthenticated = Arc::new(tokio::sync::Semaphore::new(PRE_AUTH_CONNECTIONS));
         loop {
-            let (stream, _) =
-                listener
-                    .accept()
-                    .await
-                    .map_err(|err| ComputerUseError::Transport {
-                        operation: "accept".into(),
-                        message: err.to_string(),
-                    })?;
+            let stream = match listener.accept().await {
+                Ok((stream, _)) => stream,
+                Err(err) => {
+                    // Out of descriptors, a connection reset before accept:
+                    // the server stays up and tries again shortly.
+                    tracing::warn!(error = %err, "accept failed");
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    continue;
+                }
+            };
+            let Ok(permit) = Arc::clone(&unauthenticated).try_acquire_owned() else {
+                tracing::warn!("too many connections waiting to authenticate: one refused");
+                drop(stream);
+                continue;
+            };
             let server = self.clone();
             let credentials = Arc::clone(&credentials);
             tokio::spawn(async move {
@@ -305,11 +322,38 @@ impl SimServer {
                     server.clone(),
                     Arc::clone(&connection),
                 );
-                match service.serve(transport).await {
-                    Ok(running) => {
-                        let _ = running.waiting().await;
+                let served = async {
+                    match service.serve(transport).await {
+                        Ok(running) => {
+                            let _ = running.waiting().await;
+                        }
+                        Err(err) => {
+                            eprintln!("computer-use-sim: a client failed to connect: {err}")
+                        }
                     }
-                    Err(err) => eprintln!("computer-use-sim: a client failed to connect: {err}"),
+                };
+                // The handshake has a deadline: a connection still without
+                // a role by then is closed. Once it has one, its pre-auth
+                // slot is given back.
+                let deadline = async {
+                    let started = tokio::time::Instant::now();
+                    let mut permit = Some(permit);
+                    loop {
+                        if connection.role().is_some() {
+                            permit.take();
+                            std::future::pending::<()>().await;
+                        }
+                        if started.elapsed() >= HANDSHAKE_DEADLINE {
+                            return;
+                        }
+                        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                    }
+                };
+                tokio::select! {
+                    () = served => {}
+                    () = deadline => {
+                        tracing::warn!("a client did not authenticate in time: closed");
+                    }
                 }
                 // Whatever it still holds, nobody holds now.
                 let leases = connection.take_leases();

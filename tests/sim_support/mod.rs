@@ -10,7 +10,9 @@ use adk_computer_use::protocol::{
     Approval, Approved, ChainOutcome, PendingApproval, Route, Session, Verified,
 };
 use adk_computer_use::runtime::ProposedAction;
-use adk_computer_use::runtime::mcp::{ComputerUseMcpRuntime, McpApprover, McpRuntimeConfig};
+use adk_computer_use::runtime::mcp::{
+    ComputerUseMcpRuntime, GrantRequest, McpApprover, McpRuntimeConfig,
+};
 use adk_computer_use::sim::{CLIPBOARD_APP, CLIPBOARD_LABEL, CLIPBOARD_ROLE, CLIPBOARD_WINDOW};
 use serde_json::{Value, json};
 
@@ -105,7 +107,11 @@ pub async fn host_approves(
 ) -> Approved<ComputerUseMcpRuntime> {
     let grant = host
         .approver
-        .approve_action(pending.action_id(), ApprovalScope::ExactAction, None)
+        .approve_action(
+            &GrantRequest::for_pending(&pending),
+            ApprovalScope::ExactAction,
+            None,
+        )
         .await
         .unwrap();
     let approval = Approval::from_grant(pending.action_id(), &grant);

@@ -17,11 +17,11 @@ use rmcp::model::CallToolRequestParams;
 use rmcp::service::Peer;
 use serde_json::json;
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use rmcp::transport::IntoTransport;
 
-use super::wire::{current_session, decode, decode_tool_result, object, transport_error};
+use super::wire::{decode, decode_tool_result, object, transport_error};
 use super::{ComputerUseMcpRuntime, McpRuntimeConfig};
 use crate::ComputerUseError;
 use crate::binding::bind;
@@ -32,7 +32,6 @@ use crate::contracts::{ApprovalGrant, ApprovalScope};
 pub struct McpApprover {
     peer: Peer<RoleClient>,
     principal_id: String,
-    session_id: Arc<Mutex<Option<String>>>,
     /// The connection this approver owns, when it has one of its own.
     _own: Option<Arc<ComputerUseMcpRuntime>>,
 }
@@ -46,21 +45,15 @@ impl std::fmt::Debug for McpApprover {
 }
 
 impl McpApprover {
-    pub(super) fn new(
-        peer: Peer<RoleClient>,
-        principal_id: String,
-        session_id: Arc<Mutex<Option<String>>>,
-    ) -> Self {
+    pub(super) fn new(peer: Peer<RoleClient>, principal_id: String) -> Self {
         Self {
             peer,
             principal_id,
-            session_id,
             _own: None,
         }
     }
 
-    /// An approver on a connection of its own, acting in the runtime
-    /// session `config` names (its `session_id`), with the credentials
+    /// An approver on a connection of its own, with the credentials
     /// `config` carries: for a server that grants approvals only to the
     /// approver's credential. The connection is kept while the approver
     /// (or a clone) lives.
@@ -72,33 +65,29 @@ impl McpApprover {
         T: IntoTransport<RoleClient, E, A>,
         E: std::error::Error + Send + Sync + 'static,
     {
-        if config.session_id.is_none() {
-            return Err(ComputerUseError::InvalidRequest {
-                field: "sessionId".into(),
-                message: "an approver acts in one runtime session: name it in the configuration (session_in_group)".into(),
-            });
-        }
         let runtime = Arc::new(ComputerUseMcpRuntime::connect(transport, config).await?);
         Ok(Self {
             peer: runtime.peer.clone(),
             principal_id: runtime.config.principal_id.clone(),
-            session_id: Arc::clone(&runtime.session_id),
             _own: Some(runtime),
         })
     }
 
-    /// Asks the server for a grant for the previewed action `action_id`. The
-    /// grant must be this session's and this principal's.
+    /// Asks the server for a grant for exactly the action `request` names,
+    /// in the runtime session it was previewed in. The grant must be that
+    /// session's and this principal's, and name the action and policy
+    /// digests the person was shown: a grant for anything else (the agent
+    /// previewed another action under the same id, say) is refused here,
+    /// and never reaches a decision.
     pub async fn approve_action(
         &self,
-        action_id: &str,
+        request: &GrantRequest,
         scope: ApprovalScope,
         uses: Option<u32>,
     ) -> Result<ApprovalGrant, ComputerUseError> {
-        let session_id = current_session(&self.session_id)?;
         let arguments = object(json!({
-            "session_id": session_id,
-            "action_id": action_id,
+            "session_id": request.session_id,
+            "action_id": request.action_id,
             "scope": scope,
             "uses": uses,
         }));
@@ -114,7 +103,7 @@ impl McpApprover {
         bind(
             "ApprovalGrant",
             "sessionId",
-            &session_id,
+            &request.session_id,
             &fields.session_id,
         )?;
         bind(
@@ -123,7 +112,75 @@ impl McpApprover {
             &self.principal_id,
             &fields.principal_id,
         )?;
+        bind(
+            "ApprovalGrant",
+            "actionDigest",
+            &request.action_digest,
+            &fields.action_digest,
+        )?;
+        bind(
+            "ApprovalGrant",
+            "policyDigest",
+            &request.policy_digest,
+            &fields.policy_digest,
+        )?;
         Ok(grant)
+    }
+}
+
+/// What a host asks a grant for: one previewed action, as the person was
+/// shown it (its session, id and both digests).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GrantRequest {
+    session_id: String,
+    action_id: String,
+    action_digest: String,
+    policy_digest: String,
+}
+
+impl GrantRequest {
+    /// The action `pending` waits to have approved.
+    pub fn for_pending<R: crate::runtime::ComputerUseRuntime>(
+        pending: &crate::protocol::PendingApproval<R>,
+    ) -> Self {
+        let envelope = &pending.preview().envelope;
+        Self {
+            session_id: envelope.session_id.clone(),
+            action_id: envelope.action_id.clone(),
+            action_digest: envelope.args_digest.clone(),
+            policy_digest: pending.policy_digest().to_owned(),
+        }
+    }
+
+    /// The action a suspended checkpoint holds, as a person inspects it.
+    pub fn for_checkpoint(view: &crate::protocol::CheckpointView) -> Self {
+        Self {
+            session_id: view.session_id.clone(),
+            action_id: view.action_id.clone(),
+            action_digest: view.action_digest.clone(),
+            policy_digest: view.policy_digest.clone(),
+        }
+    }
+
+    /// The action `action_id`, previewed in `session_id` with these
+    /// digests (as a report of a suspended action names them).
+    pub fn new(
+        session_id: impl Into<String>,
+        action_id: impl Into<String>,
+        action_digest: impl Into<String>,
+        policy_digest: impl Into<String>,
+    ) -> Self {
+        Self {
+            session_id: session_id.into(),
+            action_id: action_id.into(),
+            action_digest: action_digest.into(),
+            policy_digest: policy_digest.into(),
+        }
+    }
+
+    /// The action's id.
+    pub fn action_id(&self) -> &str {
+        &self.action_id
     }
 }
 
@@ -158,10 +215,6 @@ impl ComputerUseMcpRuntime {
     }
 
     fn host_approver(&self) -> McpApprover {
-        McpApprover::new(
-            self.peer.clone(),
-            self.config.principal_id.clone(),
-            Arc::clone(&self.session_id),
-        )
+        McpApprover::new(self.peer.clone(), self.config.principal_id.clone())
     }
 }

@@ -23,7 +23,7 @@ pub struct ComputerUseMcpRuntime {
     pub(super) peer: Peer<RoleClient>,
     pub(super) service: tokio::sync::Mutex<Option<RunningService<RoleClient, ()>>>,
     pub(super) config: McpRuntimeConfig,
-    /// Shared with the approvers taken from this runtime.
+    /// The runtime session it acts in (set by `start_session`).
     pub(super) session_id: Arc<Mutex<Option<String>>>,
     /// The execution group the runtime session was started in.
     pub(super) execution_group_id: Mutex<Option<String>>,

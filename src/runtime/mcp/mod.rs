@@ -24,7 +24,7 @@ mod governed;
 mod session;
 mod wire;
 
-pub use approver::McpApprover;
+pub use approver::{GrantRequest, McpApprover};
 pub use client::ComputerUseMcpRuntime;
 pub use config::{McpRuntimeConfig, TraceContext};
 /// The rmcp crate this adapter speaks through, for building custom transports.
