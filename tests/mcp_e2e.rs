@@ -840,13 +840,10 @@ async fn a_second_writer_waits_in_the_servers_queue_and_a_cancelled_wait_leaves_
     let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_computer-use-sim"));
     command.arg("--principal").arg(PRINCIPAL).arg("--stats");
     // Leases that live five minutes, and a wait of 300 ms for the next one.
-    let config = McpRuntimeConfig::new(PRINCIPAL)
+    let mut config = McpRuntimeConfig::new(PRINCIPAL)
         .capability_tool("write_clipboard")
         .lease_wait(300);
-    let config = McpRuntimeConfig {
-        lease_ttl_ms: 300_000,
-        ..config
-    };
+    config.lease_ttl_ms = 300_000;
     let runtime = Arc::new(ComputerUseMcpRuntime::spawn(command, config).await.unwrap());
     runtime
         .start_session(Some("queue"), Some("group-e2e"))

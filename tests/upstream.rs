@@ -47,13 +47,11 @@ async fn spawn(parts: &[String], config: McpRuntimeConfig) -> Arc<ComputerUseMcp
 /// Leases that live five minutes, and a wait of `wait_ms` for the next one:
 /// a lease left active shows as a timed-out wait, not as a slow run.
 fn long_leases(wait_ms: u64) -> McpRuntimeConfig {
-    let config = McpRuntimeConfig::new(PRINCIPAL)
+    let mut config = McpRuntimeConfig::new(PRINCIPAL)
         .capability_tool("write_clipboard")
         .lease_wait(wait_ms);
-    McpRuntimeConfig {
-        lease_ttl_ms: 300_000,
-        ..config
-    }
+    config.lease_ttl_ms = 300_000;
+    config
 }
 
 fn session(runtime: &Arc<ComputerUseMcpRuntime>) -> Session<ComputerUseMcpRuntime> {

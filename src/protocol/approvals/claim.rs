@@ -95,17 +95,28 @@ impl<'a> Claim<'a> {
     }
 
     /// Consumes the checkpoint on `basis`, atomically in the store: the
-    /// last step, taken only by a resume that would otherwise succeed.
-    pub(crate) async fn take(mut self, basis: Basis) -> Result<(), ComputerUseError> {
+    /// last step, taken only by a resume that would otherwise succeed. A
+    /// claim that loses (a decision came first, another resume won) is
+    /// journaled as the refusal of `action_id`, after its approval.
+    pub(crate) async fn take<R: ComputerUseRuntime>(
+        mut self,
+        core: &Core<R>,
+        action_id: &str,
+        basis: Basis,
+    ) -> Result<(), ComputerUseError> {
         let id = self.id.clone();
-        offload::run(&self.store, "consume a checkpoint", move |store| {
+        let claimed = offload::run(&self.store, "consume a checkpoint", move |store| {
             let basis = match &basis {
                 Basis::Undecided => ClaimBasis::Undecided,
                 Basis::Decision(record) => ClaimBasis::Decision(record),
             };
             store.claim(&id, basis)
         })
-        .await?;
+        .await;
+        if let Err(err) = &claimed {
+            core.recorder.refusal(action_id, err);
+        }
+        claimed?;
         self.taken = true;
         Ok(())
     }

@@ -28,7 +28,8 @@ pub(crate) async fn with_approval<R: ComputerUseRuntime>(
     claim.undecided().await?;
     let body = claim.open(core).await?;
     let approved = restored(core, body)?.approve(approval)?;
-    claim.take(Basis::Undecided).await?;
+    let action_id = approved.preview().envelope.action_id.clone();
+    claim.take(core, &action_id, Basis::Undecided).await?;
     Ok(approved)
 }
 
@@ -44,7 +45,8 @@ pub(crate) async fn refreshing<R: ComputerUseRuntime>(
     claim.undecided().await?;
     let body = claim.open(core).await?;
     let approved = again_or_restored(core, id, body).await?.approve(approval)?;
-    claim.take(Basis::Undecided).await?;
+    let action_id = approved.preview().envelope.action_id.clone();
+    claim.take(core, &action_id, Basis::Undecided).await?;
     Ok(approved)
 }
 
@@ -61,7 +63,9 @@ pub(crate) async fn refresh<R: ComputerUseRuntime>(
     let pending = super::refresh::previewed_again(core, id, &body)
         .await?
         .ok_or_else(|| ComputerUseError::checkpoint(id, CheckpointRefusal::StillFresh))?;
-    claim.take(Basis::Undecided).await?;
+    claim
+        .take(core, pending.action_id(), Basis::Undecided)
+        .await?;
     Ok(pending)
 }
 
@@ -90,12 +94,17 @@ pub(crate) async fn by_decision<R: ComputerUseRuntime>(
     match decision {
         Decision::Approve(approval) => {
             let approved = again_or_restored(core, id, body).await?.approve(approval)?;
-            claim.take(Basis::Decision(record)).await?;
+            let action_id = approved.preview().envelope.action_id.clone();
+            claim
+                .take(core, &action_id, Basis::Decision(record))
+                .await?;
             Ok(approved)
         }
         Decision::Deny { reason } => {
             let action_id = body.preview.envelope.action_id.clone();
-            claim.take(Basis::Decision(record)).await?;
+            claim
+                .take(core, &action_id, Basis::Decision(record))
+                .await?;
             core.recorder.note(
                 &action_id,
                 crate::journal::events::DENIED,

@@ -484,7 +484,22 @@ impl CheckpointStore for FileCheckpointStore {
                 Slot::Empty => return Err(refused(id, CheckpointRefusal::NoDecisionYet)),
             },
         }
-        self.retire(id)
+        let retired = self.retire(id);
+        if basis == ClaimBasis::Undecided
+            && let Err(err) = &retired
+            && !matches!(
+                err.checkpoint_refusal(),
+                Some(CheckpointRefusal::AlreadyResumed | CheckpointRefusal::Missing)
+            )
+        {
+            // The rename failed for a reason of the disk's, not a race: the
+            // slot is given back, so the checkpoint is neither stuck nor
+            // reported to a person as resumed. (If the process dies right
+            // here instead, the slot stays taken: the checkpoint is then
+            // refused to everyone, which fails closed.)
+            let _ = std::fs::remove_file(self.decision_path_of(id));
+        }
+        retired
     }
 
     fn ids(&self) -> Result<Vec<CheckpointId>, ComputerUseError> {

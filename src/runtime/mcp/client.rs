@@ -71,7 +71,7 @@ impl ComputerUseMcpRuntime {
         // capabilities (`McpRuntimeConfig::credential`).
         let transport = super::config::Presenting {
             inner: transport.into_transport(),
-            credential: config.credential.clone(),
+            credential: config.credential().map(str::to_owned),
         };
         let service = tokio::time::timeout(wait, ().serve(transport))
             .await

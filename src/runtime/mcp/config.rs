@@ -48,7 +48,7 @@ pub struct McpRuntimeConfig {
     /// request as `capabilities.experimental["adk/credential"] =
     /// {"token": ...}`. `None` sends none (a server spawned on stdio trusts
     /// the host that spawned it).
-    pub credential: Option<String>,
+    credential: Option<String>,
 }
 
 impl std::fmt::Debug for McpRuntimeConfig {
@@ -210,8 +210,22 @@ impl McpRuntimeConfig {
         self
     }
 
-    /// Presents `token` in the MCP handshake (see
-    /// [`McpRuntimeConfig::credential`]).
+    /// Whether a credential is presented in the handshake.
+    pub fn has_credential(&self) -> bool {
+        self.credential.is_some()
+    }
+
+    /// The credential, for the transport that presents it.
+    pub(super) fn credential(&self) -> Option<&str> {
+        self.credential.as_deref()
+    }
+
+    /// Presents `token` in the MCP handshake: for a server that tells its
+    /// callers apart (`computer-use-sim --listen`), it goes in the
+    /// `initialize` request as `capabilities.experimental["adk/credential"]
+    /// = {"token": ...}`. The token is never shown again: not by `Debug`,
+    /// and not by any accessor, so a runtime handed to an agent does not
+    /// hand it the credential it was built with.
     pub fn with_credential(mut self, token: impl Into<String>) -> Self {
         self.credential = Some(token.into());
         self
