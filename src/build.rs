@@ -2,7 +2,8 @@
 //! suite that needs one it cannot reach is reported as ignored (with the
 //! reason), never as passed: `adk_has_postgres` when `ADK_POSTGRES_URL` is
 //! set, `adk_has_upstream` when `ADK_UPSTREAM_SERVER` is, `adk_has_display`
-//! when `DISPLAY` is. The library itself never reads these.
+//! when `DISPLAY` is, `adk_has_browser` when `chromium` and `chromedriver`
+//! are on the `PATH`. The library itself never reads these.
 
 fn main() {
     for (cfg, variable) in [
@@ -15,5 +16,15 @@ fn main() {
         if std::env::var_os(variable).is_some_and(|value| !value.is_empty()) {
             println!("cargo::rustc-cfg={cfg}");
         }
+    }
+    println!("cargo::rustc-check-cfg=cfg(adk_has_browser)");
+    println!("cargo::rerun-if-env-changed=PATH");
+    let on_path = |program: &str| {
+        std::env::var_os("PATH").is_some_and(|paths| {
+            std::env::split_paths(&paths).any(|dir| dir.join(program).is_file())
+        })
+    };
+    if on_path("chromium") && on_path("chromedriver") {
+        println!("cargo::rustc-cfg=adk_has_browser");
     }
 }

@@ -111,6 +111,10 @@ impl<R: ComputerUseRuntime> Observed<R> {
             _ => None,
         };
         let action = derived.as_ref().unwrap_or(action);
+        // The frame the person deciding later is shown: moved, not copied.
+        let window_only = self.observations.visual.structured.get("scope")
+            == Some(&serde_json::Value::String("window".into()));
+        let frame = self.observations.visual.images.into_iter().next();
         let core = self.core;
         let request = ActionRequest {
             session_id: &core.session_id,
@@ -133,7 +137,9 @@ impl<R: ComputerUseRuntime> Observed<R> {
             Err(err) => Err((err, preview)),
         };
         let fresh = match bound {
-            Ok(fresh) => fresh.with_arguments(Some(action.arguments.clone())),
+            Ok(fresh) => fresh
+                .with_arguments(Some(action.arguments.clone()))
+                .with_frame(frame, window_only),
             Err((err, preview)) => {
                 core.recorder.refusal(&preview.envelope.action_id, &err);
                 return Err(err);

@@ -4,8 +4,8 @@ use std::sync::Arc;
 
 use super::Approved;
 use super::approvals::{
-    Approval, ApprovalSource, Authority, CheckpointBody, CheckpointId, CheckpointRefusal, VERSION,
-    offload, seal_record,
+    Approval, ApprovalSource, Authority, CheckpointBody, CheckpointId, CheckpointRefusal,
+    SealedFrame, VERSION, offload, seal_record,
 };
 use super::session::Core;
 use super::witness::FreshPreview;
@@ -145,6 +145,11 @@ impl<R: ComputerUseRuntime> PendingApproval<R> {
             preview: self.preview.get().clone(),
             runtime_state: self.preview.retained().cloned(),
             arguments: self.preview.arguments().cloned(),
+            frame: self.preview.frame().map(|image| SealedFrame {
+                mime_type: image.mime_type.clone(),
+                data: image.data.clone(),
+                window_only: self.preview.frame_window_only(),
+            }),
         };
         let record = seal_record(store.sealing_key(), &body)?;
         let created = id.clone();

@@ -26,6 +26,12 @@ pub struct FreshPreview {
     /// The arguments the action was proposed with, kept so a checkpoint can
     /// be previewed again with exactly them once its envelope expired.
     arguments: Option<Box<Value>>,
+    /// The visual frame the action was previewed from, for a person who
+    /// decides later (a suspended checkpoint keeps it).
+    frame: Option<Box<crate::runtime::ImageContent>>,
+    /// Whether that frame shows the target window only (its top left is
+    /// the window's), not the whole screen.
+    frame_window_only: bool,
 }
 
 impl FreshPreview {
@@ -44,6 +50,8 @@ impl FreshPreview {
                 preview,
                 retained: retained.map(Box::new),
                 arguments: None,
+                frame: None,
+                frame_window_only: false,
             }),
             Err(err) => Err((err, preview)),
         }
@@ -94,6 +102,28 @@ impl FreshPreview {
     /// The proposal's arguments, when known.
     pub(crate) fn arguments(&self) -> Option<&Value> {
         self.arguments.as_deref()
+    }
+
+    /// The frame the action was previewed from, if the observation had one.
+    pub(crate) fn frame(&self) -> Option<&crate::runtime::ImageContent> {
+        self.frame.as_deref()
+    }
+
+    /// Whether the frame shows the target window only.
+    pub(crate) fn frame_window_only(&self) -> bool {
+        self.frame_window_only
+    }
+
+    /// Keeps the observed `frame` with the preview (`window_only` when it
+    /// shows the target window alone).
+    pub(crate) fn with_frame(
+        mut self,
+        frame: Option<crate::runtime::ImageContent>,
+        window_only: bool,
+    ) -> Self {
+        self.frame = frame.map(Box::new);
+        self.frame_window_only = window_only;
+        self
     }
 
     /// Keeps the proposal's `arguments` with the preview.

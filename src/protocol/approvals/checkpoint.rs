@@ -146,6 +146,21 @@ pub(crate) struct CheckpointBody {
     /// its envelope expired.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) arguments: Option<Value>,
+    /// The visual frame the action was previewed from, shown to the person
+    /// who decides (sealed with the rest).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) frame: Option<SealedFrame>,
+}
+
+/// An observed image as a checkpoint keeps it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct SealedFrame {
+    pub(crate) mime_type: String,
+    pub(crate) data: String,
+    /// The frame shows the target window alone, not the whole screen.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) window_only: bool,
 }
 
 #[derive(Serialize, Deserialize)]

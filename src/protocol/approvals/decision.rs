@@ -132,6 +132,67 @@ pub struct CheckpointView {
     /// Whether a decision record lies beside it (check it with
     /// [`decision_of`] and the approver's public key).
     pub decided: bool,
+    /// The arguments the action runs with, as sealed (show them with
+    /// [`CheckpointView::shown_arguments`], which masks secrets).
+    pub arguments: Option<serde_json::Value>,
+    /// The target window's bounds, when the evidence names them.
+    pub target_bounds: Option<crate::contracts::Bounds>,
+    /// The visual frame the action was previewed from, if the runtime sent
+    /// one.
+    pub frame: Option<crate::runtime::ImageContent>,
+    /// Whether the frame shows the target window alone (its top left is
+    /// the window's top left), not the whole screen.
+    pub frame_window_only: bool,
+}
+
+impl CheckpointView {
+    /// Whether the action handles data that must not be shown: its
+    /// arguments' values are then masked.
+    pub fn handles_secrets(&self) -> bool {
+        self.data_labels
+            .iter()
+            .any(|label| matches!(label, DataLabel::Credential | DataLabel::Payment))
+    }
+
+    /// The arguments as a person may see them: every string and number
+    /// value masked when the action handles secrets (credentials, payment
+    /// data), the keys and shape kept.
+    pub fn shown_arguments(&self) -> Option<serde_json::Value> {
+        fn mask(value: &serde_json::Value) -> serde_json::Value {
+            match value {
+                serde_json::Value::Object(map) => serde_json::Value::Object(
+                    map.iter().map(|(k, v)| (k.clone(), mask(v))).collect(),
+                ),
+                serde_json::Value::Array(items) => {
+                    serde_json::Value::Array(items.iter().map(mask).collect())
+                }
+                serde_json::Value::String(_) | serde_json::Value::Number(_) => {
+                    serde_json::Value::String("•••••".into())
+                }
+                other => other.clone(),
+            }
+        }
+        let arguments = self.arguments.as_ref()?;
+        Some(if self.handles_secrets() {
+            mask(arguments)
+        } else {
+            arguments.clone()
+        })
+    }
+
+    /// Where the pointer acts, when the arguments name a point
+    /// (`coordinate`, or `x`/`y`).
+    pub fn pointer(&self) -> Option<(f64, f64)> {
+        let arguments = self.arguments.as_ref()?;
+        if let Some([x, y]) = arguments
+            .get("coordinate")
+            .and_then(serde_json::Value::as_array)
+            .map(Vec::as_slice)
+        {
+            return Some((x.as_f64()?, y.as_f64()?));
+        }
+        Some((arguments.get("x")?.as_f64()?, arguments.get("y")?.as_f64()?))
+    }
 }
 
 /// What a person decided.
@@ -263,6 +324,16 @@ pub fn inspect(
         policy_digest: body.preview.policy.policy_digest.clone(),
         expires_at: envelope.expires_at.to_string(),
         decided,
+        arguments: body.arguments.clone(),
+        target_bounds: target.and_then(|t| t.bounds.clone()),
+        frame: body
+            .frame
+            .as_ref()
+            .map(|frame| crate::runtime::ImageContent {
+                data: frame.data.clone(),
+                mime_type: frame.mime_type.clone(),
+            }),
+        frame_window_only: body.frame.as_ref().is_some_and(|frame| frame.window_only),
     })
 }
 

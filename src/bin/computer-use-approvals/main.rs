@@ -6,6 +6,7 @@
 //! computer-use-approvals approve ID --store DIR (--server HOST:PORT | --runtime-held)
 //! computer-use-approvals deny ID --store DIR --reason TEXT
 //! computer-use-approvals public
+//! computer-use-approvals serve --store DIR [--listen ADDR] [--server HOST:PORT]
 //! ```
 //!
 //! The store is a checkpoint directory (`FileCheckpointStore`) or a
@@ -25,6 +26,9 @@
 //! (`ADK_APPROVER_CREDENTIAL`, never on the command line), and records the
 //! decision carrying it: the agent's credential cannot obtain one.
 
+#[cfg(feature = "page")]
+mod page;
+
 use std::process::ExitCode;
 
 use adk_computer_use::ComputerUseError;
@@ -38,6 +42,10 @@ const USAGE: &str = "usage: computer-use-approvals list --store DIR|URL
        computer-use-approvals approve ID --store DIR|URL (--server HOST:PORT | --runtime-held)
        computer-use-approvals deny ID --store DIR|URL --reason TEXT
        computer-use-approvals public
+       computer-use-approvals serve --store DIR|URL [--listen 127.0.0.1:PORT] [--allow-remote] [--server HOST:PORT]
+serve runs the approval page (feature `page`): it prints a sign-in link with
+a fresh credential, listens on loopback unless --allow-remote, and signs
+decisions with ADK_APPROVER_KEY, which only it holds.
 The store's sealing key is read from ADK_CHECKPOINT_KEY (at least 32 bytes);
 decisions are signed with ADK_APPROVER_KEY (64 hex digits), whose public half
 (printed by `public`) the agents check them with. With --server, the grant is
@@ -168,6 +176,24 @@ fn show(view: &CheckpointView) {
             "policy",
             format!("{:?}: {}", view.policy_decision, view.reasons.join("; ")),
         ),
+        (
+            "arguments",
+            view.shown_arguments()
+                .map_or_else(|| "(not kept)".to_owned(), |a| a.to_string()),
+        ),
+        (
+            "screenshot",
+            view.frame.as_ref().map_or_else(
+                || "(none)".to_owned(),
+                |f| {
+                    format!(
+                        "{} ({} base64 bytes; `serve` shows it)",
+                        f.mime_type,
+                        f.data.len()
+                    )
+                },
+            ),
+        ),
         ("action digest", view.action_digest.clone()),
         ("policy digest", view.policy_digest.clone()),
         ("expires", view.expires_at.clone()),
@@ -189,6 +215,16 @@ fn show(view: &CheckpointView) {
 /// `server` issues to the approver's credential.
 #[cfg(feature = "mcp")]
 fn granted(server: &str, view: &CheckpointView) -> Result<Approval, String> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start a runtime: {e}"))?;
+    runtime.block_on(grant(server, view))
+}
+
+/// [`granted`], from async code.
+#[cfg(feature = "mcp")]
+async fn grant(server: &str, view: &CheckpointView) -> Result<Approval, String> {
     use adk_computer_use::contracts::ApprovalScope;
     use adk_computer_use::runtime::mcp::{GrantRequest, McpApprover, McpRuntimeConfig};
     let credential = std::env::var("ADK_APPROVER_CREDENTIAL").map_err(|_| {
@@ -200,27 +236,21 @@ fn granted(server: &str, view: &CheckpointView) -> Result<Approval, String> {
         Some(group) => config.session_in_group(&view.session_id, group),
         None => config.session(&view.session_id),
     };
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("cannot start a runtime: {e}"))?;
-    runtime.block_on(async {
-        let stream = tokio::net::TcpStream::connect(server)
-            .await
-            .map_err(|e| format!("cannot reach {server}: {e}"))?;
-        let approver = McpApprover::connect(stream, config)
-            .await
-            .map_err(|e| e.to_string())?;
-        let grant = approver
-            .approve_action(
-                &GrantRequest::for_checkpoint(view),
-                ApprovalScope::ExactAction,
-                None,
-            )
-            .await
-            .map_err(|e| e.to_string())?;
-        Ok(Approval::from_grant(&view.action_id, &grant))
-    })
+    let stream = tokio::net::TcpStream::connect(server)
+        .await
+        .map_err(|e| format!("cannot reach {server}: {e}"))?;
+    let approver = McpApprover::connect(stream, config)
+        .await
+        .map_err(|e| e.to_string())?;
+    let grant = approver
+        .approve_action(
+            &GrantRequest::for_checkpoint(view),
+            ApprovalScope::ExactAction,
+            None,
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(Approval::from_grant(&view.action_id, &grant))
 }
 
 #[cfg(not(feature = "mcp"))]
@@ -315,6 +345,7 @@ fn run(args: &[String]) -> Result<(), String> {
             );
             Ok(())
         }
+        Some("serve") => serve(args),
         Some("public") => {
             println!("{}", approver()?.public().to_hex());
             Ok(())
@@ -325,6 +356,24 @@ fn run(args: &[String]) -> Result<(), String> {
         }
         Some(other) => Err(format!("unknown command {other:?}\n{USAGE}")),
     }
+}
+
+#[cfg(feature = "page")]
+fn serve(args: &[String]) -> Result<(), String> {
+    let store = store(args)?;
+    let listen = flag(args, "--listen").unwrap_or_else(|| "127.0.0.1:0".to_owned());
+    page::serve(
+        store,
+        approver()?,
+        &listen,
+        args.iter().any(|a| a == "--allow-remote"),
+        flag(args, "--server"),
+    )
+}
+
+#[cfg(not(feature = "page"))]
+fn serve(_args: &[String]) -> Result<(), String> {
+    Err("serve needs the page feature: cargo run --features page --bin computer-use-approvals -- serve ...".into())
 }
 
 fn main() -> ExitCode {

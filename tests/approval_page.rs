@@ -1,0 +1,523 @@
+//! The approval page in a real browser: an agent suspends actions against
+//! the simulator served over TCP; `computer-use-approvals serve` shows them
+//! (screenshot, arguments, labels, digests, time left) in headless Chromium
+//! driven through WebDriver; a click on Approve obtains the grant with the
+//! approver's credential and the agent's action runs once; Deny ends the
+//! other with `Denied`; a tampered checkpoint shows as unreadable; a
+//! request without the page's credential, or a post from another origin,
+//! is refused. A screenshot of the page is kept in `target/tmp`.
+//!
+//! Needs `chromium` and `chromedriver` (Debian's packages; `.ci/run`
+//! installs them). Built without them on the `PATH`, the test is reported
+//! as ignored, with the reason.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use adk_computer_use::contracts::{DataLabel, ExecutionMode};
+use adk_computer_use::protocol::{
+    ApproverKey, ChainOutcome, CheckpointId, FileCheckpointStore, SealingKey,
+};
+use adk_computer_use::sim::CLIPBOARD_APP;
+use adk_computer_use::{
+    ComputerUseError, ComputerUseMcpRuntime, McpRuntimeConfig, ProposedAction, ScopeAuthorizer,
+    Session, VerifiedIdentity,
+};
+use fantoccini::{ClientBuilder, Locator};
+use serde_json::json;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+
+const KEY: &str = "approval-page-test-key-32-bytes!";
+const APPROVER_KEY: &str = "9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60";
+
+/// A child process, killed with the test.
+fn spawn(program: &str, args: &[&str], envs: &[(&str, &str)]) -> tokio::process::Child {
+    tokio::process::Command::new(program)
+        .args(args)
+        .envs(envs.iter().copied())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap_or_else(|err| panic!("{program} could not be started: {err}"))
+}
+
+/// The lines a child prints, each with a prefix, bounded so a silent child
+/// fails the test instead of hanging it.
+async fn printed(
+    lines: &mut tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
+    prefix: &str,
+) -> String {
+    let line = tokio::time::timeout(Duration::from_secs(60), lines.next_line())
+        .await
+        .unwrap_or_else(|_| panic!("nothing printed before {prefix:?}"))
+        .unwrap()
+        .unwrap_or_else(|| panic!("the output ended before {prefix:?}"));
+    line.strip_prefix(prefix)
+        .unwrap_or_else(|| panic!("expected {prefix:?}, got {line:?}"))
+        .to_owned()
+}
+
+/// One HTTP/1.1 request by hand; the status code and the body.
+async fn http(address: &str, request: String) -> (u16, String) {
+    let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).await.unwrap();
+    let status = answer
+        .split_whitespace()
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .unwrap_or(0);
+    (status, answer)
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn write(action_id: &str, text: &str) -> ProposedAction {
+    ProposedAction::new(
+        "write_clipboard",
+        json!({ "text": text }),
+        ExecutionMode::Background,
+    )
+    .with_action_id(action_id)
+    .with_data_labels([DataLabel::Public])
+}
+
+async fn suspended(
+    session: &Session<ComputerUseMcpRuntime>,
+    action: ProposedAction,
+) -> CheckpointId {
+    match session.run(action).await.unwrap() {
+        ChainOutcome::NeedsApproval(pending) => pending.suspend().await.unwrap(),
+        _ => panic!("the simulator was told to ask for approval"),
+    }
+}
+
+/// The simulator served over TCP (over the real X11 display with `x11`),
+/// asking for approval of clipboard writes; its address and credentials.
+struct Served {
+    _child: tokio::process::Child,
+    address: String,
+    agent: String,
+    approver: String,
+}
+
+async fn served(x11: bool) -> Served {
+    let mut args = vec![
+        "--principal",
+        "alice",
+        "--stats",
+        "--confirm-tool",
+        "write_clipboard",
+        "--listen",
+        "127.0.0.1:0",
+    ];
+    if x11 {
+        args.push("--x11");
+    }
+    let mut child = spawn(env!("CARGO_BIN_EXE_computer-use-sim"), &args, &[]);
+    let mut out = BufReader::new(child.stdout.take().unwrap()).lines();
+    let address = printed(&mut out, "listening on ").await;
+    let agent = printed(&mut out, "agent-credential ").await;
+    let approver = printed(&mut out, "approver-credential ").await;
+    Served {
+        _child: child,
+        address,
+        agent,
+        approver,
+    }
+}
+
+/// The agent's runtime (its own credential) and a session whose store of
+/// record is `store`, acting on `app`.
+async fn agent(
+    sim: &Served,
+    store: &Arc<FileCheckpointStore>,
+    app: &str,
+) -> (Arc<ComputerUseMcpRuntime>, Session<ComputerUseMcpRuntime>) {
+    let runtime = Arc::new(
+        ComputerUseMcpRuntime::connect(
+            tokio::net::TcpStream::connect(&sim.address).await.unwrap(),
+            McpRuntimeConfig::new("alice").with_credential(&sim.agent),
+        )
+        .await
+        .unwrap(),
+    );
+    runtime
+        .start_session(Some("the approval page"), Some("team"))
+        .await
+        .unwrap();
+    let authorizer = ScopeAuthorizer::new(
+        VerifiedIdentity::new("alice", "tenant-page").unwrap(),
+        ["computer:plan", "computer:execute:background"],
+    )
+    .unwrap();
+    let session = Session::builder(Arc::clone(&runtime), authorizer)
+        .agent_id("page-agent")
+        .target(app, None)
+        .checkpoints(store.clone())
+        .build()
+        .unwrap();
+    (runtime, session)
+}
+
+/// `computer-use-approvals serve` over `store_dir`, with the approver's key
+/// and credential; the page process and its sign-in link.
+async fn page(store_dir: &str, sim: &Served) -> (tokio::process::Child, String) {
+    let mut child = spawn(
+        env!("CARGO_BIN_EXE_computer-use-approvals"),
+        &["serve", "--store", store_dir, "--server", &sim.address],
+        &[
+            ("ADK_CHECKPOINT_KEY", KEY),
+            ("ADK_APPROVER_KEY", APPROVER_KEY),
+            ("ADK_APPROVER_CREDENTIAL", &sim.approver),
+        ],
+    );
+    let mut out = BufReader::new(child.stdout.take().unwrap()).lines();
+    let sign_in = printed(&mut out, "approval page on ").await;
+    (child, sign_in)
+}
+
+/// Waits until the page confirms a decision `what` (`approved`, `denied`):
+/// the answer to the post, not the page before it.
+async fn confirmed(browser: &fantoccini::Client, what: &str) {
+    for _ in 0..100 {
+        if let Ok(done) = browser.find(Locator::Css(".done")).await
+            && done.text().await.is_ok_and(|text| text.contains(what))
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!(
+        "the page did not confirm {what:?}: {}",
+        browser.source().await.unwrap_or_default()
+    );
+}
+
+/// Headless Chromium through chromedriver, with a profile of its own.
+async fn browser() -> (fantoccini::Client, tokio::process::Child, tempfile::TempDir) {
+    let port = free_port();
+    let driver = spawn("chromedriver", &[&format!("--port={port}")], &[]);
+    let profile = tempfile::tempdir().unwrap();
+    let mut capabilities = serde_json::Map::new();
+    capabilities.insert(
+        "goog:chromeOptions".into(),
+        json!({
+            "binary": "/usr/bin/chromium",
+            "args": [
+                "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                "--disable-quic", "--no-first-run", "--disable-background-networking",
+                "--disable-component-update", "--disable-sync", "--window-size=1400,1600",
+                format!("--user-data-dir={}", profile.path().display()),
+            ]
+        }),
+    );
+    for _ in 0..100 {
+        if let Ok(client) =
+            ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
+                .capabilities(capabilities.clone())
+                .connect(&format!("http://127.0.0.1:{port}"))
+                .await
+        {
+            return (client, driver, profile);
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    panic!("chromedriver did not answer");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(adk_has_browser),
+    ignore = "needs chromium and chromedriver (apt-get install chromium chromium-driver; .ci/run installs them)"
+)]
+async fn a_person_approves_and_denies_on_the_page_in_a_real_browser() {
+    let sim = served(false).await;
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(
+        FileCheckpointStore::new(
+            dir.path(),
+            SealingKey::new(KEY.as_bytes().to_vec()).unwrap(),
+        )
+        .unwrap(),
+    );
+    let (runtime, session) = agent(&sim, &store, CLIPBOARD_APP).await;
+    let approve_me = suspended(&session, write("page-approve", "approved on the page")).await;
+    let deny_me = suspended(&session, write("page-deny", "never written")).await;
+    let tampered = suspended(&session, write("page-tampered", "tampered")).await;
+    let path = store.path_of(&tampered);
+    let record = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, record.replace("tampered", "Tampered")).unwrap();
+
+    // The page, with the approver's key and credential, which the agent
+    // never holds.
+    let store_dir = dir.path().to_str().unwrap().to_owned();
+    let (mut page, sign_in) = page(&store_dir, &sim).await;
+    let origin = sign_in.split("/login").next().unwrap().to_owned();
+    let page_address = origin.trim_start_matches("http://").to_owned();
+
+    // Without the credential nothing is shown or decided.
+    let (status, _) = http(
+        &page_address,
+        format!("GET / HTTP/1.1\r\nHost: {page_address}\r\nConnection: close\r\n\r\n"),
+    )
+    .await;
+    assert_eq!(status, 401, "the list without a credential");
+    let (status, _) = http(
+        &page_address,
+        format!("GET /login?credential=wrong HTTP/1.1\r\nHost: {page_address}\r\nConnection: close\r\n\r\n"),
+    )
+    .await;
+    assert_eq!(status, 401, "a wrong credential");
+    let form = format!("id={approve_me}&token=x&decision=approve");
+    let (status, _) = http(
+        &page_address,
+        format!(
+            "POST /decide HTTP/1.1\r\nHost: {page_address}\r\nConnection: close\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\r\n{form}",
+            form.len()
+        ),
+    )
+    .await;
+    assert_eq!(status, 401, "a decision without a credential");
+    // A cross-site post carrying the cookie (as a browser on another site
+    // would, were the cookie not SameSite) is refused.
+    let cookie = sign_in.split("credential=").nth(1).unwrap().to_owned();
+    let (status, _) = http(
+        &page_address,
+        format!(
+            "POST /decide HTTP/1.1\r\nHost: {page_address}\r\nConnection: close\r\nCookie: adk_approvals={cookie}\r\nOrigin: http://evil.example\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\r\n{form}",
+            form.len()
+        ),
+    )
+    .await;
+    assert_eq!(status, 403, "a post from another origin");
+
+    // The browser: headless Chromium through chromedriver.
+    let (browser, _driver, _profile) = browser().await;
+    browser.goto(&sign_in).await.unwrap();
+    let shown = browser
+        .find(Locator::Css(&format!("#c-{approve_me}")))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for expected in [
+        "page-approve",
+        "write_clipboard",
+        "approved on the page",
+        "public",
+        "page-agent",
+        "s left",
+    ] {
+        assert!(
+            shown.contains(expected),
+            "the card shows {expected:?}:\n{shown}"
+        );
+    }
+    let image = browser
+        .find(Locator::Css(&format!("#c-{approve_me} .frame img")))
+        .await
+        .unwrap();
+    assert!(
+        image
+            .attr("src")
+            .await
+            .unwrap()
+            .is_some_and(|src| src.starts_with("data:image/png;base64,")),
+        "the screenshot the action was previewed on"
+    );
+    let unreadable = browser
+        .find(Locator::Css(&format!("#c-{tampered}")))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(unreadable.contains("UNREADABLE"), "{unreadable}");
+    assert!(
+        browser
+            .find(Locator::Css(&format!("#approve-{tampered}")))
+            .await
+            .is_err(),
+        "a tampered checkpoint cannot be decided"
+    );
+    let screenshot = browser.screenshot().await.unwrap();
+    let artifact = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("approval-page.png");
+    std::fs::write(&artifact, &screenshot).unwrap();
+    println!("the page as the person saw it: {}", artifact.display());
+
+    // Approve: the page obtains the grant with the approver's credential;
+    // the agent's action runs once.
+    browser
+        .find(Locator::Css(&format!("#approve-{approve_me}")))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    confirmed(&browser, "approved").await;
+    let public = ApproverKey::from_hex(APPROVER_KEY).unwrap().public();
+    let done = session
+        .resume_decided(&approve_me, &public)
+        .await
+        .unwrap()
+        .complete()
+        .await
+        .unwrap();
+    assert!(done.performed());
+
+    // Deny, with a reason: the agent's action ends there.
+    let reason = browser
+        .find(Locator::Css(&format!("#reason-{deny_me}")))
+        .await
+        .unwrap();
+    reason.clear().await.unwrap();
+    reason.send_keys("wrong text").await.unwrap();
+    browser
+        .find(Locator::Css(&format!("#deny-{deny_me}")))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    confirmed(&browser, "denied").await;
+    match session.resume_decided(&deny_me, &public).await {
+        Err(ComputerUseError::Denied { action_id, reason }) => {
+            assert_eq!(action_id, "page-deny");
+            assert_eq!(reason, "wrong text");
+        }
+        Err(other) => panic!("expected Denied, got {other}"),
+        Ok(_) => panic!("expected Denied, got an approved stage"),
+    }
+    let (stats, _) = runtime.call("sim_stats", Default::default()).await.unwrap();
+    assert_eq!(stats["clipboard"], "approved on the page");
+    assert_eq!(stats["totalEffects"], 1, "one approval, one effect");
+
+    browser.close().await.unwrap();
+    let _ = session.shutdown().await;
+    let _ = page.kill().await;
+}
+
+/// On a real X11 display: the page shows the screen as the agent saw it,
+/// the target window (a real `xmessage`) marked in red, and the approved
+/// write lands on the real clipboard (read back with `xclip`).
+#[cfg(feature = "x11")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(all(adk_has_browser, adk_has_display)),
+    ignore = "needs chromium, chromedriver and an X server (.ci/run provides them)"
+)]
+async fn on_a_real_display_the_page_shows_the_screen_with_the_target_marked() {
+    let _dialog = spawn(
+        "xmessage",
+        &[
+            "-geometry",
+            "+320+240",
+            "the approval page marks this window",
+        ],
+        &[],
+    );
+    let sim = served(true).await;
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(
+        FileCheckpointStore::new(
+            dir.path(),
+            SealingKey::new(KEY.as_bytes().to_vec()).unwrap(),
+        )
+        .unwrap(),
+    );
+    let (_runtime, session) = agent(&sim, &store, "Xmessage").await;
+    // The dialog is on the screen before the agent looks.
+    let mut shown = false;
+    for _ in 0..100 {
+        let found = tokio::process::Command::new("xdotool")
+            .args(["search", "--onlyvisible", "--class", "Xmessage"])
+            .output()
+            .await
+            .unwrap();
+        if !found.stdout.is_empty() {
+            shown = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(shown, "the xmessage window appeared");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let text = "seen on a real screen";
+    let id = suspended(&session, write("page-x11", text)).await;
+
+    let (mut page, sign_in) = page(dir.path().to_str().unwrap(), &sim).await;
+    let (browser, _driver, _profile) = browser().await;
+    browser.goto(&sign_in).await.unwrap();
+    let card = format!("#c-{id}");
+    let image = browser
+        .find(Locator::Css(&format!("{card} .frame img")))
+        .await
+        .unwrap()
+        .attr("src")
+        .await
+        .unwrap()
+        .unwrap_or_default();
+    assert!(
+        image.starts_with("data:image/png;base64,") && image.len() > 2000,
+        "a real screenshot, not a placeholder ({} bytes)",
+        image.len()
+    );
+    browser
+        .find(Locator::Css(&format!("{card} .frame .bounds")))
+        .await
+        .expect("the target window is marked on the screenshot");
+    let details = browser
+        .find(Locator::Css(&card))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        details.contains("bounds") && details.contains(text),
+        "{details}"
+    );
+    let screenshot = browser.screenshot().await.unwrap();
+    let artifact = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("approval-page-x11.png");
+    std::fs::write(&artifact, &screenshot).unwrap();
+    println!("the page over a real screen: {}", artifact.display());
+
+    browser
+        .find(Locator::Css(&format!("#approve-{id}")))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    confirmed(&browser, "approved").await;
+    let public = ApproverKey::from_hex(APPROVER_KEY).unwrap().public();
+    let done = session
+        .resume_decided(&id, &public)
+        .await
+        .unwrap()
+        .complete()
+        .await
+        .unwrap();
+    assert!(done.performed());
+    // Checked from outside this crate: what the display's clipboard holds.
+    let read = tokio::process::Command::new("xclip")
+        .args(["-o", "-selection", "clipboard"])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&read.stdout), text);
+    browser.close().await.unwrap();
+    let _ = session.shutdown().await;
+    let _ = page.kill().await;
+}
