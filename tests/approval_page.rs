@@ -300,6 +300,16 @@ async fn a_person_approves_and_denies_on_the_page_in_a_real_browser() {
     )
     .await;
     assert_eq!(status, 403, "a post from another origin");
+    // A name that resolves here (DNS rebinding) is not this page, cookie or
+    // not.
+    let (status, _) = http(
+        &page_address,
+        format!(
+            "GET / HTTP/1.1\r\nHost: evil.example:80\r\nConnection: close\r\nCookie: adk_approvals={cookie}\r\n\r\n"
+        ),
+    )
+    .await;
+    assert_eq!(status, 401, "another host name");
 
     // The browser: headless Chromium through chromedriver.
     let (browser, _driver, _profile) = browser().await;

@@ -158,15 +158,26 @@ fn refused(status: StatusCode, why: &str) -> Response {
     )
 }
 
-/// Whether the request carries the page's cookie.
-fn signed_in(page: &Page, headers: &HeaderMap) -> bool {
+/// Whether the request names this page as its host (a name that merely
+/// resolves here, as in DNS rebinding, is not this page).
+fn for_this_page(page: &Page, headers: &HeaderMap) -> bool {
+    let authority = page.origin.trim_start_matches("http://");
     headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|value| value.to_str().ok())
-        .flat_map(|value| value.split(';'))
-        .filter_map(|pair| pair.trim().split_once('='))
-        .any(|(name, value)| name == COOKIE && same(value, &page.credential))
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .is_some_and(|host| host == authority)
+}
+
+/// Whether the request is for this page and carries the page's cookie.
+fn signed_in(page: &Page, headers: &HeaderMap) -> bool {
+    for_this_page(page, headers)
+        && headers
+            .get_all(header::COOKIE)
+            .iter()
+            .filter_map(|value| value.to_str().ok())
+            .flat_map(|value| value.split(';'))
+            .filter_map(|pair| pair.trim().split_once('='))
+            .any(|(name, value)| name == COOKIE && same(value, &page.credential))
 }
 
 #[derive(Deserialize)]
@@ -176,7 +187,14 @@ struct LoginQuery {
 
 /// Exchanges the printed credential for the page's cookie, then shows the
 /// list. Changes nothing but the browser's cookie.
-async fn login(State(page): State<Arc<Page>>, Query(query): Query<LoginQuery>) -> Response {
+async fn login(
+    State(page): State<Arc<Page>>,
+    headers: HeaderMap,
+    Query(query): Query<LoginQuery>,
+) -> Response {
+    if !for_this_page(&page, &headers) {
+        return refused(StatusCode::MISDIRECTED_REQUEST, "not this page's address");
+    }
     match query.credential {
         Some(given) if same(&given, &page.credential) => {
             let cookie = format!(
