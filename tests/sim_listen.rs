@@ -644,3 +644,30 @@ async fn idle_unauthenticated_connections_do_not_take_the_server_down() {
     assert_eq!(started.principal_id, "alice");
     sim.child.kill().await.unwrap();
 }
+
+/// Issue 20, item 7: a session started without an execution group is
+/// joined by a later process with `session(id)`, as the README says.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_without_a_group_is_joined_by_its_id() {
+    let mut sim = listen(&[]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(FileCheckpointStore::new(dir.path(), key()).unwrap());
+    let first = connect(
+        &sim.address,
+        McpRuntimeConfig::new("alice").with_credential(&sim.agent),
+    )
+    .await;
+    let started = first.start_session(Some("no group"), None).await.unwrap();
+    let second = connect(
+        &sim.address,
+        McpRuntimeConfig::new("alice")
+            .session(&started.session_id)
+            .with_credential(&sim.agent),
+    )
+    .await;
+    let session = session(&second, &store);
+    assert_eq!(session.session_id(), started.session_id);
+    session.observe().await.unwrap();
+    let _ = session.shutdown().await;
+    sim.child.kill().await.unwrap();
+}
