@@ -537,3 +537,34 @@ fn structured_arguments_may_not_aim_elsewhere_or_name_the_chains_ids() {
         assert_eq!(field_of(&err), "arguments", "{key}: {err}");
     }
 }
+
+/// Issue 20, item 4: a tool's argument schema refuses a misspelled key, a
+/// missing required one and a value of the wrong type before anything is
+/// previewed.
+#[test]
+fn the_argument_schema_refuses_unknown_missing_and_mistyped_arguments() {
+    let allowed = AllowedActions::default().allow(
+        "write_clipboard",
+        &[ExecutionMode::Background],
+        Some(json!({
+            "type": "object",
+            "properties": { "text": { "type": "string" } },
+            "required": ["text"]
+        })),
+    );
+    let output = |arguments: Value| {
+        json!({ "kind": "act", "tool": "write_clipboard", "arguments": arguments,
+                "mode": "background", "data_labels": ["public"], "summary": "" })
+    };
+    for bad in [
+        json!({ "txt": "hi" }),
+        json!({ "text": 42 }),
+        json!({ "text": "hi", "txt": "hi" }),
+    ] {
+        assert!(
+            allowed.check(&output(bad.clone())).is_err(),
+            "{bad} must be refused"
+        );
+    }
+    assert!(allowed.check(&output(json!({ "text": "hi" }))).is_ok());
+}

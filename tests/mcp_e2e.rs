@@ -1069,3 +1069,42 @@ async fn a_grant_for_another_action_under_the_same_id_is_refused_to_the_host() {
     assert_eq!(stats(&runtime).await["totalEffects"], 0);
     runtime.shutdown().await.unwrap();
 }
+
+/// Issue 20, item 4: a malformed argument (`txt` for `text`) is refused
+/// before any effect, as a refusal with its code, never as an unknown
+/// outcome that advises a retry which could not succeed.
+#[tokio::test]
+async fn a_malformed_argument_is_a_refusal_not_an_unknown_outcome() {
+    use adk_computer_use::ComputerUseError;
+    use adk_computer_use::contracts::{DataLabel, ExecutionMode};
+    use adk_computer_use::runtime::ProposedAction;
+    let runtime = spawn_sim(&[]).await;
+    let session = session(&runtime, "agent-a");
+    let action = ProposedAction::new(
+        "write_clipboard",
+        json!({ "txt": "hi" }),
+        ExecutionMode::Background,
+    )
+    .with_action_id("bad-1")
+    .with_target(clipboard_target())
+    .with_data_labels([DataLabel::Public]);
+    let outcome = match session.run(action).await {
+        Ok(ChainOutcome::NeedsApproval(pending)) => host_approves(&runtime, pending)
+            .await
+            .complete()
+            .await
+            .map(|_| ()),
+        Ok(ChainOutcome::Completed(_)) => Ok(()),
+        Ok(ChainOutcome::Blocked(blocked)) => panic!("blocked: {}", blocked.blocker()),
+        Err(err) => Err(err),
+    };
+    let err = outcome.expect_err("a write without its text must not succeed");
+    assert!(
+        !matches!(err, ComputerUseError::OutcomeUnknown { .. }),
+        "nothing happened, and the error must say so: {err}"
+    );
+    assert_eq!(err.refusal_code(), Some("invalid_arguments"), "{err}");
+    assert!(!err.to_string().contains("retry"), "{err}");
+    assert_eq!(stats(&runtime).await["totalEffects"], 0);
+    runtime.shutdown().await.unwrap();
+}

@@ -320,8 +320,28 @@ fn modes_text(modes: &[ExecutionMode]) -> String {
         .join(", ")
 }
 
-/// The arguments hold every key the tool's schema requires, and no key it
-/// does not list when it lists its properties and forbids others.
+/// Whether `value` is of the JSON Schema `type` named (a name or a list of
+/// names); an unknown name accepts nothing.
+fn of_type(value: &Value, wanted: &Value) -> bool {
+    let is = |name: &str| match name {
+        "string" => value.is_string(),
+        "integer" => value.is_i64() || value.is_u64(),
+        "number" => value.is_number(),
+        "boolean" => value.is_boolean(),
+        "array" => value.is_array(),
+        "object" => value.is_object(),
+        "null" => value.is_null(),
+        _ => false,
+    };
+    match wanted {
+        Value::String(name) => is(name),
+        Value::Array(names) => names.iter().filter_map(Value::as_str).any(is),
+        _ => true,
+    }
+}
+
+/// The arguments hold every key the tool's schema requires, only keys it
+/// lists when it lists its properties, and each of the type it states.
 fn check_arguments(schema: &Value, arguments: &Value) -> Result<(), ComputerUseError> {
     let Value::Object(given) = arguments else {
         return Err(refuse(
@@ -341,8 +361,25 @@ fn check_arguments(schema: &Value, arguments: &Value) -> Result<(), ComputerUseE
             }
         }
     }
-    if schema.get("additionalProperties") == Some(&Value::Bool(false))
-        && let Some(properties) = schema.get("properties").and_then(Value::as_object)
+    let properties = schema.get("properties").and_then(Value::as_object);
+    if let Some(properties) = properties {
+        for (key, value) in given {
+            if let Some(wanted) = properties.get(key).and_then(|p| p.get("type"))
+                && !of_type(value, wanted)
+            {
+                return Err(refuse(
+                    "arguments",
+                    format!("{key} of type {wanted}"),
+                    clip(&value.to_string()),
+                ));
+            }
+        }
+    }
+    // A schema that lists its properties names every argument a model may
+    // give: anything else (a misspelled key) is refused, unless the schema
+    // says more are allowed.
+    if schema.get("additionalProperties") != Some(&Value::Bool(true))
+        && let Some(properties) = properties
         && let Some(extra) = given.keys().find(|k| !properties.contains_key(*k))
     {
         return Err(refuse(

@@ -546,7 +546,10 @@ impl super::backend::DesktopBackend for Desktop {
         args: &Value,
         target: Option<&TargetEvidence>,
     ) -> Result<Value, ApplyError> {
-        Ok(Desktop::apply(self, tool, args, target)?)
+        // Every refusal of the simulated desktop (a malformed argument, a
+        // window gone) comes before it changes anything: nothing was sent,
+        // so the caller gets a refusal, never an unknown outcome.
+        Desktop::apply(self, tool, args, target).map_err(ApplyError::NothingSent)
     }
 
     fn verify(
