@@ -311,7 +311,7 @@ fn run(args: &[String]) -> Result<(), String> {
             .map_err(|e| e.to_string())?;
             if expired(&view) {
                 eprintln!(
-                    "warning: {} expired at {}; the agent will refuse to run it",
+                    "note: {} expired at {}; the agent's resume_decided previews the same action again and runs it only if both digests are unchanged",
                     id, view.expires_at
                 );
             }
