@@ -4,7 +4,7 @@
 //! driven through WebDriver; a click on Approve obtains the grant with the
 //! approver's credential and the agent's action runs once; Deny ends the
 //! other with `Denied`; a tampered checkpoint shows as unreadable; a
-//! request without the page's credential, or a post from another origin,
+//! request without the page's secret, or a post from another origin,
 //! is refused. A screenshot of the page is kept in `target/tmp`.
 //!
 //! Needs `chromium` and `chromedriver` (Debian's packages; `.ci/run`
@@ -254,6 +254,19 @@ async fn a_person_approves_and_denies_on_the_page_in_a_real_browser() {
     let approve_me = suspended(&session, write("page-approve", "approved on the page")).await;
     let deny_me = suspended(&session, write("page-deny", "never written")).await;
     let tampered = suspended(&session, write("page-tampered", "tampered")).await;
+    // An action the agent labels as handling secrets, with text that reads
+    // differently once a right-to-left override is drawn.
+    let hidden = suspended(
+        &session,
+        ProposedAction::new(
+            "write_clipboard",
+            json!({ "text": "notes\u{202E}txt.exe" }),
+            ExecutionMode::Background,
+        )
+        .with_action_id("page-hidden\u{202E}fdp")
+        .with_data_labels([DataLabel::Credential]),
+    )
+    .await;
     let path = store.path_of(&tampered);
     let record = std::fs::read_to_string(&path).unwrap();
     std::fs::write(&path, record.replace("tampered", "Tampered")).unwrap();
@@ -262,51 +275,59 @@ async fn a_person_approves_and_denies_on_the_page_in_a_real_browser() {
     // never holds.
     let store_dir = dir.path().to_str().unwrap().to_owned();
     let (mut page, sign_in) = page(&store_dir, &sim).await;
-    let origin = sign_in.split("/login").next().unwrap().to_owned();
-    let page_address = origin.trim_start_matches("http://").to_owned();
-
-    // Without the credential nothing is shown or decided.
+    // http://127.0.0.1:PORT/SECRET/: the page lives under its secret.
+    let rest = sign_in.trim_start_matches("http://");
+    let (page_address, secret) = rest.split_once('/').unwrap();
+    let (page_address, secret) = (
+        page_address.to_owned(),
+        secret.trim_end_matches('/').to_owned(),
+    );
+    let get = |path: &str, host: &str| {
+        format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n")
+    };
+    // Without the secret nothing is shown or decided.
+    let (status, _) = http(&page_address, get("/", &page_address)).await;
+    assert_eq!(status, 404, "no page outside the secret path");
     let (status, _) = http(
         &page_address,
-        format!("GET / HTTP/1.1\r\nHost: {page_address}\r\nConnection: close\r\n\r\n"),
+        get(&format!("/{}/", "0".repeat(64)), &page_address),
     )
     .await;
-    assert_eq!(status, 401, "the list without a credential");
-    let (status, _) = http(
-        &page_address,
-        format!("GET /login?credential=wrong HTTP/1.1\r\nHost: {page_address}\r\nConnection: close\r\n\r\n"),
-    )
-    .await;
-    assert_eq!(status, 401, "a wrong credential");
+    assert_eq!(status, 401, "a wrong secret");
     let form = format!("id={approve_me}&token=x&decision=approve");
+    let post = |path: &str, origin: &str| {
+        format!(
+            "POST {path} HTTP/1.1\r\nHost: {page_address}\r\nConnection: close\r\nOrigin: {origin}\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\r\n{form}",
+            form.len()
+        )
+    };
+    let own_origin = format!("http://{page_address}");
+    let (status, _) = http(&page_address, post("/decide", &own_origin)).await;
+    assert_eq!(status, 404, "a decision outside the secret path");
     let (status, _) = http(
         &page_address,
-        format!(
-            "POST /decide HTTP/1.1\r\nHost: {page_address}\r\nConnection: close\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\r\n{form}",
-            form.len()
-        ),
+        post(&format!("/{}/decide", "0".repeat(64)), &own_origin),
     )
     .await;
-    assert_eq!(status, 401, "a decision without a credential");
-    // A cross-site post carrying the cookie (as a browser on another site
-    // would, were the cookie not SameSite) is refused.
-    let cookie = sign_in.split("credential=").nth(1).unwrap().to_owned();
+    assert_eq!(status, 401, "a decision with a wrong secret");
+    // Even with the secret, a post from another origin (another port on
+    // this machine included) or without the page's form token is refused.
     let (status, _) = http(
         &page_address,
-        format!(
-            "POST /decide HTTP/1.1\r\nHost: {page_address}\r\nConnection: close\r\nCookie: adk_approvals={cookie}\r\nOrigin: http://evil.example\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\r\n{form}",
-            form.len()
-        ),
+        post(&format!("/{secret}/decide"), "http://127.0.0.1:1"),
     )
     .await;
     assert_eq!(status, 403, "a post from another origin");
-    // A name that resolves here (DNS rebinding) is not this page, cookie or
-    // not.
     let (status, _) = http(
         &page_address,
-        format!(
-            "GET / HTTP/1.1\r\nHost: evil.example:80\r\nConnection: close\r\nCookie: adk_approvals={cookie}\r\n\r\n"
-        ),
+        post(&format!("/{secret}/decide"), &own_origin),
+    )
+    .await;
+    assert_eq!(status, 403, "a post without the page's form token");
+    // A name that resolves here (DNS rebinding) is not this page.
+    let (status, _) = http(
+        &page_address,
+        get(&format!("/{secret}/"), "evil.example:80"),
     )
     .await;
     assert_eq!(status, 401, "another host name");
@@ -361,6 +382,27 @@ async fn a_person_approves_and_denies_on_the_page_in_a_real_browser() {
             .is_err(),
         "a tampered checkpoint cannot be decided"
     );
+    // Masked values are one click away, and what an override would reorder
+    // is shown escaped.
+    let card_html = browser
+        .find(Locator::Css(&format!("#c-{hidden}")))
+        .await
+        .unwrap()
+        .html(false)
+        .await
+        .unwrap();
+    assert!(
+        card_html.contains("•••••"),
+        "masked by default: {card_html}"
+    );
+    assert!(
+        card_html.contains("<details>") && card_html.contains("notes\\u{202e}txt.exe"),
+        "revealable, the override escaped: {card_html}"
+    );
+    assert!(
+        card_html.contains("page-hidden\\u{202e}fdp") && !card_html.contains('\u{202E}'),
+        "no override reaches the page: {card_html}"
+    );
     let screenshot = browser.screenshot().await.unwrap();
     let artifact = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("approval-page.png");
     std::fs::write(&artifact, &screenshot).unwrap();
@@ -412,6 +454,30 @@ async fn a_person_approves_and_denies_on_the_page_in_a_real_browser() {
     let (stats, _) = runtime.call("sim_stats", Default::default()).await.unwrap();
     assert_eq!(stats["clipboard"], "approved on the page");
     assert_eq!(stats["totalEffects"], 1, "one approval, one effect");
+    // Approving what was denied: refused before any grant is asked for.
+    let source = browser.source().await.unwrap();
+    let token = source
+        .split("name=\"token\" value=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap()
+        .to_owned();
+    let grants = stats["grants"].clone();
+    let late = format!("id={deny_me}&token={token}&decision=approve");
+    let (status, answer) = http(
+        &page_address,
+        format!(
+            "POST /{secret}/decide HTTP/1.1\r\nHost: {page_address}\r\nConnection: close\r\nOrigin: http://{page_address}\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\r\n{late}",
+            late.len()
+        ),
+    )
+    .await;
+    assert_eq!(status, 409, "{answer}");
+    let (stats, _) = runtime.call("sim_stats", Default::default()).await.unwrap();
+    assert_eq!(
+        stats["grants"], grants,
+        "no grant was asked for a denied action"
+    );
 
     browser.close().await.unwrap();
     let _ = session.shutdown().await;

@@ -67,6 +67,11 @@ fn field<'a>(value: &'a Value, key: &str) -> &'a str {
 }
 
 impl Grants {
+    /// How many grants the server holds, spent or not.
+    pub(crate) fn len(&self) -> usize {
+        self.grants.len()
+    }
+
     /// Checks that grant `id` covers the envelope.
     pub(crate) fn validate(
         &mut self,

@@ -224,6 +224,7 @@ impl SimState {
             "activeReservations": self.reservations.active_at(at),
             "activeLeases": self.leases.active_at(at),
             "clipboard": self.desktop.clipboard_written(),
+            "grants": self.grants.len(),
         })
     }
 

@@ -38,13 +38,14 @@ use adk_computer_use::protocol::{
 };
 
 const USAGE: &str = "usage: computer-use-approvals list --store DIR|URL
-       computer-use-approvals show ID --store DIR|URL
+       computer-use-approvals show ID --store DIR|URL [--reveal]
        computer-use-approvals approve ID --store DIR|URL (--server HOST:PORT | --runtime-held)
        computer-use-approvals deny ID --store DIR|URL --reason TEXT
        computer-use-approvals public
-       computer-use-approvals serve --store DIR|URL [--listen 127.0.0.1:PORT] [--allow-remote] [--server HOST:PORT]
-serve runs the approval page (feature `page`): it prints a sign-in link with
-a fresh credential, listens on loopback unless --allow-remote, and signs
+       computer-use-approvals serve --store DIR|URL [--listen 127.0.0.1:PORT] [--allow-remote ORIGIN] [--server HOST:PORT]
+serve runs the approval page (feature `page`): it prints its link, whose path
+is a fresh credential, listens on loopback unless --allow-remote names the
+origin people open it at, and signs
 decisions with ADK_APPROVER_KEY, which only it holds.
 The store's sealing key is read from ADK_CHECKPOINT_KEY (at least 32 bytes);
 decisions are signed with ADK_APPROVER_KEY (64 hex digits), whose public half
@@ -58,13 +59,39 @@ fn approver() -> Result<ApproverKey, String> {
     ApproverKey::from_hex(&key).map_err(|e| e.to_string())
 }
 
-/// Text from a checkpoint, made safe to print: control characters (a
-/// terminal escape could draw a fake line) are shown escaped.
+/// Whether `c` changes how the text around it is drawn without being
+/// visible itself: bidirectional overrides and isolates, zero-width
+/// characters, the byte order mark (Unicode's format characters that
+/// matter for display).
+fn invisible(c: char) -> bool {
+    matches!(
+        c,
+        '\u{00AD}'
+            | '\u{061C}'
+            | '\u{180E}'
+            | '\u{200B}'..='\u{200F}'
+            | '\u{202A}'..='\u{202E}'
+            | '\u{2060}'..='\u{206F}'
+            | '\u{FEFF}'
+            | '\u{FFF9}'..='\u{FFFB}'
+    )
+}
+
+/// [`safe`], line breaks kept (for text whose lines are its own layout,
+/// such as pretty JSON, where a break inside a value is escaped already).
+fn safe_keeping_lines(text: &str) -> String {
+    text.split('\n').map(safe).collect::<Vec<_>>().join("\n")
+}
+
+/// Text from a checkpoint, made safe to show: control characters (a
+/// terminal escape could draw a fake line, a newline a fake row) and
+/// invisible format characters (a right-to-left override can make
+/// `note\u{202E}txt.exe` read as `noteexe.txt`) are shown escaped.
 fn safe(text: &str) -> String {
     text.chars()
         .flat_map(|c| {
-            if c.is_control() {
-                c.escape_default().collect::<Vec<_>>()
+            if c.is_control() || invisible(c) {
+                c.escape_unicode().collect::<Vec<_>>()
             } else {
                 vec![c]
             }
@@ -142,7 +169,7 @@ fn line(view: &CheckpointView) -> String {
     ))
 }
 
-fn show(view: &CheckpointView) {
+fn show(view: &CheckpointView, args: &[String]) {
     let window = view
         .target_window_id
         .as_ref()
@@ -178,8 +205,20 @@ fn show(view: &CheckpointView) {
         ),
         (
             "arguments",
-            view.shown_arguments()
-                .map_or_else(|| "(not kept)".to_owned(), |a| a.to_string()),
+            if view.handles_secrets() && args.iter().any(|a| a == "--reveal") {
+                view.arguments
+                    .as_ref()
+                    .map_or_else(|| "(not kept)".to_owned(), |a| a.to_string())
+            } else if view.handles_secrets() {
+                format!(
+                    "{} (masked: the action is labelled as handling secrets, a label the agent chose; `show ID --reveal` shows them)",
+                    view.shown_arguments()
+                        .map_or_else(|| "(not kept)".to_owned(), |a| a.to_string())
+                )
+            } else {
+                view.shown_arguments()
+                    .map_or_else(|| "(not kept)".to_owned(), |a| a.to_string())
+            },
         ),
         (
             "screenshot",
@@ -276,7 +315,7 @@ fn run(args: &[String]) -> Result<(), String> {
         }
         Some("show") => {
             let view = inspect(store(args)?.as_ref(), &id(args)?).map_err(|e| e.to_string())?;
-            show(&view);
+            show(&view, args);
             Ok(())
         }
         Some("approve") => {
@@ -366,7 +405,7 @@ fn serve(args: &[String]) -> Result<(), String> {
         store,
         approver()?,
         &listen,
-        args.iter().any(|a| a == "--allow-remote"),
+        flag(args, "--allow-remote"),
         flag(args, "--server"),
     )
 }

@@ -10,11 +10,16 @@
 //! approver's credential.
 //!
 //! Why it can be trusted on a shared machine: it listens on loopback unless
-//! told otherwise; every request needs the credential printed at start
-//! (exchanged once for a `SameSite=Strict`, `HttpOnly` cookie); nothing
-//! changes on GET; a POST must carry the page's own form token and come
-//! from the page's own origin; everything shown is escaped, and the
-//! content security policy allows no script at all.
+//! told otherwise; every page lives under a path that is the credential
+//! printed at start (no cookie: a browser sends cookies for 127.0.0.1 to
+//! every port on it, so any local listener would get one), and its
+//! referrer policy keeps that path from leaving the page; it answers only
+//! to its own host name; nothing changes on GET; a POST must carry the
+//! page's own form token and come from the page's own origin; decisions on
+//! one checkpoint are taken one at a time, and an approval is asked of the
+//! server only for a checkpoint still undecided; everything shown is
+//! escaped (invisible format characters too), and the content security
+//! policy allows no script at all.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -25,7 +30,7 @@ use adk_computer_use::protocol::{
     inspect, pending,
 };
 use axum::Router;
-use axum::extract::{Form, Query, State};
+use axum::extract::{Form, Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -44,9 +49,9 @@ struct Page {
     origin: String,
     /// The server that issues grants, if any.
     server: Option<String>,
+    /// Decisions are taken one at a time.
+    deciding: tokio::sync::Mutex<()>,
 }
-
-const COOKIE: &str = "adk_approvals";
 
 /// 32 random bytes, hex.
 fn random_token() -> Result<String, String> {
@@ -76,15 +81,15 @@ pub fn serve(
     store: Box<dyn CheckpointStore>,
     approver: ApproverKey,
     listen: &str,
-    allow_remote: bool,
+    remote_origin: Option<String>,
     server: Option<String>,
 ) -> Result<(), String> {
     let address: SocketAddr = listen
         .parse()
         .map_err(|e| format!("--listen {listen:?} is not an address: {e}"))?;
-    if !address.ip().is_loopback() && !allow_remote {
+    if !address.ip().is_loopback() && remote_origin.is_none() {
         return Err(format!(
-            "--listen {listen} is not a loopback address; the page shows what agents are about to do: pass --allow-remote to serve it beyond this machine"
+            "--listen {listen} is not a loopback address; the page shows what agents are about to do: pass --allow-remote ORIGIN (the address people open, e.g. http://host:PORT, behind TLS you provide) to serve it beyond this machine"
         ));
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -104,27 +109,31 @@ pub fn serve(
             store: Arc::from(store),
             approver: Arc::new(approver),
             form_token: random_token()?,
-            origin: format!("http://{bound}"),
+            origin: remote_origin.unwrap_or_else(|| format!("http://{bound}")),
             server,
             credential,
+            deciding: tokio::sync::Mutex::new(()),
         });
-        println!(
-            "approval page on {}/login?credential={}",
-            page.origin, page.credential
-        );
+        println!("approval page on {}/{}/", page.origin, page.credential);
         let app = Router::new()
-            .route("/", get(list))
-            .route("/login", get(login))
-            .route("/decide", post(decide_route))
-            .with_state(page);
+            .route("/{secret}/", get(list))
+            .route("/{secret}/decide", post(decide_route))
+            .with_state(page)
+            .layer(axum::middleware::map_response(harden));
         axum::serve(listener, app)
             .await
             .map_err(|e| format!("the page stopped: {e}"))
     })
 }
 
+/// [`hardened`], for every answer the router gives (its own 404s and 405s
+/// included).
+async fn harden(response: Response) -> Response {
+    hardened(response)
+}
+
 /// Headers every answer carries: no script, no framing, no sniffing, no
-/// referrer.
+/// referrer beyond the page itself.
 fn hardened(mut response: Response) -> Response {
     let headers = response.headers_mut();
     headers.insert(
@@ -161,78 +170,37 @@ fn refused(status: StatusCode, why: &str) -> Response {
 /// Whether the request names this page as its host (a name that merely
 /// resolves here, as in DNS rebinding, is not this page).
 fn for_this_page(page: &Page, headers: &HeaderMap) -> bool {
-    let authority = page.origin.trim_start_matches("http://");
+    let authority = page
+        .origin
+        .trim_start_matches("http://")
+        .trim_start_matches("https://");
     headers
         .get(header::HOST)
         .and_then(|h| h.to_str().ok())
         .is_some_and(|host| host == authority)
 }
 
-/// Whether the request is for this page and carries the page's cookie.
-fn signed_in(page: &Page, headers: &HeaderMap) -> bool {
-    for_this_page(page, headers)
-        && headers
-            .get_all(header::COOKIE)
-            .iter()
-            .filter_map(|value| value.to_str().ok())
-            .flat_map(|value| value.split(';'))
-            .filter_map(|pair| pair.trim().split_once('='))
-            .any(|(name, value)| name == COOKIE && same(value, &page.credential))
-}
-
-#[derive(Deserialize)]
-struct LoginQuery {
-    credential: Option<String>,
-}
-
-/// Exchanges the printed credential for the page's cookie, then shows the
-/// list. Changes nothing but the browser's cookie.
-async fn login(
-    State(page): State<Arc<Page>>,
-    headers: HeaderMap,
-    Query(query): Query<LoginQuery>,
-) -> Response {
-    if !for_this_page(&page, &headers) {
-        return refused(StatusCode::MISDIRECTED_REQUEST, "not this page's address");
-    }
-    match query.credential {
-        Some(given) if same(&given, &page.credential) => {
-            let cookie = format!(
-                "{COOKIE}={}; HttpOnly; SameSite=Strict; Path=/",
-                page.credential
-            );
-            let mut response = (
-                StatusCode::SEE_OTHER,
-                [
-                    (header::LOCATION, "/".to_owned()),
-                    (header::SET_COOKIE, cookie),
-                ],
-            )
-                .into_response();
-            response = hardened(response);
-            response
-        }
-        _ => refused(
-            StatusCode::UNAUTHORIZED,
-            "the credential printed when the page started is required",
-        ),
-    }
+/// Whether the request is for this page and its path carries the secret.
+fn signed_in(page: &Page, headers: &HeaderMap, secret: &str) -> bool {
+    for_this_page(page, headers) && same(secret, &page.credential)
 }
 
 #[derive(Deserialize)]
 struct ListQuery {
-    done: Option<String>,
+    approved: Option<String>,
+    denied: Option<String>,
 }
 
 async fn list(
     State(page): State<Arc<Page>>,
+    Path(secret): Path<String>,
     headers: HeaderMap,
     Query(query): Query<ListQuery>,
 ) -> Response {
-    if !signed_in(&page, &headers) {
+    if !signed_in(&page, &headers, &secret) {
         return refused(
             StatusCode::UNAUTHORIZED,
-            "sign in with the link the page printed when it started",
+            "open the link the page printed when it started",
         );
     }
     let store = Arc::clone(&page.store);
@@ -245,8 +213,14 @@ async fn list(
         Err(err) => return refused(StatusCode::INTERNAL_SERVER_ERROR, &err.to_string()),
     };
     let mut body = String::new();
-    if let Some(done) = &query.done {
-        body.push_str(&format!("<p class=\"done\">{}</p>", text(done)));
+    // Only what this server said: a decision and a well-formed id.
+    let done = match (&query.approved, &query.denied) {
+        (Some(id), None) => id.parse::<CheckpointId>().ok().map(|id| ("approved", id)),
+        (None, Some(id)) => id.parse::<CheckpointId>().ok().map(|id| ("denied", id)),
+        _ => None,
+    };
+    if let Some((what, id)) = done {
+        body.push_str(&format!("<p class=\"done\">{what} {id}</p>"));
     }
     if listed.is_empty() {
         body.push_str("<p id=\"nothing\">Nothing waits for a decision.</p>");
@@ -256,7 +230,7 @@ async fn list(
             Ok(view) => body.push_str(&card(&page, view)),
             Err(err) => body.push_str(&format!(
                 "<section class=\"unreadable\" id=\"c-{id}\"><h2>{id}</h2><p>UNREADABLE: {}</p><p>This checkpoint cannot be trusted and cannot be decided here.</p></section>",
-                text(&err.to_string()),
+                text(&super::safe(&err.to_string())),
                 id = attr(id.as_str()),
             )),
         }
@@ -296,6 +270,43 @@ fn time_left(expires_at: &str) -> String {
     }
 }
 
+/// The tools that act where the pointer is: only theirs is drawn.
+const POINTER_TOOLS: [&str; 8] = [
+    "left_click",
+    "right_click",
+    "middle_click",
+    "double_click",
+    "triple_click",
+    "mouse_move",
+    "left_click_drag",
+    "scroll",
+];
+
+/// Where a pointer tool acts, unless its arguments are masked.
+fn pointer(view: &CheckpointView) -> Option<(f64, f64)> {
+    if view.handles_secrets() || !POINTER_TOOLS.contains(&view.tool.as_str()) {
+        return None;
+    }
+    view.pointer()
+}
+
+/// At most 64 KiB of a long value, and how much more there is.
+fn clipped(value: &str) -> String {
+    const SHOWN: usize = 64 * 1024;
+    if value.len() <= SHOWN {
+        return value.to_owned();
+    }
+    let mut end = SHOWN;
+    while !value.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!(
+        "{}… ({} more bytes not shown; `computer-use-approvals show` prints it all)",
+        &value[..end],
+        value.len() - end
+    )
+}
+
 fn card(page: &Page, view: &CheckpointView) -> String {
     let id = view.id.as_str();
     let labels: Vec<String> = view
@@ -308,10 +319,21 @@ fn card(page: &Page, view: &CheckpointView) -> String {
                 .unwrap_or_default()
         })
         .collect();
-    let arguments = view
-        .shown_arguments()
-        .and_then(|a| serde_json::to_string_pretty(&a).ok())
-        .unwrap_or_else(|| "(not kept)".to_owned());
+    let pretty = |value: Option<serde_json::Value>| {
+        value
+            .and_then(|a| serde_json::to_string_pretty(&a).ok())
+            .map(|a| clipped(&a))
+            .unwrap_or_else(|| "(not kept)".to_owned())
+    };
+    let arguments = pretty(view.shown_arguments());
+    // The secret labels are the agent's own: what they hide is one click
+    // away, never out of the person's reach.
+    let revealed = view.handles_secrets().then(|| {
+        format!(
+            "<details><summary>Masked because the action is labelled as handling secrets (a label the agent chose). Show the values before approving.</summary><pre>{}</pre></details>",
+            text(&super::safe_keeping_lines(&pretty(view.arguments.clone())))
+        )
+    });
     let frame = match &view.frame {
         Some(image) if image.mime_type.starts_with("image/") => {
             // Marks in the frame's own pixels: a frame of the target
@@ -327,7 +349,7 @@ fn card(page: &Page, view: &CheckpointView) -> String {
                     b.x - dx, b.y - dy, b.width, b.height
                 ));
             }
-            if let Some((x, y)) = view.pointer() {
+            if let Some((x, y)) = pointer(view) {
                 marks.push_str(&format!(
                     "<div class=\"pointer\" title=\"pointer\" style=\"left:{}px;top:{}px\"></div>",
                     x - dx,
@@ -377,7 +399,7 @@ fn card(page: &Page, view: &CheckpointView) -> String {
                         ", bounds {}x{} at ({}, {}) (red on the screenshot)",
                         b.width, b.height, b.x, b.y
                     )),
-                view.pointer().map_or_else(String::new, |(x, y)| format!(
+                pointer(view).map_or_else(String::new, |(x, y)| format!(
                     ", pointer at ({x}, {y}) (blue)"
                 )),
             ),
@@ -401,14 +423,26 @@ fn card(page: &Page, view: &CheckpointView) -> String {
     ];
     let mut details = String::new();
     for (name, value) in rows {
-        details.push_str(&format!("<dt>{}</dt><dd>{}</dd>", text(name), text(&value)));
+        // Arguments keep their lines (pretty JSON escapes every line break
+        // inside a value); every other row shows its breaks escaped.
+        let shown = if name == "Arguments" {
+            super::safe_keeping_lines(&value)
+        } else {
+            super::safe(&value)
+        };
+        details.push_str(&format!("<dt>{}</dt><dd>{}</dd>", text(name), text(&shown)));
+        if name == "Arguments"
+            && let Some(revealed) = &revealed
+        {
+            details.push_str(&format!("<dd>{revealed}</dd>"));
+        }
     }
     let forms = if view.decided {
         "<p class=\"decided\">A decision is recorded.</p>".to_owned()
     } else {
         format!(
-            "<form method=\"post\" action=\"/decide\"><input type=\"hidden\" name=\"id\" value=\"{id}\"><input type=\"hidden\" name=\"token\" value=\"{token}\"><input type=\"hidden\" name=\"decision\" value=\"approve\"><button type=\"submit\" id=\"approve-{id}\">Approve</button></form>\
-<form method=\"post\" action=\"/decide\"><input type=\"hidden\" name=\"id\" value=\"{id}\"><input type=\"hidden\" name=\"token\" value=\"{token}\"><input type=\"hidden\" name=\"decision\" value=\"deny\"><label>Reason <input name=\"reason\" id=\"reason-{id}\" value=\"denied on the approval page\"></label> <button type=\"submit\" id=\"deny-{id}\">Deny</button></form>",
+            "<form method=\"post\" action=\"decide\"><input type=\"hidden\" name=\"id\" value=\"{id}\"><input type=\"hidden\" name=\"token\" value=\"{token}\"><input type=\"hidden\" name=\"decision\" value=\"approve\"><button type=\"submit\" id=\"approve-{id}\">Approve</button></form>\
+<form method=\"post\" action=\"decide\"><input type=\"hidden\" name=\"id\" value=\"{id}\"><input type=\"hidden\" name=\"token\" value=\"{token}\"><input type=\"hidden\" name=\"decision\" value=\"deny\"><label>Reason <input name=\"reason\" id=\"reason-{id}\" value=\"denied on the approval page\"></label> <button type=\"submit\" id=\"deny-{id}\">Deny</button></form>",
             id = attr(id),
             token = attr(&page.form_token),
         )
@@ -416,7 +450,7 @@ fn card(page: &Page, view: &CheckpointView) -> String {
     format!(
         "<section id=\"c-{id}\"><h2>{title}</h2>{frame}<dl>{details}</dl>{forms}</section>",
         id = attr(id),
-        title = text(&view.action_id),
+        title = text(&super::safe(&view.action_id)),
     )
 }
 
@@ -446,11 +480,12 @@ fn same_origin(page: &Page, headers: &HeaderMap) -> bool {
 
 async fn decide_route(
     State(page): State<Arc<Page>>,
+    Path(secret): Path<String>,
     headers: HeaderMap,
     Form(form): Form<DecideForm>,
 ) -> Response {
-    if !signed_in(&page, &headers) {
-        return refused(StatusCode::UNAUTHORIZED, "not signed in");
+    if !signed_in(&page, &headers, &secret) {
+        return refused(StatusCode::UNAUTHORIZED, "not this page's link");
     }
     if !same_origin(&page, &headers) || !same(&form.token, &page.form_token) {
         return refused(
@@ -462,6 +497,9 @@ async fn decide_route(
         Ok(id) => id,
         Err(err) => return refused(StatusCode::BAD_REQUEST, &ComputerUseError::to_string(&err)),
     };
+    // One decision at a time: the check that a checkpoint is undecided,
+    // the grant and the record are one step for this page.
+    let _deciding = page.deciding.lock().await;
     let done = match form.decision.as_str() {
         "approve" => approve(&page, &id).await,
         "deny" => {
@@ -477,7 +515,7 @@ async fn decide_route(
     };
     match done {
         Ok(what) => {
-            let location = format!("/?done={what}%20{id}");
+            let location = format!("/{}/?{what}={id}", page.credential);
             hardened((StatusCode::SEE_OTHER, [(header::LOCATION, location)]).into_response())
         }
         Err(why) => refused(StatusCode::CONFLICT, &why),
@@ -493,6 +531,10 @@ async fn approve(page: &Page, id: &CheckpointId) -> Result<&'static str, String>
         .await
         .map_err(|e| e.to_string())?
         .map_err(|e| e.to_string())?;
+    // No grant is asked of the server for a checkpoint already decided.
+    if view.decided {
+        return Err(format!("{id}: a decision is already recorded"));
+    }
     let approval = match &page.server {
         Some(server) => super::grant(server, &view).await?,
         None => Approval::runtime_held(&view.action_id, &view.action_digest, &view.policy_digest),
