@@ -667,7 +667,7 @@ async fn a_session_without_a_group_is_joined_by_its_id() {
     .await;
     let session = session(&second, &store);
     assert_eq!(session.session_id(), started.session_id);
-    session.observe().await.unwrap();
+    let _observed = session.observe().await.unwrap();
     let _ = session.shutdown().await;
     sim.child.kill().await.unwrap();
 }
