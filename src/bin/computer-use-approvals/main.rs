@@ -77,6 +77,7 @@ fn invisible(c: char) -> bool {
     )
 }
 
+#[cfg(feature = "page")]
 /// [`safe`], line breaks kept (for text whose lines are its own layout,
 /// such as pretty JSON, where a break inside a value is escaped already).
 fn safe_keeping_lines(text: &str) -> String {
