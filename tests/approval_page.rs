@@ -24,7 +24,6 @@ use adk_computer_use::{
     ComputerUseError, ComputerUseMcpRuntime, McpRuntimeConfig, ProposedAction, ScopeAuthorizer,
     Session, VerifiedIdentity,
 };
-use fantoccini::{ClientBuilder, Locator};
 use serde_json::json;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 
@@ -188,9 +187,9 @@ async fn page(store_dir: &str, sim: &Served) -> (tokio::process::Child, String) 
 
 /// Waits until the page confirms a decision `what` (`approved`, `denied`):
 /// the answer to the post, not the page before it.
-async fn confirmed(browser: &fantoccini::Client, what: &str) {
+async fn confirmed(browser: &Browser, what: &str) {
     for _ in 0..100 {
-        if let Ok(done) = browser.find(Locator::Css(".done")).await
+        if let Ok(done) = browser.find(".done").await
             && done.text().await.is_ok_and(|text| text.contains(what))
         {
             return;
@@ -204,14 +203,13 @@ async fn confirmed(browser: &fantoccini::Client, what: &str) {
 }
 
 /// Headless Chromium through chromedriver, with a profile of its own.
-async fn browser() -> (fantoccini::Client, tokio::process::Child, tempfile::TempDir) {
+async fn browser() -> (Browser, tokio::process::Child, tempfile::TempDir) {
     let port = free_port();
     let driver = spawn("chromedriver", &[&format!("--port={port}")], &[]);
     let profile = tempfile::tempdir().unwrap();
-    let mut capabilities = serde_json::Map::new();
-    capabilities.insert(
-        "goog:chromeOptions".into(),
-        json!({
+    let capabilities = json!({ "capabilities": { "alwaysMatch": {
+        "browserName": "chrome",
+        "goog:chromeOptions": {
             "binary": "/usr/bin/chromium",
             "args": [
                 "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
@@ -219,20 +217,156 @@ async fn browser() -> (fantoccini::Client, tokio::process::Child, tempfile::Temp
                 "--disable-component-update", "--disable-sync", "--window-size=1400,1600",
                 format!("--user-data-dir={}", profile.path().display()),
             ]
-        }),
-    );
+        }
+    } } });
+    let http = reqwest::Client::new();
     for _ in 0..100 {
-        if let Ok(client) =
-            ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
-                .capabilities(capabilities.clone())
-                .connect(&format!("http://127.0.0.1:{port}"))
-                .await
+        let started = http
+            .post(format!("http://127.0.0.1:{port}/session"))
+            .json(&capabilities)
+            .send()
+            .await;
+        if let Ok(answer) = started
+            && let Ok(body) = answer.json::<serde_json::Value>().await
+            && let Some(id) = body["value"]["sessionId"].as_str()
         {
-            return (client, driver, profile);
+            let base = format!("http://127.0.0.1:{port}/session/{id}");
+            return (Browser { http, base }, driver, profile);
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     panic!("chromedriver did not answer");
+}
+
+/// The few WebDriver commands these tests need (W3C WebDriver over HTTP:
+/// a JSON body in, `{"value": ...}` out).
+struct Browser {
+    http: reqwest::Client,
+    base: String,
+}
+
+/// An element the browser found.
+struct Element<'a> {
+    browser: &'a Browser,
+    id: String,
+}
+
+/// The key WebDriver names an element reference with.
+const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
+
+impl Browser {
+    async fn command(
+        &self,
+        post: Option<serde_json::Value>,
+        path: &str,
+    ) -> Result<serde_json::Value, String> {
+        let url = format!("{}{path}", self.base);
+        let request = match post {
+            Some(body) => self.http.post(url).json(&body),
+            None => self.http.get(url),
+        };
+        let answer: serde_json::Value = request
+            .send()
+            .await
+            .map_err(|e| e.to_string())?
+            .json()
+            .await
+            .map_err(|e| e.to_string())?;
+        let value = answer["value"].clone();
+        match value.get("error") {
+            Some(error) => Err(format!("{error}: {}", value["message"])),
+            None => Ok(value),
+        }
+    }
+
+    async fn goto(&self, url: &str) {
+        self.command(Some(json!({ "url": url })), "/url")
+            .await
+            .unwrap();
+    }
+
+    async fn find(&self, css: &str) -> Result<Element<'_>, String> {
+        let found = self
+            .command(
+                Some(json!({ "using": "css selector", "value": css })),
+                "/element",
+            )
+            .await?;
+        let id = found[ELEMENT]
+            .as_str()
+            .ok_or_else(|| format!("no element reference in {found}"))?
+            .to_owned();
+        Ok(Element { browser: self, id })
+    }
+
+    async fn source(&self) -> Result<String, String> {
+        Ok(self
+            .command(None, "/source")
+            .await?
+            .as_str()
+            .unwrap_or_default()
+            .to_owned())
+    }
+
+    async fn screenshot(&self) -> Vec<u8> {
+        use base64::Engine;
+        let shot = self.command(None, "/screenshot").await.unwrap();
+        base64::engine::general_purpose::STANDARD
+            .decode(shot.as_str().unwrap_or_default())
+            .unwrap()
+    }
+
+    async fn close(&self) {
+        let _ = self.http.delete(&self.base).send().await;
+    }
+}
+
+impl Element<'_> {
+    fn path(&self, rest: &str) -> String {
+        format!("/element/{}{rest}", self.id)
+    }
+
+    async fn text(&self) -> Result<String, String> {
+        let text = self.browser.command(None, &self.path("/text")).await?;
+        Ok(text.as_str().unwrap_or_default().to_owned())
+    }
+
+    async fn attr(&self, name: &str) -> Result<Option<String>, String> {
+        let value = self
+            .browser
+            .command(None, &self.path(&format!("/attribute/{name}")))
+            .await?;
+        Ok(value.as_str().map(str::to_owned))
+    }
+
+    async fn html(&self) -> Result<String, String> {
+        let value = self
+            .browser
+            .command(None, &self.path("/property/innerHTML"))
+            .await?;
+        Ok(value.as_str().unwrap_or_default().to_owned())
+    }
+
+    async fn click(&self) -> Result<(), String> {
+        self.browser
+            .command(Some(json!({})), &self.path("/click"))
+            .await
+            .map(|_| ())
+    }
+
+    async fn clear(&self) -> Result<(), String> {
+        self.browser
+            .command(Some(json!({})), &self.path("/clear"))
+            .await
+            .map(|_| ())
+    }
+
+    async fn send_keys(&self, text: &str) -> Result<(), String> {
+        self.browser
+            .command(Some(json!({ "text": text })), &self.path("/value"))
+            .await
+            .map(|_| ())
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -334,9 +468,9 @@ async fn a_person_approves_and_denies_on_the_page_in_a_real_browser() {
 
     // The browser: headless Chromium through chromedriver.
     let (browser, _driver, _profile) = browser().await;
-    browser.goto(&sign_in).await.unwrap();
+    browser.goto(&sign_in).await;
     let shown = browser
-        .find(Locator::Css(&format!("#c-{approve_me}")))
+        .find(&format!("#c-{approve_me}"))
         .await
         .unwrap()
         .text()
@@ -356,7 +490,7 @@ async fn a_person_approves_and_denies_on_the_page_in_a_real_browser() {
         );
     }
     let image = browser
-        .find(Locator::Css(&format!("#c-{approve_me} .frame img")))
+        .find(&format!("#c-{approve_me} .frame img"))
         .await
         .unwrap();
     assert!(
@@ -368,7 +502,7 @@ async fn a_person_approves_and_denies_on_the_page_in_a_real_browser() {
         "the screenshot the action was previewed on"
     );
     let unreadable = browser
-        .find(Locator::Css(&format!("#c-{tampered}")))
+        .find(&format!("#c-{tampered}"))
         .await
         .unwrap()
         .text()
@@ -376,19 +510,16 @@ async fn a_person_approves_and_denies_on_the_page_in_a_real_browser() {
         .unwrap();
     assert!(unreadable.contains("UNREADABLE"), "{unreadable}");
     assert!(
-        browser
-            .find(Locator::Css(&format!("#approve-{tampered}")))
-            .await
-            .is_err(),
+        browser.find(&format!("#approve-{tampered}")).await.is_err(),
         "a tampered checkpoint cannot be decided"
     );
     // Masked values are one click away, and what an override would reorder
     // is shown escaped.
     let card_html = browser
-        .find(Locator::Css(&format!("#c-{hidden}")))
+        .find(&format!("#c-{hidden}"))
         .await
         .unwrap()
-        .html(false)
+        .html()
         .await
         .unwrap();
     assert!(
@@ -403,7 +534,7 @@ async fn a_person_approves_and_denies_on_the_page_in_a_real_browser() {
         card_html.contains("page-hidden\\u{202e}fdp") && !card_html.contains('\u{202E}'),
         "no override reaches the page: {card_html}"
     );
-    let screenshot = browser.screenshot().await.unwrap();
+    let screenshot = browser.screenshot().await;
     let artifact = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("approval-page.png");
     std::fs::write(&artifact, &screenshot).unwrap();
     println!("the page as the person saw it: {}", artifact.display());
@@ -411,7 +542,7 @@ async fn a_person_approves_and_denies_on_the_page_in_a_real_browser() {
     // Approve: the page obtains the grant with the approver's credential;
     // the agent's action runs once.
     browser
-        .find(Locator::Css(&format!("#approve-{approve_me}")))
+        .find(&format!("#approve-{approve_me}"))
         .await
         .unwrap()
         .click()
@@ -429,14 +560,11 @@ async fn a_person_approves_and_denies_on_the_page_in_a_real_browser() {
     assert!(done.performed());
 
     // Deny, with a reason: the agent's action ends there.
-    let reason = browser
-        .find(Locator::Css(&format!("#reason-{deny_me}")))
-        .await
-        .unwrap();
+    let reason = browser.find(&format!("#reason-{deny_me}")).await.unwrap();
     reason.clear().await.unwrap();
     reason.send_keys("wrong text").await.unwrap();
     browser
-        .find(Locator::Css(&format!("#deny-{deny_me}")))
+        .find(&format!("#deny-{deny_me}"))
         .await
         .unwrap()
         .click()
@@ -479,7 +607,7 @@ async fn a_person_approves_and_denies_on_the_page_in_a_real_browser() {
         "no grant was asked for a denied action"
     );
 
-    browser.close().await.unwrap();
+    browser.close().await;
     let _ = session.shutdown().await;
     let _ = page.kill().await;
 }
@@ -534,10 +662,10 @@ async fn on_a_real_display_the_page_shows_the_screen_with_the_target_marked() {
 
     let (mut page, sign_in) = page(dir.path().to_str().unwrap(), &sim).await;
     let (browser, _driver, _profile) = browser().await;
-    browser.goto(&sign_in).await.unwrap();
+    browser.goto(&sign_in).await;
     let card = format!("#c-{id}");
     let image = browser
-        .find(Locator::Css(&format!("{card} .frame img")))
+        .find(&format!("{card} .frame img"))
         .await
         .unwrap()
         .attr("src")
@@ -550,27 +678,21 @@ async fn on_a_real_display_the_page_shows_the_screen_with_the_target_marked() {
         image.len()
     );
     browser
-        .find(Locator::Css(&format!("{card} .frame .bounds")))
+        .find(&format!("{card} .frame .bounds"))
         .await
         .expect("the target window is marked on the screenshot");
-    let details = browser
-        .find(Locator::Css(&card))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let details = browser.find(&card).await.unwrap().text().await.unwrap();
     assert!(
         details.contains("bounds") && details.contains(text),
         "{details}"
     );
-    let screenshot = browser.screenshot().await.unwrap();
+    let screenshot = browser.screenshot().await;
     let artifact = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("approval-page-x11.png");
     std::fs::write(&artifact, &screenshot).unwrap();
     println!("the page over a real screen: {}", artifact.display());
 
     browser
-        .find(Locator::Css(&format!("#approve-{id}")))
+        .find(&format!("#approve-{id}"))
         .await
         .unwrap()
         .click()
@@ -593,7 +715,7 @@ async fn on_a_real_display_the_page_shows_the_screen_with_the_target_marked() {
         .await
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&read.stdout), text);
-    browser.close().await.unwrap();
+    browser.close().await;
     let _ = session.shutdown().await;
     let _ = page.kill().await;
 }
