@@ -388,6 +388,13 @@ async fn a_person_approves_and_denies_on_the_page_in_a_real_browser() {
     let approve_me = suspended(&session, write("page-approve", "approved on the page")).await;
     let deny_me = suspended(&session, write("page-deny", "never written")).await;
     let tampered = suspended(&session, write("page-tampered", "tampered")).await;
+    // One the person decides only after its envelope expired.
+    let late = suspended(
+        &session,
+        write("page-late", "approved after expiry").with_expires_in_ms(1_000),
+    )
+    .await;
+    let late_since = tokio::time::Instant::now();
     // An action the agent labels as handling secrets, with text that reads
     // differently once a right-to-left override is drawn.
     let hidden = suspended(
@@ -591,12 +598,12 @@ async fn a_person_approves_and_denies_on_the_page_in_a_real_browser() {
         .unwrap()
         .to_owned();
     let grants = stats["grants"].clone();
-    let late = format!("id={deny_me}&token={token}&decision=approve");
+    let again = format!("id={deny_me}&token={token}&decision=approve");
     let (status, answer) = http(
         &page_address,
         format!(
-            "POST /{secret}/decide HTTP/1.1\r\nHost: {page_address}\r\nConnection: close\r\nOrigin: http://{page_address}\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\r\n{late}",
-            late.len()
+            "POST /{secret}/decide HTTP/1.1\r\nHost: {page_address}\r\nConnection: close\r\nOrigin: http://{page_address}\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\r\n{again}",
+            again.len()
         ),
     )
     .await;
@@ -606,6 +613,39 @@ async fn a_person_approves_and_denies_on_the_page_in_a_real_browser() {
         stats["grants"], grants,
         "no grant was asked for a denied action"
     );
+
+    // Approving after the envelope expired works end to end: the page
+    // previews the same action again for its grant, the agent's
+    // resume_decided previews it once more and runs it, once.
+    tokio::time::sleep_until(late_since + Duration::from_millis(1_500)).await;
+    browser.goto(&sign_in).await;
+    let late_card = browser
+        .find(&format!("#c-{late}"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(late_card.contains("expired at"), "{late_card}");
+    browser
+        .find(&format!("#approve-{late}"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    confirmed(&browser, "approved").await;
+    let done = session
+        .resume_decided(&late, &public)
+        .await
+        .unwrap()
+        .complete()
+        .await
+        .unwrap();
+    assert!(done.performed());
+    let (stats, _) = runtime.call("sim_stats", Default::default()).await.unwrap();
+    assert_eq!(stats["clipboard"], "approved after expiry");
+    assert_eq!(stats["totalEffects"], 2, "each approval, one effect");
 
     browser.close().await;
     let _ = session.shutdown().await;

@@ -254,19 +254,27 @@ fn show(view: &CheckpointView, args: &[String]) {
 /// The approval of `view`'s action, backed by a grant the server at
 /// `server` issues to the approver's credential.
 #[cfg(feature = "mcp")]
-fn granted(server: &str, view: &CheckpointView) -> Result<Approval, String> {
+fn granted(
+    server: &str,
+    view: &CheckpointView,
+    store: std::sync::Arc<dyn CheckpointStore>,
+) -> Result<Approval, String> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start a runtime: {e}"))?;
-    runtime.block_on(grant(server, view))
+    runtime.block_on(grant(server, view, store))
 }
 
-/// [`granted`], from async code.
+/// [`granted`], from async code: an approver on a connection of its own,
+/// which previews the action again first when its envelope expired.
 #[cfg(feature = "mcp")]
-async fn grant(server: &str, view: &CheckpointView) -> Result<Approval, String> {
-    use adk_computer_use::contracts::ApprovalScope;
-    use adk_computer_use::runtime::mcp::{GrantRequest, McpApprover, McpRuntimeConfig};
+async fn grant(
+    server: &str,
+    view: &CheckpointView,
+    store: std::sync::Arc<dyn CheckpointStore>,
+) -> Result<Approval, String> {
+    use adk_computer_use::runtime::mcp::{McpApprover, McpRuntimeConfig};
     let credential = std::env::var("ADK_APPROVER_CREDENTIAL").map_err(|_| {
         "set ADK_APPROVER_CREDENTIAL to the approver's credential (computer-use-sim --listen prints it)"
             .to_owned()
@@ -282,19 +290,18 @@ async fn grant(server: &str, view: &CheckpointView) -> Result<Approval, String> 
     let approver = McpApprover::connect(stream, config)
         .await
         .map_err(|e| e.to_string())?;
-    let grant = approver
-        .approve_action(
-            &GrantRequest::for_checkpoint(view),
-            ApprovalScope::ExactAction,
-            None,
-        )
+    approver
+        .approve_checkpoint(store, &view.id)
         .await
-        .map_err(|e| e.to_string())?;
-    Ok(Approval::from_grant(&view.action_id, &grant))
+        .map_err(|e| e.to_string())
 }
 
 #[cfg(not(feature = "mcp"))]
-fn granted(_server: &str, _view: &CheckpointView) -> Result<Approval, String> {
+fn granted(
+    _server: &str,
+    _view: &CheckpointView,
+    _store: std::sync::Arc<dyn CheckpointStore>,
+) -> Result<Approval, String> {
     Err("--server needs the mcp feature".into())
 }
 
@@ -320,7 +327,7 @@ fn run(args: &[String]) -> Result<(), String> {
             Ok(())
         }
         Some("approve") => {
-            let store = store(args)?;
+            let store: std::sync::Arc<dyn CheckpointStore> = std::sync::Arc::from(store(args)?);
             let id = id(args)?;
             let view = inspect(store.as_ref(), &id).map_err(|e| e.to_string())?;
             if args.iter().any(|a| a == "--grant") {
@@ -330,7 +337,7 @@ fn run(args: &[String]) -> Result<(), String> {
                 args.iter().any(|a| a == "--runtime-held"),
                 flag(args, "--server"),
             ) {
-                (false, Some(server)) => granted(&server, &view)?,
+                (false, Some(server)) => granted(&server, &view, std::sync::Arc::clone(&store))?,
                 (true, None) => Approval::runtime_held(
                     &view.action_id,
                     &view.action_digest,

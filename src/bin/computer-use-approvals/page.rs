@@ -536,7 +536,7 @@ async fn approve(page: &Page, id: &CheckpointId) -> Result<&'static str, String>
         return Err(format!("{id}: a decision is already recorded"));
     }
     let approval = match &page.server {
-        Some(server) => super::grant(server, &view).await?,
+        Some(server) => super::grant(server, &view, Arc::clone(&page.store)).await?,
         None => Approval::runtime_held(&view.action_id, &view.action_digest, &view.policy_digest),
     };
     record(page, id, Decision::Approve(approval)).await?;

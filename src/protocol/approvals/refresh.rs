@@ -26,21 +26,8 @@ pub(crate) async fn previewed_again<R: ComputerUseRuntime>(
     if envelope.expires_at.unix_nanos().is_some_and(|at| at > now) {
         return Ok(None);
     }
-    let arguments = body
-        .arguments
-        .clone()
-        .ok_or_else(|| ComputerUseError::checkpoint(id, CheckpointRefusal::NoProposal))?;
-    let mut action = crate::runtime::ProposedAction::new(
-        envelope.tool.clone(),
-        arguments.clone(),
-        envelope.requested_mode,
-    )
-    .with_action_id(envelope.action_id.clone())
-    .with_operation(envelope.operation.clone())
-    .with_data_labels(envelope.data_labels.clone());
-    action.target = envelope.target.clone();
-    action.postcondition = envelope.postcondition.clone();
-    action.provenance = envelope.provenance.clone();
+    let action = proposal_of(id, body)?;
+    let arguments = action.arguments.clone();
     let request = crate::runtime::ActionRequest {
         session_id: &core.session_id,
         agent_id: core.agent_id.as_deref(),
@@ -163,4 +150,28 @@ fn stable_field(name: &str) -> &'static str {
         "reasons",
     ];
     FIELDS.into_iter().find(|f| *f == name).unwrap_or("preview")
+}
+
+/// The action a checkpoint seals, as it was proposed: to preview it again.
+pub(crate) fn proposal_of(
+    id: &CheckpointId,
+    body: &CheckpointBody,
+) -> Result<crate::runtime::ProposedAction, ComputerUseError> {
+    let envelope = &body.preview.envelope;
+    let arguments = body
+        .arguments
+        .clone()
+        .ok_or_else(|| ComputerUseError::checkpoint(id, CheckpointRefusal::NoProposal))?;
+    let mut action = crate::runtime::ProposedAction::new(
+        envelope.tool.clone(),
+        arguments,
+        envelope.requested_mode,
+    )
+    .with_action_id(envelope.action_id.clone())
+    .with_operation(envelope.operation.clone())
+    .with_data_labels(envelope.data_labels.clone());
+    action.target = envelope.target.clone();
+    action.postcondition = envelope.postcondition.clone();
+    action.provenance = envelope.provenance.clone();
+    Ok(action)
 }

@@ -128,6 +128,90 @@ impl McpApprover {
     }
 }
 
+impl McpApprover {
+    /// Approves the action the checkpoint `id` seals in `store`: a grant
+    /// for exactly that action ([`McpApprover::approve_action`] with
+    /// [`GrantRequest::for_checkpoint`]), as the approval a decision
+    /// records. A person may decide after the previewed envelope expired
+    /// (a server grants only a live preview): then this approver's own
+    /// connection previews the same action again (its sealed id, tool,
+    /// arguments, mode, target, agent and group), both digests must be
+    /// unchanged, and the grant is asked for that preview; the agent's
+    /// `Session::resume_decided` previews it once more and runs it on the
+    /// grant. That needs an approver on a connection of its own
+    /// ([`McpApprover::connect`]).
+    pub async fn approve_checkpoint(
+        &self,
+        store: Arc<dyn crate::protocol::CheckpointStore>,
+        id: &crate::protocol::CheckpointId,
+    ) -> Result<crate::protocol::Approval, ComputerUseError> {
+        use crate::protocol::approvals::{offload, open_record};
+        let opened = {
+            let id = id.clone();
+            offload(&store, "read a checkpoint", move |store| {
+                let view = crate::protocol::inspect(store, &id)?;
+                let records = store.load(&id)?;
+                let body = open_record(store, &id, &records)?;
+                Ok((view, body))
+            })
+            .await?
+        };
+        let (view, body) = opened;
+        if view.decided {
+            return Err(ComputerUseError::checkpoint(
+                id,
+                crate::protocol::CheckpointRefusal::AlreadyDecided,
+            ));
+        }
+        let now = time::OffsetDateTime::now_utc().unix_timestamp_nanos();
+        let expired = body
+            .preview
+            .envelope
+            .expires_at
+            .unix_nanos()
+            .is_none_or(|at| at <= now);
+        if expired {
+            let runtime = self._own.as_ref().ok_or_else(|| ComputerUseError::InvalidRequest {
+                field: "approver".into(),
+                message: "the checkpoint's envelope expired: previewing it again for a grant needs an approver on a connection of its own (McpApprover::connect)".into(),
+            })?;
+            let action = crate::protocol::approvals::refresh::proposal_of(id, &body)?;
+            let request = crate::runtime::ActionRequest {
+                session_id: &body.session_id,
+                agent_id: body.agent_id.as_deref(),
+                execution_group_id: body.execution_group_id.as_deref(),
+                action: &action,
+            };
+            let answer =
+                crate::runtime::ComputerUseRuntime::preview_action(&**runtime, &request).await?;
+            let fresh = &answer.preview;
+            bind(
+                "ActionEnvelope",
+                "argsDigest",
+                &view.action_digest,
+                &fresh.envelope.args_digest,
+            )?;
+            bind(
+                "PolicyDecision",
+                "policyDigest",
+                &view.policy_digest,
+                &fresh.policy.policy_digest,
+            )?;
+        }
+        let grant = self
+            .approve_action(
+                &GrantRequest::for_checkpoint(&view),
+                ApprovalScope::ExactAction,
+                None,
+            )
+            .await?;
+        Ok(crate::protocol::Approval::from_grant(
+            &view.action_id,
+            &grant,
+        ))
+    }
+}
+
 /// What a host asks a grant for: one previewed action, as the person was
 /// shown it (its session, id and both digests).
 #[derive(Debug, Clone, PartialEq, Eq)]
