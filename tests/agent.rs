@@ -12,7 +12,7 @@ use adk_computer_use::agent::{
     AgentLoop, AgentStop, AllowedActions, PlanOutput, PlannedStep, ScriptedPlanner,
 };
 use adk_computer_use::contracts::*;
-use adk_computer_use::runtime::{Observation, Observations};
+use adk_computer_use::runtime::Observations;
 use common::*;
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -145,26 +145,15 @@ fn every_output_outside_the_schema_is_refused_naming_the_field() {
 }
 
 fn screen() -> Observations {
-    Observations {
-        capabilities: vec![],
-        visual: Observation {
-            observation_id: Some("shot-1".into()),
-            structured: json!({ "screenshotHash": "sha256:abc" }),
-            images: vec![],
-            captured_at: None,
-        },
-        semantic: Observation {
-            observation_id: Some("windows-1".into()),
-            structured: json!({ "windows": [
-                { "windowId": 1, "bundleId": "com.back", "pid": 10, "title": "Back",
-                  "bounds": { "x": 0, "y": 0, "width": 800, "height": 600 } },
-                { "windowId": 2, "bundleId": "com.front", "pid": 20, "title": "Front", "isFocused": true,
-                  "bounds": { "x": 100, "y": 100, "width": 200, "height": 200 } },
-            ] }),
-            images: vec![],
-            captured_at: Some(AT.into()),
-        },
-    }
+    windows_observed(
+        json!([
+            { "windowId": 1, "bundleId": "com.back", "pid": 10, "title": "Back",
+              "bounds": { "x": 0, "y": 0, "width": 800, "height": 600 } },
+            { "windowId": 2, "bundleId": "com.front", "pid": 20, "title": "Front", "isFocused": true,
+              "bounds": { "x": 100, "y": 100, "width": 200, "height": 200 } },
+        ]),
+        AT,
+    )
 }
 
 /// (action, tool, arguments, mode, the app it hit)

@@ -10,6 +10,8 @@
 //! 7: an interrupt stops the loop even while the planner never answers.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -21,11 +23,12 @@ use adk_computer_use::agent::{
 };
 use adk_computer_use::contracts::ExecutionMode;
 use adk_computer_use::journal::{Journal, MemoryJournal};
-use adk_computer_use::runtime::{AgentInterrupter, Observation, Observations, ProposedAction};
+use adk_computer_use::runtime::{AgentInterrupter, Observations, ProposedAction};
 use adk_computer_use::sim::{self, CLIPBOARD_APP, SimConfig};
 use adk_computer_use::{
     ComputerUseMcpRuntime, McpRuntimeConfig, ScopeAuthorizer, Session, VerifiedIdentity,
 };
+use common::windows_observed;
 use serde_json::{Value, json};
 
 const AT: &str = "2026-07-13T10:00:00Z";
@@ -33,26 +36,30 @@ const AT: &str = "2026-07-13T10:00:00Z";
 /// Two windows side by side: the target (0..400) and another app's
 /// (500..900), neither over the other.
 fn two_windows() -> Observations {
-    Observations {
-        capabilities: vec![],
-        visual: Observation {
-            observation_id: Some("shot-1".into()),
-            structured: json!({ "screenshotHash": "sha256:abc" }),
-            images: vec![],
-            captured_at: None,
-        },
-        semantic: Observation {
-            observation_id: Some("windows-1".into()),
-            structured: json!({ "windows": [
-                { "windowId": 1, "bundleId": "com.target", "pid": 10, "title": "Target", "isFocused": true,
-                  "bounds": { "x": 0, "y": 0, "width": 400, "height": 400 } },
-                { "windowId": 2, "bundleId": "com.other", "pid": 20, "title": "Other",
-                  "bounds": { "x": 500, "y": 0, "width": 400, "height": 400 } },
-            ] }),
-            images: vec![],
-            captured_at: Some(AT.into()),
-        },
-    }
+    windows_observed(
+        json!([
+            { "windowId": 1, "bundleId": "com.target", "pid": 10, "title": "Target", "isFocused": true,
+              "bounds": { "x": 0, "y": 0, "width": 400, "height": 400 } },
+            { "windowId": 2, "bundleId": "com.other", "pid": 20, "title": "Other",
+              "bounds": { "x": 500, "y": 0, "width": 400, "height": 400 } },
+        ]),
+        AT,
+    )
+}
+
+/// `tool` with `arguments` is refused before preview, as planner output.
+fn refused(tool: &str, arguments: &Value) {
+    let err = structured(tool, arguments.clone()).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            ComputerUseError::InvalidField {
+                object: "PlannerOutput",
+                ..
+            }
+        ),
+        "{arguments}: {err}"
+    );
 }
 
 fn pointer_tools() -> AllowedActions {
@@ -99,17 +106,7 @@ fn x_and_y_are_hit_tested_like_coordinate() {
         json!({ "x": 100 }),
         json!({ "y": 100 }),
     ] {
-        let err = structured("left_click", arguments.clone()).unwrap_err();
-        assert!(
-            matches!(
-                err,
-                ComputerUseError::InvalidField {
-                    object: "PlannerOutput",
-                    ..
-                }
-            ),
-            "{arguments}: {err}"
-        );
+        refused("left_click", &arguments);
     }
 }
 
@@ -130,17 +127,7 @@ fn end_points_and_paths_into_another_window_are_refused() {
         // other window's action, refused by the session, here or there.
         json!({ "path": [[700, 200], [100, 100]] }),
     ] {
-        let err = structured("left_click_drag", arguments.clone()).unwrap_err();
-        assert!(
-            matches!(
-                err,
-                ComputerUseError::InvalidField {
-                    object: "PlannerOutput",
-                    ..
-                }
-            ),
-            "{arguments}: {err}"
-        );
+        refused("left_click_drag", &arguments);
     }
     // A middle or end point outside every window is refused too.
     let err = structured(
@@ -183,17 +170,7 @@ fn a_point_in_a_field_the_mapping_does_not_read_is_refused() {
         json!({ "path": [] }),
         json!({ "to": { "x": 100, "y": 100, "z": 3 } }),
     ] {
-        let err = structured("left_click", arguments.clone()).unwrap_err();
-        assert!(
-            matches!(
-                err,
-                ComputerUseError::InvalidField {
-                    object: "PlannerOutput",
-                    ..
-                }
-            ),
-            "{arguments}: {err}"
-        );
+        refused("left_click", &arguments);
     }
     // A pointer tool that names no point acts wherever the pointer is:
     // refused (a tool that is no pointer tool goes with the session's

@@ -202,6 +202,41 @@ async fn confirmed(browser: &Browser, what: &str) {
     );
 }
 
+/// Clicks Approve on `id`'s card, waits for the page to confirm, and has
+/// the agent resume by the recorded decision: the action runs.
+async fn approve_on_page(
+    browser: &Browser,
+    session: &Session<ComputerUseMcpRuntime>,
+    id: &CheckpointId,
+) {
+    click(browser, &format!("#approve-{id}")).await;
+    confirmed(browser, "approved").await;
+    let done = session
+        .resume_decided(id, &public())
+        .await
+        .unwrap()
+        .complete()
+        .await
+        .unwrap();
+    assert!(done.performed());
+}
+
+async fn click(browser: &Browser, css: &str) {
+    browser.find(css).await.unwrap().click().await.unwrap();
+}
+
+/// The approver's public key, which the agent checks decisions with.
+fn public() -> adk_computer_use::protocol::ApproverPublicKey {
+    ApproverKey::from_hex(APPROVER_KEY).unwrap().public()
+}
+
+/// Keeps a screenshot of the page as a test artifact in `target/tmp`.
+async fn keep_screenshot(browser: &Browser, name: &str) {
+    let artifact = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    std::fs::write(&artifact, browser.screenshot().await).unwrap();
+    println!("the page as the person saw it: {}", artifact.display());
+}
+
 /// Headless Chromium through chromedriver, with a profile of its own.
 async fn browser() -> (Browser, tokio::process::Child, tempfile::TempDir) {
     let port = free_port();
@@ -541,42 +576,18 @@ async fn a_person_approves_and_denies_on_the_page_in_a_real_browser() {
         card_html.contains("page-hidden\\u{202e}fdp") && !card_html.contains('\u{202E}'),
         "no override reaches the page: {card_html}"
     );
-    let screenshot = browser.screenshot().await;
-    let artifact = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("approval-page.png");
-    std::fs::write(&artifact, &screenshot).unwrap();
-    println!("the page as the person saw it: {}", artifact.display());
+    keep_screenshot(&browser, "approval-page.png").await;
 
     // Approve: the page obtains the grant with the approver's credential;
     // the agent's action runs once.
-    browser
-        .find(&format!("#approve-{approve_me}"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
-    confirmed(&browser, "approved").await;
-    let public = ApproverKey::from_hex(APPROVER_KEY).unwrap().public();
-    let done = session
-        .resume_decided(&approve_me, &public)
-        .await
-        .unwrap()
-        .complete()
-        .await
-        .unwrap();
-    assert!(done.performed());
+    approve_on_page(&browser, &session, &approve_me).await;
+    let public = public();
 
     // Deny, with a reason: the agent's action ends there.
     let reason = browser.find(&format!("#reason-{deny_me}")).await.unwrap();
     reason.clear().await.unwrap();
     reason.send_keys("wrong text").await.unwrap();
-    browser
-        .find(&format!("#deny-{deny_me}"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&browser, &format!("#deny-{deny_me}")).await;
     confirmed(&browser, "denied").await;
     match session.resume_decided(&deny_me, &public).await {
         Err(ComputerUseError::Denied { action_id, reason }) => {
@@ -627,22 +638,7 @@ async fn a_person_approves_and_denies_on_the_page_in_a_real_browser() {
         .await
         .unwrap();
     assert!(late_card.contains("expired at"), "{late_card}");
-    browser
-        .find(&format!("#approve-{late}"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
-    confirmed(&browser, "approved").await;
-    let done = session
-        .resume_decided(&late, &public)
-        .await
-        .unwrap()
-        .complete()
-        .await
-        .unwrap();
-    assert!(done.performed());
+    approve_on_page(&browser, &session, &late).await;
     let (stats, _) = runtime.call("sim_stats", Default::default()).await.unwrap();
     assert_eq!(stats["clipboard"], "approved after expiry");
     assert_eq!(stats["totalEffects"], 2, "each approval, one effect");
@@ -726,28 +722,8 @@ async fn on_a_real_display_the_page_shows_the_screen_with_the_target_marked() {
         details.contains("bounds") && details.contains(text),
         "{details}"
     );
-    let screenshot = browser.screenshot().await;
-    let artifact = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("approval-page-x11.png");
-    std::fs::write(&artifact, &screenshot).unwrap();
-    println!("the page over a real screen: {}", artifact.display());
-
-    browser
-        .find(&format!("#approve-{id}"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
-    confirmed(&browser, "approved").await;
-    let public = ApproverKey::from_hex(APPROVER_KEY).unwrap().public();
-    let done = session
-        .resume_decided(&id, &public)
-        .await
-        .unwrap()
-        .complete()
-        .await
-        .unwrap();
-    assert!(done.performed());
+    keep_screenshot(&browser, "approval-page-x11.png").await;
+    approve_on_page(&browser, &session, &id).await;
     // Checked from outside this crate: what the display's clipboard holds.
     let read = tokio::process::Command::new("xclip")
         .args(["-o", "-selection", "clipboard"])

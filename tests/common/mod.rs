@@ -564,3 +564,23 @@ pub fn refusal_of<T>(
             .unwrap_or_else(|| panic!("expected a checkpoint refusal, got {err}")),
     }
 }
+
+/// An observation round whose semantic frame lists `windows` (upstream's
+/// window records), captured at `at`: for the agent layer's hit tests.
+pub fn windows_observed(windows: Value, at: &str) -> Observations {
+    Observations {
+        capabilities: vec![],
+        visual: Observation {
+            observation_id: Some("shot-1".into()),
+            structured: json!({ "screenshotHash": "sha256:abc" }),
+            images: vec![],
+            captured_at: None,
+        },
+        semantic: Observation {
+            observation_id: Some("windows-1".into()),
+            structured: json!({ "windows": windows }),
+            images: vec![],
+            captured_at: Some(at.into()),
+        },
+    }
+}
