@@ -78,6 +78,7 @@ pub mod journal;
 pub mod pg;
 pub mod protocol;
 pub mod runtime;
+pub mod secret;
 #[cfg(feature = "sim")]
 pub mod sim;
 #[cfg(feature = "test-util")]

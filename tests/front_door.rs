@@ -210,3 +210,15 @@ fn the_simulator_binary_explains_itself() {
         assert!(text.contains(needle), "--help mentions {needle}:\n{text}");
     }
 }
+
+/// A runtime handed to an agent does not hand it the credential it was
+/// built with: `Debug` redacts it, and no accessor returns it (the field is
+/// private: `ui-tests/fail/read_credential.rs`).
+#[test]
+fn the_connection_credential_is_never_shown() {
+    let config = McpRuntimeConfig::new("alice").with_credential("s3cret-approver-token");
+    assert!(config.has_credential());
+    let shown = format!("{config:?}");
+    assert!(!shown.contains("s3cret"), "{shown}");
+    assert!(shown.contains("redacted"), "{shown}");
+}

@@ -269,7 +269,7 @@ pub fn is_point_like(key: &str) -> bool {
 }
 
 /// The tools that act where the pointer is: each must name a point.
-const POINTER_TOOLS: [&str; 8] = [
+pub const POINTER_TOOLS: [&str; 8] = [
     "left_click",
     "right_click",
     "middle_click",

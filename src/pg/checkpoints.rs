@@ -138,7 +138,7 @@ impl CheckpointStore for PostgresCheckpointStore {
 
     /// One statement on the row: of racing claims and decisions, on any
     /// machine, exactly one changes it.
-    fn claim(&self, id: &CheckpointId, basis: ClaimBasis<'_>) -> Result<(), ComputerUseError> {
+    fn claim(&self, id: &CheckpointId, basis: &ClaimBasis) -> Result<(), ComputerUseError> {
         let key = id.to_string();
         let changed = match basis {
             ClaimBasis::Undecided => self.connection.run("consume a checkpoint", move |client| {
@@ -148,7 +148,7 @@ impl CheckpointStore for PostgresCheckpointStore {
                 )
             })?,
             ClaimBasis::Decision(record) => {
-                let record = record.to_owned();
+                let record = record.clone();
                 self.connection.run("consume a checkpoint", move |client| {
                     client.execute(
                         "UPDATE adk_checkpoints SET consumed = true WHERE id = $1 AND NOT consumed AND decision = $2",

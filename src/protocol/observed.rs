@@ -112,8 +112,13 @@ impl<R: ComputerUseRuntime> Observed<R> {
         };
         let action = derived.as_ref().unwrap_or(action);
         // The frame the person deciding later is shown: moved, not copied.
-        let window_only = self.observations.visual.structured.get("scope")
-            == Some(&serde_json::Value::String("window".into()));
+        let window_only = self
+            .observations
+            .visual
+            .structured
+            .get("scope")
+            .and_then(serde_json::Value::as_str)
+            == Some("window");
         let frame = self.observations.visual.images.into_iter().next();
         let core = self.core;
         let request = ActionRequest {

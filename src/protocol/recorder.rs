@@ -134,69 +134,58 @@ impl Recorder {
         event_type: &str,
         payload: impl FnOnce() -> Value,
     ) -> Ticket {
+        self.submit(action_id, event_type, payload, true)
+    }
+
+    /// Records an event whose loss must not change the chain's result: a
+    /// failure is counted (by the writer, for a queued entry), never hidden.
+    #[inline]
+    pub(crate) fn note(&self, action_id: &str, event_type: &str, payload: impl FnOnce() -> Value) {
+        if let Ticket::Done(Err(err)) = self.submit(action_id, event_type, payload, false) {
+            lost(&self.failures, action_id, event_type, &err);
+        }
+    }
+
+    /// Writes the entry in place, or queues it for the writer; with
+    /// `answered`, the ticket of a queued entry waits for the writer's word.
+    fn submit(
+        &self,
+        action_id: &str,
+        event_type: &str,
+        payload: impl FnOnce() -> Value,
+        answered: bool,
+    ) -> Ticket {
         let Some(journal) = &self.journal else {
             return Ticket::Done(Ok(()));
         };
         let at = display(self.clock.now());
-        match &self.writer {
-            None => Ticket::Done(journal.record(
+        let Some(writer) = &self.writer else {
+            return Ticket::Done(journal.record(
                 &self.session_id,
                 &self.principal_id,
                 Some(action_id),
                 event_type,
                 at,
                 payload(),
-            )),
-            Some(writer) => {
-                let (reply, answer) = oneshot::channel();
-                let job = Job::Write {
-                    action_id: action_id.to_owned(),
-                    event_type: event_type.to_owned(),
-                    at,
-                    payload: payload(),
-                    reply: Some(reply),
-                };
-                match writer.send(job) {
-                    Ok(()) => Ticket::Queued(answer),
-                    Err(_) => Ticket::Done(Err(writer_gone())),
-                }
-            }
-        }
-    }
-
-    /// Records an event whose loss must not change the chain's result.
-    #[inline]
-    pub(crate) fn note(&self, action_id: &str, event_type: &str, payload: impl FnOnce() -> Value) {
-        let Some(journal) = &self.journal else {
-            return;
+            ));
         };
-        let at = display(self.clock.now());
-        match &self.writer {
-            None => {
-                let written = journal.record(
-                    &self.session_id,
-                    &self.principal_id,
-                    Some(action_id),
-                    event_type,
-                    at,
-                    payload(),
-                );
-                if let Err(err) = written {
-                    lost(&self.failures, action_id, event_type, &err);
-                }
-            }
-            Some(writer) => {
-                let job = Job::Write {
-                    action_id: action_id.to_owned(),
-                    event_type: event_type.to_owned(),
-                    at,
-                    payload: payload(),
-                    reply: None,
-                };
-                if writer.send(job).is_err() {
-                    lost(&self.failures, action_id, event_type, &writer_gone());
-                }
-            }
+        let (reply, answer) = if answered {
+            let (reply, answer) = oneshot::channel();
+            (Some(reply), Some(answer))
+        } else {
+            (None, None)
+        };
+        let job = Job::Write {
+            action_id: action_id.to_owned(),
+            event_type: event_type.to_owned(),
+            at,
+            payload: payload(),
+            reply,
+        };
+        match (writer.send(job), answer) {
+            (Err(_), _) => Ticket::Done(Err(writer_gone())),
+            (Ok(()), Some(answer)) => Ticket::Queued(answer),
+            (Ok(()), None) => Ticket::Done(Ok(())),
         }
     }
 

@@ -21,12 +21,10 @@
 //! credential: the host that spawned the simulator is trusted.
 
 use std::fmt;
-use std::io::Read;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use rmcp::model::{ErrorCode, InitializeRequestParams};
 use rmcp::{ErrorData as McpError, RoleServer};
-use sha2::{Digest, Sha256};
 use tokio::sync::watch;
 
 use crate::ComputerUseError;
@@ -65,33 +63,14 @@ impl fmt::Debug for SimCredentials {
     }
 }
 
-/// 32 random bytes from the kernel, as 64 hex digits.
-fn random_token() -> Result<String, ComputerUseError> {
-    let mut bytes = [0u8; 32];
-    std::fs::File::open("/dev/urandom")
-        .and_then(|mut source| source.read_exact(&mut bytes))
-        .map_err(|err| ComputerUseError::Transport {
-            operation: "generate a credential from /dev/urandom".into(),
-            message: err.to_string(),
-        })?;
-    Ok(hex::encode(bytes))
-}
-
-/// Whether `a` and `b` are equal, in time that depends on neither: their
-/// SHA-256 digests are compared byte by byte without an early exit.
-fn same_token(a: &str, b: &str) -> bool {
-    let (a, b) = (Sha256::digest(a.as_bytes()), Sha256::digest(b.as_bytes()));
-    a.iter()
-        .zip(b.iter())
-        .fold(0u8, |diff, (x, y)| diff | (x ^ y))
-        == 0
-}
-
 impl SimCredentials {
     /// Two fresh random credentials (32 bytes from `/dev/urandom` each,
     /// as hex).
     pub fn generate() -> Result<Self, ComputerUseError> {
-        Self::new(random_token()?, random_token()?)
+        Self::new(
+            crate::secret::random_token()?,
+            crate::secret::random_token()?,
+        )
     }
 
     /// The credentials given: `agent` for the agent role, `approver` for
@@ -115,7 +94,7 @@ impl SimCredentials {
                 });
             }
         }
-        if same_token(&agent, &approver) {
+        if crate::secret::same_secret(&agent, &approver) {
             return Err(ComputerUseError::InvalidRequest {
                 field: "approverCredential".into(),
                 message: "expected a credential other than the agent's".into(),
@@ -137,8 +116,8 @@ impl SimCredentials {
     /// The role `token` is the credential of, if any. Both comparisons
     /// are always made, each in constant time.
     pub fn role_of(&self, token: &str) -> Option<SimRole> {
-        let agent = same_token(token, &self.agent);
-        let approver = same_token(token, &self.approver);
+        let agent = crate::secret::same_secret(token, &self.agent);
+        let approver = crate::secret::same_secret(token, &self.approver);
         match (agent, approver) {
             (true, _) => Some(SimRole::Agent),
             (_, true) => Some(SimRole::Approver),

@@ -12,7 +12,7 @@ impl CheckpointStore for Forged {
     fn store_id(&self) -> &str { "the-real-store" }
     fn create(&self, _: &CheckpointId, _: &str) -> Result<(), ComputerUseError> { Ok(()) }
     fn load(&self, _: &CheckpointId) -> Result<Vec<String>, ComputerUseError> { Ok(Vec::new()) }
-    fn claim(&self, _: &CheckpointId, _: ClaimBasis<'_>) -> Result<(), ComputerUseError> { Ok(()) }
+    fn claim(&self, _: &CheckpointId, _: &ClaimBasis) -> Result<(), ComputerUseError> { Ok(()) }
     fn ids(&self) -> Result<Vec<CheckpointId>, ComputerUseError> { Ok(Vec::new()) }
     fn record_decision(&self, _: &CheckpointId, _: &str) -> Result<(), ComputerUseError> { Ok(()) }
     fn decision(&self, _: &CheckpointId) -> Result<Option<String>, ComputerUseError> { Ok(None) }

@@ -29,6 +29,7 @@ use adk_computer_use::protocol::{
     Approval, ApproverKey, CheckpointId, CheckpointStore, CheckpointView, Decision, decide,
     inspect, pending,
 };
+use adk_computer_use::secret::{random_token, same_secret as same};
 use axum::Router;
 use axum::extract::{Form, Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -51,29 +52,6 @@ struct Page {
     server: Option<String>,
     /// Decisions are taken one at a time.
     deciding: tokio::sync::Mutex<()>,
-}
-
-/// 32 random bytes, hex.
-fn random_token() -> Result<String, String> {
-    use std::io::Read;
-    let mut bytes = [0u8; 32];
-    std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut bytes))
-        .map_err(|e| format!("no randomness for the page's credential: {e}"))?;
-    Ok(hex(&bytes))
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// Equal, compared without an early exit.
-fn same(a: &str, b: &str) -> bool {
-    a.len() == b.len()
-        && a.bytes()
-            .zip(b.bytes())
-            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
-            == 0
 }
 
 /// Serves the page over `store` until the process ends.
@@ -104,11 +82,11 @@ pub fn serve(
         let bound = listener
             .local_addr()
             .map_err(|e| format!("no local address: {e}"))?;
-        let credential = random_token()?;
+        let credential = random_token().map_err(|e| e.to_string())?;
         let page = Arc::new(Page {
             store: Arc::from(store),
             approver: Arc::new(approver),
-            form_token: random_token()?,
+            form_token: random_token().map_err(|e| e.to_string())?,
             origin: remote_origin.unwrap_or_else(|| format!("http://{bound}")),
             server,
             credential,
@@ -270,21 +248,11 @@ fn time_left(expires_at: &str) -> String {
     }
 }
 
-/// The tools that act where the pointer is: only theirs is drawn.
-const POINTER_TOOLS: [&str; 8] = [
-    "left_click",
-    "right_click",
-    "middle_click",
-    "double_click",
-    "triple_click",
-    "mouse_move",
-    "left_click_drag",
-    "scroll",
-];
-
 /// Where a pointer tool acts, unless its arguments are masked.
 fn pointer(view: &CheckpointView) -> Option<(f64, f64)> {
-    if view.handles_secrets() || !POINTER_TOOLS.contains(&view.tool.as_str()) {
+    if view.handles_secrets()
+        || !adk_computer_use::agent::formats::POINTER_TOOLS.contains(&view.tool.as_str())
+    {
         return None;
     }
     view.pointer()

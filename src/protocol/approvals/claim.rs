@@ -102,15 +102,11 @@ impl<'a> Claim<'a> {
         mut self,
         core: &Core<R>,
         action_id: &str,
-        basis: Basis,
+        basis: ClaimBasis,
     ) -> Result<(), ComputerUseError> {
         let id = self.id.clone();
         let claimed = offload::run(&self.store, "consume a checkpoint", move |store| {
-            let basis = match &basis {
-                Basis::Undecided => ClaimBasis::Undecided,
-                Basis::Decision(record) => ClaimBasis::Decision(record),
-            };
-            store.claim(&id, basis)
+            store.claim(&id, &basis)
         })
         .await;
         if let Err(err) = &claimed {
@@ -131,14 +127,6 @@ impl Drop for Claim<'_> {
                 .remove(&self.id);
         }
     }
-}
-
-/// [`ClaimBasis`], owned, to cross to the blocking pool.
-pub(crate) enum Basis {
-    /// The caller's own approval, no decision recorded.
-    Undecided,
-    /// This signed decision record.
-    Decision(String),
 }
 
 /// Refuses a checkpoint sealed for another session, identity, agent or

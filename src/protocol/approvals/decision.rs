@@ -21,7 +21,7 @@ use serde_json::{Value, json};
 use std::sync::Arc;
 
 use super::approval::Approval;
-use super::checkpoint::{CheckpointId, open_record};
+use super::checkpoint::{CheckpointBody, CheckpointId, open_record};
 use super::refusal::CheckpointRefusal;
 use super::stores::CheckpointStore;
 use crate::ComputerUseError;
@@ -301,6 +301,15 @@ pub fn inspect(
 ) -> Result<CheckpointView, ComputerUseError> {
     let records = store.load(id)?;
     let body = open_record(store, id, &records)?;
+    view_of(store, id, &body)
+}
+
+/// What a person is shown of the opened checkpoint `body`.
+pub(crate) fn view_of(
+    store: &dyn CheckpointStore,
+    id: &CheckpointId,
+    body: &CheckpointBody,
+) -> Result<CheckpointView, ComputerUseError> {
     let decided = store.decision(id)?.is_some();
     let envelope = &body.preview.envelope;
     let target = envelope.target.as_ref();

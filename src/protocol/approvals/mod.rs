@@ -29,6 +29,8 @@ pub use approval::{Approval, ApprovalSource, Authority};
 pub(crate) use checkpoint::open_record;
 pub(crate) use checkpoint::{CheckpointBody, SealedFrame, VERSION, seal_record};
 pub use checkpoint::{CheckpointId, MIN_KEY_LEN, SealingKey};
+#[cfg(feature = "mcp")]
+pub(crate) use decision::view_of;
 pub use decision::{
     ApproverKey, ApproverPublicKey, CheckpointView, Decision, Listed, decide, decision_of, inspect,
     pending, wait_for_decision,

@@ -67,7 +67,7 @@ pub(crate) async fn previewed_again<R: ComputerUseRuntime>(
 /// nothing else: the envelope and the policy as sealed, field by field,
 /// except the times a new preview must change (`proposedAt`, `expiresAt`,
 /// and when the target's sensitivity was observed).
-fn same_as_sealed(
+pub(crate) fn same_as_sealed(
     sealed: &crate::contracts::ActionPreview,
     fresh: &crate::contracts::ActionPreview,
 ) -> Result<(), ComputerUseError> {

@@ -8,10 +8,11 @@ use std::sync::Arc;
 
 use super::approval::Approval;
 use super::checkpoint::{CheckpointBody, CheckpointId};
-use super::claim::{Basis, Claim};
+use super::claim::Claim;
 use super::decision::{ApproverPublicKey, Decision, recorded_decision};
 use super::offload;
 use super::refusal::CheckpointRefusal;
+use super::stores::ClaimBasis;
 use crate::ComputerUseError;
 use crate::protocol::session::Core;
 use crate::protocol::{Approved, PendingApproval};
@@ -29,7 +30,7 @@ pub(crate) async fn with_approval<R: ComputerUseRuntime>(
     let body = claim.open(core).await?;
     let approved = restored(core, body)?.approve(approval)?;
     let action_id = approved.preview().envelope.action_id.clone();
-    claim.take(core, &action_id, Basis::Undecided).await?;
+    claim.take(core, &action_id, ClaimBasis::Undecided).await?;
     Ok(approved)
 }
 
@@ -46,7 +47,7 @@ pub(crate) async fn refreshing<R: ComputerUseRuntime>(
     let body = claim.open(core).await?;
     let approved = again_or_restored(core, id, body).await?.approve(approval)?;
     let action_id = approved.preview().envelope.action_id.clone();
-    claim.take(core, &action_id, Basis::Undecided).await?;
+    claim.take(core, &action_id, ClaimBasis::Undecided).await?;
     Ok(approved)
 }
 
@@ -64,7 +65,7 @@ pub(crate) async fn refresh<R: ComputerUseRuntime>(
         .await?
         .ok_or_else(|| ComputerUseError::checkpoint(id, CheckpointRefusal::StillFresh))?;
     claim
-        .take(core, pending.action_id(), Basis::Undecided)
+        .take(core, pending.action_id(), ClaimBasis::Undecided)
         .await?;
     Ok(pending)
 }
@@ -96,14 +97,14 @@ pub(crate) async fn by_decision<R: ComputerUseRuntime>(
             let approved = again_or_restored(core, id, body).await?.approve(approval)?;
             let action_id = approved.preview().envelope.action_id.clone();
             claim
-                .take(core, &action_id, Basis::Decision(record))
+                .take(core, &action_id, ClaimBasis::Decision(record))
                 .await?;
             Ok(approved)
         }
         Decision::Deny { reason } => {
             let action_id = body.preview.envelope.action_id.clone();
             claim
-                .take(core, &action_id, Basis::Decision(record))
+                .take(core, &action_id, ClaimBasis::Decision(record))
                 .await?;
             core.recorder.note(
                 &action_id,

@@ -25,14 +25,14 @@ pub(crate) mod sealed {
 }
 
 /// On what a claim consumes a checkpoint.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ClaimBasis<'a> {
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClaimBasis {
     /// On an approval given without a recorded decision: refused when a
     /// person's decision is recorded, and any decision recorded later is
     /// refused.
     Undecided,
     /// On this recorded decision (the exact record the store holds).
-    Decision(&'a str),
+    Decision(String),
 }
 
 /// Where sealed checkpoints are kept. Writes never overwrite: `create`
@@ -64,7 +64,7 @@ pub trait CheckpointStore: Send + Sync + sealed::Sealed {
     /// [`CheckpointRefusal::DecisionRecorded`] once a decision is recorded,
     /// and afterwards every decision is refused with
     /// [`CheckpointRefusal::ResumedWithoutDecision`].
-    fn claim(&self, id: &CheckpointId, basis: ClaimBasis<'_>) -> Result<(), ComputerUseError>;
+    fn claim(&self, id: &CheckpointId, basis: &ClaimBasis) -> Result<(), ComputerUseError>;
 
     /// The checkpoints held and not yet claimed.
     fn ids(&self) -> Result<Vec<CheckpointId>, ComputerUseError>;
@@ -166,7 +166,7 @@ impl CheckpointStore for MemoryCheckpointStore {
         ))
     }
 
-    fn claim(&self, id: &CheckpointId, basis: ClaimBasis<'_>) -> Result<(), ComputerUseError> {
+    fn claim(&self, id: &CheckpointId, basis: &ClaimBasis) -> Result<(), ComputerUseError> {
         let mut state = self.state();
         if !state.records.contains_key(id) {
             return Err(refused(
@@ -186,14 +186,14 @@ impl CheckpointStore for MemoryCheckpointStore {
             (ClaimBasis::Decision(_), None) => {
                 return Err(refused(id, CheckpointRefusal::NoDecisionYet));
             }
-            (ClaimBasis::Decision(used), Some(held)) if used != held => {
+            (ClaimBasis::Decision(used), Some(held)) if used.as_str() != held => {
                 return Err(refused(id, CheckpointRefusal::AlreadyDecided));
             }
             _ => {}
         }
         state.records.remove(id);
         state.claimed.insert(id.clone());
-        if basis == ClaimBasis::Undecided {
+        if *basis == ClaimBasis::Undecided {
             state.claimed_undecided.insert(id.clone());
         }
         Ok(())
@@ -455,7 +455,7 @@ impl CheckpointStore for FileCheckpointStore {
     /// a decision and an undecided claim compete for the one name, and
     /// exactly one gets it. On a decision, the decision is immutable once
     /// linked, and the rename alone decides between racing claims.
-    fn claim(&self, id: &CheckpointId, basis: ClaimBasis<'_>) -> Result<(), ComputerUseError> {
+    fn claim(&self, id: &CheckpointId, basis: &ClaimBasis) -> Result<(), ComputerUseError> {
         if !self.path_of(id).exists() {
             return Err(self.gone(id));
         }
@@ -476,7 +476,7 @@ impl CheckpointStore for FileCheckpointStore {
                 }
             }
             ClaimBasis::Decision(used) => match self.slot(id)? {
-                Slot::Decision(held) if held == used => {}
+                Slot::Decision(held) if held == *used => {}
                 Slot::Decision(_) => return Err(refused(id, CheckpointRefusal::AlreadyDecided)),
                 Slot::ClaimedUndecided => {
                     return Err(refused(id, CheckpointRefusal::AlreadyResumed));
@@ -485,7 +485,7 @@ impl CheckpointStore for FileCheckpointStore {
             },
         }
         let retired = self.retire(id);
-        if basis == ClaimBasis::Undecided
+        if *basis == ClaimBasis::Undecided
             && let Err(err) = &retired
             && !matches!(
                 err.checkpoint_refusal(),

@@ -135,8 +135,9 @@ impl McpApprover {
     /// records. A person may decide after the previewed envelope expired
     /// (a server grants only a live preview): then this approver's own
     /// connection previews the same action again (its sealed id, tool,
-    /// arguments, mode, target, agent and group), both digests must be
-    /// unchanged, and the grant is asked for that preview; the agent's
+    /// arguments, mode, target, agent and group), the new preview must
+    /// show exactly what was sealed (both digests, every field but the
+    /// times), and the grant is asked for that preview; the agent's
     /// `Session::resume_decided` previews it once more and runs it on the
     /// grant. That needs an approver on a connection of its own
     /// ([`McpApprover::connect`]).
@@ -145,13 +146,13 @@ impl McpApprover {
         store: Arc<dyn crate::protocol::CheckpointStore>,
         id: &crate::protocol::CheckpointId,
     ) -> Result<crate::protocol::Approval, ComputerUseError> {
-        use crate::protocol::approvals::{offload, open_record};
+        use crate::protocol::approvals::{offload, open_record, view_of};
         let opened = {
             let id = id.clone();
             offload(&store, "read a checkpoint", move |store| {
-                let view = crate::protocol::inspect(store, &id)?;
                 let records = store.load(&id)?;
                 let body = open_record(store, &id, &records)?;
+                let view = view_of(store, &id, &body)?;
                 Ok((view, body))
             })
             .await?
@@ -184,19 +185,10 @@ impl McpApprover {
             };
             let answer =
                 crate::runtime::ComputerUseRuntime::preview_action(&**runtime, &request).await?;
-            let fresh = &answer.preview;
-            bind(
-                "ActionEnvelope",
-                "argsDigest",
-                &view.action_digest,
-                &fresh.envelope.args_digest,
-            )?;
-            bind(
-                "PolicyDecision",
-                "policyDigest",
-                &view.policy_digest,
-                &fresh.policy.policy_digest,
-            )?;
+            // The person approved what was sealed: the new preview must show
+            // exactly that (every field but the times), as the agent's own
+            // re-preview must.
+            crate::protocol::approvals::refresh::same_as_sealed(&body.preview, &answer.preview)?;
         }
         let grant = self
             .approve_action(
