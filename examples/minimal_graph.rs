@@ -1,9 +1,10 @@
 //! The whole governed chain against an in-process runtime: no server, no
 //! network, no desktop. Each stage is printed as it passes.
 //!
-//! The action declares no postcondition, so the chain reports
-//! `performed: true, verified: false` instead of claiming an observation it
-//! never made.
+//! The action declares no postcondition, and this in-process runtime offers
+//! no check of a clipboard write to derive one from, so the chain reports
+//! `performed: true, verified: false` (and says why) instead of claiming an
+//! observation it never made.
 //!
 //! Run it with `cargo run --example minimal_graph`.
 

@@ -72,11 +72,10 @@ async fn a_recorded_three_step_task_completes_and_its_journal_evaluates_clean() 
         .unwrap();
     assert!(matches!(report.stop, AgentStop::Done { .. }), "{report:?}");
     assert_eq!(report.history.len(), 3);
+    // A planner's output carries no postcondition: each write's is derived
+    // from its text and checked by the simulator.
     assert!(
-        report
-            .history
-            .iter()
-            .all(|s| s.outcome == "committed_unverified"),
+        report.history.iter().all(|s| s.outcome == "completed"),
         "{report:?}"
     );
     let (stats, _) = runtime.call("sim_stats", Default::default()).await.unwrap();

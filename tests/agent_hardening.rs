@@ -62,11 +62,18 @@ fn refused(tool: &str, arguments: &Value) {
     );
 }
 
+/// A schema that lets any argument through: the hit-test, not the
+/// argument schema, must refuse a point in another window (a server's
+/// own tool may spell its points any way).
+fn any_arguments() -> Option<Value> {
+    Some(json!({ "type": "object", "additionalProperties": true }))
+}
+
 fn pointer_tools() -> AllowedActions {
     ["left_click", "left_click_drag", "mouse_move", "scroll"]
         .into_iter()
         .fold(AllowedActions::default(), |allowed, tool| {
-            allowed.allow(tool, &[ExecutionMode::Foreground], None)
+            allowed.allow(tool, &[ExecutionMode::Foreground], any_arguments())
         })
 }
 
@@ -207,8 +214,8 @@ fn foreground(
 }
 
 /// Through the simulator: a structured click at `x`/`y` in the Notes
-/// window, in a session aimed at the clipboard, is refused exactly as the
-/// same point given as `coordinate` is, before any preview; nothing runs.
+/// window, in a session aimed at the clipboard, is refused before any
+/// preview as the same point given as `coordinate` is; nothing runs.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn over_the_simulator_an_x_y_click_in_another_window_is_refused_before_preview() {
     let runtime = sim_runtime().await;
@@ -223,8 +230,11 @@ async fn over_the_simulator_an_x_y_click_in_another_window_is_refused_before_pre
             "kind": "act", "tool": "left_click", "arguments": arguments,
             "mode": "foreground", "data_labels": [], "summary": ""
         }))]);
-        let allowed =
-            AllowedActions::default().allow("left_click", &[ExecutionMode::Foreground], None);
+        let allowed = AllowedActions::default().allow(
+            "left_click",
+            &[ExecutionMode::Foreground],
+            any_arguments(),
+        );
         let report = AgentLoop::new(&session, planner, allowed)
             .run("click")
             .await;
@@ -243,7 +253,16 @@ async fn over_the_simulator_an_x_y_click_in_another_window_is_refused_before_pre
         );
         let _ = session.shutdown().await;
     }
-    assert_eq!(refusals[0], refusals[1], "x/y is refused as coordinate is");
+    // Both are refused before the preview: the coordinate as a point in
+    // another window, x/y already as arguments upstream's left_click does
+    // not take (the session checks a known tool's arguments first).
+    assert_eq!(
+        refusals,
+        [
+            ("invalid_field", Some("target".to_owned())),
+            ("invalid_field", Some("arguments".to_owned()))
+        ]
+    );
     let (stats, _) = runtime.call("sim_stats", Default::default()).await.unwrap();
     assert_eq!(stats["totalEffects"], 0);
     assert_eq!(stats["receipts"], 0);

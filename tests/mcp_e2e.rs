@@ -76,7 +76,7 @@ async fn a_digest_postcondition_reaches_verified() {
 }
 
 #[tokio::test]
-async fn no_postcondition_is_committed_but_unverified() {
+async fn no_postcondition_is_derived_from_the_text_and_checked_by_the_server() {
     let runtime = spawn_sim(&[]).await;
     let session = session(&runtime, "agent-a");
     let verified = completed(
@@ -85,8 +85,43 @@ async fn no_postcondition_is_committed_but_unverified() {
             .await
             .unwrap(),
     );
-    assert_eq!(verified.outcome().status(), "committed_unverified");
-    assert!(verified.performed() && !verified.outcome().is_verified());
+    assert_eq!(verified.outcome(), &VerificationOutcome::Verified);
+    // The server checked the clipboard itself, for the digest of this text.
+    let events = runtime.all_session_events().await.unwrap();
+    let check = events
+        .iter()
+        .find(|e| e.event_type == "action.verified" && e.action_id.as_deref() == Some("a-2"))
+        .and_then(|e| e.payload.clone())
+        .expect("the server reported its check");
+    assert_eq!(check["method"], "simulated_clipboard_readback");
+    assert_eq!(check["verified"], true);
+    assert_eq!(
+        check["postconditionExpectedDigest"],
+        adk_computer_use::digest::sha256_prefixed("text")
+    );
+    assert_eq!(stats(&runtime).await["clipboard"], "text");
+    runtime.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_clipboard_write_aimed_at_another_window_is_checked_on_the_clipboard_itself() {
+    let runtime = spawn_sim(&[]).await;
+    let session = session_on(
+        &runtime,
+        "agent-a",
+        "com.example.Notes",
+        Some(WindowId::Number(7)),
+    );
+    let action = adk_computer_use::ProposedAction::new(
+        "write_clipboard",
+        json!({ "text": "from notes" }),
+        adk_computer_use::ExecutionMode::Background,
+    )
+    .with_action_id("a-2b")
+    .with_data_labels([adk_computer_use::contracts::DataLabel::Public]);
+    let verified = completed(session.run(action).await.unwrap());
+    assert_eq!(verified.outcome(), &VerificationOutcome::Verified);
+    assert_eq!(stats(&runtime).await["clipboard"], "from notes");
     runtime.shutdown().await.unwrap();
 }
 
@@ -1080,12 +1115,48 @@ async fn a_malformed_argument_is_a_refusal_not_an_unknown_outcome() {
     use adk_computer_use::runtime::ProposedAction;
     let runtime = spawn_sim(&[]).await;
     let session = session(&runtime, "agent-a");
+    // A tool whose arguments the chain knows: refused before anything is
+    // sent, so the server never hears of the action.
     let action = ProposedAction::new(
         "write_clipboard",
         json!({ "txt": "hi" }),
         ExecutionMode::Background,
     )
     .with_action_id("bad-1")
+    .with_target(clipboard_target())
+    .with_data_labels([DataLabel::Public]);
+    let err = session
+        .run(action)
+        .await
+        .err()
+        .expect("a write without its text is refused");
+    assert!(
+        matches!(
+            err,
+            ComputerUseError::InvalidField {
+                object: "ProposedAction",
+                field: "arguments",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(!err.to_string().contains("retry"), "{err}");
+    let events = runtime.all_session_events().await.unwrap();
+    assert!(
+        events
+            .iter()
+            .all(|e| e.action_id.as_deref() != Some("bad-1")),
+        "the server heard nothing of the refused action: {events:?}"
+    );
+    // A tool the chain does not know (the simulator's own set_value) goes
+    // to the server, whose refusal before any effect is a refusal too.
+    let action = ProposedAction::new(
+        "set_value",
+        json!({ "element_id": "clipboard-text", "value": 42 }),
+        ExecutionMode::Foreground,
+    )
+    .with_action_id("bad-2")
     .with_target(clipboard_target())
     .with_data_labels([DataLabel::Public]);
     let outcome = match session.run(action).await {
@@ -1098,7 +1169,7 @@ async fn a_malformed_argument_is_a_refusal_not_an_unknown_outcome() {
         Ok(ChainOutcome::Blocked(blocked)) => panic!("blocked: {}", blocked.blocker()),
         Err(err) => Err(err),
     };
-    let err = outcome.expect_err("a write without its text must not succeed");
+    let err = outcome.expect_err("a value that is not text must not be set");
     assert!(
         !matches!(err, ComputerUseError::OutcomeUnknown { .. }),
         "nothing happened, and the error must say so: {err}"

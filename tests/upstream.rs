@@ -166,6 +166,41 @@ async fn one_session_runs_100_governed_actions_without_waiting_on_a_lease_ttl() 
     not(adk_has_upstream),
     ignore = "needs upstream's v8 server: set ADK_UPSTREAM_SERVER (.ci/run installs ../shared/v8-peer)"
 )]
+async fn upstream_announces_no_clipboard_check_so_nothing_is_derived_and_the_reason_says_so() {
+    let parts =
+        server().expect("ADK_UPSTREAM_SERVER is not set: this test needs upstream's server");
+    let runtime = spawn(&parts, long_leases(5_000)).await;
+    let session = session(&runtime);
+    let mut action = write_clipboard("upstream-underived", "no check announced");
+    action.postcondition = None;
+    let done = match session.run(action).await.unwrap() {
+        ChainOutcome::Completed(done) => done,
+        _ => panic!("expected upstream to run the write"),
+    };
+    assert!(done.performed());
+    // A guessed postcondition would have made upstream look for an element
+    // in the window and end the performed write indeterminate.
+    let VerificationOutcome::CommittedUnverified { reason } = done.outcome() else {
+        panic!("expected committed_unverified, got {}", done.outcome());
+    };
+    assert!(
+        reason.contains("offers no check of write_clipboard's effect"),
+        "{reason}"
+    );
+    let events = runtime.all_session_events().await.unwrap();
+    let committed = events.iter().find(|e| {
+        e.event_type == "action.committed" && e.action_id.as_deref() == Some("upstream-underived")
+    });
+    assert!(committed.is_some(), "upstream committed the write");
+    assert_eq!(session.shutdown().await.leaked(), 0);
+    runtime.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+#[cfg_attr(
+    not(adk_has_upstream),
+    ignore = "needs upstream's v8 server: set ADK_UPSTREAM_SERVER (.ci/run installs ../shared/v8-peer)"
+)]
 async fn upstreams_refusals_arrive_typed() {
     let parts =
         server().expect("ADK_UPSTREAM_SERVER is not set: this test needs upstream's server");

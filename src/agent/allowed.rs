@@ -278,8 +278,14 @@ impl AllowedActions {
                 clip(key),
             ));
         }
-        if let Some(schema) = &tool.arguments {
-            check_arguments(schema, &arguments)?;
+        // The schema the server described, or the chain's own for a known
+        // low-level tool (which the preview would enforce anyway).
+        if let Some(schema) = tool
+            .arguments
+            .as_ref()
+            .or_else(|| crate::runtime::known_schema(tool_name))
+        {
+            crate::runtime::check_arguments(schema, &arguments, OBJECT)?;
         }
         let labels = match fields.get("data_labels") {
             None | Some(Value::Null) => Vec::new(),
@@ -318,78 +324,4 @@ fn modes_text(modes: &[ExecutionMode]) -> String {
         .map(|m| m.as_str())
         .collect::<Vec<_>>()
         .join(", ")
-}
-
-/// Whether `value` is of the JSON Schema `type` named (a name or a list of
-/// names); an unknown name accepts nothing.
-fn of_type(value: &Value, wanted: &Value) -> bool {
-    let is = |name: &str| match name {
-        "string" => value.is_string(),
-        "integer" => value.is_i64() || value.is_u64(),
-        "number" => value.is_number(),
-        "boolean" => value.is_boolean(),
-        "array" => value.is_array(),
-        "object" => value.is_object(),
-        "null" => value.is_null(),
-        _ => false,
-    };
-    match wanted {
-        Value::String(name) => is(name),
-        Value::Array(names) => names.iter().filter_map(Value::as_str).any(is),
-        _ => true,
-    }
-}
-
-/// The arguments hold every key the tool's schema requires, only keys it
-/// lists when it lists its properties, and each of the type it states.
-fn check_arguments(schema: &Value, arguments: &Value) -> Result<(), ComputerUseError> {
-    let Value::Object(given) = arguments else {
-        return Err(refuse(
-            "arguments",
-            "an object",
-            clip(&arguments.to_string()),
-        ));
-    };
-    if let Some(required) = schema.get("required").and_then(Value::as_array) {
-        for key in required.iter().filter_map(Value::as_str) {
-            if !given.contains_key(key) {
-                return Err(refuse(
-                    "arguments",
-                    format!("arguments with {key:?}"),
-                    clip(&arguments.to_string()),
-                ));
-            }
-        }
-    }
-    let properties = schema.get("properties").and_then(Value::as_object);
-    if let Some(properties) = properties {
-        for (key, value) in given {
-            if let Some(wanted) = properties.get(key).and_then(|p| p.get("type"))
-                && !of_type(value, wanted)
-            {
-                return Err(refuse(
-                    "arguments",
-                    format!("{key} of type {wanted}"),
-                    clip(&value.to_string()),
-                ));
-            }
-        }
-    }
-    // A schema that lists its properties names every argument a model may
-    // give: anything else (a misspelled key) is refused, unless the schema
-    // says more are allowed.
-    if schema.get("additionalProperties") != Some(&Value::Bool(true))
-        && let Some(properties) = properties
-        && let Some(extra) = given.keys().find(|k| !properties.contains_key(*k))
-    {
-        return Err(refuse(
-            "arguments",
-            format!(
-                "only {}",
-                properties.keys().cloned().collect::<Vec<_>>().join(", ")
-            ),
-            clip(extra),
-        ));
-    }
-    Ok(())
 }

@@ -11,7 +11,9 @@ use serde_json::json;
 use crate::ComputerUseError;
 use crate::contracts::{ControlLease, ExecutionReceipt};
 use crate::journal::events;
-use crate::runtime::{ComputerUseRuntime, VerificationOutcome, evaluate_with};
+use crate::runtime::{
+    ComputerUseRuntime, VerificationOutcome, evaluate_with, why_no_postcondition,
+};
 
 /// A mutation with a bound receipt, not yet verified.
 #[must_use = "an executed action must be verified; dropping it queues its lease and reservation on the reaper"]
@@ -61,13 +63,27 @@ impl<R: ComputerUseRuntime> Executed<R> {
         // never an outcome. Evidence that could not be gathered is none, but
         // the receipt still says whether the action was performed, so the
         // chain ends here all the same.
-        let outcome = match evidence {
+        let gathered = evidence.is_ok();
+        let mut outcome = match evidence {
             Ok(evidence) => evaluate_with(receipt, postcondition, evidence.as_ref()),
             Err(err) => VerificationOutcome::CommittedUnverified {
                 reason: format!("the evidence could not be gathered: {err}"),
             }
             .at_most(evaluate_with(receipt, postcondition, None)),
         };
+        // Without a postcondition, the reason says why none was derived
+        // (a failure to gather evidence keeps its own reason).
+        if postcondition.is_none()
+            && gathered
+            && let VerificationOutcome::CommittedUnverified { reason } = &mut outcome
+        {
+            *reason = why_no_postcondition(
+                &*self.core.runtime,
+                &envelope.tool,
+                self.preview.arguments(),
+                envelope.target.as_ref(),
+            );
+        }
         self.core
             .recorder
             .note(&envelope.action_id, events::VERIFIED, || {

@@ -12,7 +12,10 @@ use crate::ComputerUseError;
 use crate::clock::format_rfc3339;
 use crate::contracts::{TargetEvidence, WindowId};
 use crate::journal::events;
-use crate::runtime::{ActionRequest, ComputerUseRuntime, Observations, ProposedAction};
+use crate::runtime::{
+    ActionRequest, ComputerUseRuntime, Observations, ProposedAction, check_known_arguments,
+    derive_postcondition,
+};
 
 /// The longest a preview may authorize, in milliseconds (five minutes).
 const MAX_EXPIRES_IN_MS: u64 = 300_000;
@@ -80,6 +83,9 @@ impl<R: ComputerUseRuntime> Observed<R> {
                 actual: format!("{ms} ms"),
             });
         }
+        // A known tool's arguments are checked before anything is sent:
+        // a malformed one is refused here, not after the lease.
+        check_known_arguments(&action.tool, &action.arguments)?;
         if let (Some(target), Some(app_id)) = (&action.target, &self.core.scope.app_id) {
             let window = self.core.scope.window_id.as_ref();
             let other_window = window.is_some_and(|w| target.window_id.as_ref() != Some(w));
@@ -102,7 +108,7 @@ impl<R: ComputerUseRuntime> Observed<R> {
                 });
             }
         }
-        let derived = match (&action.target, &self.core.scope.app_id) {
+        let mut derived = match (&action.target, &self.core.scope.app_id) {
             (None, Some(app_id)) if self.observations.shows_windows() => Some(
                 action
                     .clone()
@@ -110,6 +116,22 @@ impl<R: ComputerUseRuntime> Observed<R> {
             ),
             _ => None,
         };
+        // Verified by default: an effect the chain can name gets the
+        // runtime's postcondition for it, checked against the arguments.
+        if action.postcondition.is_none()
+            && let Ok(postcondition) = derive_postcondition(
+                &*self.core.runtime,
+                &action.tool,
+                &action.arguments,
+                derived.as_ref().unwrap_or(action).target.as_ref(),
+            )?
+        {
+            derived = Some(
+                derived
+                    .unwrap_or_else(|| action.clone())
+                    .with_postcondition(postcondition),
+            );
+        }
         let action = derived.as_ref().unwrap_or(action);
         // The frame the person deciding later is shown: moved, not copied.
         let window_only = self

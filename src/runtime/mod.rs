@@ -16,7 +16,9 @@
 pub mod binding {
     pub use crate::binding::*;
 }
+mod arguments;
 mod cancel;
+mod effect;
 mod evidence;
 #[cfg(feature = "mcp")]
 pub mod mcp;
@@ -26,7 +28,11 @@ mod target;
 
 use std::future::Future;
 
+pub use arguments::known_schema;
+pub(crate) use arguments::{check as check_arguments, check_known as check_known_arguments};
 pub use cancel::{AgentInterrupter, CancellationBridge, StopKind};
+pub use effect::NamedEffect;
+pub(crate) use effect::{derive as derive_postcondition, why_none as why_no_postcondition};
 pub use evidence::{VerificationOutcome, evaluate_evidence, evaluate_with, receipt_verification};
 pub use proof::{ExecuteProof, LeaseProof, LeaseReleaseProof, ReleaseProof, ReserveProof};
 pub use request::{
@@ -102,6 +108,23 @@ pub trait ComputerUseRuntime: Send + Sync + 'static {
         &self,
         request: &ActionRequest<'_>,
     ) -> impl Future<Output = Result<PreviewAnswer, ComputerUseError>> + Send;
+
+    /// The postcondition by which this runtime's desktop shows `effect`
+    /// (for example: the clipboard holds this text), when the runtime can
+    /// check it after the action. The chain asks for it when an action
+    /// declares no postcondition, and uses it only when it expects the
+    /// digest the chain computed from the action's own arguments
+    /// ([`NamedEffect::expected_digest`]); a postcondition expecting
+    /// anything else refuses the preview before anything is sent.
+    ///
+    /// The default offers none: the action then ends
+    /// `committed_unverified`, and the reason says no check was offered.
+    /// Offer one only for a check the runtime really makes, or a performed
+    /// action will end unknown instead of unverified.
+    fn effect_postcondition(&self, effect: &NamedEffect<'_>) -> Option<ActionPostcondition> {
+        let _ = effect;
+        None
+    }
 
     /// Reserves the proof's envelope's target. `None` means the runtime
     /// does not use reservations for this target.

@@ -82,6 +82,28 @@ pub const CLIPBOARD_WINDOW: u64 = 1;
 pub const DISPLAY_ID: u64 = 1;
 /// The frame `snapshot` returns: a 1x1 PNG, base64.
 pub const SNAPSHOT_PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+/// The clipboard check both desktops announce to clients
+/// (`capabilities.experimental["adk/effect-checks"]`): for
+/// `write_clipboard`, the clipboard viewer's text area, which mirrors the
+/// clipboard. The client adds the digest of the text it writes.
+pub fn announced_effect_checks() -> serde_json::Map<String, Value> {
+    let mut checks = serde_json::Map::new();
+    checks.insert(
+        "write_clipboard".into(),
+        json!({ "kind": "ui_element", "role": CLIPBOARD_ROLE, "label": CLIPBOARD_LABEL }),
+    );
+    checks
+}
+
+/// Whether `postcondition` is the announced clipboard check.
+fn is_clipboard_check(postcondition: &ActionPostcondition) -> bool {
+    matches!(
+        postcondition.fields(),
+        PostconditionFields::UiElement { role: Some(role), label: Some(label), exists: true, .. }
+            if role == CLIPBOARD_ROLE && label == CLIPBOARD_LABEL
+    )
+}
+
 /// Role of the clipboard viewer's text area.
 pub const CLIPBOARD_ROLE: &str = "AXTextArea";
 /// Label of the clipboard viewer's text area.
@@ -554,8 +576,8 @@ impl super::backend::DesktopBackend for Desktop {
 
     fn verify(
         &self,
-        _tool: &str,
-        _args: &Value,
+        tool: &str,
+        args: &Value,
         postcondition: Option<&Value>,
         target: Option<&TargetEvidence>,
     ) -> EffectCheck {
@@ -566,10 +588,29 @@ impl super::backend::DesktopBackend for Desktop {
                 checks: 0,
             };
         };
-        let verified = serde_json::from_value::<ActionPostcondition>(postcondition.clone())
-            .is_ok_and(|p| self.observe_postcondition(&p, target).0);
+        let Ok(postcondition) =
+            serde_json::from_value::<ActionPostcondition>(postcondition.clone())
+        else {
+            return EffectCheck {
+                verified: false,
+                method: "simulated_state",
+                checks: 0,
+            };
+        };
+        // The clipboard check the server announces (`adk/effect-checks`)
+        // reads the clipboard itself, whatever window the write targeted.
+        if tool == "write_clipboard" && is_clipboard_check(&postcondition) {
+            let holds = postcondition.expected_digest()
+                == Some(sha256_prefixed(&self.clipboard).as_str())
+                && args.get("text").and_then(Value::as_str) == Some(self.clipboard.as_str());
+            return EffectCheck {
+                verified: holds,
+                method: "simulated_clipboard_readback",
+                checks: 1,
+            };
+        }
         EffectCheck {
-            verified,
+            verified: self.observe_postcondition(&postcondition, target).0,
             method: "simulated_state",
             checks: 1,
         }

@@ -420,8 +420,24 @@ impl SimServer {
 }
 
 impl ServerHandler for SimServer {
+    /// Tools, and the effects this desktop checks after an action
+    /// (`adk/effect-checks`), so a client can derive their postconditions.
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        let checks_clipboard = self
+            .state
+            .lock()
+            .map(|state| state.desktop.performs("write_clipboard"))
+            .unwrap_or(false);
+        let mut capabilities = ServerCapabilities::builder().enable_tools().build();
+        if checks_clipboard {
+            let mut experimental = rmcp::model::ExperimentalCapabilities::new();
+            experimental.insert(
+                crate::runtime::mcp::EFFECT_CHECKS_CAPABILITY.into(),
+                super::desktop::announced_effect_checks(),
+            );
+            capabilities.experimental = Some(experimental);
+        }
+        ServerConfig::new(capabilities)
     }
 
     async fn list_tools(

@@ -79,7 +79,13 @@ pub struct Script {
     pub gathered: Option<Value>,
     /// `release_target` panics.
     pub panic_on_release: bool,
+    /// The postcondition the runtime offers for an effect the chain names
+    /// (`effect_postcondition`); none when unset.
+    pub effect_postcondition: Option<EffectCheck>,
 }
+
+/// What a scripted runtime offers for a named effect.
+pub type EffectCheck = Arc<dyn Fn(&NamedEffect<'_>) -> Option<ActionPostcondition> + Send + Sync>;
 
 #[derive(Default)]
 pub struct Truth {
@@ -96,6 +102,8 @@ pub struct Truth {
     pub executes_with_valid_lease: Vec<bool>,
     /// The action ids of the envelopes `preview_action` answered with.
     pub previews_answered: Vec<String>,
+    /// The postcondition of each action `preview_action` was asked about.
+    pub postconditions_previewed: Vec<Option<ActionPostcondition>>,
     pub next_id: u64,
     pub leases_granted: u64,
     pub active_leases: BTreeSet<String>,
@@ -163,6 +171,15 @@ impl FakeRuntime {
 
     pub fn count(&self, call: Call) -> usize {
         self.truth().calls.iter().filter(|c| **c == call).count()
+    }
+
+    /// The postcondition of the last action previewed.
+    pub fn last_previewed_postcondition(&self) -> Option<ActionPostcondition> {
+        self.truth()
+            .postconditions_previewed
+            .last()
+            .cloned()
+            .flatten()
     }
 
     pub fn active_reservations(&self) -> usize {
@@ -299,9 +316,12 @@ impl ComputerUseRuntime for FakeRuntime {
         if let Some(tweak) = self.script().envelope.clone() {
             tweak(&mut envelope);
         }
-        self.truth()
-            .previews_answered
-            .push(envelope.action_id.clone());
+        let mut truth = self.truth();
+        truth.previews_answered.push(envelope.action_id.clone());
+        truth
+            .postconditions_previewed
+            .push(request.action.postcondition.clone());
+        drop(truth);
         let route = match route {
             PreviewRoute::Executable => test_util::PreviewRoute::Allowed,
             PreviewRoute::NeedsApproval => test_util::PreviewRoute::NeedsApproval,
@@ -388,6 +408,11 @@ impl ComputerUseRuntime for FakeRuntime {
         truth.active_leases.remove(&proof.lease().lease_id);
         truth.lease_releases.push(proof.lease().lease_id.clone());
         Ok(())
+    }
+
+    fn effect_postcondition(&self, effect: &NamedEffect<'_>) -> Option<ActionPostcondition> {
+        let offer = self.script().effect_postcondition.clone();
+        offer.and_then(|offer| offer(effect))
     }
 
     async fn execute_action(

@@ -29,6 +29,8 @@ pub struct ComputerUseMcpRuntime {
     pub(super) execution_group_id: Mutex<Option<String>>,
     /// The server's postcondition checks read so far.
     pub(super) checks: tokio::sync::Mutex<evidence::ServerChecks>,
+    /// The effects the server announced it checks.
+    pub(super) announced: super::announced::AnnouncedChecks,
     pub(super) child_pid: Option<u32>,
 }
 
@@ -80,12 +82,15 @@ impl ComputerUseMcpRuntime {
                 waited_ms: config.connect_timeout_ms,
             })?
             .map_err(|err| transport_error("initialize", err))?;
+        let announced =
+            super::announced::AnnouncedChecks::from_server(service.peer().peer_info().as_deref());
         Ok(Self {
             peer: service.peer().clone(),
             service: tokio::sync::Mutex::new(Some(service)),
             session_id: Arc::new(Mutex::new(config.session_id.clone())),
             execution_group_id: Mutex::new(config.execution_group_id.clone()),
             checks: tokio::sync::Mutex::new(evidence::ServerChecks::default()),
+            announced,
             config,
             child_pid: None,
         })

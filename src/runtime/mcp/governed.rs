@@ -10,8 +10,8 @@ use crate::ComputerUseError;
 use crate::binding::{self, bind};
 use crate::contracts::*;
 use crate::runtime::{
-    ActionRequest, ComputerUseRuntime, ExecuteProof, LeaseProof, LeaseReleaseProof, Observation,
-    ObservationScope, PreviewAnswer, ReleaseProof, ReserveProof, SessionContext,
+    ActionRequest, ComputerUseRuntime, ExecuteProof, LeaseProof, LeaseReleaseProof, NamedEffect,
+    Observation, ObservationScope, PreviewAnswer, ReleaseProof, ReserveProof, SessionContext,
 };
 
 impl ComputerUseMcpRuntime {
@@ -275,6 +275,13 @@ impl ComputerUseRuntime for ComputerUseMcpRuntime {
         }
         let (mut answer, _) = self.send("execute_action", arguments).await?;
         decode("execute_action", "receipt", &mut answer)
+    }
+
+    /// The postcondition the server announced it checks for `effect`
+    /// (`capabilities.experimental["adk/effect-checks"]` in its
+    /// `initialize` answer); none when it announced none.
+    fn effect_postcondition(&self, effect: &NamedEffect<'_>) -> Option<ActionPostcondition> {
+        self.announced.postcondition(effect)
     }
 
     /// The server's own check of the action, read from its `action.verified`

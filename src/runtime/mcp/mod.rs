@@ -16,6 +16,7 @@
 //! inside the stage (as [`crate::runtime::PreviewAnswer::retained`]) to the one
 //! `execute_action` that sends them.
 
+mod announced;
 mod approver;
 mod client;
 mod config;
@@ -24,6 +25,7 @@ mod governed;
 mod session;
 mod wire;
 
+pub use announced::EFFECT_CHECKS_CAPABILITY;
 pub use approver::{GrantRequest, McpApprover};
 pub use client::ComputerUseMcpRuntime;
 pub use config::{McpRuntimeConfig, TraceContext};

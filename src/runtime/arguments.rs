@@ -1,0 +1,267 @@
+//! A low-level tool's arguments, checked before anything is reserved.
+//!
+//! Upstream's v8 servers list only their 23 protocol tools in `tools/list`;
+//! the low-level tools an action names (`write_clipboard`, `left_click`,
+//! ...) are checked against their schemas only when the server dispatches
+//! them, after the preview, the reservation and the lease, and a mutating
+//! tool that fails there ends `indeterminate`. So the chain checks the
+//! arguments of the tools whose shapes it knows (from upstream's catalogue)
+//! before it asks the runtime for anything: a missing, mistyped or unknown
+//! argument is refused with nothing sent, and can be fixed and sent again.
+//! A tool outside [`known_schema`]'s list goes to the runtime unchecked
+//! here; the runtime's own refusal is still a refusal.
+
+use std::collections::BTreeMap;
+use std::sync::LazyLock;
+
+use serde_json::{Value, json};
+
+use crate::ComputerUseError;
+
+/// The targeting arguments upstream's pointer and keyboard tools accept.
+fn with_targeting(mut properties: Value) -> Value {
+    if let Some(map) = properties.as_object_mut() {
+        map.insert("target_app".into(), json!({ "type": "string" }));
+        map.insert("target_window_id".into(), json!({ "type": "integer" }));
+        map.insert(
+            "focus_strategy".into(),
+            json!({ "type": "string", "enum": ["strict", "best_effort", "none", "prepare_display"] }),
+        );
+    }
+    properties
+}
+
+/// An `[x, y]` pair of numbers.
+fn pair() -> Value {
+    json!({ "type": "array", "items": { "type": "number" }, "minItems": 2, "maxItems": 2 })
+}
+
+fn object(properties: Value, required: &[&str]) -> Value {
+    json!({ "type": "object", "properties": properties, "required": required })
+}
+
+/// The argument schemas of the low-level tools the chain knows, as
+/// upstream's catalogue defines them.
+static KNOWN: LazyLock<BTreeMap<&'static str, Value>> = LazyLock::new(|| {
+    let mut known = BTreeMap::new();
+    known.insert(
+        "write_clipboard",
+        object(json!({ "text": { "type": "string" } }), &["text"]),
+    );
+    known.insert("read_clipboard", object(json!({}), &[]));
+    let at_a_point = object(
+        with_targeting(json!({ "coordinate": pair() })),
+        &["coordinate"],
+    );
+    for tool in [
+        "left_click",
+        "right_click",
+        "middle_click",
+        "double_click",
+        "triple_click",
+        "mouse_move",
+        "left_mouse_down",
+        "left_mouse_up",
+    ] {
+        known.insert(tool, at_a_point.clone());
+    }
+    known.insert(
+        "left_click_drag",
+        object(
+            with_targeting(json!({ "coordinate": pair(), "start_coordinate": pair() })),
+            &["coordinate"],
+        ),
+    );
+    known.insert(
+        "scroll",
+        object(
+            with_targeting(json!({
+                "coordinate": pair(),
+                "direction": { "type": "string", "enum": ["up", "down", "left", "right"] },
+                "amount": { "type": "integer" },
+            })),
+            &["coordinate", "direction"],
+        ),
+    );
+    known.insert(
+        "type",
+        object(
+            with_targeting(json!({
+                "text": { "type": "string" },
+                "clear": { "type": "boolean" },
+                "press_enter": { "type": "boolean" },
+                "caret_position": { "type": "string", "enum": ["start", "end", "idle"] },
+            })),
+            &["text"],
+        ),
+    );
+    known.insert(
+        "key",
+        object(
+            with_targeting(json!({
+                "text": { "type": "string" },
+                "repeat": { "type": "integer" },
+            })),
+            &["text"],
+        ),
+    );
+    known.insert(
+        "hold_key",
+        object(
+            with_targeting(json!({
+                "keys": { "type": "array", "items": { "type": "string" } },
+                "duration": { "type": "number" },
+            })),
+            &["keys", "duration"],
+        ),
+    );
+    known.insert(
+        "wait",
+        object(json!({ "duration": { "type": "number" } }), &["duration"]),
+    );
+    known
+});
+
+/// The JSON Schema of `tool`'s arguments, when the chain knows the tool.
+///
+/// ```
+/// use adk_computer_use::runtime::known_schema;
+///
+/// let schema = known_schema("write_clipboard").unwrap();
+/// assert_eq!(schema["required"], serde_json::json!(["text"]));
+/// assert!(known_schema("a_tool_of_your_own").is_none());
+/// ```
+pub fn known_schema(tool: &str) -> Option<&'static Value> {
+    KNOWN.get(tool)
+}
+
+/// Refuses the arguments of a known tool that its schema does not accept
+/// (for [`crate::protocol::Observed::preview`]); a tool the chain does not
+/// know passes.
+pub(crate) fn check_known(tool: &str, arguments: &Value) -> Result<(), ComputerUseError> {
+    match known_schema(tool) {
+        Some(schema) => check(schema, arguments, "ProposedAction"),
+        None => Ok(()),
+    }
+}
+
+fn clip(text: &str) -> String {
+    text.chars().take(120).collect()
+}
+
+fn refuse(object: &'static str, expected: String, actual: String) -> ComputerUseError {
+    ComputerUseError::InvalidField {
+        object,
+        field: "arguments",
+        expected,
+        actual,
+    }
+}
+
+/// Whether `value` is of the JSON Schema `type` named (a name or a list of
+/// names); an unknown name accepts nothing.
+fn of_type(value: &Value, wanted: &Value) -> bool {
+    let is = |name: &str| match name {
+        "string" => value.is_string(),
+        "integer" => value.is_i64() || value.is_u64(),
+        "number" => value.is_number(),
+        "boolean" => value.is_boolean(),
+        "array" => value.is_array(),
+        "object" => value.is_object(),
+        "null" => value.is_null(),
+        _ => false,
+    };
+    match wanted {
+        Value::String(name) => is(name),
+        Value::Array(names) => names.iter().filter_map(Value::as_str).any(is),
+        _ => true,
+    }
+}
+
+/// Whether `value` satisfies one property's schema: its `type`, its
+/// `enum`, and for an array its length bounds and its items' type.
+fn fits(value: &Value, schema: &Value) -> bool {
+    if let Some(wanted) = schema.get("type")
+        && !of_type(value, wanted)
+    {
+        return false;
+    }
+    if let Some(allowed) = schema.get("enum").and_then(Value::as_array)
+        && !allowed.contains(value)
+    {
+        return false;
+    }
+    if let Some(items) = value.as_array() {
+        let len = items.len() as u64;
+        let bound = |key: &str| schema.get(key).and_then(Value::as_u64);
+        if bound("minItems").is_some_and(|min| len < min)
+            || bound("maxItems").is_some_and(|max| len > max)
+        {
+            return false;
+        }
+        if let Some(item) = schema.get("items")
+            && !items.iter().all(|v| fits(v, item))
+        {
+            return false;
+        }
+    }
+    true
+}
+
+/// The arguments hold every key `schema` requires, only keys it lists when
+/// it lists its properties (unless `additionalProperties: true`), and each
+/// as its property's schema states; refusals name `object`.
+pub(crate) fn check(
+    schema: &Value,
+    arguments: &Value,
+    object: &'static str,
+) -> Result<(), ComputerUseError> {
+    let Value::Object(given) = arguments else {
+        return Err(refuse(
+            object,
+            "an object".into(),
+            clip(&arguments.to_string()),
+        ));
+    };
+    if let Some(required) = schema.get("required").and_then(Value::as_array) {
+        for key in required.iter().filter_map(Value::as_str) {
+            if !given.contains_key(key) {
+                return Err(refuse(
+                    object,
+                    format!("arguments with {key:?}"),
+                    clip(&arguments.to_string()),
+                ));
+            }
+        }
+    }
+    let properties = schema.get("properties").and_then(Value::as_object);
+    if let Some(properties) = properties {
+        for (key, value) in given {
+            if let Some(wanted) = properties.get(key)
+                && !fits(value, wanted)
+            {
+                return Err(refuse(
+                    object,
+                    format!("{key} as {wanted}"),
+                    clip(&value.to_string()),
+                ));
+            }
+        }
+    }
+    // A schema that lists its properties names every argument: anything
+    // else (a misspelled key) is refused, unless it says more are allowed.
+    if schema.get("additionalProperties") != Some(&Value::Bool(true))
+        && let Some(properties) = properties
+        && let Some(extra) = given.keys().find(|k| !properties.contains_key(*k))
+    {
+        return Err(refuse(
+            object,
+            format!(
+                "only {}",
+                properties.keys().cloned().collect::<Vec<_>>().join(", ")
+            ),
+            clip(extra),
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,141 @@
+//! Verified by default: the effects the chain can name from an action alone.
+//!
+//! A postcondition is what turns "the runtime performed it" into "it was
+//! observed to hold". Callers rarely write one, and a model's output never
+//! carries one, so most actions would end `committed_unverified`. Some
+//! tools' effects follow from their arguments: after `write_clipboard` with
+//! `{"text": T}`, the clipboard holds exactly T. The chain names that
+//! effect ([`NamedEffect`]); only the runtime knows how its desktop shows
+//! it, so the runtime supplies the postcondition
+//! ([`ComputerUseRuntime::effect_postcondition`](super::ComputerUseRuntime::effect_postcondition)),
+//! and the chain accepts it only when it expects the digest the chain
+//! computed from the arguments. A runtime that has no check for the effect
+//! supplies none, and the outcome's reason says so: guessing a postcondition
+//! a server cannot check would turn a performed action into an unknown one.
+
+use serde_json::Value;
+
+use crate::ComputerUseError;
+use crate::contracts::{ActionPostcondition, PostconditionFields, TargetEvidence, WindowId};
+use crate::digest::sha256_prefixed;
+
+/// An effect the chain names from a tool and its arguments, with nothing
+/// observed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum NamedEffect<'a> {
+    /// `write_clipboard`: the clipboard holds exactly `text`.
+    ClipboardText {
+        /// The text written.
+        text: &'a str,
+    },
+}
+
+impl<'a> NamedEffect<'a> {
+    /// The effect of `tool` with `arguments`, when the chain can name one.
+    ///
+    /// ```
+    /// use adk_computer_use::runtime::NamedEffect;
+    /// use serde_json::json;
+    ///
+    /// let args = json!({ "text": "hi" });
+    /// assert_eq!(
+    ///     NamedEffect::of("write_clipboard", &args),
+    ///     Some(NamedEffect::ClipboardText { text: "hi" })
+    /// );
+    /// assert_eq!(NamedEffect::of("left_click", &json!({ "x": 1, "y": 2 })), None);
+    /// ```
+    pub fn of(tool: &str, arguments: &'a Value) -> Option<Self> {
+        match tool {
+            "write_clipboard" => Some(Self::ClipboardText {
+                text: arguments.get("text")?.as_str()?,
+            }),
+            _ => None,
+        }
+    }
+
+    /// The tool whose effect this is.
+    pub fn tool(&self) -> &'static str {
+        match self {
+            Self::ClipboardText { .. } => "write_clipboard",
+        }
+    }
+
+    /// The digest a postcondition for this effect must expect: `sha256:`
+    /// and the hex of the SHA-256 of the text's UTF-8 bytes.
+    pub fn expected_digest(&self) -> String {
+        match self {
+            Self::ClipboardText { text } => sha256_prefixed(text),
+        }
+    }
+}
+
+/// The postcondition derived for an action that declares none: the
+/// runtime's postcondition for the named effect, checked to expect the
+/// effect's own digest, when the action has what it must be bound to (a
+/// `ui_element` check needs the target's numeric window, as upstream's
+/// servers require). `Ok(Err(reason))` says why none was derived; `Err` is
+/// a runtime that offered a postcondition for another value.
+pub(crate) fn derive<R: super::ComputerUseRuntime + ?Sized>(
+    runtime: &R,
+    tool: &str,
+    arguments: &Value,
+    target: Option<&TargetEvidence>,
+) -> Result<Result<ActionPostcondition, String>, ComputerUseError> {
+    let Some(effect) = NamedEffect::of(tool, arguments) else {
+        return Ok(Err(format!(
+            "the chain names no effect of {tool} it could derive one from (it names \
+             write_clipboard's)"
+        )));
+    };
+    let Some(postcondition) = runtime.effect_postcondition(&effect) else {
+        return Ok(Err(format!(
+            "this runtime offers no check of {}'s effect, so none was derived",
+            effect.tool()
+        )));
+    };
+    let expected = effect.expected_digest();
+    match postcondition.expected_digest() {
+        Some(offered) if offered == expected => {}
+        offered => {
+            return Err(ComputerUseError::IdentityMismatch {
+                object: "derived postcondition",
+                field: "valueDigest",
+                expected,
+                actual: offered.unwrap_or("(no digest)").to_owned(),
+            });
+        }
+    }
+    let window_bound = matches!(
+        target.and_then(|t| t.window_id.as_ref()),
+        Some(WindowId::Number(_))
+    );
+    if matches!(
+        postcondition.fields(),
+        PostconditionFields::UiElement { .. }
+    ) && !window_bound
+    {
+        return Ok(Err(format!(
+            "the runtime checks {}'s effect as a UI element, which must be bound to a \
+             target window, and the action names none, so none was derived",
+            effect.tool()
+        )));
+    }
+    Ok(Ok(postcondition))
+}
+
+/// Why an action ended without a postcondition: it declared none, and
+/// none could be derived (the reason a `committed_unverified` outcome
+/// gives).
+pub(crate) fn why_none<R: super::ComputerUseRuntime + ?Sized>(
+    runtime: &R,
+    tool: &str,
+    arguments: Option<&Value>,
+    target: Option<&TargetEvidence>,
+) -> String {
+    let why = arguments
+        .map(|arguments| derive(runtime, tool, arguments, target))
+        .and_then(|derived| derived.ok()?.err())
+        .unwrap_or_else(|| "none was derived".to_owned());
+    format!("the action declared no postcondition, and {why}: nothing was observed")
+}

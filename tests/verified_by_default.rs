@@ -1,0 +1,300 @@
+//! Verified by default: an action that declares no postcondition gets the
+//! runtime's postcondition for the effect the chain names from its
+//! arguments (a clipboard write: the clipboard holds the text), checked to
+//! expect the arguments' own digest; where none can be derived, the
+//! outcome's reason says why.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::sync::Arc;
+
+use adk_computer_use::contracts::*;
+use adk_computer_use::digest::sha256_prefixed;
+use adk_computer_use::protocol::*;
+use adk_computer_use::runtime::{NamedEffect, ProposedAction};
+use adk_computer_use::{ComputerUseError, VerificationOutcome};
+use common::*;
+use serde_json::json;
+
+fn completed(outcome: ChainOutcome<FakeRuntime>) -> Verified {
+    match outcome {
+        ChainOutcome::Completed(verified) => verified,
+        ChainOutcome::NeedsApproval(_) => panic!("unexpected approval"),
+        ChainOutcome::Blocked(b) => panic!("unexpected block: {}", b.blocker()),
+    }
+}
+
+/// The clipboard check a runtime offers: its viewer's text area holding
+/// the digest it is told.
+fn viewer_holding(digest: String) -> ActionPostcondition {
+    ActionPostcondition::try_from(PostconditionFields::UiElement {
+        role: Some("AXTextArea".into()),
+        label: Some("Clipboard".into()),
+        exists: true,
+        value_digest: Some(digest),
+    })
+    .unwrap()
+}
+
+/// A runtime that offers the clipboard check for the text it is given.
+fn offering_the_clipboard_check(rig: &Rig) {
+    rig.runtime.script().effect_postcondition = Some(Arc::new(|effect: &NamedEffect<'_>| {
+        matches!(effect, NamedEffect::ClipboardText { .. })
+            .then(|| viewer_holding(effect.expected_digest()))
+    }));
+}
+
+#[tokio::test]
+async fn a_clipboard_write_without_a_postcondition_gets_the_runtimes_check_and_is_verified() {
+    let rig = rig();
+    offering_the_clipboard_check(&rig);
+    rig.runtime.script().evidence = Some(json!({ "observedDigest": sha256_prefixed("hello") }));
+    let done = completed(rig.session.run(action("d-1")).await.unwrap());
+    assert_eq!(done.outcome(), &VerificationOutcome::Verified);
+    // What was previewed, bound and judged is the derived postcondition for
+    // this action's own text.
+    assert_eq!(
+        rig.runtime.last_previewed_postcondition(),
+        Some(viewer_holding(sha256_prefixed("hello")))
+    );
+}
+
+#[tokio::test]
+async fn evidence_of_another_text_fails_a_derived_postcondition() {
+    let rig = rig();
+    offering_the_clipboard_check(&rig);
+    rig.runtime.script().evidence = Some(json!({ "observedDigest": sha256_prefixed("other") }));
+    let done = completed(rig.session.run(action("d-2")).await.unwrap());
+    assert_eq!(
+        done.outcome().status(),
+        "verification_failed",
+        "{}",
+        done.outcome()
+    );
+}
+
+#[tokio::test]
+async fn a_runtime_offering_a_postcondition_for_another_text_is_refused_before_anything_is_sent() {
+    let rig = rig();
+    rig.runtime.script().effect_postcondition = Some(Arc::new(|_: &NamedEffect<'_>| {
+        Some(viewer_holding(sha256_prefixed("what the runtime wants")))
+    }));
+    let err = rig.session.run(action("d-3")).await.err().unwrap();
+    match &err {
+        ComputerUseError::IdentityMismatch {
+            object,
+            field,
+            expected,
+            ..
+        } => {
+            assert_eq!((*object, *field), ("derived postcondition", "valueDigest"));
+            assert_eq!(expected, &sha256_prefixed("hello"));
+        }
+        other => panic!("expected the derived postcondition refused, got {other}"),
+    }
+    assert_eq!(rig.runtime.count(Call::Preview), 0);
+    assert_eq!(rig.runtime.mutations(), 0);
+}
+
+#[tokio::test]
+async fn a_postcondition_without_a_digest_is_not_accepted_as_the_clipboard_check() {
+    let rig = rig();
+    rig.runtime.script().effect_postcondition = Some(Arc::new(|_: &NamedEffect<'_>| {
+        Some(
+            ActionPostcondition::try_from(PostconditionFields::Window {
+                window_id: WINDOW,
+                exists: true,
+            })
+            .unwrap(),
+        )
+    }));
+    let err = rig.session.run(action("d-4")).await.err().unwrap();
+    assert!(
+        matches!(
+            err,
+            ComputerUseError::IdentityMismatch {
+                field: "valueDigest",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert_eq!(rig.runtime.count(Call::Preview), 0);
+}
+
+#[tokio::test]
+async fn a_declared_postcondition_is_kept_as_declared() {
+    let rig = rig();
+    offering_the_clipboard_check(&rig);
+    let declared = ActionPostcondition::try_from(PostconditionFields::Window {
+        window_id: WINDOW,
+        exists: true,
+    })
+    .unwrap();
+    rig.runtime.script().evidence = Some(json!({ "satisfied": true }));
+    let done = completed(
+        rig.session
+            .run(action("d-5").with_postcondition(declared.clone()))
+            .await
+            .unwrap(),
+    );
+    assert_eq!(done.outcome(), &VerificationOutcome::Verified);
+    assert_eq!(rig.runtime.last_previewed_postcondition(), Some(declared));
+}
+
+#[tokio::test]
+async fn a_runtime_without_a_check_leaves_it_unverified_and_says_so() {
+    let rig = rig();
+    // Evidence the runtime has is not enough without a postcondition.
+    rig.runtime.script().evidence = Some(json!({ "satisfied": true }));
+    let done = completed(rig.session.run(action("d-6")).await.unwrap());
+    let VerificationOutcome::CommittedUnverified { reason } = done.outcome() else {
+        panic!("expected committed_unverified, got {}", done.outcome());
+    };
+    assert!(
+        reason.contains("offers no check of write_clipboard's effect"),
+        "{reason}"
+    );
+    assert_eq!(rig.runtime.last_previewed_postcondition(), None);
+}
+
+#[tokio::test]
+async fn a_tool_whose_effect_the_chain_cannot_name_says_so() {
+    let rig = rig();
+    offering_the_clipboard_check(&rig);
+    let click = ProposedAction::new(
+        "left_click",
+        json!({ "coordinate": [10, 10] }),
+        ExecutionMode::Background,
+    )
+    .with_action_id("d-7")
+    .with_target(target());
+    let done = completed(rig.session.run(click).await.unwrap());
+    let VerificationOutcome::CommittedUnverified { reason } = done.outcome() else {
+        panic!("expected committed_unverified, got {}", done.outcome());
+    };
+    assert!(reason.contains("names no effect of left_click"), "{reason}");
+    assert_eq!(rig.runtime.last_previewed_postcondition(), None);
+}
+
+#[tokio::test]
+async fn a_suspended_action_keeps_its_derived_postcondition_through_resume() {
+    let rig = rig();
+    offering_the_clipboard_check(&rig);
+    rig.runtime.script().route = Some(PreviewRoute::NeedsApproval);
+    let pending = match rig.session.run(action("d-8")).await.unwrap() {
+        ChainOutcome::NeedsApproval(pending) => pending,
+        _ => panic!("expected the action to wait for approval"),
+    };
+    assert_eq!(
+        pending.preview().envelope.postcondition,
+        Some(viewer_holding(sha256_prefixed("hello")))
+    );
+    let digest = pending.action_digest().to_owned();
+    let id = pending.suspend().await.unwrap();
+    let grant = rig.runtime.grant(&digest);
+    rig.runtime.script().evidence = Some(json!({ "observedDigest": sha256_prefixed("hello") }));
+    let approved = rig
+        .session
+        .resume(&id, Approval::with_grant("d-8", &digest, POLICY, &grant))
+        .await
+        .unwrap();
+    let done = approved.complete().await.unwrap();
+    assert_eq!(done.outcome(), &VerificationOutcome::Verified);
+}
+
+/// Arguments are checked before anything is reserved: a known tool's
+/// malformed arguments never reach the runtime.
+mod arguments_before_anything {
+    use super::*;
+
+    fn refused_unsent(tool: &str, arguments: serde_json::Value) {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let rig = rig();
+            let proposed = ProposedAction::new(tool, arguments.clone(), ExecutionMode::Background)
+                .with_action_id("bad")
+                .with_target(target());
+            let err = rig.session.run(proposed).await.err().unwrap();
+            assert!(
+                matches!(
+                    err,
+                    ComputerUseError::InvalidField {
+                        object: "ProposedAction",
+                        field: "arguments",
+                        ..
+                    }
+                ),
+                "{tool} {arguments}: {err}"
+            );
+            assert_eq!(rig.runtime.count(Call::Preview), 0, "{tool} {arguments}");
+            assert_eq!(rig.runtime.count(Call::Reserve), 0, "{tool} {arguments}");
+        });
+    }
+
+    #[test]
+    fn missing_mistyped_and_unknown_arguments_are_refused_before_the_preview() {
+        refused_unsent("write_clipboard", json!({ "txt": "hi" }));
+        refused_unsent("write_clipboard", json!({ "text": 42 }));
+        refused_unsent("write_clipboard", json!({ "text": "hi", "mode": "append" }));
+        refused_unsent("write_clipboard", json!(["hi"]));
+        refused_unsent("left_click", json!({ "coordinate": [1] }));
+        refused_unsent("left_click", json!({ "coordinate": [1, "2"] }));
+        refused_unsent("left_click", json!({ "x": 1, "y": 2 }));
+        refused_unsent(
+            "scroll",
+            json!({ "coordinate": [1, 2], "direction": "sideways" }),
+        );
+        refused_unsent("type", json!({ "text": "hi", "press_enter": "yes" }));
+        refused_unsent("key", json!({ "text": "Return", "target_window_id": "7" }));
+    }
+
+    #[tokio::test]
+    async fn well_formed_and_unknown_tools_go_through() {
+        let rig = rig();
+        let click = ProposedAction::new(
+            "left_click",
+            json!({ "coordinate": [3, 4], "focus_strategy": "strict" }),
+            ExecutionMode::Background,
+        )
+        .with_action_id("ok-1")
+        .with_target(target());
+        assert!(completed(rig.session.run(click).await.unwrap()).performed());
+        // A tool of the runtime's own: the chain has no schema for it, and
+        // the runtime decides.
+        let own = ProposedAction::new(
+            "my_tool",
+            json!({ "anything": 1 }),
+            ExecutionMode::Background,
+        )
+        .with_action_id("ok-2")
+        .with_target(target());
+        assert!(completed(rig.session.run(own).await.unwrap()).performed());
+        assert_eq!(rig.runtime.mutations(), 2);
+    }
+}
+
+#[tokio::test]
+async fn an_untargeted_write_gets_no_window_bound_check_and_says_so() {
+    let rig = rig();
+    offering_the_clipboard_check(&rig);
+    let untargeted = ProposedAction::new(
+        "write_clipboard",
+        json!({ "text": "hello" }),
+        ExecutionMode::Background,
+    )
+    .with_action_id("d-9");
+    let done = completed(rig.session.run(untargeted).await.unwrap());
+    let VerificationOutcome::CommittedUnverified { reason } = done.outcome() else {
+        panic!("expected committed_unverified, got {}", done.outcome());
+    };
+    assert!(
+        reason.contains("must be bound to a target window"),
+        "{reason}"
+    );
+    assert_eq!(rig.runtime.last_previewed_postcondition(), None);
+}
