@@ -4,16 +4,24 @@
 //! `cargo bench --features sim --bench overhead`
 //!
 //! 1. In process: the whole chain for one action against a no-op runtime,
-//!    versus the same ten runtime calls made raw with no checks.
-//! 2. Over MCP stdio to the simulator: the chain versus the same ten tool
-//!    calls (three observations, preview, reserve, lease, execute, one page
-//!    of session events for the server's own check, and two releases).
+//!    versus the same runtime calls made raw with no checks (three
+//!    observations, preview, reserve, lease, execute, two releases), with
+//!    the heap allocations per action of each side counted.
+//! 2. Over MCP stdio to the simulator: the chain versus the same tool
+//!    calls (capabilities once per session, two observations, preview,
+//!    reserve, lease, execute, then one page of session events for the
+//!    server's own check and both releases together).
 //! 3. Concurrency: 1, 8 and 64 agents against one simulator.
 //! 4. With `--features x11` and a display (`$DISPLAY`): one observation
 //!    round on the real display (the frame's bytes, `snapshot` and
 //!    `get_ui_tree` times), then governed clipboard writes against the same
 //!    calls made raw, through `computer-use-sim --x11` (`OVERHEAD_PART=x11`
 //!    runs only this part).
+//! 5. With `OVERHEAD_SERVER` (upstream's `serve.sh`): the round trips of one
+//!    governed action counted on the wire, governed against raw on that
+//!    server, and with `OVERHEAD_REFBENCH=<refbench-mcp>` (built from
+//!    `../shared/refbench`) upstream's crate and ours on the same server
+//!    command, taking turns, with their ratio.
 //!
 //! Knobs, all optional: `OVERHEAD_PART=in-process` (or `mcp`) runs one part;
 //! `OVERHEAD_ONE_SIDE=governed` (or `raw`) runs one side of each timed part
@@ -24,32 +32,24 @@
 #[path = "../tests/sim_support/mod.rs"]
 mod sim_support;
 
+mod in_process;
+
+use in_process::{NoopRuntime, bench_action, raw_in_process, session};
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use adk_computer_use::ComputerUseError;
 use adk_computer_use::auth::{ScopeAuthorizer, VerifiedIdentity};
 use adk_computer_use::contracts::*;
 use adk_computer_use::protocol::{ChainOutcome, Session};
 use adk_computer_use::runtime::mcp::{
-    ComputerUseMcpRuntime, McpRuntimeConfig, decode_tool_result, rmcp,
+    ComputerUseMcpRuntime, CountedTransport, McpRuntimeConfig, RoundTrips, decode_tool_result, rmcp,
 };
 use adk_computer_use::runtime::*;
 use adk_computer_use::sim::{CLIPBOARD_APP, CLIPBOARD_WINDOW};
-use adk_computer_use::test_util;
 use serde_json::{Map, Value, json};
 
 use sim_support::PRINCIPAL;
-
-fn session<R: ComputerUseRuntime>(runtime: Arc<R>, agent: &str) -> Session<R> {
-    let identity = VerifiedIdentity::new(PRINCIPAL, "tenant").unwrap();
-    let authorizer =
-        ScopeAuthorizer::new(identity, ["computer:plan", "computer:execute:background"]).unwrap();
-    Session::builder(runtime, authorizer)
-        .agent_id(agent)
-        .build()
-        .unwrap()
-}
 
 fn median(mut samples: Vec<f64>) -> f64 {
     samples.sort_by(|a, b| a.total_cmp(b));
@@ -120,154 +120,9 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 
 // ---- 1. in process ----------------------------------------------------------
 
-/// Answers every call with a prepared value: the cheapest runtime there is.
-struct NoopRuntime {
-    preview: ActionPreview,
-    reservation: TargetReservation,
-    lease: ControlLease,
-    receipt: ExecutionReceipt,
-}
-
-impl NoopRuntime {
-    /// The answers a well-behaved runtime gives `action` (the bench's one
-    /// action), built once: valid for years, so no check ever fails.
-    fn new(action: &ProposedAction) -> Self {
-        let now = time::OffsetDateTime::now_utc();
-        let years = time::Duration::days(3650);
-        let request = ActionRequest {
-            session_id: "s",
-            agent_id: Some("agent"),
-            execution_group_id: None,
-            action,
-        };
-        let envelope = test_util::envelope_for(&request, PRINCIPAL, now, years).unwrap();
-        let reservation =
-            test_util::reservation_for(&envelope, "r", CLIPBOARD_APP, now, years).unwrap();
-        let lease = test_util::lease_for(&envelope, "l", &[CLIPBOARD_APP], now, years).unwrap();
-        let receipt = test_util::receipt_for(&envelope, "rc", now, None).unwrap();
-        let preview = test_util::preview_for(envelope, test_util::PreviewRoute::Allowed, "p");
-        Self {
-            preview,
-            reservation,
-            lease,
-            receipt,
-        }
-    }
-}
-
-/// The runtime's own answers, callable without proofs: what a raw client of
-/// this runtime would await. The trait methods below delegate to them, so
-/// both sides of the measurement reach the same code.
-impl NoopRuntime {
-    async fn raw_preview(&self) -> Result<ActionPreview, ComputerUseError> {
-        Ok(self.preview.clone())
-    }
-    async fn raw_reserve(&self, _: &ActionEnvelope) -> Result<TargetReservation, ComputerUseError> {
-        Ok(self.reservation.clone())
-    }
-    async fn raw_lease(&self, _: &ActionEnvelope) -> Result<ControlLease, ComputerUseError> {
-        Ok(self.lease.clone())
-    }
-    async fn raw_execute(
-        &self,
-        _: &ActionEnvelope,
-        _: &ControlLease,
-    ) -> Result<ExecutionReceipt, ComputerUseError> {
-        Ok(self.receipt.clone())
-    }
-    async fn raw_release(&self, _: &TargetReservation) -> Result<(), ComputerUseError> {
-        Ok(())
-    }
-    async fn raw_release_lease(&self, _: &ControlLease) -> Result<(), ComputerUseError> {
-        Ok(())
-    }
-}
-
-impl ComputerUseRuntime for NoopRuntime {
-    fn session_context(&self) -> Option<SessionContext> {
-        Some(SessionContext {
-            session_id: "s".into(),
-            principal_id: PRINCIPAL.into(),
-            execution_group_id: None,
-        })
-    }
-    async fn discover_capabilities(
-        &self,
-        _: &ObservationScope,
-    ) -> Result<Vec<ExecutionCapability>, ComputerUseError> {
-        Ok(vec![])
-    }
-    async fn observe_visual(&self, _: &ObservationScope) -> Result<Observation, ComputerUseError> {
-        Ok(Observation::default())
-    }
-    async fn observe_semantic(
-        &self,
-        _: &ObservationScope,
-    ) -> Result<Observation, ComputerUseError> {
-        Ok(Observation::default())
-    }
-    async fn preview_action(
-        &self,
-        _: &ActionRequest<'_>,
-    ) -> Result<PreviewAnswer, ComputerUseError> {
-        self.raw_preview().await.map(Into::into)
-    }
-    async fn reserve_target(
-        &self,
-        proof: &ReserveProof<'_>,
-    ) -> Result<Option<TargetReservation>, ComputerUseError> {
-        self.raw_reserve(proof.envelope()).await.map(Some)
-    }
-    async fn release_target(&self, proof: &ReleaseProof<'_>) -> Result<(), ComputerUseError> {
-        self.raw_release(proof.reservation()).await
-    }
-    async fn acquire_lease(
-        &self,
-        proof: &LeaseProof<'_>,
-    ) -> Result<ControlLease, ComputerUseError> {
-        self.raw_lease(proof.envelope()).await
-    }
-    async fn release_lease(&self, proof: &LeaseReleaseProof<'_>) -> Result<(), ComputerUseError> {
-        self.raw_release_lease(proof.lease()).await
-    }
-    async fn execute_action(
-        &self,
-        proof: &ExecuteProof<'_>,
-    ) -> Result<ExecutionReceipt, ComputerUseError> {
-        self.raw_execute(proof.envelope(), proof.lease()).await
-    }
-}
-
-async fn raw_in_process(runtime: &NoopRuntime, action: &ProposedAction, scope: &ObservationScope) {
-    // The agent hands over a fresh proposal for every action, as it does to the chain.
-    let action = std::hint::black_box(action.clone());
-    let _ = tokio::join!(
-        runtime.discover_capabilities(scope),
-        runtime.observe_visual(scope),
-        runtime.observe_semantic(scope)
-    );
-    let preview = runtime.raw_preview().await.unwrap();
-    let reservation = runtime.raw_reserve(&preview.envelope).await.unwrap();
-    let lease = runtime.raw_lease(&preview.envelope).await.unwrap();
-    let receipt = runtime
-        .raw_execute(&preview.envelope, &lease)
-        .await
-        .unwrap();
-    let _ = runtime.evidence(&receipt, None).await.unwrap();
-    runtime.raw_release_lease(&lease).await.unwrap();
-    runtime.raw_release(&reservation).await.unwrap();
-    drop(action);
-}
-
 fn in_process(rt: &tokio::runtime::Runtime) -> f64 {
     const N: usize = 10_000;
-    let action = ProposedAction::new(
-        "write_clipboard",
-        json!({ "text": "x" }),
-        ExecutionMode::Background,
-    )
-    .with_action_id("a")
-    .with_target(sim_support::clipboard_target());
+    let action = bench_action();
     let runtime = Arc::new(NoopRuntime::new(&action));
     let session = rt.block_on(async { session(Arc::clone(&runtime), "agent") });
     let scope = ObservationScope::default();
@@ -316,6 +171,9 @@ struct RawClient {
     session_id: String,
     /// Where the last read of the session's events stopped.
     events_after: std::sync::Mutex<u64>,
+    /// Whether the capabilities were asked for once (a session may reuse
+    /// them, as the governed runtime does).
+    capabilities_known: std::sync::atomic::AtomicBool,
 }
 
 impl RawClient {
@@ -328,6 +186,7 @@ impl RawClient {
             service,
             session_id: String::new(),
             events_after: std::sync::Mutex::new(0),
+            capabilities_known: std::sync::atomic::AtomicBool::new(false),
         };
         let answer = client
             .tool(
@@ -351,11 +210,22 @@ async fn raw_mcp(client: &RawClient, server: &Server, id: &str) {
     let session_id = client.session_id.as_str();
     let (app, window) = (server.app(), json!(server.window()));
     let shadow = |tool: &str, arguments: Value| json!({ "session_id": session_id, "action_id": format!("{id}-{tool}"), "tool": tool, "arguments": arguments, "mode": "shadow" });
+    let capabilities = async {
+        // Asked for once, then reused, as the governed runtime does.
+        if !client
+            .capabilities_known
+            .swap(true, std::sync::atomic::Ordering::Relaxed)
+        {
+            client
+                .tool(
+                    "get_execution_capabilities",
+                    json!({ "tool": "write_clipboard", "app_id": app }),
+                )
+                .await;
+        }
+    };
     let (_, visual, semantic) = tokio::join!(
-        client.tool(
-            "get_execution_capabilities",
-            json!({ "tool": "write_clipboard", "app_id": app })
-        ),
+        capabilities,
         client.tool(
             "execute_action",
             shadow("snapshot", json!({ "target_window_id": window }))
@@ -394,21 +264,18 @@ async fn raw_mcp(client: &RawClient, server: &Server, id: &str) {
     let lease_id = lease["lease"]["leaseId"].clone();
     args["lease_id"] = lease_id.clone();
     client.tool("execute_action", args).await;
-    // The server's own check of the action, read from its events.
+    // The server's own check of the action, read from its events, and both
+    // releases, together (as the governed chain sends them).
     let after = *client.events_after.lock().unwrap();
-    let page = client
-        .tool(
+    let (page, _, _) = tokio::join!(
+        client.tool(
             "get_session_events",
             json!({ "session_id": session_id, "after_sequence": after, "limit": 1000 }),
-        )
-        .await;
+        ),
+        client.tool("release_control_lease", json!({ "lease_id": lease_id })),
+        client.tool("release_target_reservation", json!({ "session_id": session_id, "reservation_id": reservation["reservation"]["reservationId"] })),
+    );
     *client.events_after.lock().unwrap() = page["next_sequence"].as_u64().unwrap_or(after);
-    client
-        .tool("release_control_lease", json!({ "lease_id": lease_id }))
-        .await;
-    client
-        .tool("release_target_reservation", json!({ "session_id": session_id, "reservation_id": reservation["reservation"]["reservationId"] }))
-        .await;
 }
 
 /// Target evidence from a snapshot and a UI tree's answers, taken as they
@@ -520,10 +387,26 @@ impl Server {
     }
 
     async fn governed(&self) -> (Arc<ComputerUseMcpRuntime>, Session<ComputerUseMcpRuntime>) {
+        self.governed_on(None).await
+    }
+
+    /// A governed session whose calls are counted into `trips`, when given.
+    async fn governed_on(
+        &self,
+        trips: Option<&RoundTrips>,
+    ) -> (Arc<ComputerUseMcpRuntime>, Session<ComputerUseMcpRuntime>) {
         let config = McpRuntimeConfig::new(self.principal()).capability_tool("write_clipboard");
-        let runtime = ComputerUseMcpRuntime::spawn(self.command(), config)
-            .await
-            .unwrap();
+        let runtime = match trips {
+            None => ComputerUseMcpRuntime::spawn(self.command(), config)
+                .await
+                .unwrap(),
+            Some(trips) => {
+                let child = rmcp::transport::TokioChildProcess::new(self.command()).unwrap();
+                ComputerUseMcpRuntime::connect(CountedTransport::new(child, trips.clone()), config)
+                    .await
+                    .unwrap()
+            }
+        };
         runtime
             .start_session(Some("bench"), Some("group-e2e"))
             .await
@@ -608,6 +491,117 @@ fn over_mcp(rt: &tokio::runtime::Runtime, server: &Server) -> f64 {
     );
     rt.block_on(runtime.shutdown()).unwrap();
     rt.block_on(client.service.cancel()).unwrap();
+    ratio
+}
+
+// ---- 3b. side by side with upstream's crate ------------------------------------------
+
+/// The critical path of one governed action on `server`, counted on the
+/// wire: the calls, and the rounds they took (a round is a stretch with a
+/// call in flight; calls in one round ran together).
+fn round_trips(rt: &tokio::runtime::Runtime, server: &Server) {
+    let trips = RoundTrips::new();
+    let (runtime, session) = rt.block_on(server.governed_on(Some(&trips)));
+    for n in 0..2 {
+        trips.reset();
+        match rt
+            .block_on(session.run(server.action(&format!("trips-{n}"))))
+            .unwrap()
+        {
+            ChainOutcome::Completed(done) => assert!(done.performed()),
+            _ => unreachable!(),
+        }
+    }
+    let rounds = trips.rounds();
+    let shown: Vec<String> = rounds.iter().map(|r| r.join(" + ")).collect();
+    println!(
+        "round trips | one governed action (capabilities already known): {} calls in {} rounds: {}",
+        trips.calls(),
+        rounds.len(),
+        shown.join(" | ")
+    );
+    rt.block_on(runtime.shutdown()).unwrap();
+}
+
+/// One run of upstream's crate (`refbench-mcp`, from `../shared/refbench`)
+/// for `n` actions on a server of its own: its graph's median per action,
+/// in microseconds.
+fn upstream_crate_median(refbench: &str, parts: &[String], n: usize) -> f64 {
+    let output = std::process::Command::new(refbench)
+        .arg(n.to_string())
+        .args(["--warmup", "3", "--only", "graph", "--"])
+        .args(parts)
+        .env("COMPUTER_USE_PRINCIPAL_ID", UPSTREAM_PRINCIPAL)
+        .env("COMPUTER_USE_ACTIVE_PROFILE", "v8-safe")
+        .env("V8_PEER_QUIET", "1")
+        .output()
+        .expect("OVERHEAD_REFBENCH names upstream's refbench-mcp binary");
+    let text = String::from_utf8_lossy(&output.stdout);
+    text.lines()
+        .find(|line| line.starts_with("graph_per_action:"))
+        .and_then(|line| {
+            line.split_whitespace()
+                .find_map(|w| w.strip_prefix("median_us="))
+        })
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("refbench-mcp printed no graph median:\n{text}"))
+}
+
+/// Ours and upstream's crate on the same server command, taking turns
+/// (alternating which goes first), each on a fresh server per turn: the
+/// median action of each, and their ratio, per round.
+fn versus_upstream_crate(rt: &tokio::runtime::Runtime, parts: &[String], refbench: &str) -> f64 {
+    const N: usize = 60;
+    const ROUNDS: usize = 7;
+    let server = Server::Upstream(parts.to_vec());
+    let ours = || {
+        let (runtime, session) = rt.block_on(server.governed());
+        let mut samples = Vec::new();
+        for i in 0..N + 3 {
+            let start = Instant::now();
+            match rt
+                .block_on(session.run(server.action(&format!("vs-{i}"))))
+                .unwrap()
+            {
+                ChainOutcome::Completed(done) => assert!(done.outcome().is_verified()),
+                _ => unreachable!(),
+            }
+            if i >= 3 {
+                samples.push(start.elapsed().as_nanos() as f64 / 1e3);
+            }
+        }
+        rt.block_on(runtime.shutdown()).unwrap();
+        median(samples)
+    };
+    let (mut mine, mut theirs, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    for round in 0..ROUNDS {
+        let (a, b) = if round % 2 == 0 {
+            let a = ours();
+            (a, upstream_crate_median(refbench, parts, N))
+        } else {
+            let b = upstream_crate_median(refbench, parts, N);
+            (ours(), b)
+        };
+        println!(
+            "  round {round}: ours {a:>7.0} µs/action | upstream's crate {b:>7.0} µs/action | ratio {:.3}",
+            a / b
+        );
+        mine.push(a);
+        theirs.push(b);
+        ratios.push(a / b);
+    }
+    let range = |v: &[f64]| {
+        let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = v.iter().copied().fold(0.0, f64::max);
+        (lo, hi)
+    };
+    let ((rlo, rhi), (olo, ohi), (ulo, uhi)) = (range(&ratios), range(&mine), range(&theirs));
+    let ratio = median(ratios);
+    println!(
+        "vs upstream | ours {:>7.0} µs/action ({olo:.0}-{ohi:.0}) | upstream's crate 2.3.0 {:>7.0} µs/action ({ulo:.0}-{uhi:.0}) | ratio {ratio:.3}x ({rlo:.3}-{rhi:.3}) over {ROUNDS} rounds",
+        median(mine),
+        median(theirs),
+    );
     ratio
 }
 
@@ -778,8 +772,18 @@ fn main() {
     if let Ok(line) = std::env::var("OVERHEAD_SERVER") {
         let parts: Vec<String> = line.split_whitespace().map(str::to_owned).collect();
         if !parts.is_empty() && (part.is_empty() || part == "upstream") {
-            let ratio = over_mcp(&rt, &Server::Upstream(parts));
+            round_trips(&rt, &Server::Upstream(parts.clone()));
+            let ratio = over_mcp(&rt, &Server::Upstream(parts.clone()));
             println!("aim         | upstream <= 1.05x: {}", ratio <= 1.05);
+            // OVERHEAD_REFBENCH: upstream's crate (`refbench-mcp`, built
+            // from ../shared/refbench) on the same server command.
+            if let Ok(refbench) = std::env::var("OVERHEAD_REFBENCH") {
+                let ratio = versus_upstream_crate(&rt, &parts, &refbench);
+                println!(
+                    "aim         | ours <= 0.8x upstream's crate: {}",
+                    ratio <= 0.8
+                );
+            }
         }
     }
     #[cfg(feature = "x11")]

@@ -278,7 +278,17 @@ async fn finding_9_a_cleanup_failure_after_verification_keeps_the_reason() {
             message: "reset".into(),
         },
     );
-    let err = rig.session.run(action("reason-1")).await.err().unwrap();
+    // A postcondition, so there is evidence to gather.
+    let proposed = action("reason-1").with_postcondition(
+        adk_computer_use::contracts::ActionPostcondition::try_from(
+            adk_computer_use::contracts::PostconditionFields::Window {
+                window_id: WINDOW,
+                exists: true,
+            },
+        )
+        .unwrap(),
+    );
+    let err = rig.session.run(proposed).await.err().unwrap();
     match &err {
         ComputerUseError::CleanupAfterSuccess {
             outcome, cleanup, ..

@@ -21,11 +21,25 @@ const AWAIT_POINTS: [Call; 7] = [
     Call::Release,
 ];
 
+/// The chain's action: with a postcondition, so gathering its evidence is
+/// an await point too.
+fn proposed() -> adk_computer_use::runtime::ProposedAction {
+    action("c-1").with_postcondition(
+        adk_computer_use::contracts::ActionPostcondition::try_from(
+            adk_computer_use::contracts::PostconditionFields::Window {
+                window_id: WINDOW,
+                exists: true,
+            },
+        )
+        .unwrap(),
+    )
+}
+
 async fn retry_completes(
     rig_runtime: &Arc<FakeRuntime>,
     session: &adk_computer_use::Session<FakeRuntime>,
 ) {
-    match session.run(action("c-1")).await.unwrap() {
+    match session.run(proposed()).await.unwrap() {
         ChainOutcome::Completed(done) => assert!(done.performed()),
         _ => panic!("the retry did not complete"),
     }
@@ -46,7 +60,7 @@ async fn dropping_the_chain_at_every_await_point_leaks_nothing() {
         let session = Arc::new(session);
         let chain = {
             let session = Arc::clone(&session);
-            tokio::spawn(async move { session.run(action("c-1")).await.map(|_| ()) })
+            tokio::spawn(async move { session.run(proposed()).await.map(|_| ()) })
         };
         runtime.held.notified().await;
         // Later calls (the retry, the reaper) must not be held.
@@ -82,7 +96,7 @@ async fn a_mutation_committed_before_the_drop_is_found_as_a_replay() {
     let session = Arc::new(session);
     let chain = {
         let session = Arc::clone(&session);
-        tokio::spawn(async move { session.run(action("c-1")).await.map(|_| ()) })
+        tokio::spawn(async move { session.run(proposed()).await.map(|_| ()) })
     };
     runtime.held.notified().await;
     runtime.script().hold_after_effect = false;
@@ -108,7 +122,7 @@ async fn timeouts_of_increasing_length_leak_nothing() {
         } = rig();
         runtime.script().delay = Some(std::time::Duration::from_millis(1));
         let limit = std::time::Duration::from_micros(tenths * 100);
-        let finished = tokio::time::timeout(limit, session.run(action("c-1")))
+        let finished = tokio::time::timeout(limit, session.run(proposed()))
             .await
             .is_ok();
         let committed = runtime.mutations();

@@ -656,9 +656,11 @@ async fn shutdown_racing_a_release_in_flight_releases_each_resource_once() {
         runtime, session, ..
     } = rig;
     let stats = session.shutdown().await;
-    // The lease in flight is not reclaimed; the reservation not yet released is.
+    // The lease in flight is not reclaimed; the reservation, released
+    // alongside it, was given back explicitly and is not reclaimed either.
     assert_eq!(stats.leases.reclaimed, 0);
-    assert_eq!(stats.reservations.reclaimed, 1);
+    assert_eq!(stats.reservations.reclaimed, 0);
+    assert_eq!(stats.reservations.explicit_released, 1);
     runtime.gate.notify_one();
     let _ = verify.await.unwrap();
     assert_eq!(runtime.truth().lease_releases, ["lease-1"]);
@@ -858,10 +860,11 @@ async fn a_release_future_forgotten_in_flight_is_reported_outstanding() {
     assert!(polled.is_err(), "the release is held");
     std::mem::forget(verify);
     let stats = rig.session.shutdown().await;
-    // The reservation was still idle and is reclaimed; the lease's release is
-    // in flight in a future that will never run again: it is not counted as
+    // The reservation was released alongside; the lease's release is in
+    // flight in a future that will never run again: it is not counted as
     // released anywhere, and it is reported.
-    assert_eq!(stats.reservations.reclaimed, 1);
+    assert_eq!(stats.reservations.explicit_released, 1);
+    assert_eq!(stats.reservations.reclaimed, 0);
     assert_eq!(stats.outstanding, 1);
     assert_eq!(stats.leases.explicit_released, 0);
 }
@@ -1025,7 +1028,8 @@ async fn a_verification_that_cannot_run_still_says_the_action_was_performed() {
             message: "reset".into(),
         },
     );
-    let verified = completed(rig.session.run(action("k-8")).await.unwrap());
+    let proposed = action("k-8").with_postcondition(digest_postcondition());
+    let verified = completed(rig.session.run(proposed).await.unwrap());
     assert!(verified.performed());
     assert_eq!(verified.outcome().status(), "committed_unverified");
     assert!(

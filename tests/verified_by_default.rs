@@ -298,3 +298,49 @@ async fn an_untargeted_write_gets_no_window_bound_check_and_says_so() {
     );
     assert_eq!(rig.runtime.last_previewed_postcondition(), None);
 }
+
+#[tokio::test]
+async fn without_a_postcondition_no_evidence_is_asked_for() {
+    let rig = rig();
+    let done = completed(rig.session.run(action("d-10")).await.unwrap());
+    assert_eq!(done.outcome().status(), "committed_unverified");
+    assert_eq!(rig.runtime.count(Call::Verify), 0);
+    // With one, it is.
+    offering_the_clipboard_check(&rig);
+    rig.runtime.script().evidence = Some(json!({ "observedDigest": sha256_prefixed("hello") }));
+    let done = completed(rig.session.run(action("d-11")).await.unwrap());
+    assert_eq!(done.outcome(), &VerificationOutcome::Verified);
+    assert_eq!(rig.runtime.count(Call::Verify), 1);
+}
+
+/// After the mutation answers, the evidence read and both releases are in
+/// flight together (one round trip), and none of them starts before it.
+#[tokio::test]
+async fn the_evidence_and_both_releases_run_together_after_the_mutation() {
+    let rig = rig();
+    offering_the_clipboard_check(&rig);
+    rig.runtime.script().evidence = Some(json!({ "observedDigest": sha256_prefixed("hello") }));
+    rig.runtime.script().hold.insert(Call::Verify);
+    let (done, in_flight) = tokio::join!(rig.session.run(action("d-12")), async {
+        rig.runtime.held.notified().await;
+        // The evidence read is held open: the releases were entered all the
+        // same.
+        let entered = (
+            rig.runtime.count(Call::ReleaseLease),
+            rig.runtime.count(Call::Release),
+        );
+        rig.runtime.gate.notify_one();
+        entered
+    });
+    assert_eq!(in_flight, (1, 1));
+    let calls = rig.runtime.truth().calls.clone();
+    let executed = calls.iter().position(|c| *c == Call::Execute).unwrap();
+    for tail in [Call::Verify, Call::ReleaseLease, Call::Release] {
+        let at = calls.iter().position(|c| *c == tail).unwrap();
+        assert!(at > executed, "{tail:?} before the mutation: {calls:?}");
+    }
+    assert_eq!(
+        completed(done.unwrap()).outcome(),
+        &VerificationOutcome::Verified
+    );
+}

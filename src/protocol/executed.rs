@@ -47,57 +47,32 @@ impl<R: ComputerUseRuntime> Executed<R> {
         self.receipt.get()
     }
 
-    /// Gathers the runtime's evidence that the declared postcondition holds,
-    /// judges it by the evidence table, then releases the lease and the
-    /// reservation. A release failure after verification is an error
-    /// ([`ComputerUseError::CleanupAfterSuccess`]), not hidden.
+    /// Gathers the runtime's evidence that the declared postcondition holds
+    /// and judges it by the evidence table while the lease and the
+    /// reservation are released: the mutation has answered, so neither
+    /// release can race it, and the three calls cost one round trip. A
+    /// release failure after verification is an error
+    /// ([`ComputerUseError::CleanupAfterSuccess`]), not hidden. (So the
+    /// journal's verification entry and its release entries may interleave
+    /// when both are in flight.)
     ///
     /// The postcondition judged is the one that was proposed: the preview
-    /// was refused unless the envelope's postcondition equals it.
+    /// was refused unless the envelope's postcondition equals it. An action
+    /// without one asks the runtime for no evidence: none could make it more
+    /// than `committed_unverified`.
     pub async fn verify(self) -> Result<Verified, ComputerUseError> {
-        let envelope = self.preview.envelope();
-        let postcondition = envelope.postcondition.as_ref();
-        let receipt = self.receipt.get();
-        let evidence = self.core.runtime.evidence(receipt, postcondition).await;
-        // The evidence table is the one judge: the runtime gathers evidence,
-        // never an outcome. Evidence that could not be gathered is none, but
-        // the receipt still says whether the action was performed, so the
-        // chain ends here all the same.
-        let gathered = evidence.is_ok();
-        let mut outcome = match evidence {
-            Ok(evidence) => evaluate_with(receipt, postcondition, evidence.as_ref()),
-            Err(err) => VerificationOutcome::CommittedUnverified {
-                reason: format!("the evidence could not be gathered: {err}"),
-            }
-            .at_most(evaluate_with(receipt, postcondition, None)),
-        };
-        // Without a postcondition, the reason says why none was derived
-        // (a failure to gather evidence keeps its own reason).
-        if postcondition.is_none()
-            && gathered
-            && let VerificationOutcome::CommittedUnverified { reason } = &mut outcome
-        {
-            *reason = why_no_postcondition(
-                &*self.core.runtime,
-                &envelope.tool,
-                self.preview.arguments(),
-                envelope.target.as_ref(),
-            );
-        }
-        self.core
-            .recorder
-            .note(&envelope.action_id, events::VERIFIED, || {
-                json!({
-                    "status": outcome.status(),
-                    "verified": outcome.is_verified(),
-                    "committed": outcome.is_committed(),
-                    "receiptId": receipt.receipt_id,
-                })
-            });
-        let released = self.guard.release().await;
+        let Self {
+            core,
+            preview,
+            guard,
+            lease,
+            receipt,
+        } = self;
+        let (outcome, released) = tokio::join!(judge(&core, &preview, &receipt), guard.release());
         // The action's entries are written before its end is reported.
-        self.core.recorder.flush().await;
+        core.recorder.flush().await;
         if let Err(cleanup) = released {
+            let receipt = receipt.get();
             return Err(ComputerUseError::CleanupAfterSuccess {
                 status: outcome.status(),
                 outcome: Box::new(outcome),
@@ -106,6 +81,56 @@ impl<R: ComputerUseRuntime> Executed<R> {
                 cleanup: Box::new(cleanup),
             });
         }
-        Ok(Verified::new(self.lease, self.receipt, outcome))
+        Ok(Verified::new(lease, receipt, outcome))
     }
+}
+
+/// The outcome of an executed action: its evidence, gathered only when a
+/// postcondition could use it, judged by the evidence table, and recorded.
+async fn judge<R: ComputerUseRuntime>(
+    core: &Core<R>,
+    preview: &FreshPreview,
+    receipt: &BoundReceipt,
+) -> VerificationOutcome {
+    let envelope = preview.envelope();
+    let receipt = receipt.get();
+    let outcome = match envelope.postcondition.as_ref() {
+        None => match evaluate_with(receipt, None, None) {
+            // Why nothing was declared or derived, not only that.
+            VerificationOutcome::CommittedUnverified { .. } => {
+                VerificationOutcome::CommittedUnverified {
+                    reason: why_no_postcondition(
+                        &*core.runtime,
+                        &envelope.tool,
+                        preview.arguments(),
+                        envelope.target.as_ref(),
+                    ),
+                }
+            }
+            other => other,
+        },
+        Some(postcondition) => {
+            // The evidence table is the one judge: the runtime gathers
+            // evidence, never an outcome. Evidence that could not be
+            // gathered is none, but the receipt still says whether the
+            // action was performed, so the chain ends here all the same.
+            match core.runtime.evidence(receipt, Some(postcondition)).await {
+                Ok(evidence) => evaluate_with(receipt, Some(postcondition), evidence.as_ref()),
+                Err(err) => VerificationOutcome::CommittedUnverified {
+                    reason: format!("the evidence could not be gathered: {err}"),
+                }
+                .at_most(evaluate_with(receipt, Some(postcondition), None)),
+            }
+        }
+    };
+    core.recorder
+        .note(&envelope.action_id, events::VERIFIED, || {
+            json!({
+                "status": outcome.status(),
+                "verified": outcome.is_verified(),
+                "committed": outcome.is_committed(),
+                "receiptId": receipt.receipt_id,
+            })
+        });
+    outcome
 }

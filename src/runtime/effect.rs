@@ -70,29 +70,56 @@ impl<'a> NamedEffect<'a> {
     }
 }
 
+/// Why no postcondition was derived for an action that declared none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Underived<'a> {
+    /// The chain names no effect of this tool.
+    NoEffect(&'a str),
+    /// The runtime offers no check of the effect.
+    NoCheck(&'static str),
+    /// The runtime's check must be bound to a target window, and the action
+    /// names none.
+    Unbound(&'static str),
+}
+
+impl std::fmt::Display for Underived<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::NoEffect(tool) => write!(
+                f,
+                "the chain names no effect of {tool} it could derive one from (it names \
+                 write_clipboard's)"
+            ),
+            Self::NoCheck(tool) => write!(
+                f,
+                "this runtime offers no check of {tool}'s effect, so none was derived"
+            ),
+            Self::Unbound(tool) => write!(
+                f,
+                "the runtime checks {tool}'s effect as a UI element, which must be bound to a \
+                 target window, and the action names none, so none was derived"
+            ),
+        }
+    }
+}
+
 /// The postcondition derived for an action that declares none: the
 /// runtime's postcondition for the named effect, checked to expect the
 /// effect's own digest, when the action has what it must be bound to (a
 /// `ui_element` check needs the target's numeric window, as upstream's
-/// servers require). `Ok(Err(reason))` says why none was derived; `Err` is
-/// a runtime that offered a postcondition for another value.
-pub(crate) fn derive<R: super::ComputerUseRuntime + ?Sized>(
+/// servers require). `Ok(Err(why))` says why none was derived; `Err` is a
+/// runtime that offered a postcondition for another value.
+pub(crate) fn derive<'a, R: super::ComputerUseRuntime + ?Sized>(
     runtime: &R,
-    tool: &str,
+    tool: &'a str,
     arguments: &Value,
     target: Option<&TargetEvidence>,
-) -> Result<Result<ActionPostcondition, String>, ComputerUseError> {
+) -> Result<Result<ActionPostcondition, Underived<'a>>, ComputerUseError> {
     let Some(effect) = NamedEffect::of(tool, arguments) else {
-        return Ok(Err(format!(
-            "the chain names no effect of {tool} it could derive one from (it names \
-             write_clipboard's)"
-        )));
+        return Ok(Err(Underived::NoEffect(tool)));
     };
     let Some(postcondition) = runtime.effect_postcondition(&effect) else {
-        return Ok(Err(format!(
-            "this runtime offers no check of {}'s effect, so none was derived",
-            effect.tool()
-        )));
+        return Ok(Err(Underived::NoCheck(effect.tool())));
     };
     let expected = effect.expected_digest();
     match postcondition.expected_digest() {
@@ -115,11 +142,7 @@ pub(crate) fn derive<R: super::ComputerUseRuntime + ?Sized>(
         PostconditionFields::UiElement { .. }
     ) && !window_bound
     {
-        return Ok(Err(format!(
-            "the runtime checks {}'s effect as a UI element, which must be bound to a \
-             target window, and the action names none, so none was derived",
-            effect.tool()
-        )));
+        return Ok(Err(Underived::Unbound(effect.tool())));
     }
     Ok(Ok(postcondition))
 }
@@ -133,9 +156,11 @@ pub(crate) fn why_none<R: super::ComputerUseRuntime + ?Sized>(
     arguments: Option<&Value>,
     target: Option<&TargetEvidence>,
 ) -> String {
-    let why = arguments
-        .map(|arguments| derive(runtime, tool, arguments, target))
-        .and_then(|derived| derived.ok()?.err())
-        .unwrap_or_else(|| "none was derived".to_owned());
-    format!("the action declared no postcondition, and {why}: nothing was observed")
+    match arguments.map(|arguments| derive(runtime, tool, arguments, target)) {
+        Some(Ok(Err(why))) => {
+            format!("the action declared no postcondition, and {why}: nothing was observed")
+        }
+        _ => "the action declared no postcondition, and none was derived: nothing was observed"
+            .to_owned(),
+    }
 }

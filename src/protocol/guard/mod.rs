@@ -3,7 +3,7 @@
 //! From the moment the runtime accepts a reservation or grants a lease, the
 //! action holds a server-side resource that other writers wait for. Every
 //! terminal path gives both back through an explicit async
-//! [`ActionGuard::release`] (the lease first, then the reservation), so the
+//! [`ActionGuard::release`] (the lease and the reservation at once), so the
 //! result is known and reported.
 //!
 //! When a guard is dropped unreleased — a cancelled future, a panic, a stage
@@ -265,18 +265,27 @@ impl<R: ComputerUseRuntime> ActionGuard<R> {
         result
     }
 
-    /// Gives back the lease, then the reservation, and reports how that went.
-    /// Both are attempted; when both fail, the lease's failure comes first.
+    /// Gives back the lease and the reservation, both at once (one round
+    /// trip, not two: they are independent on the server, and the mutation
+    /// they guarded has already answered), and reports how that went. Both
+    /// are attempted; when both fail, the lease's failure comes first.
     pub(crate) async fn release(mut self) -> Result<(), ComputerUseError> {
         let handle = Arc::clone(&self.handle);
-        let lease = match self.lease.take() {
-            Some(slot) => Self::release_one(&handle, &slot).await,
-            None => Ok(()),
-        };
-        let reservation = match self.reservation.take() {
-            Some(slot) => Self::release_one(&handle, &slot).await,
-            None => Ok(()),
-        };
+        let (lease, reservation) = (self.lease.take(), self.reservation.take());
+        let (lease, reservation) = tokio::join!(
+            async {
+                match &lease {
+                    Some(slot) => Self::release_one(&handle, slot).await,
+                    None => Ok(()),
+                }
+            },
+            async {
+                match &reservation {
+                    Some(slot) => Self::release_one(&handle, slot).await,
+                    None => Ok(()),
+                }
+            }
+        );
         match (lease, reservation) {
             (Ok(()), second) => second,
             (Err(first), second) => Err(ComputerUseError::with_cleanup(first, second)),
@@ -304,7 +313,7 @@ impl<R: ComputerUseRuntime> ActionGuard<R> {
 
 impl<R: ComputerUseRuntime> Drop for ActionGuard<R> {
     fn drop(&mut self) {
-        // Lease first, as the explicit path does.
+        // The lease first, then the reservation, each queued to the reaper.
         if let Some(slot) = self.lease.take()
             && let Some(held) = self.handle.releaser.ledger.take(slot.id)
         {

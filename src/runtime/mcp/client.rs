@@ -18,6 +18,9 @@ use crate::contracts::case::to_snake_keys;
 use crate::contracts::*;
 use crate::runtime::{ActionRequest, ImageContent, Observation};
 
+/// What a capability answer was asked for: session, tool and app.
+pub(super) type CapabilityKey = (String, String, Option<String>);
+
 /// A `ComputerUseRuntime` backed by an MCP server.
 pub struct ComputerUseMcpRuntime {
     pub(super) peer: Peer<RoleClient>,
@@ -31,6 +34,9 @@ pub struct ComputerUseMcpRuntime {
     pub(super) checks: tokio::sync::Mutex<evidence::ServerChecks>,
     /// The effects the server announced it checks.
     pub(super) announced: super::announced::AnnouncedChecks,
+    /// The last capabilities discovered, by (session, tool, app): reused
+    /// until the server refuses or blocks an action.
+    pub(super) capabilities: Mutex<Option<(CapabilityKey, Vec<ExecutionCapability>)>>,
     pub(super) child_pid: Option<u32>,
 }
 
@@ -91,6 +97,7 @@ impl ComputerUseMcpRuntime {
             execution_group_id: Mutex::new(config.execution_group_id.clone()),
             checks: tokio::sync::Mutex::new(evidence::ServerChecks::default()),
             announced,
+            capabilities: Mutex::new(None),
             config,
             child_pid: None,
         })

@@ -15,6 +15,12 @@ use crate::runtime::{
 };
 
 impl ComputerUseMcpRuntime {
+    /// Drops the capabilities kept from the last discovery: the next
+    /// observation asks the server again.
+    fn forget_capabilities(&self) {
+        *lock(&self.capabilities) = None;
+    }
+
     /// The session an observation is for: the scope's (the chain's), or
     /// the runtime's current one for a scope that names none.
     fn scope_session(&self, scope: &ObservationScope) -> Result<String, ComputerUseError> {
@@ -44,17 +50,36 @@ impl ComputerUseRuntime for ComputerUseMcpRuntime {
         &self,
         scope: &ObservationScope,
     ) -> Result<Vec<ExecutionCapability>, ComputerUseError> {
+        // What a server can do changes rarely, and the answer informs (the
+        // preview's own capability is what binds): the last answer for the
+        // same session, tool and app is reused until the server refuses or
+        // blocks an action, which may mean it changed.
         let tool = scope
             .tool
-            .clone()
-            .unwrap_or_else(|| self.config.capability_tool.clone());
+            .as_deref()
+            .unwrap_or(&self.config.capability_tool);
+        if let Some((key, known)) = &*lock(&self.capabilities)
+            && key.0 == scope.session_id
+            && key.1 == tool
+            && key.2 == scope.app_id
+        {
+            return Ok(known.clone());
+        }
+        let key = (
+            scope.session_id.clone(),
+            tool.to_owned(),
+            scope.app_id.clone(),
+        );
         let mut answer = self
             .call_json(
                 "get_execution_capabilities",
-                json!({ "tool": tool, "app_id": scope.app_id }),
+                json!({ "tool": key.1, "app_id": key.2 }),
             )
             .await?;
-        decode("get_execution_capabilities", "capabilities", &mut answer)
+        let capabilities: Vec<ExecutionCapability> =
+            decode("get_execution_capabilities", "capabilities", &mut answer)?;
+        *lock(&self.capabilities) = Some((key, capabilities.clone()));
+        Ok(capabilities)
     }
 
     async fn observe_visual(
@@ -105,9 +130,16 @@ impl ComputerUseRuntime for ComputerUseMcpRuntime {
         request: &ActionRequest<'_>,
     ) -> Result<PreviewAnswer, ComputerUseError> {
         let arguments = Self::action_arguments(request);
-        let (answer, _) = self.send("preview_action", arguments.clone()).await?;
-        let preview: ActionPreview = serde_json::from_value(answer)
-            .map_err(|err| ComputerUseError::decode("preview_action answer", err))?;
+        let answer = self.send("preview_action", arguments.clone()).await;
+        let preview: Result<ActionPreview, _> = answer.and_then(|(answer, _)| {
+            serde_json::from_value(answer)
+                .map_err(|err| ComputerUseError::decode("preview_action answer", err))
+        });
+        // A refusal or a block may mean the server's capabilities changed.
+        if preview.as_ref().map_or(true, |p| !p.executable) {
+            self.forget_capabilities();
+        }
+        let preview = preview?;
         // What runs must be what was previewed: the exact arguments, under
         // the action id the server bound them to, travel with the stage.
         let mut arguments = arguments;
@@ -273,7 +305,11 @@ impl ComputerUseRuntime for ComputerUseMcpRuntime {
         if let Some(grant) = proof.grant_id() {
             arguments.insert("approval_grant_id".into(), json!(grant));
         }
-        let (mut answer, _) = self.send("execute_action", arguments).await?;
+        let answer = self.send("execute_action", arguments).await;
+        if answer.is_err() {
+            self.forget_capabilities();
+        }
+        let (mut answer, _) = answer?;
         decode("execute_action", "receipt", &mut answer)
     }
 

@@ -22,6 +22,7 @@ mod client;
 mod config;
 mod evidence;
 mod governed;
+mod round_trips;
 mod session;
 mod wire;
 
@@ -31,6 +32,7 @@ pub use client::ComputerUseMcpRuntime;
 pub use config::{McpRuntimeConfig, TraceContext};
 /// The rmcp crate this adapter speaks through, for building custom transports.
 pub use rmcp;
+pub use round_trips::{CountedTransport, RoundTrips};
 pub use wire::decode_tool_result;
 
 /// The tools [`ComputerUseMcpRuntime::call`] may speak: reads that change

@@ -1,0 +1,148 @@
+//! The critical path of one governed action over MCP, counted on the wire:
+//! which calls it waits for one after another, and which run together.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod sim_support;
+
+use std::sync::Arc;
+
+use adk_computer_use::VerificationOutcome;
+use adk_computer_use::contracts::ExecutionMode;
+use adk_computer_use::protocol::ChainOutcome;
+use adk_computer_use::runtime::mcp::rmcp;
+use adk_computer_use::runtime::mcp::{
+    ComputerUseMcpRuntime, CountedTransport, McpRuntimeConfig, RoundTrips,
+};
+use sim_support::*;
+
+async fn counted_sim() -> (Arc<ComputerUseMcpRuntime>, RoundTrips) {
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_computer-use-sim"));
+    command.arg("--principal").arg(PRINCIPAL);
+    let child = rmcp::transport::TokioChildProcess::new(command).unwrap();
+    let trips = RoundTrips::new();
+    let config = McpRuntimeConfig::new(PRINCIPAL).capability_tool("write_clipboard");
+    let runtime =
+        ComputerUseMcpRuntime::connect(CountedTransport::new(child, trips.clone()), config)
+            .await
+            .unwrap();
+    runtime
+        .start_session(Some("round trips"), None)
+        .await
+        .unwrap();
+    (Arc::new(runtime), trips)
+}
+
+fn sorted(round: &[String]) -> Vec<&str> {
+    let mut names: Vec<&str> = round.iter().map(String::as_str).collect();
+    names.sort_unstable();
+    names
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_governed_action_waits_for_four_calls_alone_and_the_second_asks_no_capabilities() {
+    let (runtime, trips) = counted_sim().await;
+    let session = session(&runtime, "agent-rt");
+    let mut seen = Vec::new();
+    for n in 0..2 {
+        trips.reset();
+        let done = match session
+            .run(write_clipboard(&format!("rt-{n}"), "counted", false))
+            .await
+            .unwrap()
+        {
+            ChainOutcome::Completed(done) => done,
+            _ => panic!("the simulator runs a public clipboard write"),
+        };
+        assert_eq!(done.outcome(), &VerificationOutcome::Verified);
+        seen.push(trips.rounds());
+    }
+    eprintln!("first action: {:?}", seen[0]);
+    eprintln!("second action: {:?}", seen[1]);
+    // The chain issues the observations together and the evidence read
+    // with both releases together; how the client's one connection
+    // interleaves their answers is its own, so a group may take more than
+    // one round on the wire. What the chain waits for alone, it waits for
+    // alone: preview, reservation, lease, execution, in that order.
+    let shape = |rounds: &[Vec<String>], observations: &[&str]| {
+        let lone = [
+            "preview_action",
+            "reserve_target",
+            "acquire_control_lease",
+            "execute_action",
+        ];
+        let at = |name: &str| {
+            rounds
+                .iter()
+                .position(|r| r.iter().any(|c| c == name))
+                .unwrap_or_else(|| panic!("{name} in {rounds:?}"))
+        };
+        let spots: Vec<usize> = lone.iter().map(|name| at(name)).collect();
+        for (name, spot) in lone.iter().zip(&spots) {
+            assert_eq!(
+                rounds[*spot],
+                [*name],
+                "{name} waited for alone: {rounds:?}"
+            );
+        }
+        assert!(spots.windows(2).all(|w| w[0] + 1 == w[1]), "{rounds:?}");
+        let before_calls = rounds[..spots[0]].concat();
+        let before = sorted(&before_calls);
+        assert_eq!(before, observations, "{rounds:?}");
+        assert!(spots[0] <= observations.len(), "{rounds:?}");
+        let after = rounds[spots[3] + 1..].concat();
+        assert_eq!(
+            sorted(&after),
+            [
+                "get_session_events",
+                "release_control_lease",
+                "release_target_reservation"
+            ],
+            "{rounds:?}"
+        );
+        rounds.len()
+    };
+    let first = shape(
+        &seen[0],
+        &[
+            "execute_action:get_ui_tree",
+            "execute_action:snapshot",
+            "get_execution_capabilities",
+        ],
+    );
+    // The second action reuses the session's capabilities.
+    let second = shape(
+        &seen[1],
+        &["execute_action:get_ui_tree", "execute_action:snapshot"],
+    );
+    assert_eq!(trips.calls(), 9);
+    eprintln!("rounds on the wire: {first}, then {second}");
+    assert_eq!(session.shutdown().await.leaked(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_action_makes_the_next_observation_ask_for_capabilities_again() {
+    let (runtime, trips) = counted_sim().await;
+    let session = session(&runtime, "agent-rt");
+    let _ = session
+        .run(write_clipboard("rt-a", "one", false))
+        .await
+        .unwrap();
+    // A preview the server blocks (a write in shadow mode) may mean its
+    // capabilities changed.
+    let mut shadow = write_clipboard("rt-s", "two", false);
+    shadow.mode = ExecutionMode::Shadow;
+    assert!(matches!(
+        session.run(shadow).await.unwrap(),
+        ChainOutcome::Blocked(_)
+    ));
+    trips.reset();
+    let _ = session
+        .run(write_clipboard("rt-b", "three", false))
+        .await
+        .unwrap();
+    let rounds = trips.rounds();
+    assert!(
+        rounds[0].iter().any(|c| c == "get_execution_capabilities"),
+        "{rounds:?}"
+    );
+}
