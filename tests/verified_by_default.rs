@@ -251,6 +251,64 @@ mod arguments_before_anything {
         );
         refused_unsent("type", json!({ "text": "hi", "press_enter": "yes" }));
         refused_unsent("key", json!({ "text": "Return", "target_window_id": "7" }));
+        refused_unsent(
+            "scroll",
+            json!({ "coordinate": [1, 2], "direction": "up", "amount": 0 }),
+        );
+        refused_unsent("key", json!({ "text": "Return", "repeat": -1 }));
+        refused_unsent("wait", json!({ "duration": 301 }));
+    }
+
+    #[test]
+    fn arguments_aimed_at_another_window_or_app_are_refused_before_the_preview() {
+        // The target evidence names com.example.Notes, window 7: the tool
+        // must not be pointed elsewhere by its own arguments.
+        refused_unsent(
+            "left_click",
+            json!({ "coordinate": [1, 2], "target_window_id": 4242 }),
+        );
+        refused_unsent(
+            "left_click",
+            json!({ "coordinate": [1, 2], "target_app": "com.example.Bank" }),
+        );
+        refused_unsent("type", json!({ "text": "hi", "target_window_id": 4242 }));
+        refused_unsent(
+            "set_value",
+            json!({ "window_id": 4242, "role": "AXTextField", "label": "x", "value": "y" }),
+        );
+        refused_unsent("my_tool", json!({ "bundle_id": "com.example.Bank" }));
+    }
+
+    #[tokio::test]
+    async fn an_untargeted_action_may_not_name_a_window_in_its_arguments() {
+        let rig = rig();
+        let aimed = ProposedAction::new(
+            "left_click",
+            json!({ "coordinate": [1, 2], "target_window_id": 7 }),
+            ExecutionMode::Background,
+        )
+        .with_action_id("bad-untargeted");
+        let err = rig.session.run(aimed).await.err().unwrap();
+        assert!(err.to_string().contains("no target evidence"), "{err}");
+        assert_eq!(rig.runtime.count(Call::Preview), 0);
+    }
+
+    #[tokio::test]
+    async fn a_refusal_names_keys_and_kinds_never_values() {
+        let rig = rig();
+        let secret = "correct horse battery staple";
+        for arguments in [
+            json!({ "txt": secret }),
+            json!({ "text": 42, "secret": secret }),
+            json!([secret]),
+        ] {
+            let proposed =
+                ProposedAction::new("write_clipboard", arguments, ExecutionMode::Background)
+                    .with_action_id("bad")
+                    .with_target(target());
+            let err = rig.session.run(proposed).await.err().unwrap();
+            assert!(!format!("{err} {err:?}").contains(secret), "{err}");
+        }
     }
 
     #[tokio::test]
@@ -264,6 +322,16 @@ mod arguments_before_anything {
         .with_action_id("ok-1")
         .with_target(target());
         assert!(completed(rig.session.run(click).await.unwrap()).performed());
+        // A whole number written as 3.0 is an integer, as upstream's schema
+        // reads it; the target's own window may be named.
+        let scroll = ProposedAction::new(
+            "scroll",
+            json!({ "coordinate": [3, 4], "direction": "down", "amount": 3.0, "target_window_id": WINDOW }),
+            ExecutionMode::Background,
+        )
+        .with_action_id("ok-3")
+        .with_target(target());
+        assert!(completed(rig.session.run(scroll).await.unwrap()).performed());
         // A tool of the runtime's own: the chain has no schema for it, and
         // the runtime decides.
         let own = ProposedAction::new(
@@ -274,7 +342,7 @@ mod arguments_before_anything {
         .with_action_id("ok-2")
         .with_target(target());
         assert!(completed(rig.session.run(own).await.unwrap()).performed());
-        assert_eq!(rig.runtime.mutations(), 2);
+        assert_eq!(rig.runtime.mutations(), 3);
     }
 }
 
@@ -313,12 +381,14 @@ async fn without_a_postcondition_no_evidence_is_asked_for() {
     assert_eq!(rig.runtime.count(Call::Verify), 1);
 }
 
-/// After the mutation answers, the evidence read and both releases are in
-/// flight together (one round trip), and none of them starts before it.
+/// After the mutation answers, evidence the runtime recorded at execution
+/// and both releases are in flight together (one round trip), and none of
+/// them starts before it.
 #[tokio::test]
-async fn the_evidence_and_both_releases_run_together_after_the_mutation() {
+async fn recorded_evidence_and_both_releases_run_together_after_the_mutation() {
     let rig = rig();
     offering_the_clipboard_check(&rig);
+    rig.runtime.script().evidence_recorded = true;
     rig.runtime.script().evidence = Some(json!({ "observedDigest": sha256_prefixed("hello") }));
     rig.runtime.script().hold.insert(Call::Verify);
     let (done, in_flight) = tokio::join!(rig.session.run(action("d-12")), async {
@@ -343,4 +413,35 @@ async fn the_evidence_and_both_releases_run_together_after_the_mutation() {
         completed(done.unwrap()).outcome(),
         &VerificationOutcome::Verified
     );
+}
+
+/// Evidence read from the live desktop is read while this action still
+/// holds the one-writer lease: only the reservation goes back meanwhile.
+#[tokio::test]
+async fn live_evidence_is_read_before_the_lease_goes_back() {
+    let rig = rig();
+    offering_the_clipboard_check(&rig);
+    rig.runtime.script().evidence = Some(json!({ "observedDigest": sha256_prefixed("hello") }));
+    rig.runtime.script().hold.insert(Call::Verify);
+    let (done, in_flight) = tokio::join!(rig.session.run(action("d-13")), async {
+        rig.runtime.held.notified().await;
+        let entered = (
+            rig.runtime.count(Call::ReleaseLease),
+            rig.runtime.count(Call::Release),
+            rig.runtime.truth().active_leases.len(),
+        );
+        rig.runtime.gate.notify_one();
+        entered
+    });
+    assert_eq!(
+        in_flight,
+        (0, 1, 1),
+        "lease releases, reservation releases, active leases"
+    );
+    assert_eq!(
+        completed(done.unwrap()).outcome(),
+        &VerificationOutcome::Verified
+    );
+    assert_eq!(rig.runtime.count(Call::ReleaseLease), 1);
+    assert!(rig.runtime.truth().active_leases.is_empty());
 }

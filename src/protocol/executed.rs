@@ -48,9 +48,12 @@ impl<R: ComputerUseRuntime> Executed<R> {
     }
 
     /// Gathers the runtime's evidence that the declared postcondition holds
-    /// and judges it by the evidence table while the lease and the
-    /// reservation are released: the mutation has answered, so neither
-    /// release can race it, and the three calls cost one round trip. A
+    /// and judges it by the evidence table while the reservation is
+    /// released, and the lease too when the evidence is a record the runtime
+    /// made at execution ([`ComputerUseRuntime::evidence_is_recorded`]; then
+    /// the three calls cost one round trip); evidence read from the live
+    /// desktop is read before the lease goes back. The mutation has
+    /// answered first, so no release can race it. A
     /// release failure after verification is an error
     /// ([`ComputerUseError::CleanupAfterSuccess`]), not hidden. (So the
     /// journal's verification entry and its release entries may interleave
@@ -68,7 +71,17 @@ impl<R: ComputerUseRuntime> Executed<R> {
             lease,
             receipt,
         } = self;
-        let (outcome, released) = tokio::join!(judge(&core, &preview, &receipt), guard.release());
+        // Evidence read from the live desktop is read while the lease is
+        // still held; a record made at execution (or none at all) needs no
+        // lease, and everything goes back at once.
+        let (outcome, released) =
+            if preview.envelope().postcondition.is_none() || core.runtime.evidence_is_recorded() {
+                tokio::join!(judge(&core, &preview, &receipt), guard.release())
+            } else {
+                guard
+                    .release_lease_after(judge(&core, &preview, &receipt))
+                    .await
+            };
         // The action's entries are written before its end is reported.
         core.recorder.flush().await;
         if let Err(cleanup) = released {

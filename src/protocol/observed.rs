@@ -14,7 +14,7 @@ use crate::contracts::{TargetEvidence, WindowId};
 use crate::journal::events;
 use crate::runtime::{
     ActionRequest, ComputerUseRuntime, Observations, ProposedAction, check_known_arguments,
-    derive_postcondition,
+    check_targeting, derive_postcondition,
 };
 
 /// The longest a preview may authorize, in milliseconds (five minutes).
@@ -133,6 +133,9 @@ impl<R: ComputerUseRuntime> Observed<R> {
             );
         }
         let action = derived.as_ref().unwrap_or(action);
+        // Arguments that aim the tool elsewhere than the target evidence
+        // (upstream's tools obey `target_window_id`) are refused.
+        check_targeting(&action.arguments, action.target.as_ref())?;
         // The frame the person deciding later is shown: moved, not copied.
         let window_only = self
             .observations

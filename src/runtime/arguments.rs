@@ -17,6 +17,7 @@ use std::sync::LazyLock;
 use serde_json::{Value, json};
 
 use crate::ComputerUseError;
+use crate::contracts::{TargetEvidence, WindowId};
 
 /// The targeting arguments upstream's pointer and keyboard tools accept.
 fn with_targeting(mut properties: Value) -> Value {
@@ -78,7 +79,7 @@ static KNOWN: LazyLock<BTreeMap<&'static str, Value>> = LazyLock::new(|| {
             with_targeting(json!({
                 "coordinate": pair(),
                 "direction": { "type": "string", "enum": ["up", "down", "left", "right"] },
-                "amount": { "type": "integer" },
+                "amount": { "type": "integer", "exclusiveMinimum": 0 },
             })),
             &["coordinate", "direction"],
         ),
@@ -100,7 +101,7 @@ static KNOWN: LazyLock<BTreeMap<&'static str, Value>> = LazyLock::new(|| {
         object(
             with_targeting(json!({
                 "text": { "type": "string" },
-                "repeat": { "type": "integer" },
+                "repeat": { "type": "integer", "exclusiveMinimum": 0 },
             })),
             &["text"],
         ),
@@ -110,14 +111,17 @@ static KNOWN: LazyLock<BTreeMap<&'static str, Value>> = LazyLock::new(|| {
         object(
             with_targeting(json!({
                 "keys": { "type": "array", "items": { "type": "string" } },
-                "duration": { "type": "number" },
+                "duration": { "type": "number", "exclusiveMinimum": 0 },
             })),
             &["keys", "duration"],
         ),
     );
     known.insert(
         "wait",
-        object(json!({ "duration": { "type": "number" } }), &["duration"]),
+        object(
+            json!({ "duration": { "type": "number", "exclusiveMinimum": 0, "maximum": 300 } }),
+            &["duration"],
+        ),
     );
     known
 });
@@ -145,8 +149,23 @@ pub(crate) fn check_known(tool: &str, arguments: &Value) -> Result<(), ComputerU
     }
 }
 
-fn clip(text: &str) -> String {
-    text.chars().take(120).collect()
+/// What a value is, never what it holds: arguments may carry secrets (a
+/// password given to `type`), and errors end up in logs.
+fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// The keys given, never their values.
+fn keys(given: &serde_json::Map<String, Value>) -> String {
+    let names: Vec<&str> = given.keys().map(String::as_str).collect();
+    format!("arguments with keys [{}]", names.join(", "))
 }
 
 fn refuse(object: &'static str, expected: String, actual: String) -> ComputerUseError {
@@ -163,7 +182,9 @@ fn refuse(object: &'static str, expected: String, actual: String) -> ComputerUse
 fn of_type(value: &Value, wanted: &Value) -> bool {
     let is = |name: &str| match name {
         "string" => value.is_string(),
-        "integer" => value.is_i64() || value.is_u64(),
+        "integer" => {
+            value.is_i64() || value.is_u64() || value.as_f64().is_some_and(|f| f.fract() == 0.0)
+        }
         "number" => value.is_number(),
         "boolean" => value.is_boolean(),
         "array" => value.is_array(),
@@ -191,6 +212,15 @@ fn fits(value: &Value, schema: &Value) -> bool {
     {
         return false;
     }
+    if let Some(number) = value.as_f64() {
+        let bound = |key: &str| schema.get(key).and_then(Value::as_f64);
+        if bound("exclusiveMinimum").is_some_and(|min| number <= min)
+            || bound("minimum").is_some_and(|min| number < min)
+            || bound("maximum").is_some_and(|max| number > max)
+        {
+            return false;
+        }
+    }
     if let Some(items) = value.as_array() {
         let len = items.len() as u64;
         let bound = |key: &str| schema.get(key).and_then(Value::as_u64);
@@ -217,11 +247,7 @@ pub(crate) fn check(
     object: &'static str,
 ) -> Result<(), ComputerUseError> {
     let Value::Object(given) = arguments else {
-        return Err(refuse(
-            object,
-            "an object".into(),
-            clip(&arguments.to_string()),
-        ));
+        return Err(refuse(object, "an object".into(), kind(arguments).into()));
     };
     if let Some(required) = schema.get("required").and_then(Value::as_array) {
         for key in required.iter().filter_map(Value::as_str) {
@@ -229,7 +255,7 @@ pub(crate) fn check(
                 return Err(refuse(
                     object,
                     format!("arguments with {key:?}"),
-                    clip(&arguments.to_string()),
+                    keys(given),
                 ));
             }
         }
@@ -243,7 +269,7 @@ pub(crate) fn check(
                 return Err(refuse(
                     object,
                     format!("{key} as {wanted}"),
-                    clip(&value.to_string()),
+                    format!("{key} as {}", kind(value)),
                 ));
             }
         }
@@ -260,8 +286,57 @@ pub(crate) fn check(
                 "only {}",
                 properties.keys().cloned().collect::<Vec<_>>().join(", ")
             ),
-            clip(extra),
+            format!("{:?}", extra.chars().take(64).collect::<String>()),
         ));
+    }
+    Ok(())
+}
+
+/// Argument keys that name a window, and keys that name an app: upstream's
+/// low-level tools act on these (`target_window_id` "takes precedence"),
+/// while policy, the reservation and the lease are decided on the action's
+/// target evidence.
+const WINDOW_KEYS: [&str; 2] = ["target_window_id", "window_id"];
+const APP_KEYS: [&str; 3] = ["target_app", "bundle_id", "app_id"];
+
+/// Refuses arguments that name a window or an app other than the action's
+/// target (or any, for an action without target evidence): what runs must
+/// be aimed where the reservation and the lease were taken.
+pub(crate) fn check_targeting(
+    arguments: &Value,
+    target: Option<&TargetEvidence>,
+) -> Result<(), ComputerUseError> {
+    let Value::Object(given) = arguments else {
+        return Ok(());
+    };
+    for (key, value) in given {
+        let (named, what) = if WINDOW_KEYS.contains(&key.as_str()) {
+            let window = target.and_then(|t| t.window_id.as_ref());
+            (
+                window.map(|w| match w {
+                    WindowId::Number(n) => value.as_f64() == Some(*n as f64),
+                    WindowId::Name(name) => value.as_str() == Some(name.as_str()),
+                }),
+                "window",
+            )
+        } else if APP_KEYS.contains(&key.as_str()) {
+            (
+                target.map(|t| value.as_str() == Some(t.app_id.as_str())),
+                "app",
+            )
+        } else {
+            continue;
+        };
+        if named != Some(true) {
+            return Err(refuse(
+                "ProposedAction",
+                format!("{key} naming the action's target {what}, or left out"),
+                match named {
+                    None => format!("{key} with no target evidence for a {what}"),
+                    Some(_) => format!("{key} naming another {what}"),
+                },
+            ));
+        }
     }
     Ok(())
 }

@@ -29,7 +29,9 @@ mod target;
 use std::future::Future;
 
 pub use arguments::known_schema;
-pub(crate) use arguments::{check as check_arguments, check_known as check_known_arguments};
+pub(crate) use arguments::{
+    check as check_arguments, check_known as check_known_arguments, check_targeting,
+};
 pub use cancel::{AgentInterrupter, CancellationBridge, StopKind};
 pub use effect::NamedEffect;
 pub(crate) use effect::{derive as derive_postcondition, why_none as why_no_postcondition};
@@ -159,7 +161,9 @@ pub trait ComputerUseRuntime: Send + Sync + 'static {
         proof: &ExecuteProof<'_>,
     ) -> impl Future<Output = Result<ExecutionReceipt, ComputerUseError>> + Send;
 
-    /// Gathers the evidence that the action had its intended effect: a
+    /// Gathers the evidence that the action had its intended effect (with
+    /// the lease still held, unless
+    /// [`ComputerUseRuntime::evidence_is_recorded`]): a
     /// `verification` object (`satisfied`, `observedDigest`, ...) as the
     /// seeds define it, or `None` when there is none. The default reads it
     /// from the receipt's `result`. A runtime whose server reports its own
@@ -177,6 +181,16 @@ pub trait ComputerUseRuntime: Send + Sync + 'static {
         let _ = postcondition;
         let found = receipt_verification(receipt).cloned();
         async move { Ok(found) }
+    }
+
+    /// Whether [`ComputerUseRuntime::evidence`] reads a record the runtime
+    /// made while it executed the action (upstream's `action.verified`
+    /// event), rather than the desktop as it is now. Only then may the
+    /// chain give back the lease while it reads the evidence, saving a round
+    /// trip; otherwise (the default) the lease is held until the evidence is
+    /// in, so no other writer can change what is read.
+    fn evidence_is_recorded(&self) -> bool {
+        false
     }
 
     /// Pauses the session, revoking mutation authority.

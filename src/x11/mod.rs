@@ -788,7 +788,14 @@ impl DesktopBackend for X11Desktop {
         postcondition: Option<&Value>,
         _target: Option<&TargetEvidence>,
     ) -> EffectCheck {
-        if tool == "write_clipboard" {
+        // A clipboard write's digest is checked on the clipboard itself; a
+        // postcondition of another kind (a window that must exist) is
+        // checked as what it says, never counted as holding unread.
+        let names_a_digest = |p: &Value| {
+            serde_json::from_value::<ActionPostcondition>(p.clone())
+                .is_ok_and(|p| p.expected_digest().is_some())
+        };
+        if tool == "write_clipboard" && postcondition.is_none_or(names_a_digest) {
             return self.clipboard_check(args, postcondition);
         }
         match postcondition {

@@ -82,6 +82,8 @@ pub struct Script {
     /// The postcondition the runtime offers for an effect the chain names
     /// (`effect_postcondition`); none when unset.
     pub effect_postcondition: Option<EffectCheck>,
+    /// `evidence_is_recorded`: the evidence is a record made at execution.
+    pub evidence_recorded: bool,
 }
 
 /// What a scripted runtime offers for a named effect.
@@ -408,6 +410,10 @@ impl ComputerUseRuntime for FakeRuntime {
         truth.active_leases.remove(&proof.lease().lease_id);
         truth.lease_releases.push(proof.lease().lease_id.clone());
         Ok(())
+    }
+
+    fn evidence_is_recorded(&self) -> bool {
+        self.script().evidence_recorded
     }
 
     fn effect_postcondition(&self, effect: &NamedEffect<'_>) -> Option<ActionPostcondition> {

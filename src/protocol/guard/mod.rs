@@ -110,6 +110,18 @@ async fn bounded<F: Future>(
     }
 }
 
+/// The outcome of giving back a lease and a reservation: both were
+/// attempted; when both failed, the lease's failure comes first.
+fn lease_first(
+    lease: Result<(), ComputerUseError>,
+    reservation: Result<(), ComputerUseError>,
+) -> Result<(), ComputerUseError> {
+    match (lease, reservation) {
+        (Ok(()), second) => second,
+        (Err(first), second) => Err(ComputerUseError::with_cleanup(first, second)),
+    }
+}
+
 /// Hands `held` to the reaper; when the reaper has stopped, counts it lost.
 /// True when it was handed over.
 fn send<R: ComputerUseRuntime>(handle: &ReleaseHandle<R>, held: Held, how: Reap) -> bool {
@@ -286,10 +298,27 @@ impl<R: ComputerUseRuntime> ActionGuard<R> {
                 }
             }
         );
-        match (lease, reservation) {
-            (Ok(()), second) => second,
-            (Err(first), second) => Err(ComputerUseError::with_cleanup(first, second)),
-        }
+        lease_first(lease, reservation)
+    }
+
+    /// Releases the reservation while `before` runs, and the lease once it
+    /// has: for evidence read from the live desktop, which must be read
+    /// while this action is still the one writer. The lease stays in the
+    /// guard until then, so a chain dropped mid-way hands it to the reaper.
+    pub(crate) async fn release_lease_after<F: Future>(
+        mut self,
+        before: F,
+    ) -> (F::Output, Result<(), ComputerUseError>) {
+        let handle = Arc::clone(&self.handle);
+        let reservation = self.reservation.take();
+        let (output, reservation) = tokio::join!(before, async {
+            match &reservation {
+                Some(slot) => Self::release_one(&handle, slot).await,
+                None => Ok(()),
+            }
+        });
+        let lease = self.release().await;
+        (output, lease_first(lease, reservation))
     }
 
     /// Releases after a failure: the primary error stays first, and a failed

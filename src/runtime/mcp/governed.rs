@@ -320,6 +320,13 @@ impl ComputerUseRuntime for ComputerUseMcpRuntime {
         self.announced.postcondition(effect)
     }
 
+    /// The server's evidence is its `action.verified` event, published while
+    /// it executed the action (before `action.committed`): a record, not a
+    /// fresh look at the desktop.
+    fn evidence_is_recorded(&self) -> bool {
+        true
+    }
+
     /// The server's own check of the action, read from its `action.verified`
     /// event; `None` when it reported none.
     async fn evidence(

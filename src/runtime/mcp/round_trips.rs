@@ -59,11 +59,13 @@ impl RoundTrips {
         self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Forgets every round recorded (requests still in flight stay in
-    /// flight, and are not counted).
+    /// Forgets every round recorded, and every request still in flight (a
+    /// request never answered, timed out or cancelled, would otherwise hold
+    /// its round open for good).
     pub fn reset(&self) {
         let mut log = self.log();
         log.rounds.clear();
+        log.in_flight.clear();
         log.open = false;
     }
 
