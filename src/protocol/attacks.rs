@@ -142,8 +142,10 @@
 //! ## Leaking a reservation or a lease (findings 8, 9, 11)
 //!
 //! `Reserved`, `Leased` and `Executed` own an action guard holding the
-//! reservation and the lease. Every terminal path releases both explicitly,
-//! the lease first; `Drop` hands what is left to the session's reaper. The
+//! reservation and the lease. Every terminal path releases both explicitly
+//! (together, once the mutation has answered; the lease only after evidence
+//! read from the live desktop is in); `Drop` hands what is left to the
+//! session's reaper. The
 //! reaper runs each release as its own task under a timeout, so a release
 //! that panics or hangs is counted as failed and the reaper goes on. The
 //! session keeps a ledger of everything its actions hold, so
