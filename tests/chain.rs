@@ -22,14 +22,6 @@ async fn pending(rig: &Rig, id: &str) -> PendingApproval<FakeRuntime> {
     }
 }
 
-fn completed(outcome: ChainOutcome<FakeRuntime>) -> Verified {
-    match outcome {
-        ChainOutcome::Completed(verified) => verified,
-        ChainOutcome::NeedsApproval(_) => panic!("unexpected approval"),
-        ChainOutcome::Blocked(b) => panic!("unexpected block: {}", b.blocker()),
-    }
-}
-
 #[tokio::test]
 async fn observations_run_concurrently_and_exactly_one_mutation_happens() {
     let rig = rig();

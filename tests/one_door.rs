@@ -16,14 +16,6 @@ use adk_computer_use::protocol::*;
 use common::*;
 use serde_json::json;
 
-fn completed(outcome: ChainOutcome<FakeRuntime>) -> Verified {
-    match outcome {
-        ChainOutcome::Completed(verified) => verified,
-        ChainOutcome::NeedsApproval(_) => panic!("unexpected approval"),
-        ChainOutcome::Blocked(b) => panic!("unexpected block: {}", b.blocker()),
-    }
-}
-
 async fn pending(rig: &Rig, id: &str) -> PendingApproval<FakeRuntime> {
     rig.runtime.script().route = Some(PreviewRoute::NeedsApproval);
     match rig.session.run(action(id)).await.unwrap() {

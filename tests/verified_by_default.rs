@@ -17,14 +17,6 @@ use adk_computer_use::{ComputerUseError, VerificationOutcome};
 use common::*;
 use serde_json::json;
 
-fn completed(outcome: ChainOutcome<FakeRuntime>) -> Verified {
-    match outcome {
-        ChainOutcome::Completed(verified) => verified,
-        ChainOutcome::NeedsApproval(_) => panic!("unexpected approval"),
-        ChainOutcome::Blocked(b) => panic!("unexpected block: {}", b.blocker()),
-    }
-}
-
 /// The clipboard check a runtime offers: its viewer's text area holding
 /// the digest it is told.
 fn viewer_holding(digest: String) -> ActionPostcondition {

@@ -362,3 +362,18 @@ fn canonical_json_sorts_keys_and_drops_whitespace() {
         "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
     );
 }
+
+#[test]
+fn a_data_labels_spelling_is_its_wire_form() {
+    for label in [
+        DataLabel::Public,
+        DataLabel::Private,
+        DataLabel::Credential,
+        DataLabel::Payment,
+        DataLabel::Health,
+        DataLabel::Unknown,
+    ] {
+        assert_eq!(serde_json::to_value(label).unwrap(), label.as_str());
+        assert_eq!(label.to_string(), label.as_str());
+    }
+}

@@ -52,8 +52,9 @@ async fn a_clipboard_write_lands_on_the_real_selection_and_is_verified_by_the_se
     let session = session(&runtime, "Xmessage");
     for text in ["first text on X11", "second text, ünïcode ✓"] {
         let postcondition = ActionPostcondition::try_from(PostconditionFields::UiElement {
-            role: Some("clipboard".into()),
-            label: Some("CLIPBOARD".into()),
+            // The clipboard check the server announces.
+            role: Some(adk_computer_use::sim::CLIPBOARD_ROLE.into()),
+            label: Some(adk_computer_use::sim::CLIPBOARD_LABEL.into()),
             exists: true,
             value_digest: Some(sha256_prefixed(text)),
         })

@@ -535,3 +535,40 @@ async fn evidence_citing_another_windows_frame_does_not_vouch_for_the_target() {
         "a frame of another window must not vouch for the terminal"
     );
 }
+
+/// A clipboard write is judged on the clipboard only for the clipboard
+/// check the server announces: a postcondition naming an element (or a
+/// window) with the written text's digest is not counted as holding
+/// because the clipboard does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(adk_has_display),
+    ignore = "needs an X server: set DISPLAY (.ci/run starts Xvfb)"
+)]
+async fn only_the_announced_clipboard_check_is_judged_on_the_clipboard() {
+    if !display() {
+        return;
+    }
+    let _display = DISPLAY_LOCK.lock().await;
+    let mut desktop = X11Desktop::connect().unwrap();
+    let text = "judged on the clipboard";
+    let args = json!({ "text": text });
+    desktop.apply("write_clipboard", &args, None).unwrap();
+    let element = |role: &str, label: &str| {
+        json!({ "kind": "ui_element", "role": role, "label": label, "exists": true,
+                "valueDigest": adk_computer_use::digest::sha256_prefixed(text) })
+    };
+    let announced = element(
+        adk_computer_use::sim::CLIPBOARD_ROLE,
+        adk_computer_use::sim::CLIPBOARD_LABEL,
+    );
+    let check = desktop.verify("write_clipboard", &args, Some(&announced), None);
+    assert!(check.verified, "{check:?}");
+    assert_eq!(check.method, "x11_selection_readback");
+    let other = element("AXTextField", "Password");
+    let check = desktop.verify("write_clipboard", &args, Some(&other), None);
+    assert!(!check.verified, "an element X11 cannot read: {check:?}");
+    let window = json!({ "kind": "window", "windowId": 999_999_999u64, "exists": true });
+    let check = desktop.verify("write_clipboard", &args, Some(&window), None);
+    assert!(!check.verified, "a window that is not there: {check:?}");
+}

@@ -144,6 +144,41 @@ pub enum DataLabel {
     Unknown,
 }
 
+impl DataLabel {
+    /// The wire spelling (`public`, `private`, `credential`, `payment`,
+    /// `health`, `unknown`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Public => "public",
+            Self::Private => "private",
+            Self::Credential => "credential",
+            Self::Payment => "payment",
+            Self::Health => "health",
+            Self::Unknown => "unknown",
+        }
+    }
+}
+
+impl fmt::Display for DataLabel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What a JSON value is (`a string`, `an object`, ...), never what it
+/// holds: how an error names a value that may carry a secret.
+pub(crate) fn json_kind(value: &serde_json::Value) -> &'static str {
+    use serde_json::Value;
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
 /// A window identifier: a number on most platforms, a string on some.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(untagged)]

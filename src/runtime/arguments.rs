@@ -17,7 +17,7 @@ use std::sync::LazyLock;
 use serde_json::{Value, json};
 
 use crate::ComputerUseError;
-use crate::contracts::{TargetEvidence, WindowId};
+use crate::contracts::{TargetEvidence, WindowId, json_kind};
 
 /// The targeting arguments upstream's pointer and keyboard tools accept.
 fn with_targeting(mut properties: Value) -> Value {
@@ -149,19 +149,6 @@ pub(crate) fn check_known(tool: &str, arguments: &Value) -> Result<(), ComputerU
     }
 }
 
-/// What a value is, never what it holds: arguments may carry secrets (a
-/// password given to `type`), and errors end up in logs.
-fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
 /// The keys given, never their values.
 fn keys(given: &serde_json::Map<String, Value>) -> String {
     let names: Vec<&str> = given.keys().map(String::as_str).collect();
@@ -247,7 +234,11 @@ pub(crate) fn check(
     object: &'static str,
 ) -> Result<(), ComputerUseError> {
     let Value::Object(given) = arguments else {
-        return Err(refuse(object, "an object".into(), kind(arguments).into()));
+        return Err(refuse(
+            object,
+            "an object".into(),
+            json_kind(arguments).into(),
+        ));
     };
     if let Some(required) = schema.get("required").and_then(Value::as_array) {
         for key in required.iter().filter_map(Value::as_str) {
@@ -269,7 +260,7 @@ pub(crate) fn check(
                 return Err(refuse(
                     object,
                     format!("{key} as {wanted}"),
-                    format!("{key} as {}", kind(value)),
+                    format!("{key} as {}", json_kind(value)),
                 ));
             }
         }

@@ -29,9 +29,8 @@ use tokio::sync::watch;
 
 use crate::ComputerUseError;
 
-/// The key, in the `initialize` request's `capabilities.experimental`
-/// map, under which a client presents its credential as `{"token": ...}`.
-pub const CREDENTIAL_CAPABILITY: &str = "adk/credential";
+/// The key under which a client presents its credential: the adapter's.
+pub use crate::runtime::mcp::CREDENTIAL_CAPABILITY;
 
 /// The refusal code `approve_action` answers a connection that holds the
 /// agent credential with.

@@ -95,8 +95,10 @@ pub fn announced_effect_checks() -> serde_json::Map<String, Value> {
     checks
 }
 
-/// Whether `postcondition` is the announced clipboard check.
-fn is_clipboard_check(postcondition: &ActionPostcondition) -> bool {
+/// Whether `postcondition` is the announced clipboard check: both desktops
+/// judge only this form of a clipboard write's postcondition on the
+/// clipboard itself.
+pub(crate) fn is_clipboard_check(postcondition: &ActionPostcondition) -> bool {
     matches!(
         postcondition.fields(),
         PostconditionFields::UiElement { role: Some(role), label: Some(label), exists: true, .. }

@@ -48,6 +48,7 @@ pub use backend::{
     ApplyError, BOUNDS_TOLERANCE_PX, DesktopBackend, EffectCheck, Frame, PointerAndFocus,
     Revalidation, bounds_agree, stated_or_same,
 };
+pub(crate) use desktop::is_clipboard_check;
 pub use desktop::{
     App, CLIPBOARD_APP, CLIPBOARD_LABEL, CLIPBOARD_ROLE, CLIPBOARD_WINDOW, Desktop, Element, Window,
 };

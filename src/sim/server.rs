@@ -54,18 +54,6 @@ fn success(answer: SimAnswer) -> CallToolResult {
     result
 }
 
-/// The JSON type of `value`, as an error names it.
-fn json_kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
 fn refused(error: SimError) -> CallToolResult {
     if error.crash {
         eprintln!("computer-use-sim: {}; exiting", error.message);
@@ -461,7 +449,7 @@ impl ServerHandler for SimServer {
                 .params
                 .as_ref()
                 .and_then(|p| p.get("arguments"))
-                .map_or("nothing", json_kind);
+                .map_or("nothing", crate::contracts::json_kind);
             return Err(McpError::new(
                 ErrorCode::INTERNAL_ERROR,
                 format!("params.arguments: expected an object, received {arguments}"),

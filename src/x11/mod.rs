@@ -788,14 +788,15 @@ impl DesktopBackend for X11Desktop {
         postcondition: Option<&Value>,
         _target: Option<&TargetEvidence>,
     ) -> EffectCheck {
-        // A clipboard write's digest is checked on the clipboard itself; a
-        // postcondition of another kind (a window that must exist) is
-        // checked as what it says, never counted as holding unread.
-        let names_a_digest = |p: &Value| {
+        // The announced clipboard check is judged on the clipboard itself,
+        // as the simulated desktop judges it; any other postcondition (an
+        // element, a window that must exist) is checked as what it says,
+        // never counted as holding because the clipboard does.
+        let clipboard_form = |p: &Value| {
             serde_json::from_value::<ActionPostcondition>(p.clone())
-                .is_ok_and(|p| p.expected_digest().is_some())
+                .is_ok_and(|p| crate::sim::is_clipboard_check(&p))
         };
-        if tool == "write_clipboard" && postcondition.is_none_or(names_a_digest) {
+        if tool == "write_clipboard" && postcondition.is_none_or(clipboard_form) {
             return self.clipboard_check(args, postcondition);
         }
         match postcondition {

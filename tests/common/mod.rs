@@ -583,6 +583,18 @@ pub fn action(id: &str) -> ProposedAction {
     .with_target(target())
 }
 
+/// The verified end of a chain that ran; any other end fails the test.
+pub fn completed<R: ComputerUseRuntime>(
+    outcome: adk_computer_use::protocol::ChainOutcome<R>,
+) -> adk_computer_use::protocol::Verified {
+    use adk_computer_use::protocol::ChainOutcome;
+    match outcome {
+        ChainOutcome::Completed(verified) => verified,
+        ChainOutcome::NeedsApproval(_) => panic!("unexpected approval"),
+        ChainOutcome::Blocked(b) => panic!("unexpected block: {}", b.blocker()),
+    }
+}
+
 /// The checkpoint refusal `result` ended with; any other end fails the test.
 pub fn refusal_of<T>(
     result: Result<T, ComputerUseError>,

@@ -147,16 +147,7 @@ fn expired(view: &CheckpointView) -> bool {
 }
 
 fn line(view: &CheckpointView) -> String {
-    let labels: Vec<String> = view
-        .data_labels
-        .iter()
-        .map(|l| {
-            serde_json::to_value(l)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_owned))
-                .unwrap_or_default()
-        })
-        .collect();
+    let labels: Vec<&str> = view.data_labels.iter().map(|l| l.as_str()).collect();
     safe(&format!(
         "{}  {}  {} ({}) on {}  labels [{}]  expires {}  {}",
         view.id,

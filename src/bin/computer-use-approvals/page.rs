@@ -277,16 +277,7 @@ fn clipped(value: &str) -> String {
 
 fn card(page: &Page, view: &CheckpointView) -> String {
     let id = view.id.as_str();
-    let labels: Vec<String> = view
-        .data_labels
-        .iter()
-        .map(|l| {
-            serde_json::to_value(l)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_owned))
-                .unwrap_or_default()
-        })
-        .collect();
+    let labels: Vec<&str> = view.data_labels.iter().map(|l| l.as_str()).collect();
     let pretty = |value: Option<serde_json::Value>| {
         value
             .and_then(|a| serde_json::to_string_pretty(&a).ok())

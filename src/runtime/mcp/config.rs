@@ -84,7 +84,7 @@ impl std::fmt::Debug for McpRuntimeConfig {
 
 /// The key, in the `initialize` request's `capabilities.experimental` map,
 /// under which the credential goes.
-pub(super) const CREDENTIAL_CAPABILITY: &str = "adk/credential";
+pub const CREDENTIAL_CAPABILITY: &str = "adk/credential";
 
 /// A client transport that presents `credential` in the `initialize`
 /// request it sends, and passes everything else through unchanged.

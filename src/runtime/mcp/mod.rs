@@ -29,7 +29,7 @@ mod wire;
 pub use announced::EFFECT_CHECKS_CAPABILITY;
 pub use approver::{GrantRequest, McpApprover};
 pub use client::ComputerUseMcpRuntime;
-pub use config::{McpRuntimeConfig, TraceContext};
+pub use config::{CREDENTIAL_CAPABILITY, McpRuntimeConfig, TraceContext};
 /// The rmcp crate this adapter speaks through, for building custom transports.
 pub use rmcp;
 pub use round_trips::{CountedTransport, RoundTrips};
