@@ -3,17 +3,14 @@
 //! first part, counted instead of timed: counting every allocation costs
 //! time, so the timing runs without it).
 //!
-//! `cargo bench --features sim --bench allocations`
+//! `cargo bench --bench allocations`
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
-
-#[path = "../tests/sim_support/mod.rs"]
-mod sim_support;
 
 mod in_process;
 
 use std::sync::Arc;
 
-use adk_computer_use::protocol::ChainOutcome;
+use adk_computer_use::chain::ChainOutcome;
 use adk_computer_use::runtime::ObservationScope;
 use in_process::{NoopRuntime, bench_action, raw_in_process, session};
 

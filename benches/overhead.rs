@@ -1,7 +1,7 @@
 //! What governance costs, measured against the same runtime calls made raw
 //! in the same run (no timed assertions: the figures are printed).
 //!
-//! `cargo bench --features sim --bench overhead`
+//! `cargo bench --bench overhead`
 //!
 //! 1. In process: the whole chain for one action against a no-op runtime,
 //!    versus the same runtime calls made raw with no checks (three
@@ -15,7 +15,7 @@
 //! 4. With `--features x11` and a display (`$DISPLAY`): one observation
 //!    round on the real display (the frame's bytes, `snapshot` and
 //!    `get_ui_tree` times), then governed clipboard writes against the same
-//!    calls made raw, through `computer-use-sim --x11` (`OVERHEAD_PART=x11`
+//!    calls made raw, through `computer-use-server --desktop x11` (`OVERHEAD_PART=x11`
 //!    runs only this part).
 //! 5. With `OVERHEAD_SERVER` (upstream's `serve.sh`): the round trips of one
 //!    governed action counted on the wire, governed against raw on that
@@ -29,9 +29,6 @@
 //! `valgrind --tool=callgrind`; `OVERHEAD_SHOW_ROUNDS=1` prints every round.
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "../tests/sim_support/mod.rs"]
-mod sim_support;
-
 mod in_process;
 
 use in_process::{NoopRuntime, bench_action, raw_in_process, session};
@@ -40,16 +37,16 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use adk_computer_use::auth::{ScopeAuthorizer, VerifiedIdentity};
+use adk_computer_use::chain::{ChainOutcome, Session};
 use adk_computer_use::contracts::*;
-use adk_computer_use::protocol::{ChainOutcome, Session};
-use adk_computer_use::runtime::mcp::{
+use adk_computer_use::mcp::{
     ComputerUseMcpRuntime, CountedTransport, McpRuntimeConfig, RoundTrips, decode_tool_result, rmcp,
 };
 use adk_computer_use::runtime::*;
-use adk_computer_use::sim::{CLIPBOARD_APP, CLIPBOARD_WINDOW};
+use computer_use_server::{CLIPBOARD_APP, CLIPBOARD_WINDOW};
 use serde_json::{Map, Value, json};
 
-use sim_support::PRINCIPAL;
+use adk_computer_use_testkit::child::PRINCIPAL;
 
 fn median(mut samples: Vec<f64>) -> f64 {
     samples.sort_by(|a, b| a.total_cmp(b));
@@ -319,14 +316,21 @@ impl Server {
         match self {
             Self::Sim => {
                 let mut command =
-                    tokio::process::Command::new(env!("CARGO_BIN_EXE_computer-use-sim"));
+                    tokio::process::Command::new(adk_computer_use_testkit::binary::path(
+                        adk_computer_use_testkit::binary::SERVER,
+                    ));
                 command.arg("--principal").arg(PRINCIPAL);
                 command
             }
             Self::X11(_) => {
                 let mut command =
-                    tokio::process::Command::new(env!("CARGO_BIN_EXE_computer-use-sim"));
-                command.arg("--principal").arg(PRINCIPAL).arg("--x11");
+                    tokio::process::Command::new(adk_computer_use_testkit::binary::path(
+                        adk_computer_use_testkit::binary::SERVER,
+                    ));
+                command
+                    .arg("--principal")
+                    .arg(PRINCIPAL)
+                    .args(["--desktop", "x11"]);
                 command
             }
             Self::Upstream(parts) => {
@@ -367,7 +371,7 @@ impl Server {
     /// "Put this text on the clipboard", with a digest postcondition, aimed
     /// at the server's own desktop.
     fn action(&self, id: &str) -> ProposedAction {
-        let mut action = sim_support::write_clipboard(id, id, true);
+        let mut action = adk_computer_use_testkit::child::write_clipboard(id, id, true);
         if let Self::X11(_) = self {
             // The session derives the evidence from what it observed.
             action.target = None;
@@ -610,7 +614,7 @@ fn versus_upstream_crate(rt: &tokio::runtime::Runtime, parts: &[String], refbenc
 /// The app of the window the X11 part acts on.
 const X11_APP: &str = "Xmessage";
 
-/// The real display `$DISPLAY` names, through `computer-use-sim --x11`:
+/// The real display `$DISPLAY` names, through `computer-use-server --desktop x11`:
 /// what one observation round costs (the frame's bytes and the time of
 /// `snapshot` and `get_ui_tree`), then governed against raw clipboard
 /// writes, as over MCP.
@@ -703,20 +707,25 @@ async fn shadow(client: &RawClient, n: usize, tool: &str, arguments: Value) -> (
 // ---- 3. concurrency -------------------------------------------------------------------
 
 fn concurrency(rt: &tokio::runtime::Runtime, agents: usize, chains_per_agent: usize) {
-    let runtime = rt.block_on(sim_support::spawn_sim(&[]));
+    let runtime = rt.block_on(adk_computer_use_testkit::child::spawn_sim(&[]));
     let start = Instant::now();
     let latencies = rt.block_on(async {
         let mut tasks = Vec::new();
         for agent in 0..agents {
             let runtime = Arc::clone(&runtime);
             tasks.push(tokio::spawn(async move {
-                let session = sim_support::session(&runtime, &format!("agent-{agent}"));
+                let session =
+                    adk_computer_use_testkit::child::session(&runtime, &format!("agent-{agent}"));
                 let mut latencies = Vec::new();
                 for n in 0..chains_per_agent {
                     let id = format!("c-{agent}-{n}");
                     let began = Instant::now();
-                    let (done, _retries) =
-                        sim_support::run_until_done(&session, &id, (agent * 7919 + n) as u64).await;
+                    let (done, _retries) = adk_computer_use_testkit::child::run_until_done(
+                        &session,
+                        &id,
+                        (agent * 7919 + n) as u64,
+                    )
+                    .await;
                     assert!(done.outcome().is_verified());
                     latencies.push(began.elapsed());
                 }

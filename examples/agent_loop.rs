@@ -2,9 +2,9 @@
 //! loop, with a recorded transcript as the planner.
 //!
 //! ```text
-//! cargo run --features sim --example agent_loop
-//! cargo run --features sim --example agent_loop -- --server <command> [args...]
-//! cargo run --features sim,openai --example agent_loop -- --model [--server ...]
+//! cargo run --example agent_loop
+//! cargo run --example agent_loop -- --server <command> [args...]
+//! cargo run --features openai --example agent_loop -- --model [--server ...]
 //! cargo run --features x11 --example agent_loop -- --x11
 //! ```
 //!
@@ -31,10 +31,10 @@ use std::sync::Arc;
 use adk_computer_use::agent::{AgentLoop, AgentStop, AllowedActions, ScriptedPlanner};
 use adk_computer_use::eval::ComputerUseEvaluator;
 use adk_computer_use::journal::{Journal, MemoryJournal, journal_events, verify_journal};
-use adk_computer_use::sim::{self, CLIPBOARD_APP, SimConfig};
 use adk_computer_use::{
     ComputerUseMcpRuntime, McpRuntimeConfig, ScopeAuthorizer, Session, VerifiedIdentity,
 };
+use computer_use_server::{CLIPBOARD_APP, Config};
 
 #[cfg(feature = "x11")]
 #[path = "support/host.rs"]
@@ -69,7 +69,7 @@ async fn main() -> Result<(), Error> {
         }
         Some(_) => return Err("--server needs a command".into()),
         None => {
-            sim::spawn(SimConfig::for_principal(&principal), config)
+            adk_computer_use_testkit::spawn(Config::for_principal(&principal), config)
                 .await?
                 .0
         }
@@ -78,7 +78,7 @@ async fn main() -> Result<(), Error> {
 
     // What the model may propose: the capabilities the server reports for
     // the tools this host offers it.
-    let allowed = runtime.allowed_actions(&["write_clipboard"]).await?;
+    let allowed = adk_computer_use::agent::allowed_actions(&runtime, &["write_clipboard"]).await?;
     println!(
         "allowed: {} (the schema handed to the model has {} properties)",
         allowed.tools().collect::<Vec<_>>().join(", "),
@@ -159,7 +159,7 @@ async fn run_model(
     _session: &Session<ComputerUseMcpRuntime>,
     _allowed: AllowedActions,
 ) -> Result<adk_computer_use::agent::AgentReport<ComputerUseMcpRuntime>, Error> {
-    Err("--model needs the openai feature: cargo run --features sim,openai --example agent_loop -- --model".into())
+    Err("--model needs the openai feature: cargo run --features openai --example agent_loop -- --model".into())
 }
 
 /// The recorded plans on a real X11 display.
@@ -170,12 +170,12 @@ mod x11 {
     use std::time::Duration;
 
     use adk_computer_use::agent::{AgentLoop, AgentStop, ScriptedPlanner};
-    use adk_computer_use::sim::{self, SimConfig};
-    use adk_computer_use::x11::X11Desktop;
     use adk_computer_use::{
         ComputerUseMcpRuntime, McpRuntimeConfig, ScopeAuthorizer, Session, VerifiedIdentity,
-        runtime::mcp::McpApprover,
+        mcp::McpApprover,
     };
+    use computer_use_server::Config;
+    use computer_use_server::desktop::x11::X11Desktop;
 
     use super::Error;
 
@@ -225,7 +225,7 @@ mod x11 {
             .agent_id("agent-loop-x11")
             .target(app, None)
             .build()?;
-        let allowed = runtime.allowed_actions(&[tool]).await?;
+        let allowed = adk_computer_use::agent::allowed_actions(runtime, &[tool]).await?;
         let planner = ScriptedPlanner::from_transcript(&serde_json::from_str(transcript)?)?;
         let report = AgentLoop::new(&session, planner, allowed)
             .budget(3)
@@ -291,8 +291,8 @@ mod x11 {
                 .map_err(|e| format!("xterm could not be started (apt-get install xterm): {e}"))?,
         );
         // The host keeps the approver; the agent's sessions get the runtime.
-        let (runtime, approver) = sim::spawn_on(
-            SimConfig::for_principal(PRINCIPAL),
+        let (runtime, approver) = adk_computer_use_testkit::spawn_on(
+            Config::for_principal(PRINCIPAL),
             Box::new(X11Desktop::connect()?),
             McpRuntimeConfig::new(PRINCIPAL),
         )

@@ -18,10 +18,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use adk_computer_use::auth::{ScopeAuthorizer, VerifiedIdentity};
-use adk_computer_use::contracts::ExecutionMode;
-use adk_computer_use::protocol::{
+use adk_computer_use::chain::{
     Approval, ChainOutcome, CheckpointId, FileCheckpointStore, SealingKey, Session,
 };
+use adk_computer_use::contracts::ExecutionMode;
 use adk_computer_use::runtime::ProposedAction;
 use serde_json::json;
 

@@ -3,10 +3,10 @@
 //! independent evidence.
 //!
 //! ```text
-//! cargo run --features sim --example live_clipboard -- \
+//! cargo run --example live_clipboard -- \
 //!     "Place the exact public text 'ADK-Rust live prompt completed' on my clipboard."
-//! cargo run --features sim --example live_clipboard -- "..." --server <command> [args...]
-//! cargo run --features sim,openai --example live_clipboard -- "..." --planner model
+//! cargo run --example live_clipboard -- "..." --server <command> [args...]
+//! cargo run --features openai --example live_clipboard -- "..." --planner model
 //! cargo run --features x11 --example live_clipboard -- "..." --x11
 //! ```
 //!
@@ -31,14 +31,14 @@
 use std::sync::Arc;
 
 use adk_computer_use::auth::{ScopeAuthorizer, VerifiedIdentity};
+use adk_computer_use::chain::{ChainOutcome, Session};
 use adk_computer_use::clock::format_rfc3339;
 use adk_computer_use::contracts::*;
 use adk_computer_use::digest::sha256_prefixed;
-use adk_computer_use::protocol::{ChainOutcome, Session};
+use adk_computer_use::mcp::{ComputerUseMcpRuntime, McpApprover, McpRuntimeConfig};
 use adk_computer_use::runtime::ProposedAction;
-use adk_computer_use::runtime::mcp::{ComputerUseMcpRuntime, McpApprover, McpRuntimeConfig};
-use adk_computer_use::sim::{
-    self, CLIPBOARD_APP, CLIPBOARD_LABEL, CLIPBOARD_ROLE, CLIPBOARD_WINDOW, SimConfig,
+use computer_use_server::{
+    self, CLIPBOARD_APP, CLIPBOARD_LABEL, CLIPBOARD_ROLE, CLIPBOARD_WINDOW, Config,
 };
 use serde_json::json;
 
@@ -159,8 +159,8 @@ async fn main() -> Result<(), Error> {
             ComputerUseMcpRuntime::spawn_with_approver(command, config).await?
         }
         Some(_) => return Err("--server needs a command".into()),
-        None if x11 => x11_desktop(SimConfig::for_principal(&principal), config).await?,
-        None => sim::spawn(SimConfig::for_principal(&principal), config).await?,
+        None if x11 => x11_desktop(Config::for_principal(&principal), config).await?,
+        None => adk_computer_use_testkit::spawn(Config::for_principal(&principal), config).await?,
     };
     let runtime = Arc::new(runtime);
     let started = runtime.start_session(Some(&request), None).await?;
@@ -273,22 +273,22 @@ async fn model_writes(
     _session: &Session<ComputerUseMcpRuntime>,
     _request: &str,
 ) -> Result<(), Error> {
-    Err("--planner model needs the openai feature: cargo run --features sim,openai --example live_clipboard -- \"...\" --planner model".into())
+    Err("--planner model needs the openai feature: cargo run --features openai --example live_clipboard -- \"...\" --planner model".into())
 }
 
 /// The real X11 display under the same rules, served in this process.
 #[cfg(feature = "x11")]
 async fn x11_desktop(
-    sim: SimConfig,
+    sim: Config,
     config: McpRuntimeConfig,
 ) -> Result<(ComputerUseMcpRuntime, McpApprover), Error> {
-    let desktop = adk_computer_use::x11::X11Desktop::connect()?;
-    Ok(sim::spawn_on(sim, Box::new(desktop), config).await?)
+    let desktop = computer_use_server::desktop::x11::X11Desktop::connect()?;
+    Ok(adk_computer_use_testkit::spawn_on(sim, Box::new(desktop), config).await?)
 }
 
 #[cfg(not(feature = "x11"))]
 async fn x11_desktop(
-    _sim: SimConfig,
+    _sim: Config,
     _config: McpRuntimeConfig,
 ) -> Result<(ComputerUseMcpRuntime, McpApprover), Error> {
     Err("--x11 needs the x11 feature: cargo run --features x11 --example live_clipboard -- \"...\" --x11".into())

@@ -14,8 +14,8 @@ mod desktop;
 use std::sync::Arc;
 
 use adk_computer_use::auth::{ScopeAuthorizer, VerifiedIdentity};
+use adk_computer_use::chain::{Route, Session};
 use adk_computer_use::contracts::ExecutionMode;
-use adk_computer_use::protocol::{Route, Session};
 use adk_computer_use::runtime::ProposedAction;
 use serde_json::json;
 

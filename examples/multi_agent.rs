@@ -4,8 +4,8 @@
 //! own record shows nothing ran twice.
 //!
 //! ```text
-//! cargo run --features sim --example multi_agent
-//! cargo run --features sim --example multi_agent -- --server <command> [args...]
+//! cargo run --example multi_agent
+//! cargo run --example multi_agent -- --server <command> [args...]
 //! ```
 //!
 //! With `--server`, the principal is read from `COMPUTER_USE_PRINCIPAL_ID`
@@ -15,12 +15,12 @@
 use std::sync::Arc;
 
 use adk_computer_use::auth::{ScopeAuthorizer, VerifiedIdentity};
+use adk_computer_use::chain::{ChainOutcome, Session};
 use adk_computer_use::clock::format_rfc3339;
 use adk_computer_use::contracts::*;
-use adk_computer_use::protocol::{ChainOutcome, Session};
+use adk_computer_use::mcp::{ComputerUseMcpRuntime, McpRuntimeConfig};
 use adk_computer_use::runtime::ProposedAction;
-use adk_computer_use::runtime::mcp::{ComputerUseMcpRuntime, McpRuntimeConfig};
-use adk_computer_use::sim::{self, CLIPBOARD_APP, CLIPBOARD_WINDOW, SimConfig};
+use computer_use_server::{CLIPBOARD_APP, CLIPBOARD_WINDOW, Config};
 use serde_json::{Map, json};
 
 type Error = Box<dyn std::error::Error>;
@@ -117,9 +117,9 @@ async fn main() -> Result<(), Error> {
             ComputerUseMcpRuntime::spawn(command, config).await?
         }
         None => {
-            let mut sim_config = SimConfig::for_principal(PRINCIPAL).with_stats();
+            let mut sim_config = Config::for_principal(PRINCIPAL).with_stats();
             sim_config.slow_ms = 20;
-            sim::spawn(sim_config, config).await?.0
+            adk_computer_use_testkit::spawn(sim_config, config).await?.0
         }
     });
     runtime

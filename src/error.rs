@@ -163,7 +163,7 @@ pub enum ComputerUseError {
         /// The checkpoint id.
         id: String,
         /// Why it was refused.
-        refusal: Box<crate::protocol::CheckpointRefusal>,
+        refusal: Box<crate::chain::CheckpointRefusal>,
     },
 
     /// The mutating call failed in a way that leaves its effect in doubt: the
@@ -256,7 +256,7 @@ impl ComputerUseError {
     /// A refusal of checkpoint `id`.
     pub(crate) fn checkpoint(
         id: impl std::fmt::Display,
-        refusal: crate::protocol::CheckpointRefusal,
+        refusal: crate::chain::CheckpointRefusal,
     ) -> Self {
         Self::Checkpoint {
             id: id.to_string(),
@@ -267,7 +267,7 @@ impl ComputerUseError {
     /// Why a checkpoint was refused, for [`ComputerUseError::Checkpoint`]
     /// (also when it is the primary failure of a
     /// [`ComputerUseError::WithCleanup`]).
-    pub fn checkpoint_refusal(&self) -> Option<&crate::protocol::CheckpointRefusal> {
+    pub fn checkpoint_refusal(&self) -> Option<&crate::chain::CheckpointRefusal> {
         match self {
             Self::Checkpoint { refusal, .. } => Some(&**refusal),
             Self::WithCleanup { primary, .. } => primary.checkpoint_refusal(),

@@ -5,28 +5,32 @@
 //! approve, reserve the target, take the one-writer lease, perform the single
 //! mutation, verify — and checks every answer before trusting it. Each step
 //! is a type (`Observed` → `Previewed` → `Approved` → `Reserved` → `Leased` →
-//! `Executed` → `Verified`, in [`protocol`]) that only the step before it can
+//! `Executed` → `Verified`, in [`chain`]) that only the step before it can
 //! make, so an illegal ordering does not compile.
 //!
 //! # Quick start
 //!
-//! One verified write against the bundled simulator (feature `sim`; any
-//! `computer-use-mcp` v8 server works the same through
-//! `ComputerUseMcpRuntime::spawn`):
+//! One verified write. Here the desktop server runs inside the test's own
+//! process over its simulated desktop (`adk-computer-use-testkit`, a
+//! dev-dependency); in a deployment the same runtime comes from
+//! `ComputerUseMcpRuntime::spawn`, speaking to `computer-use-server` or to
+//! upstream's own v8 server.
 //!
-#![cfg_attr(feature = "sim", doc = "```")]
-#![cfg_attr(not(feature = "sim"), doc = "```ignore")]
+#![cfg_attr(feature = "mcp", doc = "```")]
+#![cfg_attr(not(feature = "mcp"), doc = "```ignore")]
 //! use std::sync::Arc;
 //! use adk_computer_use::{
 //!     ChainOutcome, ExecutionMode, McpRuntimeConfig, ProposedAction, ScopeAuthorizer, Session,
-//!     VerificationOutcome, VerifiedIdentity, sim,
+//!     VerificationOutcome, VerifiedIdentity,
 //! };
+//! use computer_use_server::{CLIPBOARD_APP, Config};
 //! use serde_json::json;
 //!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! // The runtime, acting for the principal your host authenticated.
-//! let (runtime, _approver) = sim::spawn(sim::SimConfig::for_principal("alice"), McpRuntimeConfig::new("alice")).await?;
+//! let (runtime, _approver) =
+//!     adk_computer_use_testkit::spawn(Config::for_principal("alice"), McpRuntimeConfig::new("alice")).await?;
 //! runtime.start_session(Some("put text on the clipboard"), None).await?;
 //!
 //! // The session takes its id and principal from the runtime; the scopes
@@ -34,7 +38,7 @@
 //! let identity = VerifiedIdentity::new("alice", "tenant-1")?;
 //! let authorizer = ScopeAuthorizer::new(identity, ["computer:plan", "computer:execute:background"])?;
 //! let session = Session::builder(Arc::new(runtime), authorizer)
-//!     .target(sim::CLIPBOARD_APP, None)
+//!     .target(CLIPBOARD_APP, None)
 //!     .build()?;
 //!
 //! let action = ProposedAction::new("write_clipboard", json!({ "text": "hi" }), ExecutionMode::Background);
@@ -55,43 +59,48 @@
 //!
 //! # Layers
 //!
-//! Lowest first; each uses only those below it: [`contracts`] (the v8 wire
-//! types), [`binding`] (pure validators binding each answer to its
-//! request), [`journal`] (the hash-chained audit record and its event
-//! vocabulary), [`runtime`] (the runtime trait and the evidence table),
-//! [`protocol`] (the session and its stages), then the adapters, the
-//! simulator and the evaluator: `runtime::mcp`, `sim`, [`eval`]. [`auth`],
-//! [`clock`] and [`digest`] serve all of them.
+//! Lowest first; each uses only those below it:
+//!
+//! 1. [`contracts`]: the v8 wire types and the one tool catalogue
+//!    ([`contracts::catalogue`]), shared with the desktop server;
+//! 2. [`binding`]: pure validators binding each answer to its request;
+//! 3. [`journal`]: the hash-chained audit record and its event vocabulary;
+//! 4. [`runtime`]: the runtime trait, its proofs and the evidence table;
+//! 5. [`chain`]: the session, its stages, and approvals;
+//! 6. `mcp` (feature `mcp`): the runtime over an MCP client; and `pg`
+//!    (feature `postgres`): the stores in PostgreSQL; adapters side by side;
+//! 7. [`agent`]: planners, allowed actions, model formats and the loop;
+//! 8. [`eval`]: the evaluator and its tamper-evident receipt.
+//!
+//! [`auth`], [`clock`] and [`digest`] serve all of them. The desktop
+//! server, the approvals command and page, and the test support are crates
+//! of their own beside this one, so an agent's build carries none of their
+//! desktop or web dependencies.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
 pub mod agent;
 pub mod auth;
 pub mod binding;
+pub mod chain;
 pub mod clock;
 pub mod contracts;
 pub mod digest;
 mod error;
 pub mod eval;
 pub mod journal;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 #[cfg(feature = "postgres")]
 pub mod pg;
-pub mod protocol;
 pub mod runtime;
-pub mod secret;
-#[cfg(feature = "sim")]
-pub mod sim;
-#[cfg(feature = "test-util")]
-pub mod test_util;
-#[cfg(feature = "x11")]
-pub mod x11;
 
 pub use auth::{ScopeAuthorizer, VerifiedIdentity};
+pub use chain::{ChainOutcome, Session};
 pub use contracts::{DataLabel, ExecutionMode};
 pub use error::ComputerUseError;
-pub use protocol::{ChainOutcome, Session};
 #[cfg(feature = "mcp")]
-pub use runtime::mcp::{ComputerUseMcpRuntime, McpRuntimeConfig};
+pub use mcp::{ComputerUseMcpRuntime, McpRuntimeConfig};
 pub use runtime::{ProposedAction, VerificationOutcome};
 
 /// The README's code blocks, compiled as doctests so they stay true.

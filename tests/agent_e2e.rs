@@ -6,28 +6,29 @@
 use std::sync::Arc;
 
 use adk_computer_use::agent::{AgentLoop, AgentStop, AllowedActions, PlanOutput, ScriptedPlanner};
+use adk_computer_use::chain::{Approval, MemoryCheckpointStore, SealingKey};
 use adk_computer_use::contracts::{ApprovalScope, ExecutionMode};
 use adk_computer_use::eval::ComputerUseEvaluator;
 use adk_computer_use::journal::{Journal, MemoryJournal, journal_events, verify_journal};
-use adk_computer_use::protocol::{Approval, MemoryCheckpointStore, SealingKey};
-use adk_computer_use::runtime::mcp::{GrantRequest, McpApprover};
-use adk_computer_use::sim::{self, CLIPBOARD_APP, SimConfig};
+use adk_computer_use::mcp::{GrantRequest, McpApprover};
 use adk_computer_use::{
     ComputerUseMcpRuntime, McpRuntimeConfig, ScopeAuthorizer, Session, VerifiedIdentity,
 };
+use computer_use_server::{CLIPBOARD_APP, Config};
 use serde_json::json;
 
 const TRANSCRIPT: &str = include_str!("../examples/transcripts/three_steps.json");
 
-async fn runtime(sim: SimConfig) -> Arc<ComputerUseMcpRuntime> {
+async fn runtime(sim: Config) -> Arc<ComputerUseMcpRuntime> {
     host(sim).await.0
 }
 
 /// The runtime an agent is handed, and apart from it the host's approver.
-async fn host(sim: SimConfig) -> (Arc<ComputerUseMcpRuntime>, McpApprover) {
-    let (runtime, approver) = sim::spawn(sim.with_stats(), McpRuntimeConfig::new("alice"))
-        .await
-        .unwrap();
+async fn host(sim: Config) -> (Arc<ComputerUseMcpRuntime>, McpApprover) {
+    let (runtime, approver) =
+        adk_computer_use_testkit::spawn(sim.with_stats(), McpRuntimeConfig::new("alice"))
+            .await
+            .unwrap();
     runtime
         .start_session(Some("agent"), Some("team"))
         .await
@@ -59,7 +60,7 @@ fn writes() -> AllowedActions {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_recorded_three_step_task_completes_and_its_journal_evaluates_clean() {
-    let runtime = runtime(SimConfig::for_principal("alice")).await;
+    let runtime = runtime(Config::for_principal("alice")).await;
     let sink = Arc::new(MemoryJournal::new());
     let session = session(&runtime, Arc::new(Journal::new(sink.clone())));
     let planner =
@@ -105,7 +106,7 @@ async fn a_recorded_three_step_task_completes_and_its_journal_evaluates_clean() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_action_that_needs_a_person_is_suspended_and_resumed_once() {
-    let mut config = SimConfig::for_principal("alice");
+    let mut config = Config::for_principal("alice");
     config.confirm_tools.insert("write_clipboard".into());
     let (runtime, approver) = host(config).await;
     let session = session(
@@ -190,7 +191,7 @@ impl adk_computer_use::agent::SafetyAcknowledger for Acknowledge {
 /// of the exact previewed action, never automatically.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn openai_safety_checks_stop_the_loop_until_an_approval_names_the_action() {
-    let runtime = runtime(SimConfig::for_principal("alice")).await;
+    let runtime = runtime(Config::for_principal("alice")).await;
     let identity = VerifiedIdentity::new("alice", "t").unwrap();
     let authorizer =
         ScopeAuthorizer::new(identity, ["computer:plan", "computer:execute:foreground"]).unwrap();
@@ -240,11 +241,13 @@ async fn openai_safety_checks_stop_the_loop_until_an_approval_names_the_action()
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_allowed_actions_come_from_what_the_server_reports() {
-    let runtime = runtime(SimConfig::for_principal("alice")).await;
-    let allowed = runtime
-        .allowed_actions(&["write_clipboard", "read_clipboard", "no_such_tool"])
-        .await
-        .unwrap();
+    let runtime = runtime(Config::for_principal("alice")).await;
+    let allowed = adk_computer_use::agent::allowed_actions(
+        &runtime,
+        &["write_clipboard", "read_clipboard", "no_such_tool"],
+    )
+    .await
+    .unwrap();
     assert_eq!(
         allowed.tools().collect::<Vec<_>>(),
         ["read_clipboard", "write_clipboard"]
@@ -263,7 +266,7 @@ async fn the_allowed_actions_come_from_what_the_server_reports() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_cancellation_bridge_revokes_authority_then_stops_the_loop() {
     use adk_computer_use::runtime::{CancellationBridge, StopKind};
-    let runtime = runtime(SimConfig::for_principal("alice")).await;
+    let runtime = runtime(Config::for_principal("alice")).await;
     let session = session(
         &runtime,
         Arc::new(Journal::new(Arc::new(MemoryJournal::new()))),
@@ -310,7 +313,7 @@ mod review {
     /// aimed at the clipboard refuses; nothing reaches the runtime.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_structured_click_is_hit_tested_too() {
-        let runtime = runtime(SimConfig::for_principal("alice")).await;
+        let runtime = runtime(Config::for_principal("alice")).await;
         let session = foreground(&runtime);
         for coordinate in [json!([700, 200]), json!([-50, 99999])] {
             let planner = ScriptedPlanner::new([PlanOutput::Structured(json!({
@@ -331,7 +334,7 @@ mod review {
     /// shape than a list are refused, never dropped.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn safety_checks_are_never_dropped() {
-        let runtime = runtime(SimConfig::for_principal("alice")).await;
+        let runtime = runtime(Config::for_principal("alice")).await;
         let session = foreground(&runtime);
         let shot = ScriptedPlanner::new([PlanOutput::OpenAi(json!({
             "action": { "type": "screenshot" },
@@ -362,7 +365,7 @@ mod review {
     /// An interrupt cuts a model's wait short.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn an_interrupt_cuts_a_wait_short() {
-        let runtime = runtime(SimConfig::for_principal("alice")).await;
+        let runtime = runtime(Config::for_principal("alice")).await;
         let session = foreground(&runtime);
         let planner = ScriptedPlanner::new([PlanOutput::Anthropic(
             json!({ "action": "wait", "duration": 300 }),
@@ -385,7 +388,7 @@ mod review {
     /// A failure after steps ran keeps the history of what ran.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_failure_keeps_the_history_of_what_ran() {
-        let runtime = runtime(SimConfig::for_principal("alice")).await;
+        let runtime = runtime(Config::for_principal("alice")).await;
         let session = session(
             &runtime,
             Arc::new(Journal::new(Arc::new(MemoryJournal::new()))),
@@ -410,9 +413,9 @@ mod review {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn over_mcp_an_approval_given_after_the_envelope_expired_still_runs_once() {
     use adk_computer_use::ProposedAction;
+    use adk_computer_use::chain::ChainOutcome;
     use adk_computer_use::contracts::DataLabel;
-    use adk_computer_use::protocol::ChainOutcome;
-    let mut config = SimConfig::for_principal("alice");
+    let mut config = Config::for_principal("alice");
     config.confirm_tools.insert("write_clipboard".into());
     let (runtime, approver) = host(config).await;
     let session = session(

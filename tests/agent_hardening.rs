@@ -24,11 +24,11 @@ use adk_computer_use::agent::{
 use adk_computer_use::contracts::ExecutionMode;
 use adk_computer_use::journal::{Journal, MemoryJournal};
 use adk_computer_use::runtime::{AgentInterrupter, Observations, ProposedAction};
-use adk_computer_use::sim::{self, CLIPBOARD_APP, SimConfig};
 use adk_computer_use::{
     ComputerUseMcpRuntime, McpRuntimeConfig, ScopeAuthorizer, Session, VerifiedIdentity,
 };
 use common::windows_observed;
+use computer_use_server::{CLIPBOARD_APP, Config};
 use serde_json::{Value, json};
 
 const AT: &str = "2026-07-13T10:00:00Z";
@@ -186,8 +186,8 @@ fn a_point_in_a_field_the_mapping_does_not_read_is_refused() {
 }
 
 async fn sim_runtime() -> Arc<ComputerUseMcpRuntime> {
-    let (runtime, _approver) = sim::spawn(
-        SimConfig::for_principal("alice").with_stats(),
+    let (runtime, _approver) = adk_computer_use_testkit::spawn(
+        Config::for_principal("alice").with_stats(),
         McpRuntimeConfig::new("alice"),
     )
     .await

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use adk_computer_use::ComputerUseError;
-use adk_computer_use::protocol::{
+use adk_computer_use::chain::{
     Approval, ApproverKey, ApproverPublicKey, ChainOutcome, CheckpointId, CheckpointRefusal,
     CheckpointStore, Decision, FileCheckpointStore, SealingKey, decide, decision_of, inspect,
     pending, wait_for_decision,
@@ -38,7 +38,7 @@ async fn suspended(rig: &Rig, id: &str) -> CheckpointId {
 }
 
 /// An approval of the action `view` shows, with a grant the runtime issued.
-fn granted(rig: &Rig, view: &adk_computer_use::protocol::CheckpointView) -> Approval {
+fn granted(rig: &Rig, view: &adk_computer_use::chain::CheckpointView) -> Approval {
     let grant = rig.runtime.grant(&view.action_digest);
     Approval::with_grant(
         &view.action_id,
@@ -49,7 +49,7 @@ fn granted(rig: &Rig, view: &adk_computer_use::protocol::CheckpointView) -> Appr
 }
 
 /// An approval of the action `view` shows, held by the runtime.
-fn held(view: &adk_computer_use::protocol::CheckpointView) -> Approval {
+fn held(view: &adk_computer_use::chain::CheckpointView) -> Approval {
     Approval::runtime_held(&view.action_id, &view.action_digest, &view.policy_digest)
 }
 
@@ -211,12 +211,14 @@ async fn the_command_lists_shows_and_records_decisions() {
     let first = suspended(&rig, "cli-1").await;
     let second = suspended(&rig, "cli-2").await;
     let run = |args: &[&str]| {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_computer-use-approvals"))
-            .args(args)
-            .env("ADK_CHECKPOINT_KEY", std::str::from_utf8(KEY).unwrap())
-            .env("ADK_APPROVER_KEY", APPROVER)
-            .output()
-            .unwrap();
+        let out = std::process::Command::new(adk_computer_use_testkit::binary::path(
+            adk_computer_use_testkit::binary::APPROVALS,
+        ))
+        .args(args)
+        .env("ADK_CHECKPOINT_KEY", std::str::from_utf8(KEY).unwrap())
+        .env("ADK_APPROVER_KEY", APPROVER)
+        .output()
+        .unwrap();
         (
             out.status.success(),
             String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -275,11 +277,13 @@ async fn the_command_lists_shows_and_records_decisions() {
         Err(ComputerUseError::Denied { .. })
     ));
     // Without the key, nothing is shown.
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_computer-use-approvals"))
-        .args(["list", "--store", store_dir])
-        .env_remove("ADK_CHECKPOINT_KEY")
-        .output()
-        .unwrap();
+    let out = std::process::Command::new(adk_computer_use_testkit::binary::path(
+        adk_computer_use_testkit::binary::APPROVALS,
+    ))
+    .args(["list", "--store", store_dir])
+    .env_remove("ADK_CHECKPOINT_KEY")
+    .output()
+    .unwrap();
     assert!(!out.status.success());
 }
 

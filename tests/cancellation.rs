@@ -8,7 +8,7 @@ mod common;
 
 use std::sync::Arc;
 
-use adk_computer_use::protocol::ChainOutcome;
+use adk_computer_use::chain::ChainOutcome;
 use common::*;
 
 const AWAIT_POINTS: [Call; 7] = [

@@ -7,8 +7,8 @@ mod common;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
+use adk_computer_use::chain::*;
 use adk_computer_use::contracts::*;
-use adk_computer_use::protocol::*;
 use adk_computer_use::{ComputerUseError, VerificationOutcome};
 use common::*;
 use serde_json::json;

@@ -7,10 +7,10 @@ mod common;
 use std::sync::Arc;
 
 use adk_computer_use::ComputerUseError;
+use adk_computer_use::chain::{ChainOutcome, Session};
 use adk_computer_use::contracts::SessionEvent;
 use adk_computer_use::eval::*;
 use adk_computer_use::journal::*;
-use adk_computer_use::protocol::{ChainOutcome, Session};
 use common::*;
 use serde_json::{Value, json};
 
@@ -362,9 +362,9 @@ async fn a_file_journal_appends_and_the_command_checks_it() {
         .unwrap();
     let head = verify_journal(&read_journal(&path).unwrap(), None).unwrap();
 
-    let command = env!("CARGO_BIN_EXE_computer-use-journal");
+    let command = adk_computer_use_testkit::binary::path(adk_computer_use_testkit::binary::JOURNAL);
     let run = |args: &[&str]| {
-        std::process::Command::new(command)
+        std::process::Command::new(&command)
             .args(args)
             .output()
             .unwrap()

@@ -65,10 +65,12 @@ fn write(path: &Path, actions: &[(&str, Vec<(&'static str, Value)>)]) -> String 
 }
 
 fn run(args: &[&str]) -> Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_computer-use-journal"))
-        .args(args)
-        .output()
-        .unwrap()
+    std::process::Command::new(adk_computer_use_testkit::binary::path(
+        adk_computer_use_testkit::binary::JOURNAL,
+    ))
+    .args(args)
+    .output()
+    .unwrap()
 }
 
 fn text(out: &Output) -> String {
@@ -258,11 +260,13 @@ fn a_journal_file_reopened_continues_its_chain() {
     let entries = read_journal(&path).unwrap();
     assert_eq!(entries.len(), 3);
     assert_eq!(verify_journal(&entries, Some(&head)).unwrap(), head);
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_computer-use-journal"))
-        .arg(&path)
-        .args(["--head", &head])
-        .output()
-        .unwrap();
+    let out = std::process::Command::new(adk_computer_use_testkit::binary::path(
+        adk_computer_use_testkit::binary::JOURNAL,
+    ))
+    .arg(&path)
+    .args(["--head", &head])
+    .output()
+    .unwrap();
     assert!(
         out.status.success(),
         "{}",

@@ -4,13 +4,11 @@
 //! reservation or lease.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod sim_support;
-
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use adk_computer_use::eval::{ComputerUseEvaluator, ViolationClass};
-use sim_support::*;
+use adk_computer_use_testkit::child::*;
 
 const AGENTS: usize = 32;
 const CHAINS: usize = 1000;

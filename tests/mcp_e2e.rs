@@ -1,22 +1,20 @@
-//! The governed chain over MCP against the real `computer-use-sim` child
+//! The governed chain over MCP against the real `computer-use-server` child
 //! process: no in-process shortcut.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod sim_support;
-
 use std::sync::Arc;
 
+use adk_computer_use::chain::Session;
+use adk_computer_use::chain::{Approval, ChainOutcome, Verified};
 use adk_computer_use::contracts::{ApprovalScope, WindowId};
-use adk_computer_use::protocol::Session;
-use adk_computer_use::protocol::{Approval, ChainOutcome, Verified};
-use adk_computer_use::runtime::mcp::GrantRequest;
+use adk_computer_use::mcp::GrantRequest;
 use adk_computer_use::runtime::{
     AgentInterrupter, CancellationBridge, ComputerUseRuntime, StopKind,
 };
-use adk_computer_use::sim::{CLIPBOARD_APP, CLIPBOARD_WINDOW};
 use adk_computer_use::{ComputerUseError, VerificationOutcome};
+use adk_computer_use_testkit::child::*;
+use computer_use_server::{CLIPBOARD_APP, CLIPBOARD_WINDOW};
 use serde_json::{Value, json};
-use sim_support::*;
 
 fn completed<R: ComputerUseRuntime>(outcome: ChainOutcome<R>) -> Verified {
     match outcome {
@@ -28,9 +26,9 @@ fn completed<R: ComputerUseRuntime>(outcome: ChainOutcome<R>) -> Verified {
 
 /// Walks `session` to `Approved` for an action the server allows.
 async fn allowed(
-    session: &adk_computer_use::Session<adk_computer_use::runtime::mcp::ComputerUseMcpRuntime>,
+    session: &adk_computer_use::Session<adk_computer_use::mcp::ComputerUseMcpRuntime>,
     action: &adk_computer_use::ProposedAction,
-) -> adk_computer_use::protocol::Approved<adk_computer_use::runtime::mcp::ComputerUseMcpRuntime> {
+) -> adk_computer_use::chain::Approved<adk_computer_use::mcp::ComputerUseMcpRuntime> {
     let previewed = session
         .observe()
         .await
@@ -39,7 +37,7 @@ async fn allowed(
         .await
         .unwrap();
     match previewed.route() {
-        adk_computer_use::protocol::Route::Allowed(approved) => approved,
+        adk_computer_use::chain::Route::Allowed(approved) => approved,
         _ => panic!("expected the action to be allowed"),
     }
 }
@@ -397,10 +395,12 @@ async fn session_calls_events_follow_ups_and_deletion() {
 async fn answers_for_another_principal_are_rejected() {
     // The server authenticates its principal; an adapter configured for a
     // different verified principal refuses every answer bound to the server's.
-    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_computer-use-sim"));
+    let mut command = tokio::process::Command::new(adk_computer_use_testkit::binary::path(
+        adk_computer_use_testkit::binary::SERVER,
+    ));
     command.arg("--principal").arg("someone-else");
-    let config = adk_computer_use::runtime::mcp::McpRuntimeConfig::new(PRINCIPAL);
-    let runtime = adk_computer_use::runtime::mcp::ComputerUseMcpRuntime::spawn(command, config)
+    let config = adk_computer_use::mcp::McpRuntimeConfig::new(PRINCIPAL);
+    let runtime = adk_computer_use::mcp::ComputerUseMcpRuntime::spawn(command, config)
         .await
         .unwrap();
     let err = runtime.start_session(None, None).await.unwrap_err();
@@ -409,7 +409,7 @@ async fn answers_for_another_principal_are_rejected() {
 }
 
 struct Recorder {
-    runtime: std::sync::Arc<adk_computer_use::runtime::mcp::ComputerUseMcpRuntime>,
+    runtime: std::sync::Arc<adk_computer_use::mcp::ComputerUseMcpRuntime>,
     seen_state: std::sync::Mutex<Option<String>>,
 }
 
@@ -564,7 +564,7 @@ async fn a_chain_timed_out_against_a_slow_server_leaks_nothing() {
     assert!(attempt.is_err(), "the chain should not finish in time");
     let stats = session.shutdown().await;
     assert_eq!(stats.leaked(), 0, "{stats:?}");
-    let sim = sim_support::stats(&runtime).await;
+    let sim = adk_computer_use_testkit::child::stats(&runtime).await;
     assert_eq!(sim["activeReservations"], 0);
     assert!(sim["totalEffects"].as_u64().unwrap() <= 1);
     runtime.shutdown().await.unwrap();
@@ -590,7 +590,7 @@ async fn terminal_sessions_can_be_pruned() {
 
 #[tokio::test]
 async fn a_suspended_approval_resumes_over_mcp_once_with_its_sealed_arguments() {
-    use adk_computer_use::protocol::{CheckpointRefusal, FileCheckpointStore, SealingKey, inspect};
+    use adk_computer_use::chain::{CheckpointRefusal, FileCheckpointStore, SealingKey, inspect};
     let runtime = spawn_sim(&["--confirm-tool", "write_clipboard"]).await;
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(
@@ -647,7 +647,10 @@ async fn a_suspended_approval_resumes_over_mcp_once_with_its_sealed_arguments() 
         .await
         .unwrap();
     assert!(verified.outcome().is_verified(), "{}", verified.outcome());
-    assert_eq!(sim_support::stats(&runtime).await["totalEffects"], 1);
+    assert_eq!(
+        adk_computer_use_testkit::child::stats(&runtime).await["totalEffects"],
+        1
+    );
     // Resumed once, the checkpoint is spent: a second resume, from another
     // session on the same store, is refused before any runtime call.
     let err = on(store.clone())
@@ -660,7 +663,10 @@ async fn a_suspended_approval_resumes_over_mcp_once_with_its_sealed_arguments() 
         Some(&CheckpointRefusal::AlreadyResumed),
         "{err}"
     );
-    assert_eq!(sim_support::stats(&runtime).await["totalEffects"], 1);
+    assert_eq!(
+        adk_computer_use_testkit::child::stats(&runtime).await["totalEffects"],
+        1
+    );
     runtime.shutdown().await.unwrap();
 }
 
@@ -694,7 +700,10 @@ async fn the_simulators_policy_denies_destructive_actions_unless_configured() {
         ChainOutcome::Blocked(blocked) => assert_eq!(blocked.blocker(), "policy_denied"),
         _ => panic!("a destructive action was not blocked"),
     }
-    assert_eq!(sim_support::stats(&strict).await["totalEffects"], 0);
+    assert_eq!(
+        adk_computer_use_testkit::child::stats(&strict).await["totalEffects"],
+        0
+    );
     strict.shutdown().await.unwrap();
 
     let permissive = spawn_sim(&["--allow-destructive"]).await;
@@ -763,7 +772,7 @@ async fn a_password_field_target_needs_approval() {
 }
 
 #[tokio::test]
-async fn finding_10_a_stale_chain_cannot_break_a_live_retry_of_the_same_action() {
+async fn a_stale_chain_cannot_break_a_live_retry_of_the_same_action() {
     let runtime = spawn_sim(&[]).await;
     let session = session(&runtime, "agent-a");
     // The stale chain: previewed and reserved, then abandoned.
@@ -790,7 +799,7 @@ async fn finding_10_a_stale_chain_cannot_break_a_live_retry_of_the_same_action()
 }
 
 #[tokio::test]
-async fn finding_11_the_lease_is_given_back_after_every_action_over_mcp() {
+async fn the_lease_is_given_back_after_every_action_over_mcp() {
     let runtime = spawn_sim(&[]).await;
     let first = session(&runtime, "agent-a");
     let second = session(&runtime, "agent-b");
@@ -870,9 +879,11 @@ async fn the_servers_own_check_is_the_evidence_and_a_failed_check_leaves_the_out
 #[tokio::test]
 async fn a_second_writer_waits_in_the_servers_queue_and_a_cancelled_wait_leaves_it() {
     use adk_computer_use::contracts::{DataLabel, ExecutionMode};
-    use adk_computer_use::runtime::mcp::{ComputerUseMcpRuntime, McpRuntimeConfig};
+    use adk_computer_use::mcp::{ComputerUseMcpRuntime, McpRuntimeConfig};
     use std::sync::Arc;
-    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_computer-use-sim"));
+    let mut command = tokio::process::Command::new(adk_computer_use_testkit::binary::path(
+        adk_computer_use_testkit::binary::SERVER,
+    ));
     command.arg("--principal").arg(PRINCIPAL).arg("--stats");
     // Leases that live five minutes, and a wait of 300 ms for the next one.
     let mut config = McpRuntimeConfig::new(PRINCIPAL)
@@ -981,12 +992,12 @@ async fn a_catalogue_tool_the_desktop_does_not_perform_is_refused_before_any_eff
 /// action id gets the committed receipt back.
 #[tokio::test]
 async fn an_execution_whose_caller_stops_waiting_is_still_finished() {
-    use adk_computer_use::sim::{CLIPBOARD_APP, CLIPBOARD_WINDOW, SimConfig, SimServer};
+    use computer_use_server::{CLIPBOARD_APP, CLIPBOARD_WINDOW, Config, Server};
     use std::future::Future as _;
     let structured = |result: &rmcp::model::CallToolResult| {
         serde_json::to_value(result).unwrap()["structuredContent"].clone()
     };
-    let server = SimServer::new(SimConfig::for_principal("p").with_stats());
+    let server = Server::new(Config::for_principal("p").with_stats());
     let started = structured(
         &server
             .answer("start_session", json!({ "objective": "x" }))
@@ -1044,7 +1055,7 @@ async fn an_execution_whose_caller_stops_waiting_is_still_finished() {
 #[tokio::test]
 async fn a_grant_for_another_action_under_the_same_id_is_refused_to_the_host() {
     use adk_computer_use::ComputerUseError;
-    use adk_computer_use::protocol::{FileCheckpointStore, SealingKey, inspect};
+    use adk_computer_use::chain::{FileCheckpointStore, SealingKey, inspect};
     let runtime = spawn_sim(&["--confirm-tool", "write_clipboard"]).await;
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(

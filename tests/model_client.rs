@@ -8,10 +8,10 @@ use std::sync::{Arc, Mutex};
 use adk_computer_use::agent::openai::{OpenAiConfig, OpenAiPlanner};
 use adk_computer_use::agent::{AgentLoop, AgentStop, AllowedActions};
 use adk_computer_use::contracts::ExecutionMode;
-use adk_computer_use::sim::{self, CLIPBOARD_APP, SimConfig};
 use adk_computer_use::{
     ComputerUseError, McpRuntimeConfig, ScopeAuthorizer, Session, VerifiedIdentity,
 };
+use computer_use_server::{CLIPBOARD_APP, Config};
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 
@@ -83,8 +83,8 @@ async fn replay(replies: Vec<(u16, &'static str)>) -> (String, Arc<Mutex<Vec<See
 }
 
 async fn session() -> Session<adk_computer_use::ComputerUseMcpRuntime> {
-    let (runtime, _approver) = sim::spawn(
-        SimConfig::for_principal("alice"),
+    let (runtime, _approver) = adk_computer_use_testkit::spawn(
+        Config::for_principal("alice"),
         McpRuntimeConfig::new("alice"),
     )
     .await

@@ -5,16 +5,14 @@
 //! refused before the runtime is asked anything.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod sim_support;
-
 use adk_computer_use::ComputerUseError;
+use adk_computer_use::chain::ChainOutcome;
 use adk_computer_use::contracts::*;
 use adk_computer_use::digest::{sha256_hex, sha256_prefixed};
-use adk_computer_use::protocol::ChainOutcome;
 use adk_computer_use::runtime::{ImageContent, Observation, Observations, ProposedAction};
-use adk_computer_use::sim::{CLIPBOARD_APP, CLIPBOARD_WINDOW, Desktop, SimConfig, SimState};
+use adk_computer_use_testkit::child::*;
+use computer_use_server::{CLIPBOARD_APP, CLIPBOARD_WINDOW, Config, SimulatedDesktop, State};
 use serde_json::{Value, json};
-use sim_support::*;
 
 const NOW: &str = "2026-11-30T08:00:00Z";
 
@@ -116,7 +114,7 @@ fn a_target_the_observation_does_not_show_is_refused() {
 }
 
 /// The simulator's own observation frames, as its tools answer them.
-fn sim_frames(state: &mut SimState, session_id: &str) -> Observations {
+fn sim_frames(state: &mut State, session_id: &str) -> Observations {
     let mut shadow = |tool: &str, arguments: Value| -> Observation {
         let answer = state
             .call(
@@ -155,7 +153,7 @@ fn sim_frames(state: &mut SimState, session_id: &str) -> Observations {
 
 #[test]
 fn derived_evidence_passes_the_servers_revalidation_until_the_window_drifts() {
-    let mut state = SimState::new(SimConfig::default());
+    let mut state = State::new(Config::default());
     let started = state
         .call("start_session", &json!({ "objective": "target" }))
         .unwrap();
@@ -178,7 +176,7 @@ fn derived_evidence_passes_the_servers_revalidation_until_the_window_drifts() {
     ] {
         assert!(present, "{field} is derived from the simulator's frames");
     }
-    let mut desktop: Desktop = state.desktop().expect("the simulated desktop").clone();
+    let mut desktop: SimulatedDesktop = state.desktop().expect("the simulated desktop").clone();
     assert!(desktop.is_current(&evidence), "unchanged window: current");
     // Each field the evidence states is compared: a wrong one is stale.
     let mut wrong_pid = evidence.clone();
@@ -200,7 +198,7 @@ fn derived_evidence_passes_the_servers_revalidation_until_the_window_drifts() {
 }
 
 /// Evidence re-derived from a drifted desktop's own window record.
-fn sim_frames_after(desktop: &Desktop, before: &TargetEvidence) -> TargetEvidence {
+fn sim_frames_after(desktop: &SimulatedDesktop, before: &TargetEvidence) -> TargetEvidence {
     let observed = rounds(
         desktop.list_windows(),
         json!({ "screenshotHash": desktop.screenshot_hash() }),
@@ -244,7 +242,7 @@ async fn session_run_uses_what_it_observed_and_the_server_accepts_it() {
     assert_eq!(target.window_title_digest, Some(sha256_hex("Clipboard")));
     assert!(target.screenshot_hash.is_some() && target.ui_tree_revision.is_some());
     let done = match previewed.route() {
-        adk_computer_use::protocol::Route::Allowed(approved) => approved.complete().await.unwrap(),
+        adk_computer_use::chain::Route::Allowed(approved) => approved.complete().await.unwrap(),
         _ => panic!("the simulator allows a public clipboard write"),
     };
     assert!(
@@ -277,16 +275,16 @@ async fn session_run_uses_what_it_observed_and_the_server_accepts_it() {
 }
 
 fn session_for(
-    runtime: &std::sync::Arc<adk_computer_use::runtime::mcp::ComputerUseMcpRuntime>,
+    runtime: &std::sync::Arc<adk_computer_use::mcp::ComputerUseMcpRuntime>,
     app: &str,
-) -> adk_computer_use::protocol::Session<adk_computer_use::runtime::mcp::ComputerUseMcpRuntime> {
+) -> adk_computer_use::chain::Session<adk_computer_use::mcp::ComputerUseMcpRuntime> {
     let identity = adk_computer_use::auth::VerifiedIdentity::new(PRINCIPAL, "tenant-e2e").unwrap();
     let authorizer = adk_computer_use::auth::ScopeAuthorizer::new(
         identity,
         ["computer:plan", "computer:execute:background"],
     )
     .unwrap();
-    adk_computer_use::protocol::Session::builder(std::sync::Arc::clone(runtime), authorizer)
+    adk_computer_use::chain::Session::builder(std::sync::Arc::clone(runtime), authorizer)
         .agent_id("observer")
         .target(app, None)
         .build()
@@ -294,7 +292,7 @@ fn session_for(
 }
 
 async fn previewed_on_server(
-    runtime: &adk_computer_use::runtime::mcp::ComputerUseMcpRuntime,
+    runtime: &adk_computer_use::mcp::ComputerUseMcpRuntime,
     action_id: &str,
 ) -> bool {
     let events = runtime

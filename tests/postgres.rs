@@ -8,15 +8,16 @@
 
 mod common;
 
+use adk_computer_use_testkit::needs;
 use std::sync::Arc;
 
 use adk_computer_use::ComputerUseError;
-use adk_computer_use::journal::{Journal, JournalSink, verify_journal};
-use adk_computer_use::pg::{PostgresCheckpointStore, PostgresJournal, read_postgres_journal};
-use adk_computer_use::protocol::{
+use adk_computer_use::chain::{
     Approval, ApproverKey, ChainOutcome, CheckpointRefusal, CheckpointStore, Decision, SealingKey,
     Session, decide, inspect,
 };
+use adk_computer_use::journal::{Journal, JournalSink, verify_journal};
+use adk_computer_use::pg::{PostgresCheckpointStore, PostgresJournal, read_postgres_journal};
 use common::*;
 
 /// The server's URL. These tests are built to run only when
@@ -68,10 +69,7 @@ fn rig_in(session: &str, store: Arc<PostgresCheckpointStore>) -> Rig {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-#[cfg_attr(
-    not(adk_has_postgres),
-    ignore = "needs a PostgreSQL server: set ADK_POSTGRES_URL (.ci/run starts one)"
-)]
+#[needs(postgres)]
 async fn of_agents_on_many_machines_racing_to_resume_exactly_one_wins() {
     let Some(url) = url() else { return };
     let session_id = unique("race");
@@ -137,10 +135,7 @@ async fn of_agents_on_many_machines_racing_to_resume_exactly_one_wins() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    not(adk_has_postgres),
-    ignore = "needs a PostgreSQL server: set ADK_POSTGRES_URL (.ci/run starts one)"
-)]
+#[needs(postgres)]
 async fn decisions_recorded_in_postgres_reach_the_waiting_agent_once() {
     let Some(url) = url() else { return };
     let store = Arc::new(PostgresCheckpointStore::connect(&url, key()).unwrap());
@@ -207,10 +202,7 @@ async fn decisions_recorded_in_postgres_reach_the_waiting_agent_once() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    not(adk_has_postgres),
-    ignore = "needs a PostgreSQL server: set ADK_POSTGRES_URL (.ci/run starts one)"
-)]
+#[needs(postgres)]
 async fn the_journal_in_postgres_verifies_and_cannot_fork() {
     let Some(url) = url() else { return };
     let session_id = unique("journal");
@@ -246,10 +238,12 @@ async fn the_journal_in_postgres_verifies_and_cannot_fork() {
         Err(ComputerUseError::Integrity { .. })
     ));
     // The command verifies the chain read from PostgreSQL.
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_computer-use-journal"))
-        .args(["--postgres", &url, "--session", &session_id, "--unanchored"])
-        .output()
-        .unwrap();
+    let out = std::process::Command::new(adk_computer_use_testkit::binary::path(
+        adk_computer_use_testkit::binary::JOURNAL,
+    ))
+    .args(["--postgres", &url, "--session", &session_id, "--unanchored"])
+    .output()
+    .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -265,10 +259,7 @@ async fn the_journal_in_postgres_verifies_and_cannot_fork() {
 /// started together, twenty times: never both. The person is never told a
 /// denial was recorded while the agent's own approval runs.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    not(adk_has_postgres),
-    ignore = "needs a PostgreSQL server: set ADK_POSTGRES_URL (.ci/run starts one)"
-)]
+#[needs(postgres)]
 async fn a_denial_and_a_resume_racing_in_postgres_never_both_succeed() {
     let Some(url) = url() else { return };
     let store = Arc::new(PostgresCheckpointStore::connect(&url, key()).unwrap());

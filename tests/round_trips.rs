@@ -2,21 +2,21 @@
 //! which calls it waits for one after another, and which run together.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod sim_support;
-
 use std::sync::Arc;
 
 use adk_computer_use::VerificationOutcome;
+use adk_computer_use::chain::ChainOutcome;
 use adk_computer_use::contracts::ExecutionMode;
-use adk_computer_use::protocol::ChainOutcome;
-use adk_computer_use::runtime::mcp::rmcp;
-use adk_computer_use::runtime::mcp::{
+use adk_computer_use::mcp::rmcp;
+use adk_computer_use::mcp::{
     ComputerUseMcpRuntime, CountedTransport, McpRuntimeConfig, RoundTrips,
 };
-use sim_support::*;
+use adk_computer_use_testkit::child::*;
 
 async fn counted_sim() -> (Arc<ComputerUseMcpRuntime>, RoundTrips) {
-    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_computer-use-sim"));
+    let mut command = tokio::process::Command::new(adk_computer_use_testkit::binary::path(
+        adk_computer_use_testkit::binary::SERVER,
+    ));
     command.arg("--principal").arg(PRINCIPAL);
     let child = rmcp::transport::TokioChildProcess::new(command).unwrap();
     let trips = RoundTrips::new();

@@ -7,14 +7,15 @@
 //! it, a server that does not answer fails them.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use adk_computer_use_testkit::needs;
 use std::sync::Arc;
 
 use adk_computer_use::auth::{ScopeAuthorizer, VerifiedIdentity};
+use adk_computer_use::chain::{ChainOutcome, Session};
 use adk_computer_use::contracts::*;
 use adk_computer_use::digest::{sha256_hex, sha256_prefixed};
-use adk_computer_use::protocol::{ChainOutcome, Session};
+use adk_computer_use::mcp::{ComputerUseMcpRuntime, McpRuntimeConfig};
 use adk_computer_use::runtime::ProposedAction;
-use adk_computer_use::runtime::mcp::{ComputerUseMcpRuntime, McpRuntimeConfig};
 use adk_computer_use::{ComputerUseError, VerificationOutcome};
 use serde_json::json;
 
@@ -112,10 +113,7 @@ fn write_clipboard(id: &str, text: &str) -> ProposedAction {
 }
 
 #[tokio::test]
-#[cfg_attr(
-    not(adk_has_upstream),
-    ignore = "needs upstream's v8 server: set ADK_UPSTREAM_SERVER (.ci/run installs ../shared/v8-peer)"
-)]
+#[needs(upstream)]
 async fn one_session_runs_100_governed_actions_without_waiting_on_a_lease_ttl() {
     let parts =
         server().expect("ADK_UPSTREAM_SERVER is not set: this test needs upstream's server");
@@ -162,10 +160,7 @@ async fn one_session_runs_100_governed_actions_without_waiting_on_a_lease_ttl() 
 }
 
 #[tokio::test]
-#[cfg_attr(
-    not(adk_has_upstream),
-    ignore = "needs upstream's v8 server: set ADK_UPSTREAM_SERVER (.ci/run installs ../shared/v8-peer)"
-)]
+#[needs(upstream)]
 async fn upstream_announces_no_clipboard_check_so_nothing_is_derived_and_the_reason_says_so() {
     let parts =
         server().expect("ADK_UPSTREAM_SERVER is not set: this test needs upstream's server");
@@ -197,10 +192,7 @@ async fn upstream_announces_no_clipboard_check_so_nothing_is_derived_and_the_rea
 }
 
 #[tokio::test]
-#[cfg_attr(
-    not(adk_has_upstream),
-    ignore = "needs upstream's v8 server: set ADK_UPSTREAM_SERVER (.ci/run installs ../shared/v8-peer)"
-)]
+#[needs(upstream)]
 async fn upstreams_refusals_arrive_typed() {
     let parts =
         server().expect("ADK_UPSTREAM_SERVER is not set: this test needs upstream's server");
@@ -224,10 +216,7 @@ async fn upstreams_refusals_arrive_typed() {
 }
 
 #[tokio::test]
-#[cfg_attr(
-    not(adk_has_upstream),
-    ignore = "needs upstream's v8 server: set ADK_UPSTREAM_SERVER (.ci/run installs ../shared/v8-peer)"
-)]
+#[needs(upstream)]
 async fn a_second_writer_waits_a_bounded_time_and_its_cancelled_request_leaves_the_queue() {
     let parts =
         server().expect("ADK_UPSTREAM_SERVER is not set: this test needs upstream's server");
@@ -242,7 +231,7 @@ async fn a_second_writer_waits_a_bounded_time_and_its_cancelled_request_leaves_t
         .preview(&write_clipboard("queue-a", "a"))
         .await
         .unwrap();
-    let adk_computer_use::protocol::Route::Allowed(approved) = previewed.route() else {
+    let adk_computer_use::chain::Route::Allowed(approved) = previewed.route() else {
         panic!("expected the first action to be allowed");
     };
     let leased = approved.reserve().await.unwrap().lease().await.unwrap();

@@ -9,9 +9,9 @@ mod common;
 
 use std::sync::Arc;
 
+use adk_computer_use::chain::*;
 use adk_computer_use::contracts::*;
 use adk_computer_use::digest::sha256_prefixed;
-use adk_computer_use::protocol::*;
 use adk_computer_use::runtime::{NamedEffect, ProposedAction};
 use adk_computer_use::{ComputerUseError, VerificationOutcome};
 use common::*;

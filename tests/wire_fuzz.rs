@@ -4,10 +4,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use adk_computer_use::ComputerUseError;
-use adk_computer_use::contracts::bounds::{
+use adk_computer_use::contracts::limits::{
     MAX_ARRAY_ITEMS, MAX_DEPTH, MAX_STRING_BYTES, check_bounds,
 };
-use adk_computer_use::runtime::mcp::decode_tool_result;
+use adk_computer_use::mcp::decode_tool_result;
 use proptest::prelude::*;
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::{Value, json};

@@ -6,14 +6,14 @@ use std::sync::Arc;
 
 use adk_computer_use::ComputerUseError;
 use adk_computer_use::auth::{ScopeAuthorizer, VerifiedIdentity};
+use adk_computer_use::chain::Session;
 use adk_computer_use::contracts::*;
-use adk_computer_use::protocol::Session;
 use adk_computer_use::runtime::*;
-use adk_computer_use::sim::CLIPBOARD_APP;
-use adk_computer_use::test_util;
+use adk_computer_use_testkit::answers;
+use computer_use_server::CLIPBOARD_APP;
 use serde_json::json;
 
-use super::sim_support::{self, PRINCIPAL};
+use adk_computer_use_testkit::child::{self as sim_support, PRINCIPAL};
 
 /// The benchmark's one action: a clipboard write aimed at the simulator's
 /// clipboard window.
@@ -59,12 +59,12 @@ impl NoopRuntime {
             execution_group_id: None,
             action,
         };
-        let envelope = test_util::envelope_for(&request, PRINCIPAL, now, years).unwrap();
+        let envelope = answers::envelope_for(&request, PRINCIPAL, now, years).unwrap();
         let reservation =
-            test_util::reservation_for(&envelope, "r", CLIPBOARD_APP, now, years).unwrap();
-        let lease = test_util::lease_for(&envelope, "l", &[CLIPBOARD_APP], now, years).unwrap();
-        let receipt = test_util::receipt_for(&envelope, "rc", now, None).unwrap();
-        let preview = test_util::preview_for(envelope, test_util::PreviewRoute::Allowed, "p");
+            answers::reservation_for(&envelope, "r", CLIPBOARD_APP, now, years).unwrap();
+        let lease = answers::lease_for(&envelope, "l", &[CLIPBOARD_APP], now, years).unwrap();
+        let receipt = answers::receipt_for(&envelope, "rc", now, None).unwrap();
+        let preview = answers::preview_for(envelope, answers::PreviewRoute::Allowed, "p");
         Self {
             preview,
             reservation,

@@ -13,7 +13,7 @@ use adk_computer_use::ComputerUseError;
 use adk_computer_use::clock::format_rfc3339;
 use adk_computer_use::contracts::*;
 use adk_computer_use::runtime::*;
-use adk_computer_use::test_util;
+use adk_computer_use_testkit::answers;
 use serde_json::json;
 use time::{Duration, OffsetDateTime};
 
@@ -180,7 +180,7 @@ impl ComputerUseRuntime for InProcessDesktop {
         let needs_approval = self.approval_tools.contains(&action.tool);
         // Builders of a well-behaved answer: bound to the request, valid for
         // the time it asked (five minutes at most).
-        let envelope = test_util::envelope_for(request, PRINCIPAL, now(), Duration::minutes(5))?;
+        let envelope = answers::envelope_for(request, PRINCIPAL, now(), Duration::minutes(5))?;
         // Like a real runtime, keep the previewed arguments: the envelope
         // carries only their digest.
         self.state()
@@ -188,11 +188,11 @@ impl ComputerUseRuntime for InProcessDesktop {
             .insert(envelope.action_id.clone(), action.arguments.clone());
         self.save()?;
         let route = if needs_approval {
-            test_util::PreviewRoute::NeedsApproval
+            answers::PreviewRoute::NeedsApproval
         } else {
-            test_util::PreviewRoute::Allowed
+            answers::PreviewRoute::Allowed
         };
-        let mut preview = test_util::preview_for(envelope, route, "demo-policy-v1");
+        let mut preview = answers::preview_for(envelope, route, "demo-policy-v1");
         preview.policy.reasons = vec![
             if needs_approval {
                 "the tool needs a person's approval"
@@ -211,7 +211,7 @@ impl ComputerUseRuntime for InProcessDesktop {
         let envelope = proof.envelope();
         let id = self.next_id("reservation");
         self.state().reservations.insert(id.clone());
-        Ok(Some(test_util::reservation_for(
+        Ok(Some(answers::reservation_for(
             envelope,
             id,
             APP,
@@ -237,7 +237,7 @@ impl ComputerUseRuntime for InProcessDesktop {
         proof: &LeaseProof<'_>,
     ) -> Result<ControlLease, ComputerUseError> {
         let envelope = proof.envelope();
-        test_util::lease_for(
+        answers::lease_for(
             envelope,
             self.next_id("lease"),
             &[],
@@ -254,7 +254,7 @@ impl ComputerUseRuntime for InProcessDesktop {
         if let Some(replayed) = self.state().receipts.get(&envelope.action_id) {
             return Ok(replayed.clone());
         }
-        let receipt = test_util::receipt_for(
+        let receipt = answers::receipt_for(
             envelope,
             self.next_id("receipt"),
             now(),

@@ -4,9 +4,9 @@
 //! session drives), and runs the rest of the chain.
 
 use adk_computer_use::ComputerUseError;
+use adk_computer_use::chain::{Approval, PendingApproval, Verified};
 use adk_computer_use::contracts::ApprovalScope;
-use adk_computer_use::protocol::{Approval, PendingApproval, Verified};
-use adk_computer_use::runtime::mcp::{ComputerUseMcpRuntime, GrantRequest, McpApprover};
+use adk_computer_use::mcp::{ComputerUseMcpRuntime, GrantRequest, McpApprover};
 
 /// Approves `pending` as the host and completes it.
 pub async fn approve_and_complete(

@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use adk_computer_use::ComputerUseError;
-use adk_computer_use::runtime::mcp::ComputerUseMcpRuntime;
+use adk_computer_use::mcp::ComputerUseMcpRuntime;
 use adk_computer_use::runtime::{ComputerUseRuntime, ObservationScope};
 use serde_json::Value;
 

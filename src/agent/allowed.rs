@@ -14,7 +14,7 @@ use serde_json::{Map, Value, json};
 
 use crate::ComputerUseError;
 use crate::contracts::{DataLabel, ExecutionCapability, ExecutionMode};
-use crate::runtime::ProposedAction;
+use crate::runtime::{ProposedAction, ToolOffer};
 
 /// The object name planner refusals carry.
 const OBJECT: &str = "PlannerOutput";
@@ -126,6 +126,14 @@ impl AllowedActions {
             }
         }
         allowed
+    }
+
+    /// What a model may propose among the tools a runtime offers: each
+    /// tool in its offered modes, with its argument schema.
+    pub fn from_offers<'a>(offers: impl IntoIterator<Item = &'a ToolOffer>) -> Self {
+        offers.into_iter().fold(Self::default(), |allowed, offer| {
+            allowed.allow(&offer.tool, &offer.modes, offer.arguments.clone())
+        })
     }
 
     /// Adds (or narrows) `tool` to `modes`, with the JSON Schema of its

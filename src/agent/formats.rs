@@ -21,6 +21,7 @@
 use serde_json::{Value, json};
 
 use crate::ComputerUseError;
+use crate::contracts::catalogue::tool;
 use crate::contracts::{ExecutionMode, TargetEvidence, WindowId};
 use crate::runtime::{Observations, ProposedAction};
 
@@ -193,7 +194,7 @@ fn drag(
         ));
     }
     Ok(act(
-        "left_click_drag",
+        tool::LEFT_CLICK_DRAG,
         json!({ "start_coordinate": [start.0, start.1], "coordinate": [end.0, end.1] }),
         ExecutionMode::Foreground,
         Some(target),
@@ -268,17 +269,9 @@ pub fn is_point_like(key: &str) -> bool {
             .is_some_and(axis)
 }
 
-/// The tools that act where the pointer is: each must name a point.
-pub const POINTER_TOOLS: [&str; 8] = [
-    "left_click",
-    "right_click",
-    "middle_click",
-    "double_click",
-    "triple_click",
-    "mouse_move",
-    "left_click_drag",
-    "scroll",
-];
+/// The tools that act where the pointer is, each of which must name a
+/// point: the catalogue's ([`crate::contracts::catalogue::is_pointer_tool`]).
+pub use crate::contracts::catalogue::is_pointer_tool;
 
 /// The point-like argument keys [`locate`] understands, each with the shape
 /// it must have: the others are refused.
@@ -396,7 +389,7 @@ pub fn locate(
     const O: &str = "PlannerOutput";
     // A button pressed here and released elsewhere is a drop no preview
     // named: only the paired tools (clicks, `left_click_drag`) are taken.
-    if ["left_mouse_down", "left_mouse_up"].contains(&action.tool.as_str()) {
+    if [tool::LEFT_MOUSE_DOWN, tool::LEFT_MOUSE_UP].contains(&action.tool.as_str()) {
         return Err(refuse(
             O,
             "tool",
@@ -405,7 +398,7 @@ pub fn locate(
         ));
     }
     let found = points(O, &action.arguments)?;
-    if found.is_empty() && POINTER_TOOLS.contains(&action.tool.as_str()) {
+    if found.is_empty() && is_pointer_tool(&action.tool) {
         return Err(refuse(
             O,
             "coordinate",
@@ -500,7 +493,7 @@ fn wait_seconds(
         ));
     }
     Ok(act(
-        "wait",
+        tool::WAIT,
         json!({ "duration": seconds }),
         ExecutionMode::Shadow,
         None,
@@ -524,15 +517,15 @@ pub fn from_openai(
                 .and_then(Value::as_str)
                 .unwrap_or("left")
             {
-                "left" => "left_click",
-                "right" => "right_click",
-                "wheel" | "middle" => "middle_click",
+                "left" => tool::LEFT_CLICK,
+                "right" => tool::RIGHT_CLICK,
+                "wheel" | "middle" => tool::MIDDLE_CLICK,
                 other => return Err(refuse(O, "button", "left, right or wheel", other)),
             };
             pointer(O, tool, at()?, observed, observed_at)
         }
-        "double_click" => pointer(O, "double_click", at()?, observed, observed_at),
-        "move" => pointer(O, "mouse_move", at()?, observed, observed_at),
+        "double_click" => pointer(O, tool::DOUBLE_CLICK, at()?, observed, observed_at),
+        "move" => pointer(O, tool::MOUSE_MOVE, at()?, observed, observed_at),
         "scroll" => {
             let at = at()?;
             let delta = |k: &'static str| -> Result<i64, ComputerUseError> {
@@ -561,14 +554,14 @@ pub fn from_openai(
             let amount = (pixels + PIXELS_PER_STEP - 1) / PIXELS_PER_STEP;
             let target = hit(O, observed, at, observed_at)?;
             Ok(act(
-                "scroll",
+                tool::SCROLL,
                 json!({ "coordinate": [at.0, at.1], "direction": direction, "amount": amount.min(100) }),
                 ExecutionMode::Foreground,
                 Some(target),
             ))
         }
         "type" => Ok(act(
-            "type",
+            tool::TYPE,
             json!({ "text": text_field(O, "text", action)? }),
             ExecutionMode::Foreground,
             None,
@@ -595,7 +588,7 @@ pub fn from_openai(
                 ));
             }
             Ok(act(
-                "key",
+                tool::KEY,
                 json!({ "text": keys.join("+") }),
                 ExecutionMode::Foreground,
                 None,
@@ -635,7 +628,12 @@ pub fn from_openai(
                 .and_then(Value::as_f64)
                 .map(|ms| ms / 1000.0),
         ),
-        "screenshot" => Ok(act("screenshot", json!({}), ExecutionMode::Shadow, None)),
+        "screenshot" => Ok(act(
+            tool::SCREENSHOT,
+            json!({}),
+            ExecutionMode::Shadow,
+            None,
+        )),
         other => Err(refuse(
             O,
             "type",
@@ -645,7 +643,8 @@ pub fn from_openai(
     }
 }
 
-/// Maps one Anthropic computer tool action (`left_click`, `right_click`,
+/// Maps one Anthropic computer tool action, whose names are v8's tool
+/// names (`left_click`, `right_click`,
 /// `middle_click`, `double_click`, `triple_click`, `left_click_drag`,
 /// `mouse_move`, `type`, `key`, `scroll`, `wait`, `screenshot`).
 pub fn from_anthropic(
@@ -657,27 +656,29 @@ pub fn from_anthropic(
     let kind = action.get("action").and_then(Value::as_str).unwrap_or("");
     let at = || pair(A, "coordinate", action.get("coordinate"));
     match kind {
-        "left_click" | "right_click" | "middle_click" | "double_click" | "triple_click" => {
-            pointer(A, kind, at()?, observed, observed_at)
-        }
-        "mouse_move" => pointer(A, "mouse_move", at()?, observed, observed_at),
-        "left_click_drag" => {
+        tool::LEFT_CLICK
+        | tool::RIGHT_CLICK
+        | tool::MIDDLE_CLICK
+        | tool::DOUBLE_CLICK
+        | tool::TRIPLE_CLICK => pointer(A, kind, at()?, observed, observed_at),
+        tool::MOUSE_MOVE => pointer(A, tool::MOUSE_MOVE, at()?, observed, observed_at),
+        tool::LEFT_CLICK_DRAG => {
             let start = pair(A, "start_coordinate", action.get("start_coordinate"))?;
             drag(A, start, at()?, observed, observed_at)
         }
-        "type" => Ok(act(
-            "type",
+        tool::TYPE => Ok(act(
+            tool::TYPE,
             json!({ "text": text_field(A, "text", action)? }),
             ExecutionMode::Foreground,
             None,
         )),
-        "key" => Ok(act(
-            "key",
+        tool::KEY => Ok(act(
+            tool::KEY,
             json!({ "text": text_field(A, "text", action)? }),
             ExecutionMode::Foreground,
             None,
         )),
-        "scroll" => {
+        tool::SCROLL => {
             let at = at()?;
             let direction = action
                 .get("scroll_direction")
@@ -709,14 +710,19 @@ pub fn from_anthropic(
                 })?;
             let target = hit(A, observed, at, observed_at)?;
             Ok(act(
-                "scroll",
+                tool::SCROLL,
                 json!({ "coordinate": [at.0, at.1], "direction": direction, "amount": amount }),
                 ExecutionMode::Foreground,
                 Some(target),
             ))
         }
-        "wait" => wait_seconds(A, action.get("duration").and_then(Value::as_f64)),
-        "screenshot" => Ok(act("screenshot", json!({}), ExecutionMode::Shadow, None)),
+        tool::WAIT => wait_seconds(A, action.get("duration").and_then(Value::as_f64)),
+        tool::SCREENSHOT => Ok(act(
+            tool::SCREENSHOT,
+            json!({}),
+            ExecutionMode::Shadow,
+            None,
+        )),
         other => Err(refuse(
             A,
             "action",

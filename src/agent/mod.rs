@@ -17,5 +17,18 @@ mod planner;
 mod run;
 
 pub use allowed::{AllowedActions, PlannedStep};
+
+/// What a model may propose among `tools` on an MCP server: the server's
+/// [`tool_offers`](crate::mcp::ComputerUseMcpRuntime::tool_offers), made
+/// [`AllowedActions`].
+#[cfg(feature = "mcp")]
+pub async fn allowed_actions(
+    runtime: &crate::mcp::ComputerUseMcpRuntime,
+    tools: &[&str],
+) -> Result<AllowedActions, crate::ComputerUseError> {
+    Ok(AllowedActions::from_offers(
+        &runtime.tool_offers(tools).await?,
+    ))
+}
 pub use planner::{PlanContext, PlanOutput, Planner, ScriptedPlanner, StepRecord};
 pub use run::{AgentLoop, AgentReport, AgentStop, LoopInterrupt, SafetyAcknowledger};

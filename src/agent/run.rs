@@ -14,7 +14,7 @@
 //! observing, planning, previewing and a model's wait are raced against it,
 //! so a planner that never answers cannot keep the loop running. The one
 //! await that is not raced is the governed mutation itself
-//! ([`crate::protocol::Approved::complete`]), which runs to its receipt so
+//! ([`crate::chain::Approved::complete`]), which runs to its receipt so
 //! the journal says what happened; the runtime bounds it, and a
 //! [`crate::runtime::CancellationBridge`] revokes its authority first.
 
@@ -27,10 +27,10 @@ use super::allowed::{AllowedActions, PlannedStep};
 use super::formats::{self, MappedAction};
 use super::planner::{PlanContext, PlanOutput, Planner, StepRecord};
 use crate::ComputerUseError;
+use crate::chain::{Approval, ChainOutcome, CheckpointId, PendingApproval, Route, Session};
 use crate::clock::format_rfc3339;
 use crate::contracts::{ActionPreview, ExecutionMode};
 use crate::journal::events;
-use crate::protocol::{Approval, ChainOutcome, CheckpointId, PendingApproval, Route, Session};
 use crate::runtime::{AgentInterrupter, ComputerUseRuntime, ProposedAction};
 
 /// Why the loop stopped.
@@ -250,7 +250,7 @@ impl<'a, R: ComputerUseRuntime, P: Planner> AgentLoop<'a, R, P> {
     }
 
     /// Suspends actions that need approval to sealed checkpoints in the
-    /// session's store of record ([`crate::protocol::SessionBuilder::checkpoints`]),
+    /// session's store of record ([`crate::chain::SessionBuilder::checkpoints`]),
     /// instead of returning them pending.
     pub fn suspend_to_checkpoints(mut self) -> Self {
         self.suspend = true;

@@ -8,12 +8,14 @@
 //! holds it on decoding *and* on construction: the validated type is built
 //! only through `TryFrom` its plain `*Fields` form, and serde goes the same way.
 
-pub mod bounds;
 pub mod case;
+pub mod catalogue;
 mod corpus;
 mod envelope;
+mod extension;
 mod grant;
 mod lease;
+pub mod limits;
 mod number;
 mod postcondition;
 mod preview;
@@ -27,6 +29,7 @@ pub use corpus::{SafetyCorpus, SafetyExpectation, SafetyScenario};
 pub use envelope::{
     ActionEnvelope, ActionProvenance, ActionResourceContext, Bounds, TargetEvidence,
 };
+pub use extension::{CREDENTIAL_CAPABILITY, EFFECT_CHECKS_CAPABILITY};
 pub use grant::{ApprovalGrant, ApprovalGrantFields, ApprovalScope};
 pub use lease::{ControlLease, LeaseBoundaries, LeaseKind, LeaseState};
 pub use postcondition::{ActionPostcondition, PostconditionFields};
@@ -167,7 +170,7 @@ impl fmt::Display for DataLabel {
 
 /// What a JSON value is (`a string`, `an object`, ...), never what it
 /// holds: how an error names a value that may carry a secret.
-pub(crate) fn json_kind(value: &serde_json::Value) -> &'static str {
+pub fn json_kind(value: &serde_json::Value) -> &'static str {
     use serde_json::Value;
     match value {
         Value::Null => "null",

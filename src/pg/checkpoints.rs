@@ -6,8 +6,8 @@
 
 use super::Connection;
 use crate::ComputerUseError;
-use crate::protocol::approvals::stores::sealed::Sealed;
-use crate::protocol::{CheckpointId, CheckpointRefusal, CheckpointStore, ClaimBasis, SealingKey};
+use crate::chain::approvals::stores::sealed::Sealed;
+use crate::chain::{CheckpointId, CheckpointRefusal, CheckpointStore, ClaimBasis, SealingKey};
 
 const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS adk_checkpoints (
     id text PRIMARY KEY,

@@ -8,139 +8,17 @@
 //! arguments of the tools whose shapes it knows (from upstream's catalogue)
 //! before it asks the runtime for anything: a missing, mistyped or unknown
 //! argument is refused with nothing sent, and can be fixed and sent again.
-//! A tool outside [`known_schema`]'s list goes to the runtime unchecked
+//! A tool outside [`known_schema`]'s list (the catalogue's) goes to the runtime unchecked
 //! here; the runtime's own refusal is still a refusal.
 
-use std::collections::BTreeMap;
-use std::sync::LazyLock;
-
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::ComputerUseError;
+pub use crate::contracts::catalogue::known_schema;
 use crate::contracts::{TargetEvidence, WindowId, json_kind};
 
-/// The targeting arguments upstream's pointer and keyboard tools accept.
-fn with_targeting(mut properties: Value) -> Value {
-    if let Some(map) = properties.as_object_mut() {
-        map.insert("target_app".into(), json!({ "type": "string" }));
-        map.insert("target_window_id".into(), json!({ "type": "integer" }));
-        map.insert(
-            "focus_strategy".into(),
-            json!({ "type": "string", "enum": ["strict", "best_effort", "none", "prepare_display"] }),
-        );
-    }
-    properties
-}
-
-/// An `[x, y]` pair of numbers.
-fn pair() -> Value {
-    json!({ "type": "array", "items": { "type": "number" }, "minItems": 2, "maxItems": 2 })
-}
-
-fn object(properties: Value, required: &[&str]) -> Value {
-    json!({ "type": "object", "properties": properties, "required": required })
-}
-
-/// The argument schemas of the low-level tools the chain knows, as
-/// upstream's catalogue defines them.
-static KNOWN: LazyLock<BTreeMap<&'static str, Value>> = LazyLock::new(|| {
-    let mut known = BTreeMap::new();
-    known.insert(
-        "write_clipboard",
-        object(json!({ "text": { "type": "string" } }), &["text"]),
-    );
-    known.insert("read_clipboard", object(json!({}), &[]));
-    let at_a_point = object(
-        with_targeting(json!({ "coordinate": pair() })),
-        &["coordinate"],
-    );
-    for tool in [
-        "left_click",
-        "right_click",
-        "middle_click",
-        "double_click",
-        "triple_click",
-        "mouse_move",
-        "left_mouse_down",
-        "left_mouse_up",
-    ] {
-        known.insert(tool, at_a_point.clone());
-    }
-    known.insert(
-        "left_click_drag",
-        object(
-            with_targeting(json!({ "coordinate": pair(), "start_coordinate": pair() })),
-            &["coordinate"],
-        ),
-    );
-    known.insert(
-        "scroll",
-        object(
-            with_targeting(json!({
-                "coordinate": pair(),
-                "direction": { "type": "string", "enum": ["up", "down", "left", "right"] },
-                "amount": { "type": "integer", "exclusiveMinimum": 0 },
-            })),
-            &["coordinate", "direction"],
-        ),
-    );
-    known.insert(
-        "type",
-        object(
-            with_targeting(json!({
-                "text": { "type": "string" },
-                "clear": { "type": "boolean" },
-                "press_enter": { "type": "boolean" },
-                "caret_position": { "type": "string", "enum": ["start", "end", "idle"] },
-            })),
-            &["text"],
-        ),
-    );
-    known.insert(
-        "key",
-        object(
-            with_targeting(json!({
-                "text": { "type": "string" },
-                "repeat": { "type": "integer", "exclusiveMinimum": 0 },
-            })),
-            &["text"],
-        ),
-    );
-    known.insert(
-        "hold_key",
-        object(
-            with_targeting(json!({
-                "keys": { "type": "array", "items": { "type": "string" } },
-                "duration": { "type": "number", "exclusiveMinimum": 0 },
-            })),
-            &["keys", "duration"],
-        ),
-    );
-    known.insert(
-        "wait",
-        object(
-            json!({ "duration": { "type": "number", "exclusiveMinimum": 0, "maximum": 300 } }),
-            &["duration"],
-        ),
-    );
-    known
-});
-
-/// The JSON Schema of `tool`'s arguments, when the chain knows the tool.
-///
-/// ```
-/// use adk_computer_use::runtime::known_schema;
-///
-/// let schema = known_schema("write_clipboard").unwrap();
-/// assert_eq!(schema["required"], serde_json::json!(["text"]));
-/// assert!(known_schema("a_tool_of_your_own").is_none());
-/// ```
-pub fn known_schema(tool: &str) -> Option<&'static Value> {
-    KNOWN.get(tool)
-}
-
 /// Refuses the arguments of a known tool that its schema does not accept
-/// (for [`crate::protocol::Observed::preview`]); a tool the chain does not
+/// (for [`crate::chain::Observed::preview`]); a tool the chain does not
 /// know passes.
 pub(crate) fn check_known(tool: &str, arguments: &Value) -> Result<(), ComputerUseError> {
     match known_schema(tool) {

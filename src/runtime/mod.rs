@@ -20,8 +20,7 @@ mod arguments;
 mod cancel;
 mod effect;
 mod evidence;
-#[cfg(feature = "mcp")]
-pub mod mcp;
+mod offer;
 mod proof;
 mod request;
 mod target;
@@ -36,6 +35,7 @@ pub use cancel::{AgentInterrupter, CancellationBridge, StopKind};
 pub use effect::NamedEffect;
 pub(crate) use effect::{derive as derive_postcondition, why_none as why_no_postcondition};
 pub use evidence::{VerificationOutcome, evaluate_evidence, evaluate_with, receipt_verification};
+pub use offer::ToolOffer;
 pub use proof::{ExecuteProof, LeaseProof, LeaseReleaseProof, ReleaseProof, ReserveProof};
 pub use request::{
     ActionRequest, ImageContent, Observation, ObservationScope, PreviewAnswer, ProposedAction,
@@ -73,11 +73,11 @@ pub struct SessionContext {
 /// in a test.
 pub trait ComputerUseRuntime: Send + Sync + 'static {
     /// The runtime session this runtime acts in, or `None` while it has
-    /// none (before `start_session`). A [`crate::protocol::Session`] is built from it.
+    /// none (before `start_session`). A [`crate::chain::Session`] is built from it.
     fn session_context(&self) -> Option<SessionContext>;
 
     /// Closes the runtime (for a spawned server: ends the child process).
-    /// Called by the last [`crate::protocol::Session`] over this runtime to shut
+    /// Called by the last [`crate::chain::Session`] over this runtime to shut
     /// down; the default does nothing.
     fn close(&self) -> impl Future<Output = Result<(), ComputerUseError>> + Send {
         async { Ok(()) }

@@ -9,11 +9,11 @@ use std::sync::{Arc, Mutex};
 
 use adk_computer_use::ComputerUseError;
 use adk_computer_use::auth::{ScopeAuthorizer, VerifiedIdentity};
+use adk_computer_use::chain::{CheckpointStore, SealingKey, Session};
 use adk_computer_use::clock::{Clock, ManualClock, format_rfc3339};
 use adk_computer_use::contracts::*;
-use adk_computer_use::protocol::{CheckpointStore, SealingKey, Session};
 use adk_computer_use::runtime::*;
-use adk_computer_use::test_util;
+use adk_computer_use_testkit::answers;
 use serde_json::{Value, json};
 use time::Duration;
 use time::macros::datetime;
@@ -260,7 +260,7 @@ pub fn target() -> TargetEvidence {
 }
 
 pub fn args_digest(request: &ActionRequest<'_>) -> String {
-    test_util::args_digest(request)
+    answers::args_digest(request)
 }
 
 impl ComputerUseRuntime for FakeRuntime {
@@ -313,8 +313,7 @@ impl ComputerUseRuntime for FakeRuntime {
             action: &request_with_id,
             ..request.clone()
         };
-        let mut envelope =
-            test_util::envelope_for(&numbered, PRINCIPAL, now, Duration::seconds(30))?;
+        let mut envelope = answers::envelope_for(&numbered, PRINCIPAL, now, Duration::seconds(30))?;
         if let Some(tweak) = self.script().envelope.clone() {
             tweak(&mut envelope);
         }
@@ -325,12 +324,12 @@ impl ComputerUseRuntime for FakeRuntime {
             .push(request.action.postcondition.clone());
         drop(truth);
         let route = match route {
-            PreviewRoute::Executable => test_util::PreviewRoute::Allowed,
-            PreviewRoute::NeedsApproval => test_util::PreviewRoute::NeedsApproval,
-            PreviewRoute::Blocked(code) => test_util::PreviewRoute::Blocked(code.to_owned()),
+            PreviewRoute::Executable => answers::PreviewRoute::Allowed,
+            PreviewRoute::NeedsApproval => answers::PreviewRoute::NeedsApproval,
+            PreviewRoute::Blocked(code) => answers::PreviewRoute::Blocked(code.to_owned()),
         };
         let retained = self.script().retained.clone();
-        let preview = test_util::preview_for(envelope, route, POLICY);
+        let preview = answers::preview_for(envelope, route, POLICY);
         let mut preview = preview;
         if let Some(tweak) = self.script().preview.clone() {
             tweak(&mut preview);
@@ -356,7 +355,7 @@ impl ComputerUseRuntime for FakeRuntime {
             id
         };
         let mut reservation =
-            test_util::reservation_for(envelope, id, APP, self.clock.now(), Duration::seconds(60))?;
+            answers::reservation_for(envelope, id, APP, self.clock.now(), Duration::seconds(60))?;
         if let Some(tweak) = self.script().reservation.clone() {
             tweak(&mut reservation);
         }
@@ -391,7 +390,7 @@ impl ComputerUseRuntime for FakeRuntime {
             id
         };
         let apps: Vec<&str> = envelope.target.iter().map(|t| t.app_id.as_str()).collect();
-        let mut lease = test_util::lease_for(
+        let mut lease = answers::lease_for(
             envelope,
             lease_id,
             &apps,
@@ -461,7 +460,7 @@ impl ComputerUseRuntime for FakeRuntime {
             Some(replayed) => replayed,
             None => {
                 let evidence = self.script().evidence.clone();
-                let receipt = test_util::receipt_for(
+                let receipt = answers::receipt_for(
                     envelope,
                     format!("receipt-{}", envelope.action_id),
                     self.clock.now(),
@@ -547,7 +546,7 @@ pub fn rig() -> Rig {
 pub fn rig_with(authorizer: ScopeAuthorizer) -> Rig {
     rig_built(
         authorizer,
-        Arc::new(adk_computer_use::protocol::MemoryCheckpointStore::new(key())),
+        Arc::new(adk_computer_use::chain::MemoryCheckpointStore::new(key())),
     )
 }
 
@@ -585,9 +584,9 @@ pub fn action(id: &str) -> ProposedAction {
 
 /// The verified end of a chain that ran; any other end fails the test.
 pub fn completed<R: ComputerUseRuntime>(
-    outcome: adk_computer_use::protocol::ChainOutcome<R>,
-) -> adk_computer_use::protocol::Verified {
-    use adk_computer_use::protocol::ChainOutcome;
+    outcome: adk_computer_use::chain::ChainOutcome<R>,
+) -> adk_computer_use::chain::Verified {
+    use adk_computer_use::chain::ChainOutcome;
     match outcome {
         ChainOutcome::Completed(verified) => verified,
         ChainOutcome::NeedsApproval(_) => panic!("unexpected approval"),
@@ -598,7 +597,7 @@ pub fn completed<R: ComputerUseRuntime>(
 /// The checkpoint refusal `result` ended with; any other end fails the test.
 pub fn refusal_of<T>(
     result: Result<T, ComputerUseError>,
-) -> adk_computer_use::protocol::CheckpointRefusal {
+) -> adk_computer_use::chain::CheckpointRefusal {
     match result {
         Ok(_) => panic!("expected a checkpoint refusal, got Ok"),
         Err(err) => err

@@ -3,7 +3,7 @@
 // receipt witness cannot be named outside it.
 use adk_computer_use::VerificationOutcome;
 use adk_computer_use::contracts::ControlLease;
-use adk_computer_use::protocol::Verified;
+use adk_computer_use::chain::Verified;
 
 fn forge<R>(lease: std::sync::Arc<ControlLease>, receipt: R) -> Verified {
     Verified::new(lease, receipt, VerificationOutcome::Verified)

@@ -2,7 +2,7 @@
 // witness `BoundLease` is private to the crate, so code outside cannot name
 // it, let alone build one (E0603).
 use adk_computer_use::contracts::ControlLease;
-use adk_computer_use::protocol::witness::BoundLease;
+use adk_computer_use::chain::witness::BoundLease;
 
 fn forge(lease: ControlLease) -> BoundLease {
     BoundLease {

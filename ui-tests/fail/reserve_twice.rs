@@ -1,7 +1,7 @@
 // Invariant: an approved action reserves its target once: `reserve`
 // consumes it (E0382).
 use adk_computer_use::runtime::ComputerUseRuntime;
-use adk_computer_use::protocol::Approved;
+use adk_computer_use::chain::Approved;
 
 async fn reserve_twice<R: ComputerUseRuntime>(approved: Approved<R>) {
     let _ = approved.reserve().await;

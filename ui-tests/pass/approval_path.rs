@@ -1,7 +1,7 @@
 // The approval path compiles: a pending approval becomes `Approved` only
 // through `approve`, directly or after a sealed checkpoint in the session's
 // store of record.
-use adk_computer_use::protocol::{Approval, PendingApproval, Session, Verified};
+use adk_computer_use::chain::{Approval, PendingApproval, Session, Verified};
 use adk_computer_use::ComputerUseError;
 use adk_computer_use::runtime::ComputerUseRuntime;
 

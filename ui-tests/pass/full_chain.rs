@@ -1,6 +1,6 @@
 // The legal order compiles: observe, preview, route, reserve, lease,
 // execute, verify.
-use adk_computer_use::protocol::{Route, Session, Verified};
+use adk_computer_use::chain::{Route, Session, Verified};
 use adk_computer_use::{ComputerUseError, ProposedAction};
 use adk_computer_use::runtime::ComputerUseRuntime;
 

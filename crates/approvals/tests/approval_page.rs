@@ -1,0 +1,741 @@
+//! The approval page in a real browser: an agent suspends actions against
+//! the simulator served over TCP; `computer-use-approvals serve` shows them
+//! (screenshot, arguments, labels, digests, time left) in headless Chromium
+//! driven through WebDriver; a click on Approve obtains the grant with the
+//! approver's credential and the agent's action runs once; Deny ends the
+//! other with `Denied`; a tampered checkpoint shows as unreadable; a
+//! request without the page's secret, or a post from another origin,
+//! is refused. A screenshot of the page is kept in `target/tmp`.
+//!
+//! Needs `chromium` and `chromedriver` (Debian's packages; `.ci/run`
+//! installs them). Built without them on the `PATH`, the test is reported
+//! as ignored, with the reason.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use adk_computer_use_testkit::needs;
+use std::sync::Arc;
+use std::time::Duration;
+
+use adk_computer_use::chain::{
+    ApproverKey, ChainOutcome, CheckpointId, FileCheckpointStore, SealingKey,
+};
+use adk_computer_use::contracts::{DataLabel, ExecutionMode};
+use adk_computer_use::{
+    ComputerUseError, ComputerUseMcpRuntime, McpRuntimeConfig, ProposedAction, ScopeAuthorizer,
+    Session, VerifiedIdentity,
+};
+use computer_use_server::CLIPBOARD_APP;
+use serde_json::json;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+
+const KEY: &str = "approval-page-test-key-32-bytes!";
+const APPROVER_KEY: &str = "9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60";
+
+/// A child process, killed with the test.
+fn spawn(
+    program: impl AsRef<std::ffi::OsStr>,
+    args: &[&str],
+    envs: &[(&str, &str)],
+) -> tokio::process::Child {
+    let program = program.as_ref();
+    tokio::process::Command::new(program)
+        .args(args)
+        .envs(envs.iter().copied())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap_or_else(|err| panic!("{} could not be started: {err}", program.display()))
+}
+
+/// The lines a child prints, each with a prefix, bounded so a silent child
+/// fails the test instead of hanging it.
+async fn printed(
+    lines: &mut tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
+    prefix: &str,
+) -> String {
+    let line = tokio::time::timeout(Duration::from_secs(60), lines.next_line())
+        .await
+        .unwrap_or_else(|_| panic!("nothing printed before {prefix:?}"))
+        .unwrap()
+        .unwrap_or_else(|| panic!("the output ended before {prefix:?}"));
+    line.strip_prefix(prefix)
+        .unwrap_or_else(|| panic!("expected {prefix:?}, got {line:?}"))
+        .to_owned()
+}
+
+/// One HTTP/1.1 request by hand; the status code and the body.
+async fn http(address: &str, request: String) -> (u16, String) {
+    let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).await.unwrap();
+    let status = answer
+        .split_whitespace()
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .unwrap_or(0);
+    (status, answer)
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn write(action_id: &str, text: &str) -> ProposedAction {
+    ProposedAction::new(
+        "write_clipboard",
+        json!({ "text": text }),
+        ExecutionMode::Background,
+    )
+    .with_action_id(action_id)
+    .with_data_labels([DataLabel::Public])
+}
+
+async fn suspended(
+    session: &Session<ComputerUseMcpRuntime>,
+    action: ProposedAction,
+) -> CheckpointId {
+    match session.run(action).await.unwrap() {
+        ChainOutcome::NeedsApproval(pending) => pending.suspend().await.unwrap(),
+        _ => panic!("the simulator was told to ask for approval"),
+    }
+}
+
+/// The simulator served over TCP (over the real X11 display with `x11`),
+/// asking for approval of clipboard writes; its address and credentials.
+struct Served {
+    _child: tokio::process::Child,
+    address: String,
+    agent: String,
+    approver: String,
+}
+
+async fn served(x11: bool) -> Served {
+    let mut args = vec![
+        "--principal",
+        "alice",
+        "--stats",
+        "--confirm-tool",
+        "write_clipboard",
+        "--listen",
+        "127.0.0.1:0",
+    ];
+    if x11 {
+        args.extend(["--desktop", "x11"]);
+    }
+    let mut child = spawn(
+        adk_computer_use_testkit::binary::path(adk_computer_use_testkit::binary::SERVER),
+        &args,
+        &[],
+    );
+    let mut out = BufReader::new(child.stdout.take().unwrap()).lines();
+    let address = printed(&mut out, "listening on ").await;
+    let agent = printed(&mut out, "agent-credential ").await;
+    let approver = printed(&mut out, "approver-credential ").await;
+    Served {
+        _child: child,
+        address,
+        agent,
+        approver,
+    }
+}
+
+/// The agent's runtime (its own credential) and a session whose store of
+/// record is `store`, acting on `app`.
+async fn agent(
+    sim: &Served,
+    store: &Arc<FileCheckpointStore>,
+    app: &str,
+) -> (Arc<ComputerUseMcpRuntime>, Session<ComputerUseMcpRuntime>) {
+    let runtime = Arc::new(
+        ComputerUseMcpRuntime::connect(
+            tokio::net::TcpStream::connect(&sim.address).await.unwrap(),
+            McpRuntimeConfig::new("alice").with_credential(&sim.agent),
+        )
+        .await
+        .unwrap(),
+    );
+    runtime
+        .start_session(Some("the approval page"), Some("team"))
+        .await
+        .unwrap();
+    let authorizer = ScopeAuthorizer::new(
+        VerifiedIdentity::new("alice", "tenant-page").unwrap(),
+        ["computer:plan", "computer:execute:background"],
+    )
+    .unwrap();
+    let session = Session::builder(Arc::clone(&runtime), authorizer)
+        .agent_id("page-agent")
+        .target(app, None)
+        .checkpoints(store.clone())
+        .build()
+        .unwrap();
+    (runtime, session)
+}
+
+/// `computer-use-approvals serve` over `store_dir`, with the approver's key
+/// and credential; the page process and its sign-in link.
+async fn page(store_dir: &str, sim: &Served) -> (tokio::process::Child, String) {
+    let mut child = spawn(
+        env!("CARGO_BIN_EXE_computer-use-approvals"),
+        &["serve", "--store", store_dir, "--server", &sim.address],
+        &[
+            ("ADK_CHECKPOINT_KEY", KEY),
+            ("ADK_APPROVER_KEY", APPROVER_KEY),
+            ("ADK_APPROVER_CREDENTIAL", &sim.approver),
+        ],
+    );
+    let mut out = BufReader::new(child.stdout.take().unwrap()).lines();
+    let sign_in = printed(&mut out, "approval page on ").await;
+    (child, sign_in)
+}
+
+/// Waits until the page confirms a decision `what` (`approved`, `denied`):
+/// the answer to the post, not the page before it.
+async fn confirmed(browser: &Browser, what: &str) {
+    for _ in 0..100 {
+        if let Ok(done) = browser.find(".done").await
+            && done.text().await.is_ok_and(|text| text.contains(what))
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!(
+        "the page did not confirm {what:?}: {}",
+        browser.source().await.unwrap_or_default()
+    );
+}
+
+/// Clicks Approve on `id`'s card, waits for the page to confirm, and has
+/// the agent resume by the recorded decision: the action runs.
+async fn approve_on_page(
+    browser: &Browser,
+    session: &Session<ComputerUseMcpRuntime>,
+    id: &CheckpointId,
+) {
+    click(browser, &format!("#approve-{id}")).await;
+    confirmed(browser, "approved").await;
+    let done = session
+        .resume_decided(id, &public())
+        .await
+        .unwrap()
+        .complete()
+        .await
+        .unwrap();
+    assert!(done.performed());
+}
+
+async fn click(browser: &Browser, css: &str) {
+    browser.find(css).await.unwrap().click().await.unwrap();
+}
+
+/// The approver's public key, which the agent checks decisions with.
+fn public() -> adk_computer_use::chain::ApproverPublicKey {
+    ApproverKey::from_hex(APPROVER_KEY).unwrap().public()
+}
+
+/// Keeps a screenshot of the page as a test artifact in `target/tmp`.
+async fn keep_screenshot(browser: &Browser, name: &str) {
+    let artifact = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    std::fs::write(&artifact, browser.screenshot().await).unwrap();
+    println!("the page as the person saw it: {}", artifact.display());
+}
+
+/// Headless Chromium through chromedriver, with a profile of its own.
+async fn browser() -> (Browser, tokio::process::Child, tempfile::TempDir) {
+    let port = free_port();
+    let driver = spawn("chromedriver", &[&format!("--port={port}")], &[]);
+    let profile = tempfile::tempdir().unwrap();
+    let capabilities = json!({ "capabilities": { "alwaysMatch": {
+        "browserName": "chrome",
+        "goog:chromeOptions": {
+            "binary": "/usr/bin/chromium",
+            "args": [
+                "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                "--disable-quic", "--no-first-run", "--disable-background-networking",
+                "--disable-component-update", "--disable-sync", "--window-size=1400,1600",
+                format!("--user-data-dir={}", profile.path().display()),
+            ]
+        }
+    } } });
+    let http = reqwest::Client::new();
+    for _ in 0..100 {
+        let started = http
+            .post(format!("http://127.0.0.1:{port}/session"))
+            .json(&capabilities)
+            .send()
+            .await;
+        if let Ok(answer) = started
+            && let Ok(body) = answer.json::<serde_json::Value>().await
+            && let Some(id) = body["value"]["sessionId"].as_str()
+        {
+            let base = format!("http://127.0.0.1:{port}/session/{id}");
+            return (Browser { http, base }, driver, profile);
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    panic!("chromedriver did not answer");
+}
+
+/// The few WebDriver commands these tests need (W3C WebDriver over HTTP:
+/// a JSON body in, `{"value": ...}` out).
+struct Browser {
+    http: reqwest::Client,
+    base: String,
+}
+
+/// An element the browser found.
+struct Element<'a> {
+    browser: &'a Browser,
+    id: String,
+}
+
+/// The key WebDriver names an element reference with.
+const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
+
+impl Browser {
+    async fn command(
+        &self,
+        post: Option<serde_json::Value>,
+        path: &str,
+    ) -> Result<serde_json::Value, String> {
+        let url = format!("{}{path}", self.base);
+        let request = match post {
+            Some(body) => self.http.post(url).json(&body),
+            None => self.http.get(url),
+        };
+        let answer: serde_json::Value = request
+            .send()
+            .await
+            .map_err(|e| e.to_string())?
+            .json()
+            .await
+            .map_err(|e| e.to_string())?;
+        let value = answer["value"].clone();
+        match value.get("error") {
+            Some(error) => Err(format!("{error}: {}", value["message"])),
+            None => Ok(value),
+        }
+    }
+
+    async fn goto(&self, url: &str) {
+        self.command(Some(json!({ "url": url })), "/url")
+            .await
+            .unwrap();
+    }
+
+    async fn find(&self, css: &str) -> Result<Element<'_>, String> {
+        let found = self
+            .command(
+                Some(json!({ "using": "css selector", "value": css })),
+                "/element",
+            )
+            .await?;
+        let id = found[ELEMENT]
+            .as_str()
+            .ok_or_else(|| format!("no element reference in {found}"))?
+            .to_owned();
+        Ok(Element { browser: self, id })
+    }
+
+    async fn source(&self) -> Result<String, String> {
+        Ok(self
+            .command(None, "/source")
+            .await?
+            .as_str()
+            .unwrap_or_default()
+            .to_owned())
+    }
+
+    async fn screenshot(&self) -> Vec<u8> {
+        use base64::Engine;
+        let shot = self.command(None, "/screenshot").await.unwrap();
+        base64::engine::general_purpose::STANDARD
+            .decode(shot.as_str().unwrap_or_default())
+            .unwrap()
+    }
+
+    async fn close(&self) {
+        let _ = self.http.delete(&self.base).send().await;
+    }
+}
+
+impl Element<'_> {
+    fn path(&self, rest: &str) -> String {
+        format!("/element/{}{rest}", self.id)
+    }
+
+    async fn text(&self) -> Result<String, String> {
+        let text = self.browser.command(None, &self.path("/text")).await?;
+        Ok(text.as_str().unwrap_or_default().to_owned())
+    }
+
+    async fn attr(&self, name: &str) -> Result<Option<String>, String> {
+        let value = self
+            .browser
+            .command(None, &self.path(&format!("/attribute/{name}")))
+            .await?;
+        Ok(value.as_str().map(str::to_owned))
+    }
+
+    async fn html(&self) -> Result<String, String> {
+        let value = self
+            .browser
+            .command(None, &self.path("/property/innerHTML"))
+            .await?;
+        Ok(value.as_str().unwrap_or_default().to_owned())
+    }
+
+    async fn click(&self) -> Result<(), String> {
+        self.browser
+            .command(Some(json!({})), &self.path("/click"))
+            .await
+            .map(|_| ())
+    }
+
+    async fn clear(&self) -> Result<(), String> {
+        self.browser
+            .command(Some(json!({})), &self.path("/clear"))
+            .await
+            .map(|_| ())
+    }
+
+    async fn send_keys(&self, text: &str) -> Result<(), String> {
+        self.browser
+            .command(Some(json!({ "text": text })), &self.path("/value"))
+            .await
+            .map(|_| ())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[needs(browser)]
+async fn a_person_approves_and_denies_on_the_page_in_a_real_browser() {
+    let sim = served(false).await;
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(
+        FileCheckpointStore::new(
+            dir.path(),
+            SealingKey::new(KEY.as_bytes().to_vec()).unwrap(),
+        )
+        .unwrap(),
+    );
+    let (runtime, session) = agent(&sim, &store, CLIPBOARD_APP).await;
+    let approve_me = suspended(&session, write("page-approve", "approved on the page")).await;
+    let deny_me = suspended(&session, write("page-deny", "never written")).await;
+    let tampered = suspended(&session, write("page-tampered", "tampered")).await;
+    // One the person decides only after its envelope expired.
+    let late = suspended(
+        &session,
+        write("page-late", "approved after expiry").with_expires_in_ms(1_000),
+    )
+    .await;
+    let late_since = tokio::time::Instant::now();
+    // An action the agent labels as handling secrets, with text that reads
+    // differently once a right-to-left override is drawn.
+    let hidden = suspended(
+        &session,
+        ProposedAction::new(
+            "write_clipboard",
+            json!({ "text": "notes\u{202E}txt.exe" }),
+            ExecutionMode::Background,
+        )
+        .with_action_id("page-hidden\u{202E}fdp")
+        .with_data_labels([DataLabel::Credential]),
+    )
+    .await;
+    let path = store.path_of(&tampered);
+    let record = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, record.replace("tampered", "Tampered")).unwrap();
+
+    // The page, with the approver's key and credential, which the agent
+    // never holds.
+    let store_dir = dir.path().to_str().unwrap().to_owned();
+    let (mut page, sign_in) = page(&store_dir, &sim).await;
+    // http://127.0.0.1:PORT/SECRET/: the page lives under its secret.
+    let rest = sign_in.trim_start_matches("http://");
+    let (page_address, secret) = rest.split_once('/').unwrap();
+    let (page_address, secret) = (
+        page_address.to_owned(),
+        secret.trim_end_matches('/').to_owned(),
+    );
+    let get = |path: &str, host: &str| {
+        format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n")
+    };
+    // Without the secret nothing is shown or decided.
+    let (status, _) = http(&page_address, get("/", &page_address)).await;
+    assert_eq!(status, 404, "no page outside the secret path");
+    let (status, _) = http(
+        &page_address,
+        get(&format!("/{}/", "0".repeat(64)), &page_address),
+    )
+    .await;
+    assert_eq!(status, 401, "a wrong secret");
+    let form = format!("id={approve_me}&token=x&decision=approve");
+    let post = |path: &str, origin: &str| {
+        format!(
+            "POST {path} HTTP/1.1\r\nHost: {page_address}\r\nConnection: close\r\nOrigin: {origin}\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\r\n{form}",
+            form.len()
+        )
+    };
+    let own_origin = format!("http://{page_address}");
+    let (status, _) = http(&page_address, post("/decide", &own_origin)).await;
+    assert_eq!(status, 404, "a decision outside the secret path");
+    let (status, _) = http(
+        &page_address,
+        post(&format!("/{}/decide", "0".repeat(64)), &own_origin),
+    )
+    .await;
+    assert_eq!(status, 401, "a decision with a wrong secret");
+    // Even with the secret, a post from another origin (another port on
+    // this machine included) or without the page's form token is refused.
+    let (status, _) = http(
+        &page_address,
+        post(&format!("/{secret}/decide"), "http://127.0.0.1:1"),
+    )
+    .await;
+    assert_eq!(status, 403, "a post from another origin");
+    let (status, _) = http(
+        &page_address,
+        post(&format!("/{secret}/decide"), &own_origin),
+    )
+    .await;
+    assert_eq!(status, 403, "a post without the page's form token");
+    // A name that resolves here (DNS rebinding) is not this page.
+    let (status, _) = http(
+        &page_address,
+        get(&format!("/{secret}/"), "evil.example:80"),
+    )
+    .await;
+    assert_eq!(status, 401, "another host name");
+
+    // The browser: headless Chromium through chromedriver.
+    let (browser, _driver, _profile) = browser().await;
+    browser.goto(&sign_in).await;
+    let shown = browser
+        .find(&format!("#c-{approve_me}"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for expected in [
+        "page-approve",
+        "write_clipboard",
+        "approved on the page",
+        "public",
+        "page-agent",
+        "s left",
+    ] {
+        assert!(
+            shown.contains(expected),
+            "the card shows {expected:?}:\n{shown}"
+        );
+    }
+    let image = browser
+        .find(&format!("#c-{approve_me} .frame img"))
+        .await
+        .unwrap();
+    assert!(
+        image
+            .attr("src")
+            .await
+            .unwrap()
+            .is_some_and(|src| src.starts_with("data:image/png;base64,")),
+        "the screenshot the action was previewed on"
+    );
+    let unreadable = browser
+        .find(&format!("#c-{tampered}"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(unreadable.contains("UNREADABLE"), "{unreadable}");
+    assert!(
+        browser.find(&format!("#approve-{tampered}")).await.is_err(),
+        "a tampered checkpoint cannot be decided"
+    );
+    // Masked values are one click away, and what an override would reorder
+    // is shown escaped.
+    let card_html = browser
+        .find(&format!("#c-{hidden}"))
+        .await
+        .unwrap()
+        .html()
+        .await
+        .unwrap();
+    assert!(
+        card_html.contains("•••••"),
+        "masked by default: {card_html}"
+    );
+    assert!(
+        card_html.contains("<details>") && card_html.contains("notes\\u{202e}txt.exe"),
+        "revealable, the override escaped: {card_html}"
+    );
+    assert!(
+        card_html.contains("page-hidden\\u{202e}fdp") && !card_html.contains('\u{202E}'),
+        "no override reaches the page: {card_html}"
+    );
+    keep_screenshot(&browser, "approval-page.png").await;
+
+    // Approve: the page obtains the grant with the approver's credential;
+    // the agent's action runs once.
+    approve_on_page(&browser, &session, &approve_me).await;
+    let public = public();
+
+    // Deny, with a reason: the agent's action ends there.
+    let reason = browser.find(&format!("#reason-{deny_me}")).await.unwrap();
+    reason.clear().await.unwrap();
+    reason.send_keys("wrong text").await.unwrap();
+    click(&browser, &format!("#deny-{deny_me}")).await;
+    confirmed(&browser, "denied").await;
+    match session.resume_decided(&deny_me, &public).await {
+        Err(ComputerUseError::Denied { action_id, reason }) => {
+            assert_eq!(action_id, "page-deny");
+            assert_eq!(reason, "wrong text");
+        }
+        Err(other) => panic!("expected Denied, got {other}"),
+        Ok(_) => panic!("expected Denied, got an approved stage"),
+    }
+    let (stats, _) = runtime.call("sim_stats", Default::default()).await.unwrap();
+    assert_eq!(stats["clipboard"], "approved on the page");
+    assert_eq!(stats["totalEffects"], 1, "one approval, one effect");
+    // Approving what was denied: refused before any grant is asked for.
+    let source = browser.source().await.unwrap();
+    let token = source
+        .split("name=\"token\" value=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap()
+        .to_owned();
+    let grants = stats["grants"].clone();
+    let again = format!("id={deny_me}&token={token}&decision=approve");
+    let (status, answer) = http(
+        &page_address,
+        format!(
+            "POST /{secret}/decide HTTP/1.1\r\nHost: {page_address}\r\nConnection: close\r\nOrigin: http://{page_address}\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\r\n{again}",
+            again.len()
+        ),
+    )
+    .await;
+    assert_eq!(status, 409, "{answer}");
+    let (stats, _) = runtime.call("sim_stats", Default::default()).await.unwrap();
+    assert_eq!(
+        stats["grants"], grants,
+        "no grant was asked for a denied action"
+    );
+
+    // Approving after the envelope expired works end to end: the page
+    // previews the same action again for its grant, the agent's
+    // resume_decided previews it once more and runs it, once.
+    tokio::time::sleep_until(late_since + Duration::from_millis(1_500)).await;
+    browser.goto(&sign_in).await;
+    let late_card = browser
+        .find(&format!("#c-{late}"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(late_card.contains("expired at"), "{late_card}");
+    approve_on_page(&browser, &session, &late).await;
+    let (stats, _) = runtime.call("sim_stats", Default::default()).await.unwrap();
+    assert_eq!(stats["clipboard"], "approved after expiry");
+    assert_eq!(stats["totalEffects"], 2, "each approval, one effect");
+
+    browser.close().await;
+    let _ = session.shutdown().await;
+    let _ = page.kill().await;
+}
+
+/// On a real X11 display: the page shows the screen as the agent saw it,
+/// the target window (a real `xmessage`) marked in red, and the approved
+/// write lands on the real clipboard (read back with `xclip`).
+#[cfg(feature = "x11")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[needs(browser, display)]
+async fn on_a_real_display_the_page_shows_the_screen_with_the_target_marked() {
+    let _dialog = spawn(
+        "xmessage",
+        &[
+            "-geometry",
+            "+320+240",
+            "the approval page marks this window",
+        ],
+        &[],
+    );
+    let sim = served(true).await;
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(
+        FileCheckpointStore::new(
+            dir.path(),
+            SealingKey::new(KEY.as_bytes().to_vec()).unwrap(),
+        )
+        .unwrap(),
+    );
+    let (_runtime, session) = agent(&sim, &store, "Xmessage").await;
+    // The dialog is on the screen before the agent looks.
+    let mut shown = false;
+    for _ in 0..100 {
+        let found = tokio::process::Command::new("xdotool")
+            .args(["search", "--onlyvisible", "--class", "Xmessage"])
+            .output()
+            .await
+            .unwrap();
+        if !found.stdout.is_empty() {
+            shown = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(shown, "the xmessage window appeared");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let text = "seen on a real screen";
+    let id = suspended(&session, write("page-x11", text)).await;
+
+    let (mut page, sign_in) = page(dir.path().to_str().unwrap(), &sim).await;
+    let (browser, _driver, _profile) = browser().await;
+    browser.goto(&sign_in).await;
+    let card = format!("#c-{id}");
+    let image = browser
+        .find(&format!("{card} .frame img"))
+        .await
+        .unwrap()
+        .attr("src")
+        .await
+        .unwrap()
+        .unwrap_or_default();
+    assert!(
+        image.starts_with("data:image/png;base64,") && image.len() > 2000,
+        "a real screenshot, not a placeholder ({} bytes)",
+        image.len()
+    );
+    browser
+        .find(&format!("{card} .frame .bounds"))
+        .await
+        .expect("the target window is marked on the screenshot");
+    let details = browser.find(&card).await.unwrap().text().await.unwrap();
+    assert!(
+        details.contains("bounds") && details.contains(text),
+        "{details}"
+    );
+    keep_screenshot(&browser, "approval-page-x11.png").await;
+    approve_on_page(&browser, &session, &id).await;
+    // Checked from outside this crate: what the display's clipboard holds.
+    let read = tokio::process::Command::new("xclip")
+        .args(["-o", "-selection", "clipboard"])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&read.stdout), text);
+    browser.close().await;
+    let _ = session.shutdown().await;
+    let _ = page.kill().await;
+}

@@ -1,0 +1,15 @@
+//! The desktops the rules act on, each a room of its own.
+//!
+//! Every desktop answers the same four questions (observe, act, revalidate,
+//! check) through [`crate::DesktopBackend`], and says honestly where it
+//! cannot. The rules engine is the same over all of them.
+//!
+//! - [`simulated`]: deterministic, in memory, the embedded default of the
+//!   examples and tests, and the only desktop whose server can be made to
+//!   lie (its [`simulated::Faults`]);
+//! - `x11` (feature `x11`): a real X11 display, through the X protocol and
+//!   XTEST.
+
+pub mod simulated;
+#[cfg(feature = "x11")]
+pub mod x11;

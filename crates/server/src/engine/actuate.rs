@@ -1,0 +1,262 @@
+//! The server's side of the desktop: what upstream asks of its session and
+//! transaction hooks, answered by the desktop backend. Target
+//! revalidation, the accessibility sensitivity of a semantic edit, running
+//! a tool into a tool result, the independent effect check, and the
+//! cursor-and-focus capture and restore around a mutation.
+
+use serde_json::{Value, json};
+use time::OffsetDateTime;
+
+use super::Refusal;
+use super::backend::{ApplyError, PointerAndFocus, Revalidation};
+use super::preview::ActionRequest;
+use super::state::State;
+use super::wire::{now, parse_time, stamp, uuid};
+use adk_computer_use::contracts::TargetEvidence;
+
+/// How old target evidence may be when it is revalidated.
+const MAX_TARGET_AGE_MS: i128 = 30_000;
+
+/// What a tool answered: upstream's tool result.
+pub(super) struct ToolResult {
+    /// `structuredContent`.
+    pub structured: Value,
+    /// Image blocks (base64, MIME type).
+    pub images: Vec<(String, String)>,
+}
+
+impl ToolResult {
+    /// The content blocks: the structured part as text, then the images.
+    pub(super) fn content(&self) -> Vec<Value> {
+        let mut content = vec![json!({ "type": "text", "text": self.structured.to_string() })];
+        for (data, mime) in &self.images {
+            content.push(json!({ "type": "image", "data": data, "mimeType": mime }));
+        }
+        content
+    }
+
+    /// The result as a receipt stores it.
+    pub(super) fn to_value(&self) -> Value {
+        json!({ "content": self.content(), "structuredContent": self.structured })
+    }
+}
+
+/// The cursor and focus before a mutation.
+pub(super) type Snapshot = PointerAndFocus;
+
+/// The target evidence as the desktop reads it.
+pub(super) fn evidence(target: &Value) -> Option<TargetEvidence> {
+    serde_json::from_value(target.clone()).ok()
+}
+
+fn window_of(target: &Value) -> Option<u64> {
+    target.get("windowId").and_then(Value::as_u64)
+}
+
+impl State {
+    /// Fails `stale_target` when the evidence is too old or no longer
+    /// describes the desktop.
+    pub(super) fn revalidate_target(
+        &self,
+        target: &Value,
+        at: OffsetDateTime,
+        round: Revalidation,
+    ) -> Result<(), Refusal> {
+        let observation = json!({ "observationId": target.get("observationId") });
+        let captured = target
+            .get("capturedAt")
+            .and_then(Value::as_str)
+            .and_then(parse_time);
+        if captured.is_some_and(|c| (at - c).whole_milliseconds() > MAX_TARGET_AGE_MS) {
+            return Err(Refusal::with_details(
+                "stale_target",
+                "target evidence is too old",
+                observation,
+            ));
+        }
+        if !evidence(target).is_some_and(|t| self.desktop.is_current(&t, round)) {
+            return Err(Refusal::with_details(
+                "stale_target",
+                "target evidence no longer matches the desktop",
+                observation,
+            ));
+        }
+        Ok(())
+    }
+
+    /// What the accessibility tree says of the fields a semantic edit
+    /// writes, judged as upstream judges it: conclusive only when every
+    /// field was found once.
+    pub(super) fn sensitivity(&self, request: &ActionRequest) -> Option<Value> {
+        let fill = request.tool == "fill_form";
+        if request.tool != "set_value" && !fill {
+            return None;
+        }
+        let fields: Vec<&Value> = match request.args.get("fields").and_then(Value::as_array) {
+            Some(fields) if fill => fields.iter().collect(),
+            _ => vec![&request.args],
+        };
+        let expected = match request.args.get("fields").and_then(Value::as_array) {
+            _ if !fill => 1,
+            Some(fields) if (1..=100).contains(&fields.len()) => fields.len(),
+            _ => 0,
+        };
+        let mut signals: Vec<&str> = Vec::new();
+        let mut checked = 0;
+        let mut unknown = false;
+        let window = request
+            .target
+            .as_ref()
+            .and_then(|t| Some((t.get("appId")?.as_str()?, window_of(t)?)))
+            .and_then(|(app, window)| self.desktop.elements(app, window));
+        let source = if window.is_some() {
+            "accessibility"
+        } else {
+            "unavailable"
+        };
+        match window {
+            None => {
+                signals.push("invalid_field");
+                unknown = true;
+            }
+            Some(elements) => {
+                for field in fields {
+                    let id = field.get("element_id").and_then(Value::as_str);
+                    let role = field.get("role").and_then(Value::as_str);
+                    let label = field.get("label").and_then(Value::as_str);
+                    let found: Vec<_> = elements
+                        .iter()
+                        .filter(|e| match (id, role, label) {
+                            (Some(id), _, _) => e.id == id,
+                            (None, Some(role), Some(label)) => e.role == role && e.label == label,
+                            _ => false,
+                        })
+                        .collect();
+                    match found.as_slice() {
+                        [] => {
+                            signals.push("element_not_found");
+                            unknown = true;
+                        }
+                        [element] => {
+                            checked += 1;
+                            if element.secure {
+                                signals.push("secure_role");
+                            }
+                            if super::policy::names_a_secret(&element.role)
+                                || super::policy::names_a_secret(&element.label)
+                            {
+                                signals.push("sensitive_label");
+                            }
+                        }
+                        _ => {
+                            signals.push("ambiguous_match");
+                            unknown = true;
+                        }
+                    }
+                }
+            }
+        }
+        signals.sort_unstable();
+        signals.dedup();
+        let sensitive = signals
+            .iter()
+            .any(|s| *s == "secure_role" || *s == "sensitive_label");
+        let reported = if sensitive {
+            "sensitive"
+        } else if unknown || checked != expected {
+            "unknown"
+        } else {
+            "non_sensitive"
+        };
+        let conclusive = checked == expected && expected > 0 && reported != "unknown";
+        let signals: Vec<&str> = match (signals.is_empty(), conclusive) {
+            (false, _) | (true, true) => signals,
+            (true, false) => vec!["native_signal_unavailable"],
+        };
+        Some(json!({
+            "assessment": if conclusive { reported } else { "unknown" },
+            "source": source,
+            "signals": signals,
+            "fieldsChecked": checked,
+            "observedAt": stamp(now()),
+        }))
+    }
+
+    /// Runs an observation tool. `Err` is a tool result with `isError`.
+    pub(super) fn observe(&self, tool: &str, args: &Value) -> Result<ToolResult, Refusal> {
+        let observation_id = uuid();
+        let mut images = Vec::new();
+        let mut output = match tool {
+            "snapshot" => {
+                let window = args.get("target_window_id").and_then(Value::as_u64);
+                let frame = self.desktop.snapshot(window)?;
+                images.push((frame.png_base64, "image/png".to_owned()));
+                let mut fields = self.desktop.snapshot_fields(window);
+                if let Value::Object(map) = &mut fields {
+                    map.insert("observationId".into(), json!(observation_id));
+                    map.insert("screenshotHash".into(), json!(frame.digest));
+                }
+                fields
+            }
+            "get_ui_tree" => self.desktop.ui_tree(
+                args.get("app_id").and_then(Value::as_str),
+                args.get("window_id").and_then(Value::as_u64),
+            )?,
+            "list_windows" => self.desktop.list_windows()?,
+            "read_clipboard" => json!({ "text": self.desktop.read_clipboard()? }),
+            other => {
+                return Err(Refusal::new(
+                    "execution_failed",
+                    format!("{other} is not an observation"),
+                ));
+            }
+        };
+        if let Value::Object(map) = &mut output {
+            map.entry("observationId").or_insert(json!(observation_id));
+        }
+        Ok(ToolResult {
+            structured: output,
+            images,
+        })
+    }
+
+    /// Performs a mutating tool. `Err` is a tool result with `isError`.
+    pub(super) fn mutate(
+        &mut self,
+        tool: &str,
+        args: &Value,
+        target: Option<&Value>,
+    ) -> Result<ToolResult, ApplyError> {
+        let target = target.and_then(evidence);
+        let output = self.desktop.apply(tool, args, target.as_ref())?;
+        Ok(ToolResult {
+            structured: output,
+            images: Vec::new(),
+        })
+    }
+
+    /// The server's own check of the effect: `(verified, method, checks)`.
+    pub(super) fn verify_effect(
+        &self,
+        tool: &str,
+        args: &Value,
+        postcondition: Option<&Value>,
+        target: Option<&Value>,
+    ) -> (bool, &'static str, u64) {
+        let target = target.and_then(evidence);
+        let check = self
+            .desktop
+            .verify(tool, args, postcondition, target.as_ref());
+        (check.verified, check.method, check.checks)
+    }
+
+    /// The cursor and focus, before a mutation.
+    pub(super) fn capture(&self) -> Snapshot {
+        self.desktop.capture()
+    }
+
+    /// Puts the cursor and focus back where they were.
+    pub(super) fn restore(&mut self, snapshot: Snapshot) -> Value {
+        self.desktop.restore(snapshot)
+    }
+}

@@ -1,0 +1,498 @@
+//! The simulator as an rmcp server.
+
+use std::borrow::Cow;
+use std::sync::{Arc, Mutex};
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest,
+    CustomResult, ErrorCode, JsonObject, ListToolsResult, MetaObject, PaginatedRequestParams,
+    ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
+use serde_json::Value;
+
+use super::Refusal;
+use super::access::{Connection, Credentials, Watched};
+use super::control::LeaseAnswer;
+use super::execute::Execution;
+use super::state::{Answer, State};
+use crate::Config;
+use adk_computer_use::ComputerUseError;
+
+/// The simulated desktop, served over MCP.
+#[derive(Clone)]
+pub struct Server {
+    state: Arc<Mutex<State>>,
+    slow: std::time::Duration,
+    /// The desktop answers through blocking I/O (a real display): its
+    /// calls run on the blocking pool, never on an executor thread.
+    blocking: bool,
+}
+
+fn content_block(block: &Value) -> Option<ContentBlock> {
+    match block.get("type").and_then(Value::as_str)? {
+        "text" => Some(ContentBlock::text(block.get("text")?.as_str()?.to_owned())),
+        "image" => Some(ContentBlock::image(
+            block.get("data")?.as_str()?.to_owned(),
+            block.get("mimeType")?.as_str()?.to_owned(),
+        )),
+        _ => None,
+    }
+}
+
+fn success(answer: Answer) -> CallToolResult {
+    let content = answer.content.clone();
+    let mut result = CallToolResult::structured(answer.structured);
+    match content {
+        Some(blocks) => result.content = blocks.iter().filter_map(content_block).collect(),
+        None => {
+            for (data, mime) in answer.images {
+                result.content.push(ContentBlock::image(data, mime));
+            }
+        }
+    }
+    result
+}
+
+fn refused(error: Refusal) -> CallToolResult {
+    if error.crash {
+        eprintln!("computer-use-server: {}; exiting", error.message);
+        std::process::exit(70);
+    }
+    if error.text_only {
+        return CallToolResult::error(vec![ContentBlock::text(error.message)]);
+    }
+    CallToolResult::structured_error(error.body())
+}
+
+/// How many connections may wait to authenticate at once.
+const PRE_AUTH_CONNECTIONS: usize = 64;
+
+/// How long a connection has to authenticate (its `initialize`).
+const HANDSHAKE_DEADLINE: std::time::Duration = std::time::Duration::from_secs(5);
+
+impl Server {
+    /// The tool result a refusal is answered with.
+    pub(super) fn refusal(error: Refusal) -> CallToolResult {
+        refused(error)
+    }
+
+    /// A server over a fresh simulated desktop.
+    pub fn new(config: Config) -> Self {
+        Self::on(
+            config,
+            Box::new(crate::desktop::simulated::SimulatedDesktop::default()),
+        )
+    }
+
+    /// A server of the same rules over another desktop (a real display:
+    /// `crate::desktop::x11::X11Desktop`). A desktop other than the simulated one
+    /// is taken to block on I/O: its calls run on Tokio's blocking pool.
+    pub fn on(config: Config, desktop: Box<dyn super::DesktopBackend>) -> Self {
+        let slow = std::time::Duration::from_millis(config.slow_ms);
+        let blocking = desktop.simulated().is_none();
+        Self {
+            state: Arc::new(Mutex::new(State::on(config, desktop))),
+            slow,
+            blocking,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Runs `work` on the locked state: right here for the simulated
+    /// desktop, on Tokio's blocking pool for one that blocks on I/O.
+    async fn on_state<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&mut State) -> T + Send + 'static,
+    ) -> Result<T, Refusal> {
+        if !self.blocking {
+            return Ok(work(&mut self.lock()));
+        }
+        let state = Arc::clone(&self.state);
+        tokio::task::spawn_blocking(move || {
+            work(&mut state.lock().unwrap_or_else(|p| p.into_inner()))
+        })
+        .await
+        .map_err(|err| Refusal::plain(format!("the desktop call failed: {err}")))
+    }
+
+    /// Answers one call as the MCP result the client will see. A lease
+    /// acquire behind an active lease waits here for its turn. An injected
+    /// crash fault (`crash.beforeEffect`, `crash.afterCommit`) exits the
+    /// process, as a crashing server would.
+    pub async fn answer(&self, tool: &str, arguments: Value) -> CallToolResult {
+        self.respond(tool, arguments, std::future::pending(), None)
+            .await
+    }
+
+    /// Answers one call; `cancelled` completes when the client cancels it
+    /// (or, over TCP, leaves). A lease granted on a TCP `connection` is
+    /// remembered there, so it is given back when the client leaves; a
+    /// lease granted to a client already gone is given back at once.
+    async fn respond(
+        &self,
+        tool: &str,
+        arguments: Value,
+        cancelled: impl std::future::Future<Output = ()>,
+        connection: Option<Arc<Connection>>,
+    ) -> CallToolResult {
+        if let Err(error) = State::check(tool, &arguments) {
+            return refused(error);
+        }
+        if tool == "execute_action" {
+            // Two phases, with the server free between them (see
+            // `State::begin_execution`).
+            let begun = self
+                .on_state(move |state| state.begin_execution(&arguments))
+                .await;
+            let outcome = match begun {
+                Err(error) => Err(error),
+                Ok(Execution::Answered(answer)) => answer,
+                Ok(Execution::Begun(begun)) => {
+                    // Once begun, an execution is finished whatever becomes
+                    // of the call: on a task of its own, so a caller that
+                    // stops waiting cannot leave its receipt pending.
+                    let server = self.clone();
+                    let finished = tokio::spawn(async move {
+                        tokio::task::yield_now().await;
+                        server
+                            .on_state(move |state| state.finish_execution(*begun))
+                            .await
+                            .and_then(|answer| answer)
+                    });
+                    finished.await.unwrap_or_else(|err| {
+                        Err(Refusal::plain(format!(
+                            "the execution's task failed: {err}"
+                        )))
+                    })
+                }
+            };
+            return outcome.map_or_else(refused, success);
+        }
+        if tool != "acquire_control_lease" {
+            let tool = tool.to_owned();
+            let outcome = self
+                .on_state(move |state| state.dispatch(&tool, &arguments))
+                .await
+                .and_then(|answer| answer);
+            return outcome.map_or_else(refused, success);
+        }
+        // The state is locked only to queue and to settle, never while
+        // the request waits for its turn (and, over a desktop that blocks,
+        // never on an executor thread).
+        let started = self
+            .on_state(move |state| state.acquire_lease(&arguments))
+            .await
+            .and_then(|answer| answer);
+        let (ticket, mut wait) = match started {
+            Err(error) => return refused(error),
+            Ok(LeaseAnswer::Now(answer)) => {
+                if let Some(connection) = &connection {
+                    self.held_by(connection, &answer.structured).await;
+                }
+                return success(answer);
+            }
+            Ok(LeaseAnswer::Wait(ticket, wait)) => (ticket, wait),
+        };
+        tokio::select! {
+            granted = &mut wait => match granted {
+                Ok(Ok(lease)) => {
+                    if let Some(connection) = &connection {
+                        if connection.is_gone() {
+                            // Granted to a client that has left: handed on.
+                            let id = lease.lease_id.clone();
+                            let _ = self.on_state(move |state| state.give_back_lease(&id)).await;
+                            return refused(Refusal::new(
+                                "interrupted",
+                                "lease request cancelled: the client left",
+                            ));
+                        }
+                        connection.hold(&lease.lease_id);
+                    }
+                    self.on_state(move |state| state.lease_answer(&lease))
+                        .await
+                        .map_or_else(refused, success)
+                }
+                Ok(Err(error)) => refused(error),
+                Err(_) => refused(Refusal::new("interrupted", "lease request cancelled")),
+            },
+            () = cancelled => {
+                // The grant may have raced the cancellation: a lease granted
+                // to a waiter who left is given back at once, never left
+                // active with no holder.
+                let _ = self
+                    .on_state(move |state| {
+                        if !state.cancel_lease_wait(ticket)
+                            && let Ok(Ok(lease)) = wait.try_recv()
+                        {
+                            state.give_back_lease(&lease.lease_id);
+                        }
+                    })
+                    .await;
+                refused(Refusal::new("interrupted", "lease request cancelled"))
+            }
+        }
+    }
+
+    /// Remembers on `connection` the lease an answer grants (an immediate
+    /// grant); given back at once if the client has already left.
+    async fn held_by(&self, connection: &Connection, answer: &Value) {
+        let Some(id) = answer
+            .pointer("/lease/leaseId")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+        else {
+            return;
+        };
+        if connection.is_gone() {
+            let _ = self.on_state(move |state| state.give_back_lease(&id)).await;
+        } else {
+            connection.hold(&id);
+        }
+    }
+
+    /// Serves every client that connects to `listener`, all on this one
+    /// desktop, until the process ends: the simulator then outlives the
+    /// processes that use it, so an action suspended by one can be resumed
+    /// by another. Each connection is served on its own task.
+    ///
+    /// Each connection authenticates with one of `credentials` in its
+    /// `initialize` request (see [`super::Role`]): without a valid one
+    /// the handshake fails and the connection is closed, and every request
+    /// sent without an `initialize` is answered with a JSON-RPC error. The
+    /// agent's connection is refused `approve_action`
+    /// (`approver_credential_required`).
+    ///
+    /// When a client leaves, its queued lease requests leave the queue at
+    /// once, and the leases granted on its connection that are still
+    /// active are revoked (`holder_disconnected`) and handed to the next
+    /// waiter: a lease is never left active with no client holding it.
+    pub async fn serve_tcp(
+        self,
+        listener: tokio::net::TcpListener,
+        credentials: Credentials,
+    ) -> Result<(), ComputerUseError> {
+        let credentials = Arc::new(credentials);
+        // Connections that have not authenticated yet: bounded in number
+        // and in time, so nobody without a credential can hold the server's
+        // file descriptors or memory.
+        let unauthenticated = Arc::new(tokio::sync::Semaphore::new(PRE_AUTH_CONNECTIONS));
+        loop {
+            let stream = match listener.accept().await {
+                Ok((stream, _)) => stream,
+                Err(err) => {
+                    // Out of descriptors, a connection reset before accept:
+                    // the server stays up and tries again shortly.
+                    tracing::warn!(error = %err, "accept failed");
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    continue;
+                }
+            };
+            let Ok(permit) = Arc::clone(&unauthenticated).try_acquire_owned() else {
+                tracing::warn!("too many connections waiting to authenticate: one refused");
+                drop(stream);
+                continue;
+            };
+            let server = self.clone();
+            let credentials = Arc::clone(&credentials);
+            tokio::spawn(async move {
+                let (gone, watch) = tokio::sync::watch::channel(false);
+                let connection = Arc::new(Connection::new(credentials, watch));
+                let transport = Watched::new(
+                    rmcp::transport::IntoTransport::<
+                        RoleServer,
+                        std::io::Error,
+                        rmcp::transport::async_rw::TransportAdapterAsyncCombinedRW,
+                    >::into_transport(stream),
+                    gone,
+                );
+                let service = super::service::ConnectionService::authenticated(
+                    server.clone(),
+                    Arc::clone(&connection),
+                );
+                let served = async {
+                    match service.serve(transport).await {
+                        Ok(running) => {
+                            let _ = running.waiting().await;
+                        }
+                        Err(err) => {
+                            eprintln!("computer-use-server: a client failed to connect: {err}")
+                        }
+                    }
+                };
+                // The handshake has a deadline: a connection still without
+                // a role by then is closed. Once it has one, its pre-auth
+                // slot is given back.
+                let deadline = async {
+                    let started = tokio::time::Instant::now();
+                    let mut permit = Some(permit);
+                    loop {
+                        if connection.role().is_some() {
+                            permit.take();
+                            std::future::pending::<()>().await;
+                        }
+                        if started.elapsed() >= HANDSHAKE_DEADLINE {
+                            return;
+                        }
+                        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                    }
+                };
+                tokio::select! {
+                    () = served => {}
+                    () = deadline => {
+                        tracing::warn!("a client did not authenticate in time: closed");
+                    }
+                }
+                // Whatever it still holds, nobody holds now.
+                let leases = connection.take_leases();
+                if !leases.is_empty() {
+                    let _ = server
+                        .on_state(move |state| {
+                            for id in leases {
+                                state.revoke_departed_lease(&id);
+                            }
+                        })
+                        .await;
+                }
+            });
+        }
+    }
+
+    /// The tools `tools/list` shows: the protocol's 23, never `sim_stats`.
+    pub(super) fn listed_tools() -> Vec<Tool> {
+        super::tools::TOOLS
+            .iter()
+            .map(|spec| {
+                let [read_only, destructive, idempotent, open_world] = spec.hints();
+                let schema: JsonObject = spec.input_schema();
+                Tool::new_with_raw(
+                    spec.name,
+                    Some(Cow::Borrowed(spec.description)),
+                    Arc::new(schema),
+                )
+                .with_annotations(
+                    ToolAnnotations::new()
+                        .read_only(read_only)
+                        .destructive(destructive)
+                        .idempotent(idempotent)
+                        .open_world(open_world),
+                )
+                .with_meta(MetaObject(spec.meta()))
+            })
+            .collect()
+    }
+
+    /// The rmcp service to serve: this server, with the wire details the
+    /// MCP layer adds.
+    pub fn service(self) -> super::service::ConnectionService {
+        super::service::ConnectionService::trusted(self)
+    }
+
+    /// Serves on stdin/stdout until the client goes away.
+    pub async fn serve_stdio(self) -> Result<(), ComputerUseError> {
+        let transport = |err: String| ComputerUseError::Transport {
+            operation: "serve".into(),
+            message: err,
+        };
+        let running = self
+            .service()
+            .serve(rmcp::transport::io::stdio_pipes())
+            .await
+            .map_err(|e| transport(e.to_string()))?;
+        running
+            .waiting()
+            .await
+            .map_err(|e| transport(e.to_string()))?;
+        Ok(())
+    }
+}
+
+impl ServerHandler for Server {
+    /// Tools, and the effects this desktop checks after an action
+    /// (`adk/effect-checks`), so a client can derive their postconditions.
+    fn get_info(&self) -> ServerConfig {
+        let checks_clipboard = self
+            .state
+            .lock()
+            .map(|state| state.desktop.performs("write_clipboard"))
+            .unwrap_or(false);
+        let mut capabilities = ServerCapabilities::builder().enable_tools().build();
+        if checks_clipboard {
+            let mut experimental = rmcp::model::ExperimentalCapabilities::new();
+            experimental.insert(
+                adk_computer_use::contracts::EFFECT_CHECKS_CAPABILITY.into(),
+                crate::desktop::simulated::announced_effect_checks(),
+            );
+            capabilities.experimental = Some(experimental);
+        }
+        ServerConfig::new(capabilities)
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        Ok(ListToolsResult::with_all_items(Self::listed_tools()))
+    }
+
+    /// A `tools/call` whose parameters do not parse (`arguments: []`, say)
+    /// reaches rmcp as an unknown request; upstream answers it -32603, an
+    /// internal error, naming what it expected.
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, McpError> {
+        if request.method == "tools/call" {
+            let arguments = request
+                .params
+                .as_ref()
+                .and_then(|p| p.get("arguments"))
+                .map_or("nothing", adk_computer_use::contracts::json_kind);
+            return Err(McpError::new(
+                ErrorCode::INTERNAL_ERROR,
+                format!("params.arguments: expected an object, received {arguments}"),
+                None,
+            ));
+        }
+        Err(McpError::new(
+            ErrorCode::METHOD_NOT_FOUND,
+            request.method,
+            None,
+        ))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        if !self.slow.is_zero() {
+            tokio::time::sleep(self.slow).await;
+        }
+        let arguments = Value::Object(request.arguments.unwrap_or_default());
+        let cancel = context.ct;
+        // Over TCP, the connection: a client that leaves cancels its calls
+        // at once (rmcp cancels them only after draining the others).
+        let connection = context.extensions.get::<Arc<Connection>>().cloned();
+        let departed = connection.clone();
+        let cancelled = async move {
+            match departed {
+                Some(connection) => tokio::select! {
+                    () = cancel.cancelled() => {}
+                    () = connection.departed() => {}
+                },
+                None => cancel.cancelled().await,
+            }
+        };
+        Ok(self
+            .respond(&request.name, arguments, cancelled, connection)
+            .await
+            .into())
+    }
+}

@@ -1,0 +1,249 @@
+//! The simulator's server-side state, free of any transport.
+//!
+//! [`State::call`] takes a tool name and its snake_case arguments and
+//! answers what upstream's v8 server puts in `structuredContent`, or the
+//! refusal it answers with. The arguments are checked against the tool's
+//! published schema first, as upstream's MCP layer checks them. The
+//! handlers live next to the part of the server they belong to (sessions,
+//! previews, execution, grants, reservations, leases, onboarding).
+
+use std::collections::BTreeMap;
+
+use serde_json::{Value, json};
+
+use super::Refusal;
+use super::backend::DesktopBackend;
+use super::control::LeaseAnswer;
+use super::grants::{Grants, Pending};
+use super::history::FollowUp;
+use super::lease::LeaseManager;
+use super::onboarding::Onboarding;
+use super::reservation::Reservations;
+use super::session::Session;
+use super::wire::{EventLog, given, now};
+use crate::Config;
+use crate::desktop::simulated::SimulatedDesktop;
+
+/// What a tool answers: the structured part, its images (base64, MIME
+/// type), and, when the answer's content is not just the structured part
+/// as text, that content.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Answer {
+    /// `structuredContent`.
+    pub structured: Value,
+    /// Image content blocks.
+    pub images: Vec<(String, String)>,
+    /// The whole `content` list (text and image blocks, as JSON), when it
+    /// is not the structured part as text followed by the images.
+    pub content: Option<Vec<Value>>,
+}
+
+impl Answer {
+    pub(super) fn of(structured: Value) -> Self {
+        Self {
+            structured,
+            images: Vec::new(),
+            content: None,
+        }
+    }
+}
+
+/// A stored execution receipt and what the simulator knows about it.
+#[derive(Debug, Clone)]
+pub(super) struct StoredReceipt {
+    /// The receipt as it goes on the wire.
+    pub receipt: Value,
+    /// Whether the action mutates (observations are counted apart).
+    pub mutating: bool,
+}
+
+/// Upstream's answer for a tool it does not serve: one of its catalogue
+/// (registered, but outside the v8 surface) is "disabled", any other name
+/// "not found".
+fn unknown_tool(tool: &str) -> Refusal {
+    let state = if super::policy::upstream_catalogue_tool(tool) {
+        "disabled"
+    } else {
+        "not found"
+    };
+    Refusal::schema(format!("MCP error -32602: Tool {tool} {state}"))
+}
+
+/// The whole server: sessions, events, grants, leases, reservations,
+/// receipts, onboarding, and the desktop behind them.
+pub struct State {
+    pub(super) config: Config,
+    pub(super) desktop: Box<dyn DesktopBackend>,
+    pub(super) sessions: BTreeMap<String, Session>,
+    pub(super) events: EventLog,
+    pub(super) follow_ups: BTreeMap<String, Vec<FollowUp>>,
+    pub(super) grants: Grants,
+    pub(super) pending: BTreeMap<(String, String), Pending>,
+    pub(super) leases: LeaseManager,
+    pub(super) reservations: Reservations,
+    pub(super) receipts: BTreeMap<(String, String), StoredReceipt>,
+    pub(super) onboarding: Onboarding,
+    /// Effects performed, per session and action.
+    pub(super) effects: BTreeMap<(String, String), u64>,
+    pub(super) replays: u64,
+}
+
+impl State {
+    /// A fresh simulated desktop and an empty server.
+    pub fn new(config: Config) -> Self {
+        Self::on(config, Box::new(SimulatedDesktop::default()))
+    }
+
+    /// An empty server over `desktop`: the same rules, another desktop.
+    pub fn on(config: Config, desktop: Box<dyn DesktopBackend>) -> Self {
+        Self {
+            config,
+            desktop,
+            sessions: BTreeMap::new(),
+            events: EventLog::default(),
+            follow_ups: BTreeMap::new(),
+            grants: Grants::default(),
+            pending: BTreeMap::new(),
+            leases: LeaseManager::default(),
+            reservations: Reservations::default(),
+            receipts: BTreeMap::new(),
+            onboarding: Onboarding::default(),
+            effects: BTreeMap::new(),
+            replays: 0,
+        }
+    }
+
+    /// The configuration it was started with.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The simulated desktop, for inspection (`None` over another desktop).
+    pub fn desktop(&self) -> Option<&SimulatedDesktop> {
+        self.desktop.simulated()
+    }
+
+    /// Which desktop the rules act on: `simulated` or `x11`.
+    pub fn desktop_kind(&self) -> &'static str {
+        self.desktop.kind()
+    }
+
+    /// The principal every caller is authenticated as.
+    pub(super) fn principal(&self) -> String {
+        self.config.principal_id.clone()
+    }
+
+    /// Appends an event to a session's log, under the server's principal.
+    pub(super) fn publish(
+        &mut self,
+        session_id: &str,
+        action_id: Option<&str>,
+        kind: &str,
+        payload: Value,
+    ) {
+        let principal = self.config.principal_id.clone();
+        self.events
+            .publish(session_id, action_id, &principal, kind, payload);
+    }
+
+    /// Answers one tool call. A lease acquire that would wait in the queue
+    /// cannot wait here: it is cancelled at once and answered as upstream
+    /// answers a cancelled request. [`super::Server`] waits.
+    pub fn call(&mut self, tool: &str, args: &Value) -> Result<Answer, Refusal> {
+        Self::check(tool, args)?;
+        if tool == "acquire_control_lease" {
+            return match self.acquire_lease(args)? {
+                LeaseAnswer::Now(answer) => Ok(answer),
+                LeaseAnswer::Wait(ticket, _) => {
+                    self.leases.cancel(ticket);
+                    Err(Refusal::new("interrupted", "lease request cancelled"))
+                }
+            };
+        }
+        self.dispatch(tool, args)
+    }
+
+    /// Checks `args` against the tool's schema: an unknown tool, or
+    /// arguments that fail the schema, are answered with text only.
+    pub(super) fn check(tool: &str, args: &Value) -> Result<(), Refusal> {
+        let spec = super::tools::find(tool)
+            .or((tool == super::tools::STATS.name).then_some(&super::tools::STATS))
+            .ok_or_else(|| unknown_tool(tool))?;
+        let empty = serde_json::Map::new();
+        let map = args.as_object().unwrap_or(&empty);
+        spec.check(map).map_err(Refusal::schema)
+    }
+
+    /// Answers a checked call of any tool but the lease acquire.
+    pub(super) fn dispatch(&mut self, tool: &str, args: &Value) -> Result<Answer, Refusal> {
+        match tool {
+            "onboarding" => self.onboarding(args),
+            "start_session" => self.start_session(args),
+            "get_session" => self.get_session(args),
+            "pause_session" => self.pause_session(args, None),
+            "take_over" => self.pause_session(args, Some("user_takeover")),
+            "resume_session" => self.resume_session(args),
+            "stop_session" => self.stop_session(args),
+            "complete_session" => self.complete_session(args),
+            "approve_action" => self.approve(args),
+            "get_session_events" => self.session_events(args),
+            "submit_follow_up" => self.submit_follow_up(args),
+            "get_follow_ups" => self.get_follow_ups(args),
+            "delete_session" => self.delete_session(args),
+            "prune_sessions" => self.prune_sessions(args),
+            "reserve_target" => self.reserve(args),
+            "release_target_reservation" => self.release_reservation(args),
+            "get_execution_capabilities" => self.capabilities(args),
+            "get_certification_trace" => Err(Refusal::bare("certification_unavailable", json!({}))),
+            "preview_action" => self.preview_tool(args),
+            "execute_action" => self.execute(args),
+            "release_control_lease" => self.release_lease(args),
+            "emergency_stop" => self.emergency_stop(args),
+            "sim_stats" if self.config.stats => Ok(Answer::of(self.stats())),
+            other => Err(unknown_tool(other)),
+        }
+    }
+
+    /// Counters the simulator keeps about itself, for tests to check against.
+    pub fn stats(&self) -> Value {
+        let at = now();
+        let mut effects: BTreeMap<&str, BTreeMap<&str, u64>> = BTreeMap::new();
+        for ((session, action), count) in &self.effects {
+            effects.entry(session).or_default().insert(action, *count);
+        }
+        let mutations = self.receipts.values().filter(|r| r.mutating).count();
+        json!({
+            "effects": effects,
+            "totalEffects": self.effects.values().sum::<u64>(),
+            "maxEffectsPerAction": self.effects.values().max().copied().unwrap_or(0),
+            "receipts": mutations,
+            "observationReceipts": self.receipts.len() - mutations,
+            "replays": self.replays,
+            "activeReservations": self.reservations.active_at(at),
+            "activeLeases": self.leases.active_at(at),
+            "clipboard": self.desktop.clipboard_written(),
+            "grants": self.grants.len(),
+        })
+    }
+
+    fn capabilities(&mut self, args: &Value) -> Result<Answer, Refusal> {
+        let tool = given(args, "tool").unwrap_or_default();
+        let Some(meta) = super::policy::known_tool(tool) else {
+            return Err(Refusal::bare("unknown_tool", json!({ "tool": tool })));
+        };
+        let app = super::wire::text(args, "app_id").unwrap_or("*");
+        let capability = super::policy::capability(tool, meta, app);
+        Ok(Answer::of(json!({ "capabilities": [capability] })))
+    }
+
+    /// The session `id`, or upstream's refusal for a missing one.
+    pub(super) fn session_of(&self, id: &str) -> Result<&Session, Refusal> {
+        self.sessions.get(id).ok_or_else(|| {
+            Refusal::with_details(
+                "session_not_found",
+                "runtime session does not exist",
+                json!({ "sessionId": id }),
+            )
+        })
+    }
+}

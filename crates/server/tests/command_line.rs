@@ -1,0 +1,86 @@
+//! The `computer-use-server` command line: it says what desktop it drives,
+//! lists every flag it parses, and cannot be asked to make a real desktop
+//! lie.
+#![allow(clippy::expect_used)]
+
+use std::process::Command;
+
+fn server(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_computer-use-server"))
+        .args(args)
+        .output()
+        .expect("computer-use-server runs")
+}
+
+#[test]
+fn help_names_the_desktops_and_every_flag_the_parser_takes() {
+    let out = server(&["--help"]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    for needle in [
+        "--desktop simulated",
+        "--desktop x11",
+        "--principal",
+        "--confirm-tool",
+        "--allow-destructive",
+        "--credential-app",
+        "--slow-ms",
+        "--stats",
+        "--fault",
+        "lease.sessionId",
+        "--listen",
+        "--allow-remote",
+        "--agent-credential-file",
+        "--approver-credential-file",
+    ] {
+        assert!(text.contains(needle), "--help mentions {needle}:\n{text}");
+    }
+    assert!(
+        !text.contains("a simulated desktop served"),
+        "--help does not claim every desktop is simulated:\n{text}"
+    );
+}
+
+#[test]
+fn a_fault_asked_of_the_real_desktop_is_refused_before_any_display_is_opened() {
+    // No DISPLAY is needed: the refusal comes from reading the flags, and
+    // the x11 desktop holds no faults to be given one anyway.
+    let out = Command::new(env!("CARGO_BIN_EXE_computer-use-server"))
+        .args(["--desktop", "x11", "--fault", "receipt.actionDigest"])
+        .env_remove("DISPLAY")
+        .output()
+        .expect("computer-use-server runs");
+    assert_eq!(out.status.code(), Some(2), "refused as bad usage");
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        text.contains("faults exist only in the simulated desktop"),
+        "{text}"
+    );
+}
+
+#[test]
+fn an_unknown_desktop_or_fault_is_refused_with_what_was_expected() {
+    let out = server(&["--desktop", "wayland-someday"]);
+    assert_eq!(out.status.code(), Some(2));
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(text.contains("expected simulated or x11"), "{text}");
+
+    let out = server(&["--fault", "no.such.fault"]);
+    assert_eq!(out.status.code(), Some(2));
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        text.contains("lease.sessionId"),
+        "names the faults it knows: {text}"
+    );
+}
+
+/// The type behind the refusal above: only the simulated desktop holds
+/// faults; every other backend answers none, whatever it is asked.
+#[test]
+fn only_the_simulated_desktop_holds_faults() {
+    use computer_use_server::{DesktopBackend, Fault, SimulatedDesktop};
+    let lying =
+        SimulatedDesktop::default().with_faults([Fault::ReceiptDigest].into_iter().collect());
+    assert!(DesktopBackend::faults(&lying).has(Fault::ReceiptDigest));
+    assert!(DesktopBackend::faults(&SimulatedDesktop::default()).is_empty());
+}

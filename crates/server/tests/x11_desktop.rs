@@ -1,0 +1,452 @@
+//! The v8 rules on a real X11 display: what the X11 desktop observes, does
+//! and refuses, each effect checked with a program outside this crate
+//! (`xclip`, `xdotool`, `xdpyinfo`, the file `cat` writes).
+//!
+//! These tests need an X server (`$DISPLAY`) and those programs; `.ci/run`
+//! starts Xvfb and installs them. Built without a display (`build.rs` looks
+//! at `DISPLAY`), each test is reported as ignored, with the reason.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use adk_computer_use_testkit::needs;
+use std::sync::Arc;
+use std::time::Duration;
+
+use adk_computer_use::ComputerUseError;
+use adk_computer_use::chain::{ChainOutcome, Session};
+use adk_computer_use::contracts::*;
+use adk_computer_use::digest::sha256_prefixed;
+use adk_computer_use::mcp::ComputerUseMcpRuntime;
+use adk_computer_use::runtime::{ComputerUseRuntime, ObservationScope, ProposedAction};
+use base64::Engine as _;
+use serde_json::{Value, json};
+
+mod x11_support;
+
+use adk_computer_use_testkit::child::{approved, run_approving};
+use x11_support::*;
+
+fn session(runtime: &Arc<ComputerUseMcpRuntime>, app: &str) -> Session<ComputerUseMcpRuntime> {
+    adk_computer_use_testkit::child::session_on(runtime, "x11-test", app, None)
+}
+
+/// A change made to a window, by its X id, from outside this crate.
+type Change = fn(u64);
+
+fn assert_stale(err: &ComputerUseError) {
+    assert_refused(err, "stale_target");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[needs(display)]
+async fn a_clipboard_write_lands_on_the_real_selection_and_is_verified_by_the_server() {
+    if !display() {
+        return;
+    }
+    let _display = DISPLAY_LOCK.lock().await;
+    let _dialog = start("xmessage", &["-geometry", "+40+560", "clipboard target"]);
+    let runtime = runtime().await;
+    window_of(&runtime, "Xmessage").await;
+    let session = session(&runtime, "Xmessage");
+    for text in ["first text on X11", "second text, ünïcode ✓"] {
+        let postcondition = ActionPostcondition::try_from(PostconditionFields::UiElement {
+            // The clipboard check the server announces.
+            role: Some(computer_use_server::CLIPBOARD_ROLE.into()),
+            label: Some(computer_use_server::CLIPBOARD_LABEL.into()),
+            exists: true,
+            value_digest: Some(sha256_prefixed(text)),
+        })
+        .unwrap();
+        let action = ProposedAction::new(
+            "write_clipboard",
+            json!({ "text": text }),
+            ExecutionMode::Background,
+        )
+        .with_postcondition(postcondition)
+        .with_data_labels([DataLabel::Public]);
+        eprintln!("writing {text:?}");
+        let ChainOutcome::Completed(done) = session.run(action).await.unwrap() else {
+            panic!("the clipboard write should complete");
+        };
+        assert!(done.outcome().is_verified(), "{}", done.outcome());
+        // xclip asks the X server for the selection, as any program would.
+        assert_eq!(tool("xclip", &["-o", "-selection", "clipboard"]), text);
+    }
+    session.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[needs(display)]
+async fn observations_are_the_real_screen_and_windows() {
+    if !display() {
+        return;
+    }
+    let _display = DISPLAY_LOCK.lock().await;
+    let _terminal = terminal("40x5+320+420");
+    let runtime = runtime().await;
+    let record = window_of(&runtime, "XTerm").await;
+
+    // The window as xwininfo sees it: the bounds are its content area,
+    // inside the border; the title is what xdotool reads.
+    let id = record["windowId"].as_u64().unwrap();
+    let info = tool("xwininfo", &["-id", &id.to_string()]);
+    let field = |name: &str| -> i64 {
+        info.lines()
+            .find_map(|l| l.trim().strip_prefix(&format!("{name}:")))
+            .unwrap_or_else(|| panic!("xwininfo shows no {name}"))
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    let border = field("Border width");
+    assert_eq!(
+        record["bounds"]["x"],
+        field("Absolute upper-left X") + border
+    );
+    assert_eq!(
+        record["bounds"]["y"],
+        field("Absolute upper-left Y") + border
+    );
+    assert_eq!(record["bounds"]["width"], field("Width"));
+    assert_eq!(record["bounds"]["height"], field("Height"));
+    let title = tool("xdotool", &["getwindowname", &id.to_string()]);
+    assert_eq!(record["title"], title.trim_end());
+
+    // The snapshot is a PNG of the whole screen, digested as upstream does.
+    let visual = runtime.observe_visual(&scope(&runtime)).await.unwrap();
+    let png_bytes = base64::engine::general_purpose::STANDARD
+        .decode(&visual.images[0].data)
+        .unwrap();
+    assert_eq!(
+        visual.structured["screenshotHash"],
+        sha256_prefixed(&png_bytes)
+    );
+    let decoder = png::Decoder::new(std::io::Cursor::new(&png_bytes));
+    let reader = decoder.read_info().unwrap();
+    let dimensions = tool("xdpyinfo", &[]);
+    let stated = dimensions
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("dimensions:"))
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        format!("{}x{}", reader.info().width, reader.info().height),
+        stated
+    );
+
+    // The tree says what it is.
+    let tree = runtime
+        .observe_semantic(&ObservationScope {
+            app_id: Some("XTerm".into()),
+            window_id: Some(WindowId::Number(id)),
+            ..scope(&runtime)
+        })
+        .await
+        .unwrap();
+    assert_eq!(tree.structured["treeKind"], "x11_window_geometry");
+    assert_eq!(tree.structured["accessibility"], "unavailable");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[needs(display)]
+async fn typed_text_reaches_a_real_terminal() {
+    if !display() {
+        return;
+    }
+    let _display = DISPLAY_LOCK.lock().await;
+    let terminal = terminal("60x8+420+60");
+    let runtime = runtime().await;
+    window_of(&runtime, "XTerm").await;
+    let session = session(&runtime, "XTerm");
+    let done = run_approving(&runtime, &session, typing("Hello, X11!\n")).await;
+    assert!(done.performed());
+    assert_eq!(settled(&terminal.file, "Hello, X11!\n"), "Hello, X11!\n");
+    session.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[needs(display)]
+async fn a_window_changed_after_preview_is_stale_and_nothing_is_typed() {
+    if !display() {
+        return;
+    }
+    let _display = DISPLAY_LOCK.lock().await;
+    let runtime = runtime().await;
+    // Each way the window can change, done by xdotool, outside this crate.
+    let changes: [(&str, Change); 3] = [
+        ("moved", |id| {
+            tool(
+                "xdotool",
+                &["windowmove", "--sync", &id.to_string(), "700", "400"],
+            );
+        }),
+        ("retitled", |id| {
+            tool(
+                "xdotool",
+                &["set_window", "--name", "another title", &id.to_string()],
+            );
+        }),
+        ("repainted", |id| {
+            // A key typed by xdotool (XTEST, to the focused window) changes
+            // the window's pixels, not its place or title; it is Return, so
+            // the file gets an empty line and never the refused text.
+            tool("xdotool", &["windowfocus", "--sync", &id.to_string()]);
+            tool("xdotool", &["type", "--delay", "20", "x"]);
+            tool("xdotool", &["key", "Return"]);
+            std::thread::sleep(Duration::from_millis(300));
+        }),
+    ];
+    for (how, change) in changes {
+        let terminal = terminal("60x8+420+60");
+        window_of(&runtime, "XTerm").await;
+        let session = session(&runtime, "XTerm");
+        eprintln!("the window is {how}");
+        let err = refused_after(
+            &runtime,
+            &session,
+            &typing("this must never be typed\n"),
+            change,
+        )
+        .await;
+        assert_stale(&err);
+        std::thread::sleep(Duration::from_millis(300));
+        let content = std::fs::read_to_string(&terminal.file).unwrap();
+        assert!(
+            !content.contains("never"),
+            "{how}: the refused text reached the terminal: {content:?}"
+        );
+        // Observed again, the same window takes input: the refusal was the
+        // change, not a broken path.
+        let done = run_approving(&runtime, &session, typing("after\n")).await;
+        assert!(done.performed(), "{how}: typing after a fresh observation");
+        assert!(settled(&terminal.file, &format!("{content}after\n")).ends_with("after\n"));
+        session.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[needs(display)]
+async fn a_closed_window_is_stale() {
+    if !display() {
+        return;
+    }
+    let _display = DISPLAY_LOCK.lock().await;
+    let runtime = runtime().await;
+    let terminal = terminal("60x8+420+60");
+    window_of(&runtime, "XTerm").await;
+    let session = session(&runtime, "XTerm");
+    let err = refused_after(&runtime, &session, &typing("gone\n"), |id| {
+        tool("xdotool", &["windowclose", &id.to_string()]);
+        std::thread::sleep(Duration::from_millis(300));
+    })
+    .await;
+    assert_stale(&err);
+    drop(terminal);
+    session.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[needs(display)]
+async fn a_click_outside_the_target_window_is_refused_before_the_pointer_moves() {
+    if !display() {
+        return;
+    }
+    let _display = DISPLAY_LOCK.lock().await;
+    let _terminal = terminal("60x8+420+60");
+    let runtime = runtime().await;
+    window_of(&runtime, "XTerm").await;
+    tool("xdotool", &["mousemove", "--sync", "3", "3"]);
+    let before = tool("xdotool", &["getmouselocation"]);
+    let session = session(&runtime, "XTerm");
+    let click = ProposedAction::new(
+        "left_click",
+        json!({ "coordinate": [1200, 780] }),
+        ExecutionMode::Foreground,
+    );
+    let err = session
+        .run(click)
+        .await
+        .err()
+        .expect("a click outside its target must fail");
+    assert_refused(&err, "invalid_arguments");
+    assert_eq!(
+        tool("xdotool", &["getmouselocation"]),
+        before,
+        "the pointer moved"
+    );
+    session.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[needs(display)]
+async fn text_with_a_character_no_key_gives_is_refused_whole_and_nothing_is_typed() {
+    if !display() {
+        return;
+    }
+    let _display = DISPLAY_LOCK.lock().await;
+    let terminal = terminal("60x8+420+60");
+    let runtime = runtime().await;
+    window_of(&runtime, "XTerm").await;
+    let session = session(&runtime, "XTerm");
+    // The keyboard map has keys for "ok" but none for the euro sign: the
+    // plan is refused whole, so not even the leading letters are sent.
+    let err = refused_after(&runtime, &session, &typing("ok €\n"), |_| {}).await;
+    assert_refused(&err, "invalid_arguments");
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(std::fs::read_to_string(&terminal.file).unwrap(), "");
+    // The same terminal takes a text it has keys for.
+    assert!(
+        run_approving(&runtime, &session, typing("ok\n"))
+            .await
+            .performed()
+    );
+    assert_eq!(settled(&terminal.file, "ok\n"), "ok\n");
+    session.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[needs(display)]
+async fn a_click_where_another_window_covers_the_target_is_refused_before_the_pointer_moves() {
+    if !display() {
+        return;
+    }
+    let _display = DISPLAY_LOCK.lock().await;
+    let _target = terminal("60x8+420+60");
+    let runtime = runtime().await;
+    let target = window_of(&runtime, "XTerm").await;
+    // Another program's window, of another class, over the target's middle.
+    let _cover = start("xterm", &["-class", "Covering", "-geometry", "20x4+500+80"]);
+    let cover = window_of(&runtime, "Covering").await;
+    let (x, y) = (
+        cover["bounds"]["x"].as_i64().unwrap() + 10,
+        cover["bounds"]["y"].as_i64().unwrap() + 10,
+    );
+    let inside_target = |b: &Value| {
+        let (bx, by) = (b["x"].as_i64().unwrap(), b["y"].as_i64().unwrap());
+        x >= bx
+            && y >= by
+            && x < bx + b["width"].as_i64().unwrap()
+            && y < by + b["height"].as_i64().unwrap()
+    };
+    assert!(
+        inside_target(&target["bounds"]),
+        "the point is inside the target"
+    );
+    let id = target["windowId"].as_u64().unwrap();
+    tool("xdotool", &["mousemove", "--sync", "3", "3"]);
+    let before = tool("xdotool", &["getmouselocation"]);
+    let session = adk_computer_use_testkit::child::session_on(
+        &runtime,
+        "x11-test",
+        "XTerm",
+        Some(WindowId::Number(id)),
+    );
+    let click = ProposedAction::new(
+        "left_click",
+        json!({ "coordinate": [x, y] }),
+        ExecutionMode::Foreground,
+    );
+    let err = session
+        .run(click)
+        .await
+        .err()
+        .expect("a click on a covered point must fail");
+    assert_stale(&err);
+    assert_eq!(
+        tool("xdotool", &["getmouselocation"]),
+        before,
+        "the pointer moved"
+    );
+    session.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[needs(display)]
+async fn a_session_bound_to_a_window_frames_it_alone_and_ignores_the_rest_of_the_screen() {
+    if !display() {
+        return;
+    }
+    let _display = DISPLAY_LOCK.lock().await;
+    let target = terminal("60x8+420+60");
+    let runtime = runtime().await;
+    let record = window_of(&runtime, "XTerm").await;
+    let id = record["windowId"].as_u64().unwrap();
+    // Another program's window, elsewhere on the screen.
+    let _elsewhere = start(
+        "xterm",
+        &["-class", "Elsewhere", "-geometry", "30x4+40+500"],
+    );
+    let other = window_of(&runtime, "Elsewhere").await["windowId"]
+        .as_u64()
+        .unwrap();
+
+    // The frame is the window's part of the screen, as xwininfo sizes it.
+    let visual = runtime
+        .observe_visual(&ObservationScope {
+            app_id: Some("XTerm".into()),
+            window_id: Some(WindowId::Number(id)),
+            ..scope(&runtime)
+        })
+        .await
+        .unwrap();
+    let png_bytes = base64::engine::general_purpose::STANDARD
+        .decode(&visual.images[0].data)
+        .unwrap();
+    let reader = png::Decoder::new(std::io::Cursor::new(&png_bytes))
+        .read_info()
+        .unwrap();
+    assert_eq!(
+        (
+            i64::from(reader.info().width),
+            i64::from(reader.info().height)
+        ),
+        (
+            record["bounds"]["width"].as_i64().unwrap(),
+            record["bounds"]["height"].as_i64().unwrap()
+        )
+    );
+    assert_eq!(visual.structured["scope"], "window");
+
+    let session = adk_computer_use_testkit::child::session_on(
+        &runtime,
+        "x11-test",
+        "XTerm",
+        Some(WindowId::Number(id)),
+    );
+    // The other window repaints between preview and execute: the bound
+    // window's pixels did not change, so the action runs.
+    let approved = approved(&runtime, &session, &typing("still current\n")).await;
+    tool("xdotool", &["windowfocus", "--sync", &other.to_string()]);
+    tool("xdotool", &["type", "--delay", "20", "elsewhere"]);
+    std::thread::sleep(Duration::from_millis(300));
+    let executed = approved
+        .reserve()
+        .await
+        .unwrap()
+        .lease()
+        .await
+        .unwrap()
+        .execute()
+        .await
+        .expect("a change elsewhere on the screen leaves the bound window current");
+    assert!(executed.verify().await.unwrap().performed());
+    assert_eq!(settled(&target.file, "still current\n"), "still current\n");
+    // The bound window itself repaints: stale, and nothing is typed.
+    window_of(&runtime, "XTerm").await;
+    let err = refused_after(&runtime, &session, &typing("never\n"), |id| {
+        tool("xdotool", &["windowfocus", "--sync", &id.to_string()]);
+        tool("xdotool", &["key", "Return"]);
+        std::thread::sleep(Duration::from_millis(300));
+    })
+    .await;
+    assert_stale(&err);
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        !std::fs::read_to_string(&target.file)
+            .unwrap()
+            .contains("never")
+    );
+    session.shutdown().await;
+}

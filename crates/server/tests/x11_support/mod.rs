@@ -1,0 +1,221 @@
+//! Driving the v8 rules on a real X11 display from a test: the display
+//! itself (or a clear word that there is none), programs shown on it and
+//! ended with the test, the server in-process over it, and the waits a
+//! real display needs (a window to appear, the screen to settle, a file to
+//! be written).
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use adk_computer_use::ComputerUseError;
+use adk_computer_use::chain::Session;
+use adk_computer_use::contracts::*;
+use adk_computer_use::mcp::{ComputerUseMcpRuntime, McpRuntimeConfig};
+use adk_computer_use::runtime::{ComputerUseRuntime, ObservationScope, ProposedAction};
+use computer_use_server::Config;
+use computer_use_server::desktop::x11::X11Desktop;
+use serde_json::{Value, json};
+
+use adk_computer_use_testkit::child::{PRINCIPAL, Sim, approved};
+
+/// One test at a time on the display: they share its pointer and focus.
+pub static DISPLAY_LOCK: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// Whether there is a display to test on. The X11 tests are built to run
+/// only when `DISPLAY` was set for the build (else they are reported as
+/// ignored, with the reason); run without one, they fail, never pass.
+pub fn display() -> bool {
+    assert!(
+        std::env::var_os("DISPLAY").is_some_and(|d| !d.is_empty()),
+        "there is no X server ($DISPLAY is empty): this test needs one"
+    );
+    true
+}
+
+/// A program on the display, ended however the test ends.
+pub struct Program(pub Child);
+
+impl Drop for Program {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+pub fn start(program: &str, args: &[&str]) -> Program {
+    Program(
+        Command::new(program)
+            .args(args)
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{program} could not be started: {e}")),
+    )
+}
+
+/// A program outside this crate, run to its end; its standard output.
+pub fn tool(program: &str, args: &[&str]) -> String {
+    let output = Command::new(program)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("{program} could not be run: {e}"));
+    assert!(
+        output.status.success(),
+        "{program} {args:?} failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// The rules over the display, served in-process, with a session started.
+pub async fn runtime() -> Sim {
+    let (runtime, approver) = adk_computer_use_testkit::spawn_on(
+        Config::for_principal(PRINCIPAL),
+        Box::new(X11Desktop::connect().unwrap()),
+        McpRuntimeConfig::new(PRINCIPAL),
+    )
+    .await
+    .unwrap();
+    runtime
+        .start_session(Some("x11 tests"), None)
+        .await
+        .unwrap();
+    Sim {
+        runtime: Arc::new(runtime),
+        approver,
+    }
+}
+
+pub fn scope(runtime: &ComputerUseMcpRuntime) -> ObservationScope {
+    ObservationScope {
+        session_id: runtime.session_context().unwrap().session_id,
+        tool: None,
+        app_id: None,
+        window_id: None,
+    }
+}
+
+/// Waits until the display lists a window of `app` and the screen has
+/// stopped changing (a window still painting would make evidence stale
+/// before the test changes anything); the window's record.
+pub async fn window_of(runtime: &ComputerUseMcpRuntime, app: &str) -> Value {
+    let mut found = None;
+    for _ in 0..100 {
+        let listed = runtime.observe_semantic(&scope(runtime)).await.unwrap();
+        found = listed.structured["windows"]
+            .as_array()
+            .and_then(|ws| ws.iter().find(|w| w["bundleId"] == app))
+            .cloned();
+        if found.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let window = found.unwrap_or_else(|| panic!("no {app} window appeared"));
+    let mut last = None;
+    for _ in 0..50 {
+        let frame = runtime.observe_visual(&scope(runtime)).await.unwrap();
+        let digest = frame.structured["screenshotHash"].clone();
+        if last.as_ref() == Some(&digest) {
+            return window;
+        }
+        last = Some(digest);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    panic!("the screen kept changing for 10 s");
+}
+
+/// An xterm whose keystrokes `cat` writes to a file of its own.
+pub struct Terminal {
+    _program: Program,
+    _dir: tempfile::TempDir,
+    pub file: std::path::PathBuf,
+}
+
+pub fn terminal(geometry: &str) -> Terminal {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("typed.txt");
+    std::fs::write(&file, "").unwrap();
+    let program = start(
+        "xterm",
+        &[
+            "-geometry",
+            geometry,
+            "-e",
+            "sh",
+            "-c",
+            &format!("cat > '{}'", file.display()),
+        ],
+    );
+    Terminal {
+        _program: program,
+        _dir: dir,
+        file,
+    }
+}
+
+/// The file's content once it is `expected` (up to 3 s), or as it is then.
+pub fn settled(file: &std::path::Path, expected: &str) -> String {
+    let mut content = String::new();
+    for _ in 0..30 {
+        content = std::fs::read_to_string(file).unwrap();
+        if content == expected {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    content
+}
+
+pub fn typing(text: &str) -> ProposedAction {
+    ProposedAction::new("type", json!({ "text": text }), ExecutionMode::Foreground)
+        .with_data_labels([DataLabel::Public])
+}
+
+pub fn click(x: i64, y: i64) -> ProposedAction {
+    ProposedAction::new(
+        "left_click",
+        json!({ "coordinate": [x, y] }),
+        ExecutionMode::Foreground,
+    )
+}
+
+/// Previews `action` in `session` (the host approving it when asked), lets
+/// `between` change the display (it is given the target's X window id),
+/// then runs the rest of the chain; the refusal.
+pub async fn refused_after(
+    runtime: &Sim,
+    session: &Session<ComputerUseMcpRuntime>,
+    action: &ProposedAction,
+    between: impl FnOnce(u64),
+) -> ComputerUseError {
+    let approved = approved(runtime, session, action).await;
+    let window = match approved
+        .preview()
+        .envelope
+        .target
+        .as_ref()
+        .unwrap()
+        .window_id
+    {
+        Some(WindowId::Number(id)) => id,
+        ref other => panic!("the target should name an X window, not {other:?}"),
+    };
+    between(window);
+    let leased = approved.reserve().await.unwrap().lease().await.unwrap();
+    match leased.execute().await {
+        Ok(_) => panic!("the action was not refused (window {window})"),
+        Err(err) => err,
+    }
+}
+
+/// A refusal with `code`, made before anything was sent (not an unknown
+/// outcome).
+pub fn assert_refused(err: &ComputerUseError, code: &str) {
+    assert_eq!(err.refusal_code(), Some(code), "{err}");
+    assert!(
+        matches!(err, ComputerUseError::Refused { .. }),
+        "refused before anything was sent, not an unknown outcome: {err:?}"
+    );
+}

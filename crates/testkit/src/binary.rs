@@ -1,0 +1,55 @@
+//! The workspace's binaries, for tests that run them as child processes.
+//!
+//! A test of one package cannot name another package's binary through
+//! `CARGO_BIN_EXE_*`, and a test must not run cargo itself (the build
+//! directory is locked while tests run). The README's test command builds
+//! every workspace member, so each binary sits beside the test executables,
+//! in the profile directory; this finds it there, or says how to build it.
+
+use std::path::PathBuf;
+
+/// The desktop server (`computer-use-server`).
+pub const SERVER: &str = "computer-use-server";
+/// The approvals command and page (`computer-use-approvals`).
+pub const APPROVALS: &str = "computer-use-approvals";
+/// The journal check (`computer-use-journal`).
+pub const JOURNAL: &str = "computer-use-journal";
+
+/// The path of the workspace binary `name` built with the current profile.
+///
+/// # Panics
+///
+/// When the binary has not been built, with the command that builds it: a
+/// test that needs it cannot go on, and says why.
+pub fn path(name: &str) -> PathBuf {
+    match find(name) {
+        Some(path) => path,
+        None => panic!(
+            "the workspace binary `{name}` is not built for this profile: run the tests from the workspace root (`cargo test --all-features` builds every member), or build it with `cargo build -p {package} --all-features{release}` (benchmarks use the release profile)",
+            package = package_of(name),
+            release = if cfg!(debug_assertions) {
+                ""
+            } else {
+                " --release"
+            },
+        ),
+    }
+}
+
+/// The path of the workspace binary `name`, if it has been built.
+pub fn find(name: &str) -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    // A test or bench runs from `target/<profile>/deps/`, an example from
+    // `target/<profile>/examples/`: the binaries are one level up.
+    let profile_dir = exe.parent()?.parent()?;
+    let candidate = profile_dir.join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
+    candidate.is_file().then_some(candidate)
+}
+
+fn package_of(name: &str) -> &'static str {
+    match name {
+        SERVER => "computer-use-server",
+        APPROVALS | JOURNAL => "computer-use-approvals",
+        _ => "the package that holds it",
+    }
+}

@@ -1,0 +1,52 @@
+//! The governed chain, as types.
+//!
+//! ```text
+//! Session ─observe()→ Observed ─preview(action)→ Previewed ─route()┬→ Approved
+//!                                                                 ├→ PendingApproval ─approve()→ Approved
+//!                                                                 │      └ suspend() → sealed checkpoint → Session::resume()
+//!                                                                 └→ Blocked
+//! Approved ─reserve()→ Reserved ─lease()→ Leased ─execute()→ Executed ─verify()→ Verified
+//! ```
+//!
+//! Every stage is its own type with private fields and no public
+//! constructor, `Clone` or `Default`. Each transition takes `self`, so a stage
+//! cannot be used twice, and a method exists only on the stage where it is
+//! legal: there is exactly one `execute`, and it belongs to [`Leased`]. See
+//! [`attacks`] for which ordering bug each type rules out.
+
+pub(crate) mod approvals;
+mod approved;
+pub mod attacks;
+mod driver;
+mod executed;
+mod guard;
+mod leased;
+mod observed;
+mod pending;
+mod previewed;
+mod proposal;
+mod recorder;
+mod reserved;
+mod route;
+mod session;
+mod verified;
+mod witness;
+
+pub use approvals::{
+    Approval, ApprovalSource, ApproverKey, ApproverPublicKey, Authority, CheckpointId,
+    CheckpointRefusal, CheckpointStore, CheckpointView, ClaimBasis, Decision, FileCheckpointStore,
+    Listed, MIN_KEY_LEN, MemoryCheckpointStore, SealingKey, decide, decision_of, inspect,
+    open_for_grant, pending, wait_for_decision,
+};
+pub use approved::Approved;
+pub use driver::ChainOutcome;
+pub use executed::Executed;
+pub use guard::{ReleaseStats, ResourceStats};
+pub use leased::Leased;
+pub use observed::Observed;
+pub use pending::PendingApproval;
+pub use previewed::Previewed;
+pub use reserved::Reserved;
+pub use route::{Blocked, Route};
+pub use session::{Session, SessionBuilder};
+pub use verified::Verified;

@@ -1,0 +1,50 @@
+//! The checks a server announces it makes after an action.
+//!
+//! MCP has no word for "I can check that the clipboard holds this text", and
+//! guessing is unsafe: upstream's servers check a `ui_element`
+//! postcondition by finding that element in the target window, so a
+//! postcondition they cannot find ends a performed clipboard write
+//! `indeterminate`. A server that does check an effect says so in its
+//! `initialize` answer, under `capabilities.experimental["adk/effect-checks"]`:
+//! for each tool, the postcondition it checks, without the digest, which
+//! the chain fills in from the action's arguments. For example
+//! `{"write_clipboard": {"kind": "ui_element", "role": "AXTextArea",
+//! "label": "Clipboard contents"}}`. A server that announces nothing gets
+//! nothing derived.
+
+use serde_json::{Map, Value};
+
+use crate::contracts::ActionPostcondition;
+use crate::runtime::NamedEffect;
+
+pub use crate::contracts::EFFECT_CHECKS_CAPABILITY;
+
+/// The announced checks, by tool: postconditions without their digest.
+#[derive(Debug, Clone, Default)]
+pub(super) struct AnnouncedChecks(Map<String, Value>);
+
+impl AnnouncedChecks {
+    /// What the server announced in its `initialize` answer, if anything.
+    pub(super) fn from_server(info: Option<&rmcp::model::ServerPeerInfo>) -> Self {
+        info.and_then(|info| info.capabilities.experimental.as_ref())
+            .and_then(|experimental| experimental.get(EFFECT_CHECKS_CAPABILITY))
+            .map(|checks| Self(checks.clone()))
+            .unwrap_or_default()
+    }
+
+    /// The postcondition the server checks for `effect`: its announced
+    /// `ui_element` with the effect's digest. `None` when it announced none
+    /// for the tool or announced one that is not a valid postcondition.
+    pub(super) fn postcondition(&self, effect: &NamedEffect<'_>) -> Option<ActionPostcondition> {
+        let mut announced = self.0.get(effect.tool())?.as_object()?.clone();
+        if announced.get("kind").and_then(Value::as_str) != Some("ui_element") {
+            return None;
+        }
+        announced.insert("exists".into(), Value::Bool(true));
+        announced.insert(
+            "valueDigest".into(),
+            Value::String(effect.expected_digest()),
+        );
+        serde_json::from_value(Value::Object(announced)).ok()
+    }
+}
