@@ -264,6 +264,41 @@ mod x11 {
         result
     }
 
+    /// [`drive`], observing again when the window changed between the
+    /// preview and the execute. A real window may still be settling (a
+    /// terminal drawing its first prompt, a toolkit finishing an animation);
+    /// a stale target is refused before anything is sent, so a fresh
+    /// observation and a fresh chain are safe. Three tries at most; any
+    /// other error ends the run.
+    async fn drive_settled(
+        runtime: &Arc<ComputerUseMcpRuntime>,
+        approver: &McpApprover,
+        session: &str,
+        app: &str,
+        tool: &str,
+        transcript: &str,
+    ) -> Result<(), Error> {
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            match drive(runtime, approver, app, tool, transcript).await {
+                Err(err)
+                    if tries < 3
+                        && err
+                            .downcast_ref::<adk_computer_use::ComputerUseError>()
+                            .and_then(|e| e.refusal_code())
+                            == Some("stale_target") =>
+                {
+                    println!(
+                        "{app}: the window changed before the {tool} was sent ({err}); observing again"
+                    );
+                    shown(runtime, session, &[app]).await?;
+                }
+                other => return other,
+            }
+        }
+    }
+
     pub(super) async fn run() -> Result<(), Error> {
         let dir = tempfile_dir()?;
         let file = dir.join("typed.txt");
@@ -303,7 +338,15 @@ mod x11 {
             .await?;
         shown(&runtime, &started.session_id, &["Xmessage", "XTerm"]).await?;
 
-        drive(&runtime, &approver, "Xmessage", "left_click", CLICK).await?;
+        drive_settled(
+            &runtime,
+            &approver,
+            &started.session_id,
+            "Xmessage",
+            "left_click",
+            CLICK,
+        )
+        .await?;
         let status = wait_exit(&mut dialog.0)?;
         let mut printed = String::new();
         if let Some(out) = dialog.0.stdout.as_mut() {
@@ -320,7 +363,15 @@ mod x11 {
 
         // The dialog's window went away: the screen settles again first.
         shown(&runtime, &started.session_id, &["XTerm"]).await?;
-        drive(&runtime, &approver, "XTerm", "type", TYPE).await?;
+        drive_settled(
+            &runtime,
+            &approver,
+            &started.session_id,
+            "XTerm",
+            "type",
+            TYPE,
+        )
+        .await?;
         let mut content = String::new();
         for _ in 0..50 {
             content = std::fs::read_to_string(&file).unwrap_or_default();

@@ -4,7 +4,7 @@
 //! (sessions, previews and policy, grants, the lease queue, reservations,
 //! receipts, events, refusals) act on the display `$DISPLAY` names instead
 //! of the simulated desktop. Serve it with `computer-use-server --desktop x11`, or in
-//! your own process with [`crate::engine::spawn_on`].
+//! a test's own process with `adk_computer_use_testkit::spawn_on`.
 //!
 //! What it does with the display, and no more:
 //!
