@@ -14,6 +14,7 @@ pub mod formats;
 #[cfg(feature = "openai")]
 pub mod openai;
 mod planner;
+mod report;
 mod run;
 
 pub use allowed::{AllowedActions, PlannedStep};
@@ -31,4 +32,5 @@ pub async fn allowed_actions(
     ))
 }
 pub use planner::{PlanContext, PlanOutput, Planner, ScriptedPlanner, StepRecord};
-pub use run::{AgentLoop, AgentReport, AgentStop, LoopInterrupt, SafetyAcknowledger};
+pub use report::{AgentReport, AgentStop};
+pub use run::{AgentLoop, LoopInterrupt, SafetyAcknowledger};

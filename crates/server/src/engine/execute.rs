@@ -50,13 +50,13 @@ fn blocked(preview: &Preview) -> Refusal {
 /// An execution past its first phase: the request, what it previewed to,
 /// and its pending receipt.
 pub(super) struct Begun {
-    request: ActionRequest,
-    preview: Preview,
-    action_id: String,
-    key: (String, String),
-    receipt_id: Value,
+    pub(super) request: ActionRequest,
+    pub(super) preview: Preview,
+    pub(super) action_id: String,
+    pub(super) key: (String, String),
+    pub(super) receipt_id: Value,
     /// When the execution began.
-    at: OffsetDateTime,
+    pub(super) at: OffsetDateTime,
 }
 
 /// What the first phase of `execute_action` leaves.
@@ -69,12 +69,12 @@ pub(super) enum Execution {
 
 /// A failure inside the execution, and whether it came after the
 /// side-effect boundary.
-struct Failure {
+pub(super) struct Failure {
     error: Box<Refusal>,
     crossed: bool,
 }
 
-fn before(error: Refusal) -> Failure {
+pub(super) fn before(error: Refusal) -> Failure {
     Failure {
         error: Box::new(error),
         crossed: false,
@@ -372,76 +372,6 @@ impl State {
             }
         }
         stored.receipt.clone()
-    }
-
-    /// The target and its sensitivity, checked again.
-    fn revalidate_context(
-        &self,
-        request: &ActionRequest,
-        envelope: &Value,
-        at: OffsetDateTime,
-    ) -> Result<(), Refusal> {
-        if let Some(target) = envelope.get("target") {
-            self.revalidate_target(target, at, Revalidation::BeforeEffect)?;
-        }
-        let Some(before) = envelope.get("targetSensitivity") else {
-            return Ok(());
-        };
-        let fingerprint = |s: &Value| {
-            json!([
-                s.get("assessment"),
-                s.get("source"),
-                s.get("signals"),
-                s.get("fieldsChecked")
-            ])
-        };
-        let current = self.sensitivity(request);
-        let assessment = current
-            .as_ref()
-            .and_then(|s| s.get("assessment"))
-            .cloned()
-            .unwrap_or(json!("unknown"));
-        if assessment == "unknown" || current.as_ref().map(fingerprint) != Some(fingerprint(before))
-        {
-            return Err(Refusal::with_details(
-                "stale_target",
-                "target sensitivity changed or could not be revalidated",
-                json!({ "assessment": assessment }),
-            ));
-        }
-        Ok(())
-    }
-
-    /// The lease named for a mutation, in scope of the envelope's target,
-    /// and the target and its sensitivity as the preview saw them: the
-    /// first phase's checks (nothing for an observation).
-    fn check_lease(&mut self, begun: &Begun) -> Result<(), Failure> {
-        let (request, envelope) = (&begun.request, begun.preview.envelope());
-        if !begun.preview.meta.mutates {
-            return Ok(());
-        }
-        let Some(lease_id) = &request.lease_id else {
-            return Err(before(Refusal::new(
-                "lease_conflict",
-                "mutating execution requires a lease",
-            )));
-        };
-        let scope = |key: &str, resource: &str| {
-            envelope
-                .pointer(&format!("/target/{key}"))
-                .or_else(|| envelope.pointer(&format!("/resource/{resource}")))
-                .cloned()
-        };
-        let target = [
-            ("app", scope("appId", "targetAppId")),
-            ("window", scope("windowId", "targetWindowId")),
-            ("display", envelope.pointer("/target/displayId").cloned()),
-        ];
-        self.leases
-            .validate(lease_id, target, begun.at)
-            .map_err(before)?;
-        self.revalidate_context(request, envelope, begun.at)
-            .map_err(before)
     }
 
     /// From the lease's spending to the restore: the tool's result, or why

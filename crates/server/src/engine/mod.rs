@@ -23,6 +23,7 @@ mod policy;
 mod preview;
 mod request;
 mod reservation;
+mod revalidate;
 mod schema;
 mod server;
 mod service;

@@ -1,0 +1,110 @@
+//! After the effect: what the X server itself shows (the selection and who
+//! owns it, a file's content, a window's state), never what a client may
+//! write.
+
+use serde_json::Value;
+
+use super::*;
+
+impl X11Desktop {
+    pub(super) fn clipboard_check(
+        &self,
+        args: &Value,
+        postcondition: Option<&Value>,
+    ) -> EffectCheck {
+        let wanted = args.get("text").and_then(Value::as_str);
+        // The owner's thread takes the selection on its own connection; the
+        // X server may answer this reader before it has seen that, so the
+        // read is repeated, briefly, until the text is served.
+        let deadline = Instant::now() + CLIPBOARD_WAIT;
+        let mut read = self.reader.read().ok();
+        while read.as_deref() != wanted && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(2));
+            read = self.reader.read().ok();
+        }
+        let digest_holds = match postcondition {
+            None => true,
+            Some(p) => match serde_json::from_value::<ActionPostcondition>(p.clone()) {
+                Ok(p) => p
+                    .expected_digest()
+                    .is_none_or(|d| read.as_deref().map(sha256_prefixed).as_deref() == Some(d)),
+                Err(_) => false,
+            },
+        };
+        // A read-back proves what every client gets only while this
+        // process owns the selection: an owner may answer each requestor
+        // differently. The X server names the owning client's process.
+        let ours = self.selection_is_ours();
+        EffectCheck {
+            verified: ours && wanted.is_some() && read.as_deref() == wanted && digest_holds,
+            method: "x11_selection_readback",
+            checks: 2,
+        }
+    }
+
+    /// Whether the CLIPBOARD selection's owner is a client of this very
+    /// process, as the X server records the owner's process.
+    pub(super) fn selection_is_ours(&self) -> bool {
+        let owner = self
+            .conn
+            .get_selection_owner(self.atoms.clipboard)
+            .ok()
+            .and_then(|c| c.reply().ok())
+            .map(|r| r.owner)
+            .filter(|owner| *owner != x11rb::NONE);
+        owner
+            .and_then(|owner| windows::owner_pid(&self.conn, owner))
+            .is_some_and(|pid| pid == std::process::id())
+    }
+
+    pub(super) fn postcondition_check(&self, postcondition: &Value) -> EffectCheck {
+        let unobservable = EffectCheck {
+            verified: false,
+            method: "x11_unobservable",
+            checks: 0,
+        };
+        let Ok(postcondition) =
+            serde_json::from_value::<ActionPostcondition>(postcondition.clone())
+        else {
+            return unobservable;
+        };
+        match postcondition.fields() {
+            PostconditionFields::Window { window_id, exists } => {
+                let listed = u32::try_from(*window_id).ok().and_then(|id| {
+                    let focus = windows::focus(&self.conn).ok()?;
+                    windows::record(&self.conn, self.root, &self.atoms, id, focus).ok()
+                });
+                EffectCheck {
+                    verified: listed.is_some_and(|r| r.is_some() == *exists),
+                    method: "x11_window_list",
+                    checks: 1,
+                }
+            }
+            PostconditionFields::Filesystem {
+                path,
+                exists,
+                content_digest,
+            } => {
+                let holds = || {
+                    let content = std::fs::read(path).ok();
+                    content.is_some() == *exists
+                        && content_digest.as_ref().is_none_or(|d| {
+                            content.as_ref().map(sha256_prefixed).as_ref() == Some(d)
+                        })
+                };
+                let deadline = Instant::now() + FILE_WAIT;
+                let mut verified = holds();
+                while !verified && Instant::now() < deadline {
+                    std::thread::sleep(Duration::from_millis(25));
+                    verified = holds();
+                }
+                EffectCheck {
+                    verified,
+                    method: "x11_filesystem_read",
+                    checks: 1,
+                }
+            }
+            _ => unobservable,
+        }
+    }
+}

@@ -1,0 +1,252 @@
+//! At execute, before anything is sent: is the target still the window the
+//! preview saw (identity, title, process, bounds, pixels), and is input
+//! safe to send to it (the point inside it, not covered, owned by the
+//! target's process, the keyboard reaching it)?
+
+use x11rb::protocol::xproto::{ConnectionExt as _, Window as XWindow};
+
+use super::*;
+
+impl X11Desktop {
+    pub(super) fn current(
+        &self,
+        target: &TargetEvidence,
+        round: Revalidation,
+    ) -> Result<bool, Refusal> {
+        let Some(now) = self.window_now(target)? else {
+            // Gone. An action may close its own window (a dialog's button).
+            return Ok(round == Revalidation::AfterEffect);
+        };
+        let identity = target.app_id == now.app_id
+            && target.pid.is_none_or(|pid| Some(pid) == now.pid)
+            && stated_or_same(target.display_id.as_ref(), &self.display_id().to_string())
+            && target.platform == std::env::consts::OS;
+        if round == Revalidation::AfterEffect || !identity {
+            return Ok(identity);
+        }
+        if !bounds_agree(target.bounds.as_ref(), now.bounds)
+            || !stated_or_same(target.window_title_digest.as_ref(), &now.title_digest())
+        {
+            return Ok(false);
+        }
+        if let Some(revision) = &target.ui_tree_revision
+            && *revision != self.tree_revision(now.id)?.0
+        {
+            return Ok(false);
+        }
+        if let Some(stated) = &target.screenshot_hash {
+            // The frame must show the target: the whole screen, or the
+            // target window's own part of it. A frame this server handed
+            // out of one of those regions is captured again and compared
+            // by its raw pixels; a frame of another region (another
+            // window's, even one that looks the same) does not vouch for
+            // the target; a digest it never handed out is compared with
+            // the whole screen, encoded.
+            let regions = [Some(self.whole()), screen::clip(now.bounds, self.size)];
+            let handed_out = regions
+                .into_iter()
+                .flatten()
+                .find_map(|region| Some((region, self.frames().raw_of(stated, region)?)));
+            let same = match handed_out {
+                Some((region, raw)) => {
+                    screen::capture(&self.conn, self.root, region)?.raw_digest == raw
+                }
+                None if self.frames().known(stated) => false,
+                None => {
+                    let capture = screen::capture(&self.conn, self.root, self.whole())?;
+                    sha256_prefixed(capture.encode(self.layout)?) == *stated
+                }
+            };
+            if !same {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// The window the evidence names, as the display shows it now; a
+    /// window that is gone is a stale target.
+    pub(super) fn target_window(
+        &self,
+        target: Option<&TargetEvidence>,
+    ) -> Result<windows::WindowRecord, Refusal> {
+        let target = target
+            .ok_or_else(|| Refusal::new("invalid_arguments", "input needs a target window"))?;
+        self.window_now(target)?
+            .ok_or_else(|| stale("the target window is gone"))
+    }
+
+    /// `point` is inside `window` and no other window covers it there.
+    pub(super) fn check_point(
+        &self,
+        window: &windows::WindowRecord,
+        point: (i64, i64),
+        top: XWindow,
+    ) -> Result<(), Refusal> {
+        let (x, y, width, height) = window.bounds;
+        let inside = point.0 >= x
+            && point.1 >= y
+            && point.0 < x + i64::from(width)
+            && point.1 < y + i64::from(height);
+        if !inside {
+            return Err(Refusal::new(
+                "invalid_arguments",
+                format!(
+                    "the point {point:?} is outside the target window ({x}, {y}, {width}x{height})"
+                ),
+            ));
+        }
+        // XTEST moves the pointer no further than the screen's edge: a
+        // point beyond it would land somewhere else.
+        let on_screen = point.0 >= 0
+            && point.1 >= 0
+            && point.0 < i64::from(self.size.0)
+            && point.1 < i64::from(self.size.1);
+        if !on_screen {
+            return Err(Refusal::new(
+                "invalid_arguments",
+                format!(
+                    "the point {point:?} is off the {}x{} screen",
+                    self.size.0, self.size.1
+                ),
+            ));
+        }
+        let point = input::on_screen(point)?;
+        let under = windows::deepest_at(&self.conn, self.root, point)?;
+        let top_under = match under {
+            Some(under) => Some(windows::top_level(&self.conn, self.root, under)?),
+            None => None,
+        };
+        if top_under != Some(top) {
+            return Err(stale(&format!(
+                "the point {point:?} is covered by another window"
+            )));
+        }
+        self.owned_by_target(window, under, point)
+    }
+
+    /// The deepest window at `point` belongs to the target's client: no
+    /// other client's window (a child it made inside the target, say)
+    /// would take the input there.
+    pub(super) fn owned_by_target(
+        &self,
+        window: &windows::WindowRecord,
+        under: Option<XWindow>,
+        point: (i16, i16),
+    ) -> Result<(), Refusal> {
+        let owner = windows::owner(&self.conn, window.id);
+        match under {
+            Some(under) if windows::owner(&self.conn, under) != owner => Err(stale(&format!(
+                "at {point:?} a window of another client lies inside the target"
+            ))),
+            _ => Ok(()),
+        }
+    }
+
+    /// Before input is sent, with the X server held: no other client holds
+    /// a grab of the keyboard or the pointer (it would receive the input),
+    /// and no modifier or lock is on and no button is down (typed text
+    /// would arrive altered, a click would mean something else).
+    pub(super) fn input_is_safe(&self, top: XWindow) -> Result<(), Refusal> {
+        use x11rb::protocol::xproto::{EventMask, GrabMode, GrabStatus, KeyButMask};
+        let failed =
+            |e: &dyn std::fmt::Display| Refusal::plain(format!("the grab check failed: {e}"));
+        let keyboard = self
+            .conn
+            .grab_keyboard(
+                false,
+                top,
+                x11rb::CURRENT_TIME,
+                GrabMode::ASYNC,
+                GrabMode::ASYNC,
+            )
+            .map_err(|e| failed(&e))?
+            .reply()
+            .map_err(|e| failed(&e))?;
+        if keyboard.status == GrabStatus::SUCCESS {
+            self.conn
+                .ungrab_keyboard(x11rb::CURRENT_TIME)
+                .map_err(|e| failed(&e))?;
+        }
+        let pointer = self
+            .conn
+            .grab_pointer(
+                false,
+                top,
+                EventMask::NO_EVENT,
+                GrabMode::ASYNC,
+                GrabMode::ASYNC,
+                x11rb::NONE,
+                x11rb::NONE,
+                x11rb::CURRENT_TIME,
+            )
+            .map_err(|e| failed(&e))?
+            .reply()
+            .map_err(|e| failed(&e))?;
+        if pointer.status == GrabStatus::SUCCESS {
+            self.conn
+                .ungrab_pointer(x11rb::CURRENT_TIME)
+                .map_err(|e| failed(&e))?;
+        }
+        if keyboard.status != GrabStatus::SUCCESS || pointer.status != GrabStatus::SUCCESS {
+            return Err(stale(
+                "another client holds the keyboard or the pointer (a grab): input would go to it",
+            ));
+        }
+        let now = self
+            .conn
+            .query_pointer(self.root)
+            .map_err(|e| failed(&e))?
+            .reply()
+            .map_err(|e| failed(&e))?;
+        let held = KeyButMask::SHIFT
+            | KeyButMask::LOCK
+            | KeyButMask::CONTROL
+            | KeyButMask::MOD1
+            | KeyButMask::MOD2
+            | KeyButMask::MOD3
+            | KeyButMask::MOD4
+            | KeyButMask::MOD5
+            | KeyButMask::BUTTON1
+            | KeyButMask::BUTTON2
+            | KeyButMask::BUTTON3
+            | KeyButMask::BUTTON4
+            | KeyButMask::BUTTON5;
+        // Bits 13 and 14 of the state are the keyboard group (XKB): a
+        // locked second layout changes every typed character too.
+        const GROUP: u16 = 0x6000;
+        if u16::from(now.mask) & (u16::from(held) | GROUP) != 0 {
+            return Err(stale(&format!(
+                "a modifier, lock, layout group or button is held ({:#06x}): input would arrive altered",
+                u16::from(now.mask)
+            )));
+        }
+        Ok(())
+    }
+
+    /// Where keys go, once the target has the focus (the deepest window
+    /// under the pointer, when the pointer is over the target) belongs to
+    /// the target's client.
+    pub(super) fn keys_reach_target(
+        &self,
+        window: &windows::WindowRecord,
+        top: XWindow,
+    ) -> Result<(), Refusal> {
+        let now = self
+            .conn
+            .query_pointer(self.root)
+            .map_err(|e| Refusal::plain(format!("QueryPointer failed: {e}")))?
+            .reply()
+            .map_err(|e| Refusal::plain(format!("QueryPointer failed: {e}")))?;
+        let pointer = (now.root_x, now.root_y);
+        let under = windows::deepest_at(&self.conn, self.root, pointer)?;
+        let over_target = match under {
+            Some(under) => windows::top_level(&self.conn, self.root, under)? == top,
+            None => false,
+        };
+        if over_target {
+            self.owned_by_target(window, under, pointer)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,83 @@
+//! Execution-time revalidation: just before the one mutation, the action's
+//! context (session, grant, envelope, target) and its lease are checked
+//! again, since time passes and others act between preview and execute.
+
+use super::Refusal;
+use super::backend::Revalidation;
+use super::execute::{Begun, Failure, before};
+use super::preview::ActionRequest;
+use super::state::State;
+use serde_json::{Value, json};
+use time::OffsetDateTime;
+
+impl State {
+    /// The target and its sensitivity, checked again.
+    pub(super) fn revalidate_context(
+        &self,
+        request: &ActionRequest,
+        envelope: &Value,
+        at: OffsetDateTime,
+    ) -> Result<(), Refusal> {
+        if let Some(target) = envelope.get("target") {
+            self.revalidate_target(target, at, Revalidation::BeforeEffect)?;
+        }
+        let Some(before) = envelope.get("targetSensitivity") else {
+            return Ok(());
+        };
+        let fingerprint = |s: &Value| {
+            json!([
+                s.get("assessment"),
+                s.get("source"),
+                s.get("signals"),
+                s.get("fieldsChecked")
+            ])
+        };
+        let current = self.sensitivity(request);
+        let assessment = current
+            .as_ref()
+            .and_then(|s| s.get("assessment"))
+            .cloned()
+            .unwrap_or(json!("unknown"));
+        if assessment == "unknown" || current.as_ref().map(fingerprint) != Some(fingerprint(before))
+        {
+            return Err(Refusal::with_details(
+                "stale_target",
+                "target sensitivity changed or could not be revalidated",
+                json!({ "assessment": assessment }),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The lease named for a mutation, in scope of the envelope's target,
+    /// and the target and its sensitivity as the preview saw them: the
+    /// first phase's checks (nothing for an observation).
+    pub(super) fn check_lease(&mut self, begun: &Begun) -> Result<(), Failure> {
+        let (request, envelope) = (&begun.request, begun.preview.envelope());
+        if !begun.preview.meta.mutates {
+            return Ok(());
+        }
+        let Some(lease_id) = &request.lease_id else {
+            return Err(before(Refusal::new(
+                "lease_conflict",
+                "mutating execution requires a lease",
+            )));
+        };
+        let scope = |key: &str, resource: &str| {
+            envelope
+                .pointer(&format!("/target/{key}"))
+                .or_else(|| envelope.pointer(&format!("/resource/{resource}")))
+                .cloned()
+        };
+        let target = [
+            ("app", scope("appId", "targetAppId")),
+            ("window", scope("windowId", "targetWindowId")),
+            ("display", envelope.pointer("/target/displayId").cloned()),
+        ];
+        self.leases
+            .validate(lease_id, target, begun.at)
+            .map_err(before)?;
+        self.revalidate_context(request, envelope, begun.at)
+            .map_err(before)
+    }
+}
