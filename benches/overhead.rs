@@ -308,6 +308,7 @@ enum Server {
     Upstream(Vec<String>),
     /// The bundled server on the real X11 display (`--x11`), acting on the
     /// window with this id (an `xmessage` the benchmark shows).
+    #[cfg_attr(not(feature = "x11"), allow(dead_code))]
     X11(u64),
 }
 
