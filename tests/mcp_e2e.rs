@@ -399,7 +399,9 @@ async fn answers_for_another_principal_are_rejected() {
         adk_computer_use_testkit::binary::SERVER,
     ));
     command.arg("--principal").arg("someone-else");
-    let config = adk_computer_use::mcp::McpRuntimeConfig::new(PRINCIPAL);
+    let config = adk_computer_use::mcp::McpRuntimeConfig::new(PRINCIPAL)
+        .read_only_extension(adk_computer_use_testkit::STATS_TOOL)
+        .unwrap();
     let runtime = adk_computer_use::mcp::ComputerUseMcpRuntime::spawn(command, config)
         .await
         .unwrap();
@@ -887,6 +889,8 @@ async fn a_second_writer_waits_in_the_servers_queue_and_a_cancelled_wait_leaves_
     command.arg("--principal").arg(PRINCIPAL).arg("--stats");
     // Leases that live five minutes, and a wait of 300 ms for the next one.
     let mut config = McpRuntimeConfig::new(PRINCIPAL)
+        .read_only_extension(adk_computer_use_testkit::STATS_TOOL)
+        .unwrap()
         .capability_tool("write_clipboard")
         .lease_wait(300);
     config.lease_ttl_ms = 300_000;

@@ -173,9 +173,9 @@ async fn the_simulator_runs_in_process_and_refuses_faults_that_would_end_the_pro
     use computer_use_server::{Config, Fault, SimulatedDesktop};
     let crashing =
         SimulatedDesktop::default().with_faults([Fault::CrashAfterCommit].into_iter().collect());
-    let err = adk_computer_use_testkit::spawn_on(
+    let err = adk_computer_use_testkit::spawn_simulated(
         Config::for_principal("alice"),
-        Box::new(crashing),
+        crashing,
         McpRuntimeConfig::new("alice"),
     )
     .await
@@ -210,4 +210,46 @@ fn the_connection_credential_is_never_shown() {
     let shown = format!("{config:?}");
     assert!(!shown.contains("s3cret"), "{shown}");
     assert!(shown.contains("redacted"), "{shown}");
+}
+
+/// The host may let `call` speak a server's own read-only tool, but never
+/// one the catalogue knows: those have their own doors (the governed chain,
+/// the observations). Without the host's word, such a tool is refused
+/// before anything is sent.
+#[tokio::test]
+async fn only_the_host_widens_the_read_only_calls_and_never_to_a_known_tool() {
+    for known in [
+        "execute_action",
+        "approve_action",
+        "left_click",
+        "write_clipboard",
+        " ",
+    ] {
+        let err = McpRuntimeConfig::new("alice")
+            .read_only_extension(known)
+            .err()
+            .unwrap_or_else(|| panic!("{known:?} is refused as an extension"));
+        assert_eq!(err.field(), Some("readOnlyExtension"), "{err}");
+    }
+    // A runtime over the server whose host did not name `sim_stats`.
+    let (client, pipe) = tokio::io::duplex(64 * 1024);
+    tokio::spawn(async move {
+        use adk_computer_use::mcp::rmcp::ServiceExt;
+        let server = computer_use_server::Server::new(
+            computer_use_server::Config::for_principal("alice").with_stats(),
+        );
+        if let Ok(running) = server.service().serve(pipe).await {
+            let _ = running.waiting().await;
+        }
+    });
+    let runtime =
+        adk_computer_use::ComputerUseMcpRuntime::connect(client, McpRuntimeConfig::new("alice"))
+            .await
+            .unwrap();
+    let err = runtime
+        .call("sim_stats", Default::default())
+        .await
+        .expect_err("refused without the host's word");
+    assert_eq!(err.field(), Some("tool"), "{err}");
+    runtime.shutdown().await.unwrap();
 }

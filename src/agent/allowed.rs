@@ -33,14 +33,7 @@ const FIELDS: [&str; 6] = [
 const MAX_SUMMARY: usize = 4096;
 
 /// The data labels a model may attach (the protocol's vocabulary).
-const LABELS: [&str; 6] = [
-    "public",
-    "private",
-    "credential",
-    "payment",
-    "health",
-    "unknown",
-];
+const LABELS: [&str; 6] = DataLabel::NAMES;
 
 /// One step a planner asks for, after it passed the check.
 #[derive(Debug, Clone, PartialEq)]

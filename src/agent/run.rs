@@ -18,6 +18,7 @@
 //! the journal says what happened; the runtime bounds it, and a
 //! [`crate::runtime::CancellationBridge`] revokes its authority first.
 
+use crate::contracts::catalogue::tool;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -251,7 +252,7 @@ impl<'a, R: ComputerUseRuntime, P: Planner> AgentLoop<'a, R, P> {
                 if !checks.is_empty() {
                     return Ok(safety_stop(None, history));
                 }
-                let outcome = if action.tool == "wait" {
+                let outcome = if action.tool == tool::WAIT {
                     let seconds = action
                         .arguments
                         .get("duration")

@@ -5,6 +5,7 @@
 //! reversible `set_value`/`fill_form` edit. The bearer token that a runtime may
 //! issue alongside a grant is not part of this type and never enters ours.
 
+use crate::contracts::catalogue::tool;
 use std::collections::HashSet;
 
 use serde::{Deserialize, Serialize};
@@ -71,7 +72,7 @@ pub const MAX_GRANT_USES: usize = 100;
 /// Most uses a `session_operation` grant may cover in all (`approve_action` allows 1 to 20).
 pub const MAX_SESSION_OPERATION_USES: usize = 20;
 /// The only tools a `session_operation` grant may cover.
-pub const SESSION_OPERATION_TOOLS: [&str; 2] = ["set_value", "fill_form"];
+pub const SESSION_OPERATION_TOOLS: [&str; 2] = [tool::SET_VALUE, tool::FILL_FORM];
 
 impl TryFrom<ApprovalGrantFields> for ApprovalGrant {
     type Error = ComputerUseError;

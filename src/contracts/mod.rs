@@ -30,7 +30,7 @@ pub use envelope::{
     ActionEnvelope, ActionProvenance, ActionResourceContext, Bounds, TargetEvidence,
 };
 pub use extension::{CREDENTIAL_CAPABILITY, EFFECT_CHECKS_CAPABILITY};
-pub use grant::{ApprovalGrant, ApprovalGrantFields, ApprovalScope};
+pub use grant::{ApprovalGrant, ApprovalGrantFields, ApprovalScope, SESSION_OPERATION_TOOLS};
 pub use lease::{ControlLease, LeaseBoundaries, LeaseKind, LeaseState};
 pub use postcondition::{ActionPostcondition, PostconditionFields};
 pub use preview::{
@@ -148,9 +148,30 @@ pub enum DataLabel {
 }
 
 impl DataLabel {
+    /// Every label, in the protocol's order.
+    pub const ALL: [DataLabel; 6] = [
+        Self::Public,
+        Self::Private,
+        Self::Credential,
+        Self::Payment,
+        Self::Health,
+        Self::Unknown,
+    ];
+
+    /// Every label's wire spelling, in the protocol's order: the one list
+    /// the library's and the server's schemas name.
+    pub const NAMES: [&'static str; 6] = [
+        Self::ALL[0].as_str(),
+        Self::ALL[1].as_str(),
+        Self::ALL[2].as_str(),
+        Self::ALL[3].as_str(),
+        Self::ALL[4].as_str(),
+        Self::ALL[5].as_str(),
+    ];
+
     /// The wire spelling (`public`, `private`, `credential`, `payment`,
     /// `health`, `unknown`).
-    pub fn as_str(self) -> &'static str {
+    pub const fn as_str(self) -> &'static str {
         match self {
             Self::Public => "public",
             Self::Private => "private",

@@ -12,6 +12,7 @@
 //! kept: the adapter returns the grant and the host builds an
 //! [`crate::chain::Approval`] from it.
 
+use crate::contracts::catalogue::protocol::name as protocol;
 use rmcp::RoleClient;
 use rmcp::model::CallToolRequestParams;
 use rmcp::service::Peer;
@@ -91,14 +92,14 @@ impl McpApprover {
             "scope": scope,
             "uses": uses,
         }));
-        let params = CallToolRequestParams::new("approve_action").with_arguments(arguments);
+        let params = CallToolRequestParams::new(protocol::APPROVE_ACTION).with_arguments(arguments);
         let result = self
             .peer
             .call_tool(params)
             .await
-            .map_err(|err| transport_error("approve_action", err))?;
-        let (mut answer, _) = decode_tool_result("approve_action", result)?;
-        let grant: ApprovalGrant = decode("approve_action", "grant", &mut answer)?;
+            .map_err(|err| transport_error(protocol::APPROVE_ACTION, err))?;
+        let (mut answer, _) = decode_tool_result(protocol::APPROVE_ACTION, result)?;
+        let grant: ApprovalGrant = decode(protocol::APPROVE_ACTION, "grant", &mut answer)?;
         let fields = grant.fields();
         bind(
             "ApprovalGrant",

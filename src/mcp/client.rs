@@ -1,6 +1,7 @@
 //! The client: starting or connecting to a server, bounded calls, and the
 //! read-only and observation doors that are not the governed chain.
 
+use crate::contracts::catalogue::protocol::name as protocol;
 use std::sync::{Arc, Mutex};
 
 use rmcp::model::CallToolRequestParams;
@@ -118,7 +119,8 @@ impl ComputerUseMcpRuntime {
         current_session(&self.session_id)
     }
 
-    /// Calls the read-only `tool` (one of [`READ_ONLY_TOOLS`]) with
+    /// Calls the read-only `tool` (one of [`READ_ONLY_TOOLS`], or a
+    /// read-only extension the host's configuration names) with
     /// `arguments` and returns its structured answer and images. Any other
     /// tool is refused before anything is sent: the tools that change state
     /// are reached only through the governed chain.
@@ -127,7 +129,7 @@ impl ComputerUseMcpRuntime {
         tool: &str,
         arguments: Map<String, Value>,
     ) -> Result<(Value, Vec<ImageContent>), ComputerUseError> {
-        if !READ_ONLY_TOOLS.contains(&tool) {
+        if !READ_ONLY_TOOLS.contains(&tool) && !self.config.is_read_only_extension(tool) {
             return Err(ComputerUseError::InvalidRequest {
                 field: "tool".into(),
                 message: format!(
@@ -162,15 +164,21 @@ impl ComputerUseMcpRuntime {
         let mut offers = Vec::new();
         for tool in tools {
             let answer = self
-                .call_json("get_execution_capabilities", json!({ "tool": tool }))
+                .call_json(
+                    protocol::GET_EXECUTION_CAPABILITIES,
+                    json!({ "tool": tool }),
+                )
                 .await;
             let mut answer = match answer {
                 Ok(answer) => answer,
                 Err(err) if err.refusal_code() == Some("unknown_tool") => continue,
                 Err(err) => return Err(err),
             };
-            let capabilities: Vec<ExecutionCapability> =
-                decode("get_execution_capabilities", "capabilities", &mut answer)?;
+            let capabilities: Vec<ExecutionCapability> = decode(
+                protocol::GET_EXECUTION_CAPABILITIES,
+                "capabilities",
+                &mut answer,
+            )?;
             let modes: Vec<ExecutionMode> = capabilities
                 .iter()
                 .flat_map(|c| c.supported_modes.iter().copied())
@@ -306,7 +314,7 @@ impl ComputerUseMcpRuntime {
         let action_id = self.observation_id(session_id);
         let (mut answer, images) = self
             .send(
-                "execute_action",
+                protocol::EXECUTE_ACTION,
                 object(json!({
                     "session_id": session_id,
                     "action_id": action_id,
@@ -316,7 +324,7 @@ impl ComputerUseMcpRuntime {
                 })),
             )
             .await?;
-        let receipt: ExecutionReceipt = decode("execute_action", "receipt", &mut answer)?;
+        let receipt: ExecutionReceipt = decode(protocol::EXECUTE_ACTION, "receipt", &mut answer)?;
         bind(
             "ExecutionReceipt",
             "sessionId",

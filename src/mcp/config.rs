@@ -1,6 +1,7 @@
 //! How a `ComputerUseMcpRuntime` is set up.
 
 use crate::ComputerUseError;
+use crate::contracts::catalogue::protocol::name as protocol;
 
 /// Correlation ids recorded as `tracing` span fields on every call.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -37,6 +38,11 @@ pub struct McpRuntimeConfig {
     pub lease_wait_ms: u64,
     /// How long to wait for the server's MCP handshake, in milliseconds.
     pub connect_timeout_ms: u64,
+    /// A server's own read-only tools the host vouches for, which
+    /// [`ComputerUseMcpRuntime::call`](super::ComputerUseMcpRuntime::call)
+    /// may then speak beside [`READ_ONLY_TOOLS`](super::READ_ONLY_TOOLS)
+    /// (see [`McpRuntimeConfig::read_only_extension`]).
+    read_only_extensions: Vec<String>,
     /// How long to wait for the answer to any one call (other than the
     /// lease wait), in milliseconds. Past it the call is cancelled and ends
     /// with [`crate::ComputerUseError::TimedOut`]; for `execute_action` that
@@ -63,6 +69,7 @@ impl std::fmt::Debug for McpRuntimeConfig {
             lease_ttl_ms,
             lease_wait_ms,
             connect_timeout_ms,
+            read_only_extensions,
             call_timeout_ms,
             credential,
         } = self;
@@ -76,6 +83,7 @@ impl std::fmt::Debug for McpRuntimeConfig {
             .field("lease_ttl_ms", lease_ttl_ms)
             .field("lease_wait_ms", lease_wait_ms)
             .field("connect_timeout_ms", connect_timeout_ms)
+            .field("read_only_extensions", read_only_extensions)
             .field("call_timeout_ms", call_timeout_ms)
             .field("credential", &credential.as_ref().map(|_| "<redacted>"))
             .finish()
@@ -133,13 +141,14 @@ impl McpRuntimeConfig {
         Self {
             session_id: None,
             principal_id: principal_id.into(),
-            capability_tool: "execute_action".into(),
+            capability_tool: protocol::EXECUTE_ACTION.into(),
             execution_group_id: None,
             trace: TraceContext::default(),
             reservation_ttl_ms: 30_000,
             lease_ttl_ms: 30_000,
             lease_wait_ms: 30_000,
             connect_timeout_ms: 30_000,
+            read_only_extensions: Vec::new(),
             call_timeout_ms: 60_000,
             credential: None,
         }
@@ -192,6 +201,38 @@ impl McpRuntimeConfig {
     pub fn capability_tool(mut self, tool: impl Into<String>) -> Self {
         self.capability_tool = tool.into();
         self
+    }
+
+    /// Lets [`ComputerUseMcpRuntime::call`](super::ComputerUseMcpRuntime::call)
+    /// speak `tool`, a read-only tool of the server's own (outside the
+    /// protocol), such as `computer-use-server`'s `sim_stats`. The host
+    /// vouches that it changes nothing: it is the host's configuration, not
+    /// the agent's. A tool the catalogue knows (a protocol tool, or a
+    /// low-level desktop tool) is refused: those have their own doors.
+    pub fn read_only_extension(
+        mut self,
+        tool: impl Into<String>,
+    ) -> Result<Self, ComputerUseError> {
+        let tool = tool.into();
+        let known = crate::contracts::catalogue::protocol::find(&tool).is_some()
+            || crate::contracts::catalogue::low_level_tool(&tool).is_some();
+        if known || tool.trim().is_empty() {
+            return Err(ComputerUseError::InvalidRequest {
+                field: "readOnlyExtension".into(),
+                message: format!(
+                    "expected a server's own tool outside the protocol and the catalogue, got {tool:?}"
+                ),
+            });
+        }
+        if !self.read_only_extensions.contains(&tool) {
+            self.read_only_extensions.push(tool);
+        }
+        Ok(self)
+    }
+
+    /// Whether `tool` is a read-only extension this configuration names.
+    pub(crate) fn is_read_only_extension(&self, tool: &str) -> bool {
+        self.read_only_extensions.iter().any(|t| t == tool)
     }
 
     /// Waits at most `wait_ms` milliseconds for the one-writer lease.

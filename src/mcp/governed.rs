@@ -2,6 +2,8 @@
 //! server's state-changing tools, each reached with the proof its stage
 //! made.
 
+use crate::contracts::catalogue::protocol::name as protocol;
+use crate::contracts::catalogue::tool;
 use serde_json::{Value, json};
 
 use super::wire::{decode, lock, object};
@@ -72,12 +74,15 @@ impl ComputerUseRuntime for ComputerUseMcpRuntime {
         );
         let mut answer = self
             .call_json(
-                "get_execution_capabilities",
+                protocol::GET_EXECUTION_CAPABILITIES,
                 json!({ "tool": key.1, "app_id": key.2 }),
             )
             .await?;
-        let capabilities: Vec<ExecutionCapability> =
-            decode("get_execution_capabilities", "capabilities", &mut answer)?;
+        let capabilities: Vec<ExecutionCapability> = decode(
+            protocol::GET_EXECUTION_CAPABILITIES,
+            "capabilities",
+            &mut answer,
+        )?;
         *lock(&self.capabilities) = Some((key, capabilities.clone()));
         Ok(capabilities)
     }
@@ -95,7 +100,7 @@ impl ComputerUseRuntime for ComputerUseMcpRuntime {
             }
             _ => json!({}),
         };
-        self.observe_shadow_in(&self.scope_session(scope)?, "snapshot", arguments)
+        self.observe_shadow_in(&self.scope_session(scope)?, tool::SNAPSHOT, arguments)
             .await
     }
 
@@ -113,13 +118,13 @@ impl ComputerUseRuntime for ComputerUseMcpRuntime {
             Some(window) => {
                 self.observe_shadow_in(
                     &self.scope_session(scope)?,
-                    "get_ui_tree",
+                    tool::GET_UI_TREE,
                     json!({ "window_id": window, "app_id": app }),
                 )
                 .await
             }
             None => {
-                self.observe_shadow_in(&self.scope_session(scope)?, "list_windows", json!({}))
+                self.observe_shadow_in(&self.scope_session(scope)?, tool::LIST_WINDOWS, json!({}))
                     .await
             }
         }
@@ -130,7 +135,7 @@ impl ComputerUseRuntime for ComputerUseMcpRuntime {
         request: &ActionRequest<'_>,
     ) -> Result<PreviewAnswer, ComputerUseError> {
         let arguments = Self::action_arguments(request);
-        let answer = self.send("preview_action", arguments.clone()).await;
+        let answer = self.send(protocol::PREVIEW_ACTION, arguments.clone()).await;
         let preview: Result<ActionPreview, _> = answer.and_then(|(answer, _)| {
             serde_json::from_value(answer)
                 .map_err(|err| ComputerUseError::decode("preview_action answer", err))
@@ -160,7 +165,7 @@ impl ComputerUseRuntime for ComputerUseMcpRuntime {
         };
         let mut answer = self
             .call_json(
-                "reserve_target",
+                protocol::RESERVE_TARGET,
                 json!({
                     "session_id": envelope.session_id,
                     "intent_id": envelope.action_id,
@@ -172,7 +177,7 @@ impl ComputerUseRuntime for ComputerUseMcpRuntime {
                 }),
             )
             .await?;
-        decode("reserve_target", "reservation", &mut answer).map(Some)
+        decode(protocol::RESERVE_TARGET, "reservation", &mut answer).map(Some)
     }
 
     async fn release_target(&self, proof: &ReleaseProof<'_>) -> Result<(), ComputerUseError> {
@@ -180,7 +185,7 @@ impl ComputerUseRuntime for ComputerUseMcpRuntime {
         // In this adapter's session, whatever session the answer claimed.
         let answer = self
             .call_json(
-                "release_target_reservation",
+                protocol::RELEASE_TARGET_RESERVATION,
                 json!({ "session_id": proof.session_id(), "reservation_id": reservation.reservation_id }),
             )
             .await;
@@ -190,8 +195,11 @@ impl ComputerUseRuntime for ComputerUseMcpRuntime {
             Err(err) if err.refusal_code() == Some("reservation_not_active") => return Ok(()),
             other => other?,
         };
-        let released: TargetReservation =
-            decode("release_target_reservation", "reservation", &mut answer)?;
+        let released: TargetReservation = decode(
+            protocol::RELEASE_TARGET_RESERVATION,
+            "reservation",
+            &mut answer,
+        )?;
         bind(
             "TargetReservation",
             "reservationId",
@@ -221,7 +229,7 @@ impl ComputerUseRuntime for ComputerUseMcpRuntime {
         // the wait runs out the call is dropped, and rmcp tells the server
         // the request was cancelled, so it leaves the queue.
         let call = self.send_within(
-            "acquire_control_lease",
+            protocol::ACQUIRE_CONTROL_LEASE,
             object(json!({
                 "session_id": envelope.session_id,
                 "kind": kind,
@@ -238,17 +246,17 @@ impl ComputerUseRuntime for ComputerUseMcpRuntime {
             tokio::time::timeout(wait, call)
                 .await
                 .map_err(|_| ComputerUseError::TimedOut {
-                    operation: "acquire_control_lease".into(),
+                    operation: protocol::ACQUIRE_CONTROL_LEASE.into(),
                     waited_ms: self.config.lease_wait_ms,
                 })??;
-        decode("acquire_control_lease", "lease", &mut answer)
+        decode(protocol::ACQUIRE_CONTROL_LEASE, "lease", &mut answer)
     }
 
     async fn release_lease(&self, proof: &LeaseReleaseProof<'_>) -> Result<(), ComputerUseError> {
         let lease = proof.lease();
         let answer = self
             .call_json(
-                "release_control_lease",
+                protocol::RELEASE_CONTROL_LEASE,
                 json!({ "lease_id": lease.lease_id }),
             )
             .await;
@@ -265,7 +273,7 @@ impl ComputerUseRuntime for ComputerUseMcpRuntime {
             }
             other => other?,
         };
-        let released: ControlLease = decode("release_control_lease", "lease", &mut answer)?;
+        let released: ControlLease = decode(protocol::RELEASE_CONTROL_LEASE, "lease", &mut answer)?;
         bind(
             "ControlLease",
             "leaseId",
@@ -305,12 +313,12 @@ impl ComputerUseRuntime for ComputerUseMcpRuntime {
         if let Some(grant) = proof.grant_id() {
             arguments.insert("approval_grant_id".into(), json!(grant));
         }
-        let answer = self.send("execute_action", arguments).await;
+        let answer = self.send(protocol::EXECUTE_ACTION, arguments).await;
         if answer.is_err() {
             self.forget_capabilities();
         }
         let (mut answer, _) = answer?;
-        decode("execute_action", "receipt", &mut answer)
+        decode(protocol::EXECUTE_ACTION, "receipt", &mut answer)
     }
 
     /// The postcondition the server announced it checks for `effect`
@@ -360,20 +368,20 @@ impl ComputerUseRuntime for ComputerUseMcpRuntime {
     }
 
     async fn pause_session(&self, reason: Option<&str>) -> Result<(), ComputerUseError> {
-        self.session_state_call("pause_session", reason)
+        self.session_state_call(protocol::PAUSE_SESSION, reason)
             .await
             .map(|_| ())
     }
 
     async fn stop_session(&self, reason: Option<&str>) -> Result<(), ComputerUseError> {
-        self.session_state_call("stop_session", reason)
+        self.session_state_call(protocol::STOP_SESSION, reason)
             .await
             .map(|_| ())
     }
 
     async fn emergency_stop(&self, reason: Option<&str>) -> Result<(), ComputerUseError> {
         let answer = self
-            .call_json("emergency_stop", json!({ "reason": reason }))
+            .call_json(protocol::EMERGENCY_STOP, json!({ "reason": reason }))
             .await?;
         match answer.get("stopped") {
             Some(Value::Bool(true)) => Ok(()),

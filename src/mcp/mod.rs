@@ -16,6 +16,8 @@
 //! inside the stage (as [`crate::runtime::PreviewAnswer::retained`]) to the one
 //! `execute_action` that sends them.
 
+use crate::contracts::catalogue::protocol::name as protocol;
+use crate::contracts::catalogue::tool;
 mod announced;
 mod approver;
 mod client;
@@ -35,17 +37,21 @@ pub use rmcp;
 pub use round_trips::{CountedTransport, RoundTrips};
 pub use wire::decode_tool_result;
 
-/// The tools [`ComputerUseMcpRuntime::call`] may speak: reads that change
-/// nothing on the server. `sim_stats` is the bundled simulator's counters.
-pub const READ_ONLY_TOOLS: [&str; 5] = [
-    "get_execution_capabilities",
-    "get_session",
-    "get_session_events",
-    "get_follow_ups",
-    "sim_stats",
+/// The protocol tools [`ComputerUseMcpRuntime::call`] may speak: reads that
+/// change nothing on the server. A host may add a server's own read-only
+/// tool ([`McpRuntimeConfig::read_only_extension`]).
+pub const READ_ONLY_TOOLS: [&str; 4] = [
+    protocol::GET_EXECUTION_CAPABILITIES,
+    protocol::GET_SESSION,
+    protocol::GET_SESSION_EVENTS,
+    protocol::GET_FOLLOW_UPS,
 ];
 
 /// The low-level tools [`ComputerUseMcpRuntime::observe_shadow`] may run:
 /// observations that change nothing on the desktop.
-pub const OBSERVATION_TOOLS: [&str; 4] =
-    ["snapshot", "get_ui_tree", "list_windows", "read_clipboard"];
+pub const OBSERVATION_TOOLS: [&str; 4] = [
+    tool::SNAPSHOT,
+    tool::GET_UI_TREE,
+    tool::LIST_WINDOWS,
+    tool::READ_CLIPBOARD,
+];

@@ -2,6 +2,7 @@
 //! follow-ups, its lifecycle, and deleting it. None of them mutates the
 //! desktop.
 
+use crate::contracts::catalogue::protocol::name as protocol;
 use serde::de::DeserializeOwned;
 use serde_json::json;
 
@@ -20,11 +21,11 @@ impl ComputerUseMcpRuntime {
     ) -> Result<RuntimeSession, ComputerUseError> {
         let mut answer = self
             .call_json(
-                "start_session",
+                protocol::START_SESSION,
                 json!({ "objective": objective, "execution_group_id": execution_group_id }),
             )
             .await?;
-        let session: RuntimeSession = decode("start_session", "session", &mut answer)?;
+        let session: RuntimeSession = decode(protocol::START_SESSION, "session", &mut answer)?;
         bind(
             "RuntimeSession",
             "principalId",
@@ -47,9 +48,12 @@ impl ComputerUseMcpRuntime {
     /// Reads the session.
     pub async fn get_session(&self) -> Result<RuntimeSession, ComputerUseError> {
         let mut answer = self
-            .call_json("get_session", json!({ "session_id": self.session_id()? }))
+            .call_json(
+                protocol::GET_SESSION,
+                json!({ "session_id": self.session_id()? }),
+            )
             .await?;
-        let session: RuntimeSession = decode("get_session", "session", &mut answer)?;
+        let session: RuntimeSession = decode(protocol::GET_SESSION, "session", &mut answer)?;
         self.check_session("RuntimeSession", &session.session_id, &session.principal_id)?;
         Ok(session)
     }
@@ -93,7 +97,12 @@ impl ComputerUseMcpRuntime {
         limit: Option<u32>,
     ) -> Result<SessionEventPage, ComputerUseError> {
         let page: SessionEventPage = self
-            .page("get_session_events", session_id, after_sequence, limit)
+            .page(
+                protocol::GET_SESSION_EVENTS,
+                session_id,
+                after_sequence,
+                limit,
+            )
             .await?;
         for event in &page.events {
             bind("SessionEvent", "sessionId", session_id, &event.session_id)?;
@@ -128,11 +137,12 @@ impl ComputerUseMcpRuntime {
     ) -> Result<SessionFollowUp, ComputerUseError> {
         let mut answer = self
             .call_json(
-                "submit_follow_up",
+                protocol::SUBMIT_FOLLOW_UP,
                 json!({ "session_id": self.session_id()?, "instruction": instruction }),
             )
             .await?;
-        let follow_up: SessionFollowUp = decode("submit_follow_up", "follow_up", &mut answer)?;
+        let follow_up: SessionFollowUp =
+            decode(protocol::SUBMIT_FOLLOW_UP, "follow_up", &mut answer)?;
         self.check_session(
             "SessionFollowUp",
             &follow_up.session_id,
@@ -148,7 +158,12 @@ impl ComputerUseMcpRuntime {
         limit: Option<u32>,
     ) -> Result<FollowUpPage, ComputerUseError> {
         let page: FollowUpPage = self
-            .page("get_follow_ups", &self.session_id()?, after_sequence, limit)
+            .page(
+                protocol::GET_FOLLOW_UPS,
+                &self.session_id()?,
+                after_sequence,
+                limit,
+            )
             .await?;
         for follow_up in &page.follow_ups {
             self.check_session(
@@ -167,11 +182,12 @@ impl ComputerUseMcpRuntime {
     ) -> Result<SessionDeletionResult, ComputerUseError> {
         let mut answer = self
             .call_json(
-                "delete_session",
+                protocol::DELETE_SESSION,
                 json!({ "session_id": session_id, "confirm": true }),
             )
             .await?;
-        let deletion: SessionDeletionResult = decode("delete_session", "deletion", &mut answer)?;
+        let deletion: SessionDeletionResult =
+            decode(protocol::DELETE_SESSION, "deletion", &mut answer)?;
         bind(
             "SessionDeletionResult",
             "sessionId",
@@ -187,14 +203,14 @@ impl ComputerUseMcpRuntime {
         older_than: &str,
         limit: Option<u32>,
     ) -> Result<Vec<SessionDeletionResult>, ComputerUseError> {
-        crate::clock::parse_rfc3339("prune_sessions", "olderThan", older_than)?;
+        crate::clock::parse_rfc3339(protocol::PRUNE_SESSIONS, "olderThan", older_than)?;
         let mut answer = self
             .call_json(
-                "prune_sessions",
+                protocol::PRUNE_SESSIONS,
                 json!({ "older_than": older_than, "limit": limit, "confirm": true }),
             )
             .await?;
-        decode("prune_sessions", "deletions", &mut answer)
+        decode(protocol::PRUNE_SESSIONS, "deletions", &mut answer)
     }
 
     /// Resumes a paused session.
@@ -202,7 +218,8 @@ impl ComputerUseMcpRuntime {
         &self,
         reason: Option<&str>,
     ) -> Result<RuntimeSession, ComputerUseError> {
-        self.session_state_call("resume_session", reason).await
+        self.session_state_call(protocol::RESUME_SESSION, reason)
+            .await
     }
 
     pub(super) async fn session_state_call(

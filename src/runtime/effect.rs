@@ -13,6 +13,7 @@
 //! supplies none, and the outcome's reason says so: guessing a postcondition
 //! a server cannot check would turn a performed action into an unknown one.
 
+use crate::contracts::catalogue::tool;
 use serde_json::Value;
 
 use crate::ComputerUseError;
@@ -47,7 +48,7 @@ impl<'a> NamedEffect<'a> {
     /// ```
     pub fn of(tool: &str, arguments: &'a Value) -> Option<Self> {
         match tool {
-            "write_clipboard" => Some(Self::ClipboardText {
+            tool::WRITE_CLIPBOARD => Some(Self::ClipboardText {
                 text: arguments.get("text")?.as_str()?,
             }),
             _ => None,
@@ -57,7 +58,7 @@ impl<'a> NamedEffect<'a> {
     /// The tool whose effect this is.
     pub fn tool(&self) -> &'static str {
         match self {
-            Self::ClipboardText { .. } => "write_clipboard",
+            Self::ClipboardText { .. } => tool::WRITE_CLIPBOARD,
         }
     }
 

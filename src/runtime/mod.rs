@@ -25,6 +25,7 @@ mod proof;
 mod request;
 mod target;
 
+use crate::contracts::catalogue::protocol::name as protocol;
 use std::future::Future;
 
 pub use arguments::known_schema;
@@ -199,7 +200,7 @@ pub trait ComputerUseRuntime: Send + Sync + 'static {
         reason: Option<&str>,
     ) -> impl Future<Output = Result<(), ComputerUseError>> + Send {
         let _ = reason;
-        async { Err(unsupported("pause_session")) }
+        async { Err(unsupported(protocol::PAUSE_SESSION)) }
     }
 
     /// Stops the session for good.
@@ -208,7 +209,7 @@ pub trait ComputerUseRuntime: Send + Sync + 'static {
         reason: Option<&str>,
     ) -> impl Future<Output = Result<(), ComputerUseError>> + Send {
         let _ = reason;
-        async { Err(unsupported("stop_session")) }
+        async { Err(unsupported(protocol::STOP_SESSION)) }
     }
 
     /// Stops every session on the desktop at once.
@@ -217,7 +218,7 @@ pub trait ComputerUseRuntime: Send + Sync + 'static {
         reason: Option<&str>,
     ) -> impl Future<Output = Result<(), ComputerUseError>> + Send {
         let _ = reason;
-        async { Err(unsupported("emergency_stop")) }
+        async { Err(unsupported(protocol::EMERGENCY_STOP)) }
     }
 }
 

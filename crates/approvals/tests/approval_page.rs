@@ -155,7 +155,10 @@ async fn agent(
     let runtime = Arc::new(
         ComputerUseMcpRuntime::connect(
             tokio::net::TcpStream::connect(&sim.address).await.unwrap(),
-            McpRuntimeConfig::new("alice").with_credential(&sim.agent),
+            McpRuntimeConfig::new("alice")
+                .read_only_extension(adk_computer_use_testkit::STATS_TOOL)
+                .unwrap()
+                .with_credential(&sim.agent),
         )
         .await
         .unwrap(),

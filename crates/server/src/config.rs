@@ -4,6 +4,7 @@
 //! desktop ([`crate::desktop::simulated::Faults`]); a real desktop's server
 //! cannot be given one.
 
+use adk_computer_use::contracts::catalogue::tool;
 use std::collections::BTreeSet;
 
 use adk_computer_use::ComputerUseError;
@@ -49,7 +50,7 @@ impl Default for Config {
             slow_ms: 0,
             stats: false,
             credential_apps: DEFAULT_CREDENTIAL_APPS.map(String::from).into(),
-            disabled_tools: ["scrape".to_owned()].into(),
+            disabled_tools: [tool::SCRAPE.to_owned()].into(),
         }
     }
 }

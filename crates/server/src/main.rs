@@ -63,7 +63,8 @@ usage: computer-use-server [--desktop simulated|x11] [--principal ID]
   --help                print this and exit
 
 It speaks MCP on stdin/stdout until the client closes the connection; there
-the host that spawned it is trusted and no credential is asked for.",
+the host that spawned it is trusted and no credential is asked for. From
+Rust, adk_computer_use_testkit::spawn serves the same server in-process.",
         faults.join(", ")
     )
 }
@@ -139,8 +140,8 @@ async fn main() -> std::process::ExitCode {
             return std::process::ExitCode::from(2);
         }
     };
-    let server = match open(chosen) {
-        Ok(desktop) => Server::on(config, desktop),
+    let server = match open(config, chosen) {
+        Ok(server) => server,
         Err(err) => {
             eprintln!("computer-use-server: {err}");
             return std::process::ExitCode::FAILURE;
@@ -269,11 +270,14 @@ fn desktop_and_faults(args: &mut Vec<String>) -> Result<Chosen, String> {
     }
 }
 
-/// Opens the chosen desktop.
-fn open(chosen: Chosen) -> Result<Box<dyn DesktopBackend>, String> {
+/// The server over the chosen desktop: faults reach only a simulated one.
+fn open(config: Config, chosen: Chosen) -> Result<Server, String> {
     match chosen {
-        Chosen::Simulated(faults) => Ok(Box::new(SimulatedDesktop::default().with_faults(faults))),
-        Chosen::X11 => x11(),
+        Chosen::Simulated(faults) => Ok(Server::simulated(
+            config,
+            SimulatedDesktop::default().with_faults(faults),
+        )),
+        Chosen::X11 => Ok(Server::on(config, x11()?)),
     }
 }
 

@@ -32,6 +32,7 @@ fn help_names_the_desktops_and_every_flag_the_parser_takes() {
         "--allow-remote",
         "--agent-credential-file",
         "--approver-credential-file",
+        "adk_computer_use_testkit::spawn",
     ] {
         assert!(text.contains(needle), "--help mentions {needle}:\n{text}");
     }
@@ -74,13 +75,30 @@ fn an_unknown_desktop_or_fault_is_refused_with_what_was_expected() {
     );
 }
 
-/// The type behind the refusal above: only the simulated desktop holds
-/// faults; every other backend answers none, whatever it is asked.
+/// The type behind the refusal above: faults reach a server through one
+/// door, the constructor that takes a `SimulatedDesktop` by its type. Every
+/// other door takes any desktop and injects nothing, even when handed a
+/// simulated desktop with faults (boxed), or a wrapper around one; and the
+/// desktop seam has no way to ask for faults at all.
 #[test]
-fn only_the_simulated_desktop_holds_faults() {
-    use computer_use_server::{DesktopBackend, Fault, SimulatedDesktop};
-    let lying =
-        SimulatedDesktop::default().with_faults([Fault::ReceiptDigest].into_iter().collect());
-    assert!(DesktopBackend::faults(&lying).has(Fault::ReceiptDigest));
-    assert!(DesktopBackend::faults(&SimulatedDesktop::default()).is_empty());
+fn faults_reach_a_server_only_through_the_simulated_desktops_own_door() {
+    use computer_use_server::{Config, DesktopBackend, Fault, SimulatedDesktop, State};
+    let lying = || {
+        SimulatedDesktop::default().with_faults(
+            [Fault::ReceiptDigest, Fault::FailRelease]
+                .into_iter()
+                .collect(),
+        )
+    };
+    let simulated = State::simulated(Config::default(), lying());
+    assert!(simulated.faults().has(Fault::ReceiptDigest));
+    assert!(simulated.faults().has(Fault::FailRelease));
+
+    let boxed: Box<dyn DesktopBackend> = Box::new(lying());
+    let through_the_seam = State::on(Config::default(), boxed);
+    assert!(
+        through_the_seam.faults().is_empty(),
+        "a desktop behind the seam injects nothing, whatever it holds"
+    );
+    assert!(State::new(Config::default()).faults().is_empty());
 }

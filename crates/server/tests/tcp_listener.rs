@@ -267,8 +267,13 @@ async fn a_connection_without_the_right_credential_cannot_call_any_tool() {
     }
     // Nor can the runtime connect without one, or with a wrong one.
     for config in [
-        McpRuntimeConfig::new("alice").timeouts(10_000, 10_000),
         McpRuntimeConfig::new("alice")
+            .read_only_extension(adk_computer_use_testkit::STATS_TOOL)
+            .unwrap()
+            .timeouts(10_000, 10_000),
+        McpRuntimeConfig::new("alice")
+            .read_only_extension(adk_computer_use_testkit::STATS_TOOL)
+            .unwrap()
             .timeouts(10_000, 10_000)
             .with_credential(&wrong),
     ] {
@@ -294,7 +299,10 @@ async fn the_agent_credential_cannot_approve_an_action() {
     let store = Arc::new(FileCheckpointStore::new(dir.path(), key()).unwrap());
     let runtime = connect(
         &sim.address,
-        McpRuntimeConfig::new("alice").with_credential(&sim.agent),
+        McpRuntimeConfig::new("alice")
+            .read_only_extension(adk_computer_use_testkit::STATS_TOOL)
+            .unwrap()
+            .with_credential(&sim.agent),
     )
     .await;
     let started = runtime
@@ -356,7 +364,10 @@ async fn an_action_suspended_by_one_client_is_approved_by_the_approver_and_compl
     // The first client suspends the action, then goes away.
     let first = connect(
         &sim.address,
-        McpRuntimeConfig::new("alice").with_credential(&sim.agent),
+        McpRuntimeConfig::new("alice")
+            .read_only_extension(adk_computer_use_testkit::STATS_TOOL)
+            .unwrap()
+            .with_credential(&sim.agent),
     )
     .await;
     let started = first
@@ -373,6 +384,8 @@ async fn an_action_suspended_by_one_client_is_approved_by_the_approver_and_compl
     let approver = McpApprover::connect(
         tokio::net::TcpStream::connect(&sim.address).await.unwrap(),
         McpRuntimeConfig::new("alice")
+            .read_only_extension(adk_computer_use_testkit::STATS_TOOL)
+            .unwrap()
             .session_in_group(&started.session_id, "team")
             .with_credential(&sim.approver),
     )
@@ -391,6 +404,8 @@ async fn an_action_suspended_by_one_client_is_approved_by_the_approver_and_compl
     let second = connect(
         &sim.address,
         McpRuntimeConfig::new("alice")
+            .read_only_extension(adk_computer_use_testkit::STATS_TOOL)
+            .unwrap()
             .session_in_group(&started.session_id, "team")
             .with_credential(&sim.agent),
     )
@@ -525,7 +540,10 @@ async fn the_approvals_command_obtains_the_grant_with_the_approvers_credential()
     );
     let runtime = connect(
         &sim.address,
-        McpRuntimeConfig::new("alice").with_credential(&sim.agent),
+        McpRuntimeConfig::new("alice")
+            .read_only_extension(adk_computer_use_testkit::STATS_TOOL)
+            .unwrap()
+            .with_credential(&sim.agent),
     )
     .await;
     runtime
@@ -639,7 +657,10 @@ async fn idle_unauthenticated_connections_do_not_take_the_server_down() {
     drop(idle);
     let runtime = connect(
         &sim.address,
-        McpRuntimeConfig::new("alice").with_credential(&sim.agent),
+        McpRuntimeConfig::new("alice")
+            .read_only_extension(adk_computer_use_testkit::STATS_TOOL)
+            .unwrap()
+            .with_credential(&sim.agent),
     )
     .await;
     let started = runtime.start_session(Some("after"), None).await.unwrap();
@@ -656,13 +677,18 @@ async fn a_session_without_a_group_is_joined_by_its_id() {
     let store = Arc::new(FileCheckpointStore::new(dir.path(), key()).unwrap());
     let first = connect(
         &sim.address,
-        McpRuntimeConfig::new("alice").with_credential(&sim.agent),
+        McpRuntimeConfig::new("alice")
+            .read_only_extension(adk_computer_use_testkit::STATS_TOOL)
+            .unwrap()
+            .with_credential(&sim.agent),
     )
     .await;
     let started = first.start_session(Some("no group"), None).await.unwrap();
     let second = connect(
         &sim.address,
         McpRuntimeConfig::new("alice")
+            .read_only_extension(adk_computer_use_testkit::STATS_TOOL)
+            .unwrap()
             .session(&started.session_id)
             .with_credential(&sim.agent),
     )

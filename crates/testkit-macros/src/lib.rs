@@ -54,28 +54,8 @@ const OUTSIDE: [Outside; 4] = [
 #[proc_macro_attribute]
 pub fn needs(attr: TokenStream, item: TokenStream) -> TokenStream {
     let mut missing = Vec::new();
-    for token in attr {
-        match token {
-            TokenTree::Ident(ident) => {
-                let name = ident.to_string();
-                match OUTSIDE.iter().find(|o| o.name == name) {
-                    Some(outside) if !outside.reached => missing.push(outside.how),
-                    Some(_) => {}
-                    None => {
-                        return error(&format!(
-                            "#[needs] expected one of postgres, upstream, display, browser, got `{name}`"
-                        ));
-                    }
-                }
-            }
-            TokenTree::Punct(p) if p.as_char() == ',' => {}
-            TokenTree::Group(g) if g.delimiter() == Delimiter::None => {}
-            other => {
-                return error(&format!(
-                    "#[needs] expected names separated by commas, got `{other}`"
-                ));
-            }
-        }
+    if let Err(message) = collect(attr, &mut missing) {
+        return error(&message);
     }
     if missing.is_empty() {
         return item;
@@ -87,6 +67,38 @@ pub fn needs(attr: TokenStream, item: TokenStream) -> TokenStream {
     };
     out.extend(item);
     out
+}
+
+/// Reads the names in `attr` (looking inside the invisible groups a
+/// `macro_rules!` expansion leaves), noting how to provide each one this
+/// build does not reach.
+fn collect(attr: TokenStream, missing: &mut Vec<&'static str>) -> Result<(), String> {
+    for token in attr {
+        match token {
+            TokenTree::Ident(ident) => {
+                let name = ident.to_string();
+                match OUTSIDE.iter().find(|o| o.name == name) {
+                    Some(outside) if !outside.reached => missing.push(outside.how),
+                    Some(_) => {}
+                    None => {
+                        return Err(format!(
+                            "#[needs] expected one of postgres, upstream, display, browser, got `{name}`"
+                        ));
+                    }
+                }
+            }
+            TokenTree::Punct(p) if p.as_char() == ',' => {}
+            TokenTree::Group(g) if g.delimiter() == Delimiter::None => {
+                collect(g.stream(), missing)?
+            }
+            other => {
+                return Err(format!(
+                    "#[needs] expected names separated by commas, got `{other}`"
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 fn error(message: &str) -> TokenStream {

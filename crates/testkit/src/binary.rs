@@ -6,7 +6,7 @@
 //! every workspace member, so each binary sits beside the test executables,
 //! in the profile directory; this finds it there, or says how to build it.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// The desktop server (`computer-use-server`).
 pub const SERVER: &str = "computer-use-server";
@@ -19,11 +19,27 @@ pub const JOURNAL: &str = "computer-use-journal";
 ///
 /// # Panics
 ///
-/// When the binary has not been built, with the command that builds it: a
-/// test that needs it cannot go on, and says why.
+/// When the binary has not been built, or is older than a source file it
+/// is built from (a test run of one package does not rebuild another's
+/// binary), with the command that builds it: a test that needs it cannot go
+/// on, and says why, rather than run against an old build.
 pub fn path(name: &str) -> PathBuf {
     match find(name) {
-        Some(path) => path,
+        Some(path) => {
+            if let Some(newer) = newer_source(&path, name) {
+                panic!(
+                    "the workspace binary `{name}` is older than {}: rebuild it with `cargo build -p {package} --all-features{release}`, or run the tests from the workspace root (`cargo test --all-features` builds every member)",
+                    newer.display(),
+                    package = package_of(name),
+                    release = if cfg!(debug_assertions) {
+                        ""
+                    } else {
+                        " --release"
+                    },
+                );
+            }
+            path
+        }
         None => panic!(
             "the workspace binary `{name}` is not built for this profile: run the tests from the workspace root (`cargo test --all-features` builds every member), or build it with `cargo build -p {package} --all-features{release}` (benchmarks use the release profile)",
             package = package_of(name),
@@ -44,6 +60,41 @@ pub fn find(name: &str) -> Option<PathBuf> {
     let profile_dir = exe.parent()?.parent()?;
     let candidate = profile_dir.join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
     candidate.is_file().then_some(candidate)
+}
+
+/// A source file of `name`'s package, or of the library it is built on,
+/// changed after the binary was built (`None` when none is, or when times
+/// cannot be read).
+fn newer_source(binary: &Path, name: &str) -> Option<PathBuf> {
+    let built = std::fs::metadata(binary).and_then(|m| m.modified()).ok()?;
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent()?.parent()?;
+    let package = match name {
+        SERVER => "crates/server",
+        APPROVALS | JOURNAL => "crates/approvals",
+        _ => return None,
+    };
+    [root.join(package).join("src"), root.join("src")]
+        .iter()
+        .find_map(|dir| newest_after(dir, built))
+}
+
+fn newest_after(dir: &Path, built: std::time::SystemTime) -> Option<PathBuf> {
+    for entry in std::fs::read_dir(dir).ok()?.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            if let Some(found) = newest_after(&path, built) {
+                return Some(found);
+            }
+        } else if path.extension().is_some_and(|e| e == "rs")
+            && entry
+                .metadata()
+                .and_then(|m| m.modified())
+                .is_ok_and(|modified| modified > built)
+        {
+            return Some(path);
+        }
+    }
+    None
 }
 
 fn package_of(name: &str) -> &'static str {

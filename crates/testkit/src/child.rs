@@ -3,6 +3,7 @@
 //! these helpers panic with what went wrong rather than return it.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use adk_computer_use::contracts::catalogue::tool;
 use std::sync::Arc;
 
 use adk_computer_use::auth::{ScopeAuthorizer, VerifiedIdentity};
@@ -51,7 +52,10 @@ pub async fn spawn_sim_as(flags: &[&str], principal: &str) -> Sim {
         .arg(PRINCIPAL)
         .arg("--stats")
         .args(flags);
-    let config = McpRuntimeConfig::new(principal).capability_tool("write_clipboard");
+    let config = McpRuntimeConfig::new(principal)
+        .capability_tool(tool::WRITE_CLIPBOARD)
+        .read_only_extension(crate::STATS_TOOL)
+        .unwrap();
     let (runtime, approver) = ComputerUseMcpRuntime::spawn_with_approver(command, config)
         .await
         .unwrap();
@@ -189,7 +193,7 @@ pub fn clipboard_target() -> TargetEvidence {
 /// "Place this text on the clipboard", with or without a digest postcondition.
 pub fn write_clipboard(action_id: &str, text: &str, with_postcondition: bool) -> ProposedAction {
     let mut action = ProposedAction::new(
-        "write_clipboard",
+        tool::WRITE_CLIPBOARD,
         json!({ "text": text }),
         ExecutionMode::Background,
     )

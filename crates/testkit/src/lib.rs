@@ -23,4 +23,4 @@ mod spawn;
 
 pub use adk_computer_use_testkit_macros::needs;
 pub use computer_use_server as server;
-pub use spawn::{spawn, spawn_on};
+pub use spawn::{STATS_TOOL, spawn, spawn_on, spawn_simulated};

@@ -6,10 +6,11 @@
 //! The library's argument check and model action formats, and the desktop
 //! server's rules and desktops, all read this table; a tool's name is
 //! spelled only in [`tool`]. The protocol's own tools (`preview_action`,
-//! `acquire_control_lease`, ...) are the server's MCP surface and are listed
-//! with their schemas by the server.
+//! `acquire_control_lease`, ...) are named in [`protocol`], with their
+//! groups; the server publishes their schemas.
 
 mod arguments;
+pub mod protocol;
 
 pub use arguments::known_schema;
 

@@ -4,6 +4,7 @@
 //! a tool into a tool result, the independent effect check, and the
 //! cursor-and-focus capture and restore around a mutation.
 
+use adk_computer_use::contracts::catalogue::tool;
 use serde_json::{Value, json};
 use time::OffsetDateTime;
 
@@ -88,8 +89,8 @@ impl State {
     /// writes, judged as upstream judges it: conclusive only when every
     /// field was found once.
     pub(super) fn sensitivity(&self, request: &ActionRequest) -> Option<Value> {
-        let fill = request.tool == "fill_form";
-        if request.tool != "set_value" && !fill {
+        let fill = request.tool == tool::FILL_FORM;
+        if request.tool != tool::SET_VALUE && !fill {
             return None;
         }
         let fields: Vec<&Value> = match request.args.get("fields").and_then(Value::as_array) {
@@ -187,7 +188,7 @@ impl State {
         let observation_id = uuid();
         let mut images = Vec::new();
         let mut output = match tool {
-            "snapshot" => {
+            tool::SNAPSHOT => {
                 let window = args.get("target_window_id").and_then(Value::as_u64);
                 let frame = self.desktop.snapshot(window)?;
                 images.push((frame.png_base64, "image/png".to_owned()));
@@ -198,12 +199,12 @@ impl State {
                 }
                 fields
             }
-            "get_ui_tree" => self.desktop.ui_tree(
+            tool::GET_UI_TREE => self.desktop.ui_tree(
                 args.get("app_id").and_then(Value::as_str),
                 args.get("window_id").and_then(Value::as_u64),
             )?,
-            "list_windows" => self.desktop.list_windows()?,
-            "read_clipboard" => json!({ "text": self.desktop.read_clipboard()? }),
+            tool::LIST_WINDOWS => self.desktop.list_windows()?,
+            tool::READ_CLIPBOARD => json!({ "text": self.desktop.read_clipboard()? }),
             other => {
                 return Err(Refusal::new(
                     "execution_failed",

@@ -108,13 +108,6 @@ pub trait DesktopBackend: Send + 'static {
         None
     }
 
-    /// The faults the server injects over this desktop: none, for every
-    /// desktop but the simulated one, which alone can be given any
-    /// ([`crate::desktop::simulated::SimulatedDesktop::with_faults`]).
-    fn faults(&self) -> &crate::desktop::simulated::Faults {
-        &crate::desktop::simulated::NO_FAULTS
-    }
-
     /// Whether `target` still describes a window of this desktop, as
     /// upstream's `compareTargetEvidence` decides it: every field the
     /// evidence states must equal what the desktop shows now (bounds

@@ -5,6 +5,7 @@
 //! focus, and commit. A failure before the boundary leaves the receipt
 //! `rejected`; after it, `indeterminate` (and the lease revoked).
 
+use adk_computer_use::contracts::catalogue::protocol::name as protocol;
 use adk_computer_use::journal::events;
 use serde_json::{Value, json};
 use time::OffsetDateTime;
@@ -139,7 +140,7 @@ impl State {
 
     fn begin(&mut self, args: &Value) -> Result<Execution, Refusal> {
         let request = ActionRequest::parse(args);
-        if let Some(refusal) = policy::outside_catalogue(&request.tool, "execute_action") {
+        if let Some(refusal) = policy::outside_catalogue(&request.tool, protocol::EXECUTE_ACTION) {
             return Err(refusal);
         }
         // Every catalogue tool previews; a desktop performs only its own.
@@ -268,7 +269,7 @@ impl State {
                     events::COMMITTED,
                     json!({ "receiptId": receipt_id, "leaseId": lease_id }),
                 );
-                if mutating && self.desktop.faults().has(Fault::CrashAfterCommit) {
+                if mutating && self.faults.has(Fault::CrashAfterCommit) {
                     return Err(Refusal::crash("injected crash after the commit"));
                 }
                 // The receipt faults lie about mutations, whose receipts
@@ -403,7 +404,7 @@ impl State {
             events::STARTED,
             json!({ "tool": request.tool, "mode": request.mode, "leaseId": request.lease_id }),
         );
-        if mutating && self.desktop.faults().has(Fault::CrashBeforeEffect) {
+        if mutating && self.faults.has(Fault::CrashBeforeEffect) {
             return Err(before(Refusal::crash("injected crash before the effect")));
         }
         let tool = json!({ "tool": request.tool });

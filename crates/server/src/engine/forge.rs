@@ -78,7 +78,7 @@ impl State {
     /// server's own record, so releases by the true id still work).
     pub(super) fn forge(&self, table: &[Forgery], answer: &mut Value) {
         for (fault, pointer, value) in table {
-            if self.desktop.faults().has(*fault) {
+            if self.faults.has(*fault) {
                 set_at(answer, pointer, value());
             }
         }

@@ -194,7 +194,7 @@ impl State {
         let tool = field(envelope, "tool").to_owned();
         let class = field(envelope, "actionClass").to_owned();
         if scope == "session_operation"
-            && (!["set_value", "fill_form"].contains(&tool.as_str())
+            && (!adk_computer_use::contracts::SESSION_OPERATION_TOOLS.contains(&tool.as_str())
                 || class != "edit_reversible"
                 || uses > 20)
         {

@@ -65,8 +65,10 @@ pub struct Refusal {
     pub message: String,
     /// Answer with text only, as a server does for arguments that fail its schema.
     pub text_only: bool,
-    /// Exit the process instead of answering (an injected crash).
-    pub crash: bool,
+    /// Exit the process instead of answering: only an injected crash fault
+    /// sets it (the field and [`Refusal::crash`] are the engine's own, so no
+    /// desktop, wrapper or other crate can end the server this way).
+    pub(crate) crash: bool,
     /// The refusal's `details`; `None` leaves the key out.
     pub details: Option<Value>,
     /// The refusal's other keys, for the shapes that carry no message.
@@ -122,8 +124,8 @@ impl Refusal {
         }
     }
 
-    /// An injected crash.
-    pub fn crash(message: impl Into<String>) -> Self {
+    /// An injected crash (the simulated desktop's crash faults only).
+    pub(crate) fn crash(message: impl Into<String>) -> Self {
         Self {
             crash: true,
             details: None,

@@ -2,9 +2,11 @@
 //! needs), and the rules it derives from that as upstream does: the
 //! execution capability, the action class, and the policy decision.
 
+use adk_computer_use::contracts::catalogue::protocol::name as protocol;
 use serde_json::{Value, json};
 
 use crate::Config;
+use adk_computer_use::contracts::DataLabel;
 use adk_computer_use::contracts::catalogue::{self, LowLevelTool, Pointer, Reach, tool};
 use adk_computer_use::digest::{canonical_json, sha256_prefixed};
 
@@ -77,12 +79,12 @@ fn counterpart(tool: &str) -> &str {
 
 /// The facade's own tools, which capabilities also answer for.
 const FACADE_READS: &[&str] = &[
-    "get_session",
-    "get_session_events",
-    "get_follow_ups",
-    "get_execution_capabilities",
-    "get_certification_trace",
-    "preview_action",
+    protocol::GET_SESSION,
+    protocol::GET_SESSION_EVENTS,
+    protocol::GET_FOLLOW_UPS,
+    protocol::GET_EXECUTION_CAPABILITIES,
+    protocol::GET_CERTIFICATION_TRACE,
+    protocol::PREVIEW_ACTION,
 ];
 
 /// The metadata of a tool the desktop performs, if it performs it.
@@ -113,7 +115,7 @@ pub(crate) fn known_tool(tool: &str) -> Option<ToolMeta> {
     desktop_tool(tool).or_else(|| {
         super::tools::find(tool)?;
         Some(match tool {
-            "execute_action" => meta(Focus::Input, true, false),
+            protocol::EXECUTE_ACTION => meta(Focus::Input, true, false),
             _ if FACADE_READS.contains(&tool) => meta(Focus::None, false, false),
             _ => meta(Focus::None, true, false),
         })
@@ -222,16 +224,20 @@ fn sensitive_field(args: &Value) -> bool {
 /// Upstream's operation-aware classification of the simulator's tools.
 pub(crate) fn classify(tool: &str, args: &Value, meta: ToolMeta) -> Classification {
     match tool {
-        "set_value" | "fill_form" if sensitive_field(args) => class("secret_access", false, true),
-        "set_value" | "fill_form" => class("edit_reversible", true, true),
-        "read_clipboard" => class("secret_access", false, false),
-        "write_clipboard" => class("edit_reversible", true, false),
-        "write_file" => class("edit_reversible", true, true),
-        "delete_file" => class("destructive", false, true),
-        "send_email" | "notification" => class("communicate_external", false, true),
-        "run_script" => class("privilege_change", false, true),
-        "destroy_space" => class("destructive", false, true),
-        "type" | "key" | "hold_key" | "multi_edit" => class("edit_reversible", true, true),
+        tool::SET_VALUE | tool::FILL_FORM if sensitive_field(args) => {
+            class("secret_access", false, true)
+        }
+        tool::SET_VALUE | tool::FILL_FORM => class("edit_reversible", true, true),
+        tool::READ_CLIPBOARD => class("secret_access", false, false),
+        tool::WRITE_CLIPBOARD => class("edit_reversible", true, false),
+        tool::WRITE_FILE => class("edit_reversible", true, true),
+        tool::DELETE_FILE => class("destructive", false, true),
+        tool::SEND_EMAIL | tool::NOTIFICATION => class("communicate_external", false, true),
+        tool::RUN_SCRIPT => class("privilege_change", false, true),
+        tool::DESTROY_SPACE => class("destructive", false, true),
+        tool::TYPE | tool::KEY | tool::HOLD_KEY | tool::MULTI_EDIT => {
+            class("edit_reversible", true, true)
+        }
         _ if !meta.mutates => class("observe", true, false),
         _ if meta.destructive_hint => class("destructive", false, true),
         _ => class("navigate", true, true),
@@ -297,7 +303,11 @@ pub(crate) fn decide(config: &Config, envelope: &Value) -> Decision {
     let labelled = envelope
         .get("dataLabels")
         .and_then(Value::as_array)
-        .is_some_and(|labels| labels.iter().any(|l| l == "credential" || l == "payment"));
+        .is_some_and(|labels| {
+            labels
+                .iter()
+                .any(|l| l == DataLabel::Credential.as_str() || l == DataLabel::Payment.as_str())
+        });
     let confirm_class =
         CONFIRM_CLASSES.contains(&class) && !(class == "destructive" && config.allow_destructive);
     let app = envelope

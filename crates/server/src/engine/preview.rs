@@ -2,6 +2,8 @@
 //! upstream's coordinator does it. `preview_action` answers the preview;
 //! `execute_action` previews again, internally, before it runs anything.
 
+use adk_computer_use::contracts::catalogue::protocol::name as protocol;
+use adk_computer_use::contracts::catalogue::tool;
 use adk_computer_use::journal::events;
 use serde_json::{Map, Value, json};
 
@@ -55,7 +57,7 @@ fn denied_binding() -> Refusal {
 impl State {
     pub(super) fn preview_tool(&mut self, args: &Value) -> Result<Answer, Refusal> {
         let request = ActionRequest::parse(args);
-        if let Some(refusal) = policy::outside_catalogue(&request.tool, "preview_action") {
+        if let Some(refusal) = policy::outside_catalogue(&request.tool, protocol::PREVIEW_ACTION) {
             return Err(refusal);
         }
         Ok(Answer::of(self.preview(&request)?.answer))
@@ -83,7 +85,7 @@ impl State {
             "ui_element" if target_window.is_some_and(Value::is_number) => Ok(()),
             "window" if target_window == expected.get("windowId") => Ok(()),
             "filesystem"
-                if matches!(request.tool.as_str(), "write_file" | "delete_file")
+                if matches!(request.tool.as_str(), tool::WRITE_FILE | tool::DELETE_FILE)
                     && request.args.get("path") == expected.get("path") =>
             {
                 Ok(())
@@ -327,7 +329,7 @@ impl State {
     /// The scope a session-operation grant may bind: repeated reversible
     /// edits of the same proven, non-sensitive controls, and nothing else.
     fn session_scope_digest(&self, request: &ActionRequest, envelope: &Value) -> Option<String> {
-        if !matches!(request.tool.as_str(), "set_value" | "fill_form") {
+        if !matches!(request.tool.as_str(), tool::SET_VALUE | tool::FILL_FORM) {
             return None;
         }
         let text_at = |pointer: &str| envelope.pointer(pointer).and_then(Value::as_str);
@@ -351,7 +353,7 @@ impl State {
                 json!({ "role": value.get("role")?.as_str()?, "label": value.get("label")?.as_str()? }),
             )
         };
-        let selectors: Vec<Value> = if request.tool == "set_value" {
+        let selectors: Vec<Value> = if request.tool == tool::SET_VALUE {
             vec![selector(&request.args)?]
         } else {
             let fields = request.args.get("fields")?.as_array()?;

@@ -3,6 +3,7 @@
 //! provenance, the operation, the resource touched), and the summaries of a
 //! postcondition and of a sensitivity check that events carry.
 
+use adk_computer_use::contracts::catalogue::tool;
 use serde_json::{Map, Value, json};
 
 use super::policy::ToolMeta;
@@ -165,7 +166,7 @@ impl ActionRequest {
                 .find_map(|k| self.args.get(*k).filter(|v| v.is_string() || v.is_number()))
                 .map(window_id)
         });
-        let path = matches!(self.tool.as_str(), "write_file" | "delete_file")
+        let path = matches!(self.tool.as_str(), tool::WRITE_FILE | tool::DELETE_FILE)
             .then(|| arg("path"))
             .flatten();
         object([
@@ -185,13 +186,14 @@ impl ActionRequest {
         self.postcondition.is_some()
             || matches!(
                 self.tool.as_str(),
-                "set_value" | "fill_form" | "write_file" | "delete_file"
+                tool::SET_VALUE | tool::FILL_FORM | tool::WRITE_FILE | tool::DELETE_FILE
             )
     }
 
     pub(super) fn needs_target(&self, meta: ToolMeta) -> bool {
         meta.mutates
-            && (meta.moves_cursor || matches!(self.tool.as_str(), "set_value" | "fill_form"))
+            && (meta.moves_cursor
+                || matches!(self.tool.as_str(), tool::SET_VALUE | tool::FILL_FORM))
     }
 }
 

@@ -312,7 +312,7 @@ impl super::state::State {
             .clone();
         let id = text(args, "reservation_id").unwrap_or_default().to_owned();
         let at = now();
-        if self.desktop.faults().has(Fault::FailRelease) {
+        if self.faults.has(Fault::FailRelease) {
             return Err(Refusal::new(
                 "release_failed",
                 format!("injected: {id} could not be released"),
@@ -325,7 +325,7 @@ impl super::state::State {
                 "target reservation belongs to another session",
             ));
         }
-        if self.desktop.faults().has(Fault::ReleaseState)
+        if self.faults.has(Fault::ReleaseState)
             && let Some(active) = current.filter(|r| r.state == "active")
         {
             // Answers as if released, but the reservation is still held.

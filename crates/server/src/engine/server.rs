@@ -1,5 +1,7 @@
 //! The simulator as an rmcp server.
 
+use adk_computer_use::contracts::catalogue::protocol::name as protocol;
+use adk_computer_use::contracts::catalogue::tool;
 use std::borrow::Cow;
 use std::sync::{Arc, Mutex};
 
@@ -80,15 +82,31 @@ impl Server {
 
     /// A server over a fresh simulated desktop.
     pub fn new(config: Config) -> Self {
-        Self::on(
+        Self::simulated(
             config,
-            Box::new(crate::desktop::simulated::SimulatedDesktop::default()),
+            crate::desktop::simulated::SimulatedDesktop::default(),
         )
     }
 
+    /// A server over `desktop`, the simulated desktop, injecting the faults
+    /// it was given ([`SimulatedDesktop::with_faults`]): the one door
+    /// through which a server can be made to lie.
+    ///
+    /// [`SimulatedDesktop::with_faults`]: crate::desktop::simulated::SimulatedDesktop::with_faults
+    pub fn simulated(config: Config, desktop: crate::desktop::simulated::SimulatedDesktop) -> Self {
+        let slow = std::time::Duration::from_millis(config.slow_ms);
+        Self {
+            state: Arc::new(Mutex::new(State::simulated(config, desktop))),
+            slow,
+            blocking: false,
+        }
+    }
+
     /// A server of the same rules over another desktop (a real display:
-    /// `crate::desktop::x11::X11Desktop`). A desktop other than the simulated one
-    /// is taken to block on I/O: its calls run on Tokio's blocking pool.
+    /// `crate::desktop::x11::X11Desktop`), which injects no fault whatever
+    /// the desktop is (even a simulated one with faults, boxed, is served
+    /// without them). A desktop other than the simulated one is taken to
+    /// block on I/O: its calls run on Tokio's blocking pool.
     pub fn on(config: Config, desktop: Box<dyn super::DesktopBackend>) -> Self {
         let slow = std::time::Duration::from_millis(config.slow_ms);
         let blocking = desktop.simulated().is_none();
@@ -143,7 +161,7 @@ impl Server {
         if let Err(error) = State::check(tool, &arguments) {
             return refused(error);
         }
-        if tool == "execute_action" {
+        if tool == protocol::EXECUTE_ACTION {
             // Two phases, with the server free between them (see
             // `State::begin_execution`).
             let begun = self
@@ -173,7 +191,7 @@ impl Server {
             };
             return outcome.map_or_else(refused, success);
         }
-        if tool != "acquire_control_lease" {
+        if tool != protocol::ACQUIRE_CONTROL_LEASE {
             let tool = tool.to_owned();
             let outcome = self
                 .on_state(move |state| state.dispatch(&tool, &arguments))
@@ -418,7 +436,7 @@ impl ServerHandler for Server {
         let checks_clipboard = self
             .state
             .lock()
-            .map(|state| state.desktop.performs("write_clipboard"))
+            .map(|state| state.desktop.performs(tool::WRITE_CLIPBOARD))
             .unwrap_or(false);
         let mut capabilities = ServerCapabilities::builder().enable_tools().build();
         if checks_clipboard {

@@ -8,6 +8,7 @@
 //! [`super::access`]): its role is kept here, one [`ConnectionService`] per
 //! connection, never in the desktop's shared state.
 
+use adk_computer_use::contracts::catalogue::protocol::name as protocol;
 use std::sync::Arc;
 
 use rmcp::model::{CallToolResponse, ClientRequest, CustomResult, ServerResult};
@@ -60,7 +61,7 @@ impl ConnectionService {
             return Err(Connection::not_authenticated());
         };
         if let ClientRequest::CallToolRequest(call) = request
-            && call.params.name == "approve_action"
+            && call.params.name == protocol::APPROVE_ACTION
             && role != Role::Approver
         {
             let refusal = Server::refusal(Refusal::new(

@@ -7,6 +7,7 @@
 //! handlers live next to the part of the server they belong to (sessions,
 //! previews, execution, grants, reservations, leases, onboarding).
 
+use adk_computer_use::contracts::catalogue::protocol::name as protocol;
 use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
@@ -22,7 +23,8 @@ use super::reservation::Reservations;
 use super::session::Session;
 use super::wire::{EventLog, given, now};
 use crate::Config;
-use crate::desktop::simulated::SimulatedDesktop;
+use crate::desktop::simulated::{Faults, SimulatedDesktop};
+use adk_computer_use::contracts::catalogue::protocol::name;
 
 /// What a tool answers: the structured part, its images (base64, MIME
 /// type), and, when the answer's content is not just the structured part
@@ -74,6 +76,8 @@ fn unknown_tool(tool: &str) -> Refusal {
 pub struct State {
     pub(super) config: Config,
     pub(super) desktop: Box<dyn DesktopBackend>,
+    /// The faults injected: none, unless built by [`State::simulated`].
+    pub(super) faults: Faults,
     pub(super) sessions: BTreeMap<String, Session>,
     pub(super) events: EventLog,
     pub(super) follow_ups: BTreeMap<String, Vec<FollowUp>>,
@@ -91,14 +95,26 @@ pub struct State {
 impl State {
     /// A fresh simulated desktop and an empty server.
     pub fn new(config: Config) -> Self {
-        Self::on(config, Box::new(SimulatedDesktop::default()))
+        Self::simulated(config, SimulatedDesktop::default())
     }
 
-    /// An empty server over `desktop`: the same rules, another desktop.
+    /// An empty server over the simulated `desktop`, injecting the faults
+    /// it was given: the only constructor that takes faults.
+    pub fn simulated(config: Config, desktop: SimulatedDesktop) -> Self {
+        let faults = desktop.injected().clone();
+        Self {
+            faults,
+            ..Self::on(config, Box::new(desktop))
+        }
+    }
+
+    /// An empty server over `desktop`: the same rules, another desktop, no
+    /// fault (whatever `desktop` is).
     pub fn on(config: Config, desktop: Box<dyn DesktopBackend>) -> Self {
         Self {
             config,
             desktop,
+            faults: Faults::default(),
             sessions: BTreeMap::new(),
             events: EventLog::default(),
             follow_ups: BTreeMap::new(),
@@ -111,6 +127,12 @@ impl State {
             effects: BTreeMap::new(),
             replays: 0,
         }
+    }
+
+    /// The faults this server injects (none unless built by
+    /// [`State::simulated`]).
+    pub fn faults(&self) -> &Faults {
+        &self.faults
     }
 
     /// The configuration it was started with.
@@ -151,7 +173,7 @@ impl State {
     /// answers a cancelled request. [`super::Server`] waits.
     pub fn call(&mut self, tool: &str, args: &Value) -> Result<Answer, Refusal> {
         Self::check(tool, args)?;
-        if tool == "acquire_control_lease" {
+        if tool == protocol::ACQUIRE_CONTROL_LEASE {
             return match self.acquire_lease(args)? {
                 LeaseAnswer::Now(answer) => Ok(answer),
                 LeaseAnswer::Wait(ticket, _) => {
@@ -177,29 +199,33 @@ impl State {
     /// Answers a checked call of any tool but the lease acquire.
     pub(super) fn dispatch(&mut self, tool: &str, args: &Value) -> Result<Answer, Refusal> {
         match tool {
-            "onboarding" => self.onboarding(args),
-            "start_session" => self.start_session(args),
-            "get_session" => self.get_session(args),
-            "pause_session" => self.pause_session(args, None),
-            "take_over" => self.pause_session(args, Some("user_takeover")),
-            "resume_session" => self.resume_session(args),
-            "stop_session" => self.stop_session(args),
-            "complete_session" => self.complete_session(args),
-            "approve_action" => self.approve(args),
-            "get_session_events" => self.session_events(args),
-            "submit_follow_up" => self.submit_follow_up(args),
-            "get_follow_ups" => self.get_follow_ups(args),
-            "delete_session" => self.delete_session(args),
-            "prune_sessions" => self.prune_sessions(args),
-            "reserve_target" => self.reserve(args),
-            "release_target_reservation" => self.release_reservation(args),
-            "get_execution_capabilities" => self.capabilities(args),
-            "get_certification_trace" => Err(Refusal::bare("certification_unavailable", json!({}))),
-            "preview_action" => self.preview_tool(args),
-            "execute_action" => self.execute(args),
-            "release_control_lease" => self.release_lease(args),
-            "emergency_stop" => self.emergency_stop(args),
-            "sim_stats" if self.config.stats => Ok(Answer::of(self.stats())),
+            name::ONBOARDING => self.onboarding(args),
+            name::START_SESSION => self.start_session(args),
+            name::GET_SESSION => self.get_session(args),
+            name::PAUSE_SESSION => self.pause_session(args, None),
+            name::TAKE_OVER => self.pause_session(args, Some("user_takeover")),
+            name::RESUME_SESSION => self.resume_session(args),
+            name::STOP_SESSION => self.stop_session(args),
+            name::COMPLETE_SESSION => self.complete_session(args),
+            name::APPROVE_ACTION => self.approve(args),
+            name::GET_SESSION_EVENTS => self.session_events(args),
+            name::SUBMIT_FOLLOW_UP => self.submit_follow_up(args),
+            name::GET_FOLLOW_UPS => self.get_follow_ups(args),
+            name::DELETE_SESSION => self.delete_session(args),
+            name::PRUNE_SESSIONS => self.prune_sessions(args),
+            name::RESERVE_TARGET => self.reserve(args),
+            name::RELEASE_TARGET_RESERVATION => self.release_reservation(args),
+            name::GET_EXECUTION_CAPABILITIES => self.capabilities(args),
+            name::GET_CERTIFICATION_TRACE => {
+                Err(Refusal::bare("certification_unavailable", json!({})))
+            }
+            name::PREVIEW_ACTION => self.preview_tool(args),
+            name::EXECUTE_ACTION => self.execute(args),
+            name::RELEASE_CONTROL_LEASE => self.release_lease(args),
+            name::EMERGENCY_STOP => self.emergency_stop(args),
+            _ if tool == super::tools::STATS.name && self.config.stats => {
+                Ok(Answer::of(self.stats()))
+            }
             other => Err(unknown_tool(other)),
         }
     }

@@ -2,6 +2,8 @@
 //! names, types, enums and required lists, its annotations and metadata)
 //! and the simulator's own `sim_stats`.
 
+use adk_computer_use::contracts::DataLabel;
+use adk_computer_use::contracts::catalogue::protocol::{self, ProtocolTool};
 use serde_json::{Map, Value, json};
 
 use super::schema::{Lo, Prop, Ty, check_props, is_cert_id, is_sha256, object_schema, opt, req};
@@ -15,14 +17,7 @@ const PLATFORMS: &[&str] = &[
     "darwin", "win32", "linux", "aix", "android", "freebsd", "haiku", "openbsd", "sunos", "cygwin",
     "netbsd",
 ];
-const LABELS: &[&str] = &[
-    "public",
-    "private",
-    "credential",
-    "payment",
-    "health",
-    "unknown",
-];
+const LABELS: &[&str] = &DataLabel::NAMES;
 
 const BOUNDS: &[Prop] = &[
     req("x", Ty::Num(None, None)),
@@ -139,18 +134,7 @@ const ONBOARDING_ACTIONS: &[&str] = &[
     "complete",
 ];
 
-/// How a tool is hinted to clients, and the metadata group it belongs to.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Group {
-    /// Reads: read-only, idempotent.
-    Read,
-    /// Changes server state.
-    Control,
-    /// Runs an arbitrary action.
-    Dynamic,
-    /// The emergency stop.
-    Stop,
-}
+pub(crate) use adk_computer_use::contracts::catalogue::protocol::Group;
 
 /// One tool: its name, a short description, its group and its properties.
 pub(crate) struct ToolSpec {
@@ -160,16 +144,11 @@ pub(crate) struct ToolSpec {
     props: &'static [Prop],
 }
 
-const fn tool(
-    name: &'static str,
-    description: &'static str,
-    group: Group,
-    props: &'static [Prop],
-) -> ToolSpec {
+const fn tool(entry: ProtocolTool, description: &'static str, props: &'static [Prop]) -> ToolSpec {
     ToolSpec {
-        name,
+        name: entry.name,
         description,
-        group,
+        group: entry.group,
         props,
     }
 }
@@ -177,9 +156,8 @@ const fn tool(
 /// Every tool, in upstream's order, then the simulator's own.
 pub(crate) const TOOLS: &[ToolSpec] = &[
     tool(
-        "onboarding",
+        protocol::ONBOARDING,
         "Guided setup, one step at a time.",
-        Group::Control,
         &[
             req("action", Ty::Enum(ONBOARDING_ACTIONS)),
             opt("onboarding_id", Ty::Str),
@@ -195,9 +173,8 @@ pub(crate) const TOOLS: &[ToolSpec] = &[
         ],
     ),
     tool(
-        "start_session",
+        protocol::START_SESSION,
         "Start a session.",
-        Group::Control,
         &[
             opt("objective", Ty::Str),
             opt("execution_group_id", Ty::Str),
@@ -205,34 +182,25 @@ pub(crate) const TOOLS: &[ToolSpec] = &[
         ],
     ),
     tool(
-        "get_session",
+        protocol::GET_SESSION,
         "Read a session.",
-        Group::Read,
         &[req("session_id", Ty::Str)],
     ),
+    tool(protocol::PAUSE_SESSION, "Pause a session.", LIFECYCLE),
     tool(
-        "pause_session",
-        "Pause a session.",
-        Group::Control,
-        LIFECYCLE,
-    ),
-    tool(
-        "resume_session",
+        protocol::RESUME_SESSION,
         "Resume a paused session.",
-        Group::Control,
         LIFECYCLE,
     ),
     tool(
-        "take_over",
+        protocol::TAKE_OVER,
         "Hand the desktop to the person.",
-        Group::Control,
         LIFECYCLE,
     ),
-    tool("stop_session", "Stop a session.", Group::Control, LIFECYCLE),
+    tool(protocol::STOP_SESSION, "Stop a session.", LIFECYCLE),
     tool(
-        "approve_action",
+        protocol::APPROVE_ACTION,
         "Grant approval for a previewed action.",
-        Group::Control,
         &[
             req("session_id", Ty::Str),
             req("action_id", Ty::Str),
@@ -243,9 +211,8 @@ pub(crate) const TOOLS: &[ToolSpec] = &[
         ],
     ),
     tool(
-        "complete_session",
+        protocol::COMPLETE_SESSION,
         "Complete a session with evidence.",
-        Group::Control,
         &[
             req("session_id", Ty::Str),
             req("summary", Ty::Str),
@@ -258,15 +225,13 @@ pub(crate) const TOOLS: &[ToolSpec] = &[
         ],
     ),
     tool(
-        "get_session_events",
+        protocol::GET_SESSION_EVENTS,
         "Read a session's events.",
-        Group::Read,
         PAGE,
     ),
     tool(
-        "submit_follow_up",
+        protocol::SUBMIT_FOLLOW_UP,
         "Add an instruction to a session.",
-        Group::Control,
         &[
             req("session_id", Ty::Str),
             req("instruction", Ty::StrLen(1, 16_384)),
@@ -274,15 +239,13 @@ pub(crate) const TOOLS: &[ToolSpec] = &[
         ],
     ),
     tool(
-        "get_follow_ups",
+        protocol::GET_FOLLOW_UPS,
         "Read a session's follow-ups.",
-        Group::Read,
         PAGE,
     ),
     tool(
-        "delete_session",
+        protocol::DELETE_SESSION,
         "Delete a terminal session.",
-        Group::Control,
         &[
             req("session_id", Ty::Str),
             req("confirm", Ty::Const(true)),
@@ -290,9 +253,8 @@ pub(crate) const TOOLS: &[ToolSpec] = &[
         ],
     ),
     tool(
-        "prune_sessions",
+        protocol::PRUNE_SESSIONS,
         "Delete old terminal sessions.",
-        Group::Control,
         &[
             req("older_than", Ty::Str),
             opt("limit", Ty::Int(Lo::Gt(0), Some(1000))),
@@ -301,9 +263,8 @@ pub(crate) const TOOLS: &[ToolSpec] = &[
         ],
     ),
     tool(
-        "reserve_target",
+        protocol::RESERVE_TARGET,
         "Reserve a target for an intent.",
-        Group::Control,
         &[
             req("session_id", Ty::Str),
             req("intent_id", Ty::Str),
@@ -316,9 +277,8 @@ pub(crate) const TOOLS: &[ToolSpec] = &[
         ],
     ),
     tool(
-        "release_target_reservation",
+        protocol::RELEASE_TARGET_RESERVATION,
         "Release a reservation.",
-        Group::Control,
         &[
             req("session_id", Ty::Str),
             req("reservation_id", Ty::Str),
@@ -326,33 +286,28 @@ pub(crate) const TOOLS: &[ToolSpec] = &[
         ],
     ),
     tool(
-        "get_execution_capabilities",
+        protocol::GET_EXECUTION_CAPABILITIES,
         "What a tool can do, and how.",
-        Group::Read,
         &[req("tool", Ty::Str), opt("app_id", Ty::Str)],
     ),
     tool(
-        "get_certification_trace",
+        protocol::GET_CERTIFICATION_TRACE,
         "Read a certification trace.",
-        Group::Read,
         &[req("certification_id", CERT)],
     ),
     tool(
-        "preview_action",
+        protocol::PREVIEW_ACTION,
         "Bind an action and decide whether it may run.",
-        Group::Read,
         action_props!(opt("action_id", Ty::Str)),
     ),
     tool(
-        "execute_action",
+        protocol::EXECUTE_ACTION,
         "Run one action.",
-        Group::Dynamic,
         action_props!(req("action_id", Ty::Str), opt("lease_id", Ty::Str), TOKEN),
     ),
     tool(
-        "acquire_control_lease",
+        protocol::ACQUIRE_CONTROL_LEASE,
         "Take, or wait for, the one-writer lease.",
-        Group::Control,
         &[
             req("session_id", Ty::Str),
             opt("agent_id", Ty::Str),
@@ -368,15 +323,13 @@ pub(crate) const TOOLS: &[ToolSpec] = &[
         ],
     ),
     tool(
-        "release_control_lease",
+        protocol::RELEASE_CONTROL_LEASE,
         "Release the lease.",
-        Group::Control,
         &[req("lease_id", Ty::Str), TOKEN],
     ),
     tool(
-        "emergency_stop",
+        protocol::EMERGENCY_STOP,
         "Revoke control and refuse queued writers.",
-        Group::Stop,
         &[opt("reason", Ty::Str), TOKEN],
     ),
 ];
@@ -384,10 +337,16 @@ pub(crate) const TOOLS: &[ToolSpec] = &[
 /// The simulator's own counters: not part of the protocol, so never
 /// listed, and answered only when the server was started with them
 /// ([`crate::Config::stats`]).
+const SIM_STATS: ProtocolTool = ProtocolTool {
+    name: "sim_stats",
+    group: Group::Read,
+};
+
+/// The server's own counters, answered only when configured
+/// ([`crate::Config::stats`]).
 pub(crate) const STATS: ToolSpec = tool(
-    "sim_stats",
+    SIM_STATS,
     "The simulator's own counters (not part of the protocol).",
-    Group::Read,
     &[],
 );
 

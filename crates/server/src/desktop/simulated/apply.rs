@@ -2,6 +2,7 @@
 //! refusal here comes before any change.
 
 use super::*;
+use adk_computer_use::contracts::catalogue::tool;
 
 impl SimulatedDesktop {
     pub(super) fn set_clipboard(&mut self, text: &str) {
@@ -24,13 +25,13 @@ impl SimulatedDesktop {
     ) -> Result<Value, Refusal> {
         let output = match tool {
             // An approved, governed read of the clipboard.
-            "read_clipboard" => json!({ "text": self.clipboard }),
-            "write_clipboard" => {
+            tool::READ_CLIPBOARD => json!({ "text": self.clipboard }),
+            tool::WRITE_CLIPBOARD => {
                 let text = text_arg(args, "text")?;
                 self.set_clipboard(text);
                 json!({ "written": text.chars().count() })
             }
-            "set_value" | "fill_form" => {
+            tool::SET_VALUE | tool::FILL_FORM => {
                 let target = target.ok_or_else(|| invalid("set_value needs a target"))?;
                 let value = text_arg(args, "value")?;
                 let id = text_arg(args, "element_id")?;
@@ -45,7 +46,7 @@ impl SimulatedDesktop {
                 element.value = value.to_owned();
                 json!({ "elementId": id })
             }
-            "focus_window" => {
+            tool::FOCUS_WINDOW => {
                 let target = target.ok_or_else(|| invalid("focus_window needs a target"))?;
                 let window_id = self
                     .window(&target.app_id, target.window_id.as_ref())
@@ -54,7 +55,7 @@ impl SimulatedDesktop {
                 self.focus = Some((target.app_id.clone(), window_id));
                 json!({ "focused": window_id })
             }
-            "left_click" | "move_cursor" => {
+            tool::LEFT_CLICK | tool::MOVE_CURSOR => {
                 // Upstream's `coordinate: [x, y]`, or the simulator's older
                 // `x` and `y`.
                 let pair = args.get("coordinate").and_then(Value::as_array);
@@ -72,13 +73,13 @@ impl SimulatedDesktop {
                 self.cursor = (x, y);
                 json!({ "cursor": [x, y] })
             }
-            "write_file" => {
+            tool::WRITE_FILE => {
                 let path = text_arg(args, "path")?;
                 let content = text_arg(args, "content")?;
                 self.files.insert(path.to_owned(), content.to_owned());
                 json!({ "bytes": content.len() })
             }
-            "delete_file" => {
+            tool::DELETE_FILE => {
                 let path = text_arg(args, "path")?;
                 let existed = self.files.remove(path).is_some();
                 json!({ "deleted": existed })

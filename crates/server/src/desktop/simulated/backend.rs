@@ -2,6 +2,7 @@
 //! the engine asks a desktop, answered from the simulated state.
 
 use super::*;
+use adk_computer_use::contracts::catalogue::tool;
 
 impl crate::engine::DesktopBackend for SimulatedDesktop {
     fn kind(&self) -> &'static str {
@@ -28,10 +29,6 @@ impl crate::engine::DesktopBackend for SimulatedDesktop {
 
     fn simulated(&self) -> Option<&SimulatedDesktop> {
         Some(self)
-    }
-
-    fn faults(&self) -> &Faults {
-        &self.faults
     }
 
     fn is_current(&self, target: &TargetEvidence, _round: Revalidation) -> bool {
@@ -111,7 +108,7 @@ impl crate::engine::DesktopBackend for SimulatedDesktop {
         };
         // The clipboard check the server announces (`adk/effect-checks`)
         // reads the clipboard itself, whatever window the write targeted.
-        if tool == "write_clipboard" && is_clipboard_check(&postcondition) {
+        if tool == tool::WRITE_CLIPBOARD && is_clipboard_check(&postcondition) {
             let holds = postcondition.expected_digest()
                 == Some(sha256_prefixed(&self.clipboard).as_str())
                 && args.get("text").and_then(Value::as_str) == Some(self.clipboard.as_str());

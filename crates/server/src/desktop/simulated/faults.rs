@@ -2,9 +2,11 @@
 //! it lie or fail in one precise way, so tests can prove that every lie is
 //! caught by the chain.
 //!
-//! They exist only here. The rules engine asks its desktop for them
-//! ([`crate::DesktopBackend::faults`]); only [`SimulatedDesktop`] holds any,
-//! so a server over a real display has none, by construction.
+//! They exist only here, and reach the rules engine through one door:
+//! [`crate::Server::simulated`] (and [`crate::State::simulated`]), which
+//! take a [`SimulatedDesktop`] by its type. Every other constructor takes
+//! any desktop and injects nothing, so a server over a real display (or any
+//! wrapper around one) has no fault, by construction.
 //!
 //! [`SimulatedDesktop`]: super::SimulatedDesktop
 
@@ -111,9 +113,6 @@ impl FromStr for Fault {
 /// The faults a simulated desktop's server injects (none by default).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Faults(BTreeSet<Fault>);
-
-/// No faults: what every desktop but the simulated one answers.
-pub static NO_FAULTS: Faults = Faults(BTreeSet::new());
 
 impl Faults {
     /// Whether `fault` is injected.

@@ -20,7 +20,7 @@ use adk_computer_use::contracts::{
 };
 use adk_computer_use::digest::{sha256_hex, sha256_prefixed};
 
-pub use faults::{Fault, Faults, NO_FAULTS};
+pub use faults::{Fault, Faults};
 
 /// One accessibility element.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -100,7 +100,7 @@ pub const SNAPSHOT_PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAA
 pub fn announced_effect_checks() -> serde_json::Map<String, Value> {
     let mut checks = serde_json::Map::new();
     checks.insert(
-        "write_clipboard".into(),
+        tool::WRITE_CLIPBOARD.into(),
         json!({ "kind": "ui_element", "role": CLIPBOARD_ROLE, "label": CLIPBOARD_LABEL }),
     );
     checks

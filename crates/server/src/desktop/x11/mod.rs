@@ -270,7 +270,9 @@ impl DesktopBackend for X11Desktop {
                 "tool_outside_host_profile",
                 format!("the X11 desktop does not perform {tool}"),
             )),
-            "read_clipboard" | "snapshot" | "list_windows" | "get_ui_tree" => Ok(()),
+            tool::READ_CLIPBOARD | tool::SNAPSHOT | tool::LIST_WINDOWS | tool::GET_UI_TREE => {
+                Ok(())
+            }
             _ => {
                 let window = self.target_window(target)?;
                 let top = windows::top_level(&self.conn, self.root, window.id)?;
@@ -347,7 +349,7 @@ impl DesktopBackend for X11Desktop {
         args: &Value,
         target: Option<&TargetEvidence>,
     ) -> Result<Value, ApplyError> {
-        if tool == "write_clipboard" {
+        if tool == tool::WRITE_CLIPBOARD {
             let text = text(args, "text").map_err(ApplyError::NothingSent)?;
             self.owner.write(text)?;
             self.written = Some(text.to_owned());
@@ -388,7 +390,7 @@ impl DesktopBackend for X11Desktop {
             serde_json::from_value::<ActionPostcondition>(p.clone())
                 .is_ok_and(|p| crate::desktop::simulated::is_clipboard_check(&p))
         };
-        if tool == "write_clipboard" && postcondition.is_none_or(clipboard_form) {
+        if tool == tool::WRITE_CLIPBOARD && postcondition.is_none_or(clipboard_form) {
             return self.clipboard_check(args, postcondition);
         }
         match postcondition {

@@ -3,6 +3,7 @@
 //! no other client can move between the check and the events.
 
 use super::*;
+use adk_computer_use::contracts::catalogue::tool;
 
 impl X11Desktop {
     /// The events of an input tool, every point checked; nothing is sent.
@@ -32,7 +33,7 @@ impl X11Desktop {
             tool::LEFT_CLICK => click(1, 1),
             tool::RIGHT_CLICK => click(3, 1),
             tool::DOUBLE_CLICK => click(1, 2),
-            tool::MOUSE_MOVE | "move_cursor" => Ok(vec![moved("coordinate")?]),
+            tool::MOUSE_MOVE | tool::MOVE_CURSOR => Ok(vec![moved("coordinate")?]),
             tool::LEFT_CLICK_DRAG => Ok(vec![
                 moved("start_coordinate")?,
                 Event::Button(1, true),
