@@ -1,6 +1,8 @@
 //! Notes which outside servers this build can reach, as cfgs of this macro
 //! crate: `has_postgres` when `ADK_POSTGRES_URL` is set, `has_upstream`
 //! when `ADK_UPSTREAM_SERVER` is, `has_display` when `DISPLAY` is,
+//! `has_accessibility` when `DBUS_SESSION_BUS_ADDRESS` is (a session bus,
+//! through which the accessibility bus is found or started),
 //! `has_browser` when `chromium` and `chromedriver` are on the `PATH`.
 //!
 //! Only this test-support crate reads them: the library, the server and the
@@ -12,6 +14,7 @@ fn main() {
         ("has_postgres", "ADK_POSTGRES_URL"),
         ("has_upstream", "ADK_UPSTREAM_SERVER"),
         ("has_display", "DISPLAY"),
+        ("has_accessibility", "DBUS_SESSION_BUS_ADDRESS"),
     ] {
         println!("cargo::rustc-check-cfg=cfg({cfg})");
         println!("cargo::rerun-if-env-changed={variable}");

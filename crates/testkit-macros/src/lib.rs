@@ -24,7 +24,7 @@ struct Outside {
     how: &'static str,
 }
 
-const OUTSIDE: [Outside; 4] = [
+const OUTSIDE: [Outside; 5] = [
     Outside {
         name: "postgres",
         reached: cfg!(has_postgres),
@@ -41,6 +41,11 @@ const OUTSIDE: [Outside; 4] = [
         how: "an X server: set DISPLAY",
     },
     Outside {
+        name: "accessibility",
+        reached: cfg!(has_accessibility),
+        how: "a D-Bus session with the accessibility bus: set DBUS_SESSION_BUS_ADDRESS",
+    },
+    Outside {
         name: "browser",
         reached: cfg!(has_browser),
         how: "chromium and chromedriver on the PATH",
@@ -48,7 +53,7 @@ const OUTSIDE: [Outside; 4] = [
 ];
 
 /// Marks a test as needing outside servers (`postgres`, `upstream`,
-/// `display`, `browser`, comma-separated): when this build reaches none or
+/// `display`, `accessibility`, `browser`, comma-separated): when this build reaches none or
 /// only some of them, the test is ignored, and the reason names each one
 /// missing and how to provide it (`.ci/run` provides them all).
 #[proc_macro_attribute]
@@ -82,7 +87,7 @@ fn collect(attr: TokenStream, missing: &mut Vec<&'static str>) -> Result<(), Str
                     Some(_) => {}
                     None => {
                         return Err(format!(
-                            "#[needs] expected one of postgres, upstream, display, browser, got `{name}`"
+                            "#[needs] expected one of postgres, upstream, display, accessibility, browser, got `{name}`"
                         ));
                     }
                 }

@@ -8,8 +8,13 @@
 //!   examples and tests, and the only desktop whose server can be made to
 //!   lie (its [`simulated::Faults`]);
 //! - `x11` (feature `x11`): a real X11 display, through the X protocol and
-//!   XTEST.
+//!   XTEST;
+//! - `atspi` (feature `atspi`): the accessibility layer of the Linux
+//!   desktops, applications and their elements over AT-SPI2 (D-Bus), which
+//!   the X11 desktop uses for element observation and actions.
 
+#[cfg(feature = "atspi")]
+pub mod atspi;
 pub mod simulated;
 #[cfg(feature = "x11")]
 pub mod x11;

@@ -82,6 +82,12 @@ impl From<Refusal> for ApplyError {
 pub enum Revalidation {
     /// Right before the effect: every field the evidence states.
     BeforeEffect,
+    /// Right before an element action (a tool that reaches the desktop
+    /// through accessibility): the window's identity, title, bounds and
+    /// tree, not its pixels. The element itself is found again and checked
+    /// by the desktop before the effect; a blinking caret or a focus
+    /// animation must not make it stale, a changed element must.
+    BeforeElementEffect,
     /// Right after the effect. A desktop whose effects show on screen (a
     /// real one) may compare only the window's identity here: the action
     /// itself changed its pixels, and may have closed it.

@@ -19,7 +19,16 @@ impl State {
         at: OffsetDateTime,
     ) -> Result<(), Refusal> {
         if let Some(target) = envelope.get("target") {
-            self.revalidate_target(target, at, Revalidation::BeforeEffect)?;
+            let by_element = adk_computer_use::contracts::catalogue::low_level_tool(&request.tool)
+                .is_some_and(|t| {
+                    t.reach == adk_computer_use::contracts::catalogue::Reach::Accessibility
+                });
+            let round = if by_element {
+                Revalidation::BeforeElementEffect
+            } else {
+                Revalidation::BeforeEffect
+            };
+            self.revalidate_target(target, at, round)?;
         }
         let Some(before) = envelope.get("targetSensitivity") else {
             return Ok(());

@@ -54,6 +54,7 @@
 
 mod checks;
 mod clipboard;
+mod elements;
 mod input;
 mod revalidate;
 mod screen;
@@ -121,6 +122,10 @@ pub struct X11Desktop {
     owner: clipboard::Owner,
     reader: clipboard::Reader,
     written: Option<String>,
+    /// The accessibility bus, when it was reached at connect.
+    accessibility: Option<crate::desktop::atspi::Accessibility>,
+    /// Why there is no accessibility bus, when there is none.
+    accessibility_note: String,
 }
 
 fn unavailable(message: String) -> ComputerUseError {
@@ -160,6 +165,14 @@ impl X11Desktop {
             .map_err(|e| unavailable(format!("the screen's pixels cannot be read: {e}")))?;
         let owner = clipboard::Owner::open().map_err(unavailable)?;
         let reader = clipboard::Reader::open().map_err(unavailable)?;
+        // Elements need the accessibility bus of this session; without it
+        // the desktop still acts on pixels, and says why it sees no
+        // elements.
+        let (accessibility, accessibility_note) =
+            match crate::desktop::atspi::Accessibility::connect() {
+                Ok(bus) => (Some(bus), String::new()),
+                Err(refusal) => (None, refusal.message),
+            };
         Ok(Self {
             conn,
             root,
@@ -171,6 +184,8 @@ impl X11Desktop {
             owner,
             reader,
             written: None,
+            accessibility,
+            accessibility_note,
         })
     }
 
@@ -240,6 +255,7 @@ impl DesktopBackend for X11Desktop {
 
     fn performs(&self, tool: &str) -> bool {
         PERFORMS.contains(&tool)
+            || (self.accessibility.is_some() && elements::ELEMENT_TOOLS.contains(&tool))
     }
 
     fn is_current(&self, target: &TargetEvidence, round: Revalidation) -> bool {
@@ -265,6 +281,9 @@ impl DesktopBackend for X11Desktop {
                     ));
                 }
                 Ok(())
+            }
+            _ if elements::ELEMENT_TOOLS.contains(&tool) && self.performs(tool) => {
+                self.prepare_elements(tool, args, target)
             }
             _ if !self.performs(tool) => Err(Refusal::new(
                 "tool_outside_host_profile",
@@ -319,7 +338,7 @@ impl DesktopBackend for X11Desktop {
             .find(|r| window_id.is_none_or(|w| w == u64::from(r.id)))
             .ok_or_else(|| stale("no such window"))?;
         let (revision, nodes) = self.tree_revision(record.id)?;
-        Ok(json!({
+        let mut answer = json!({
             "appId": record.app_id,
             "windowId": record.id,
             "window": record.to_json(self.display_id(), self.size),
@@ -328,11 +347,28 @@ impl DesktopBackend for X11Desktop {
             "accessibility": "unavailable",
             "elements": [],
             "nodes": nodes,
-        }))
+        });
+        match self.element_tree(record) {
+            Ok(tree) => {
+                answer["accessibility"] = json!("atspi");
+                answer["elementTreeRevision"] = json!(tree.revision);
+                answer["elementTreeTruncated"] = json!(tree.truncated);
+                // Text in the tree comes from the application: untrusted,
+                // and possibly written to steer whoever reads it.
+                answer["contentOrigin"] = json!("application_untrusted");
+                answer["tree"] = tree.to_json();
+            }
+            Err(refusal) => answer["accessibilityNote"] = json!(refusal.message),
+        }
+        Ok(answer)
     }
 
-    fn elements(&self, _app_id: &str, _window_id: u64) -> Option<Vec<Element>> {
-        None
+    fn elements(&self, app_id: &str, window_id: u64) -> Option<Vec<Element>> {
+        let records = windows::all(&self.conn, self.root, &self.atoms).ok()?;
+        let record = records
+            .iter()
+            .find(|r| r.app_id == app_id && u64::from(r.id) == window_id)?;
+        self.elements_of(record)
     }
 
     fn read_clipboard(&self) -> Result<String, Refusal> {
@@ -349,6 +385,9 @@ impl DesktopBackend for X11Desktop {
         args: &Value,
         target: Option<&TargetEvidence>,
     ) -> Result<Value, ApplyError> {
+        if elements::ELEMENT_TOOLS.contains(&tool) {
+            return self.apply_elements(tool, args, target);
+        }
         if tool == tool::WRITE_CLIPBOARD {
             let text = text(args, "text").map_err(ApplyError::NothingSent)?;
             self.owner.write(text)?;
@@ -392,6 +431,9 @@ impl DesktopBackend for X11Desktop {
         };
         if tool == tool::WRITE_CLIPBOARD && postcondition.is_none_or(clipboard_form) {
             return self.clipboard_check(args, postcondition);
+        }
+        if elements::ELEMENT_TOOLS.contains(&tool) && postcondition.is_none() {
+            return self.verify_elements(tool, args, _target);
         }
         match postcondition {
             // Input was sent; with nothing declared, nothing is claimed.

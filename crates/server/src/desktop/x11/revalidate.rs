@@ -34,7 +34,9 @@ impl X11Desktop {
         {
             return Ok(false);
         }
-        if let Some(stated) = &target.screenshot_hash {
+        if let Some(stated) = &target.screenshot_hash
+            && round == Revalidation::BeforeEffect
+        {
             // The frame must show the target: the whole screen, or the
             // target window's own part of it. A frame this server handed
             // out of one of those regions is captured again and compared

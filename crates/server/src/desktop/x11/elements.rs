@@ -1,0 +1,277 @@
+//! Applications, not pixels: the X11 desktop's element tools through the
+//! accessibility layer ([`crate::desktop::atspi`]). A window of the display
+//! is the application's frame with the same process and title; an element
+//! is named by role and label (upstream's argument shapes) and must be found
+//! exactly once, enabled and shown, before anything is done; the effect goes
+//! through the application's own interfaces (no input event, no focus
+//! taken), and a written value is read back through the same bus.
+
+use serde_json::{Value, json};
+
+use super::{X11Desktop, stale, windows};
+use crate::desktop::atspi::{Accessibility, Node, Tree};
+use crate::desktop::simulated::Element;
+use crate::engine::{ApplyError, EffectCheck, Refusal};
+use adk_computer_use::contracts::TargetEvidence;
+use adk_computer_use::contracts::catalogue::tool;
+
+/// The element tools the X11 desktop performs when the accessibility bus
+/// is reachable.
+pub(super) const ELEMENT_TOOLS: [&str; 4] = [
+    tool::SET_VALUE,
+    tool::FILL_FORM,
+    tool::PRESS_BUTTON,
+    tool::CLICK_ELEMENT,
+];
+
+/// One field or button an action names, as its arguments name it.
+struct Wanted<'a> {
+    role: Option<&'a str>,
+    label: &'a str,
+    value: Option<&'a str>,
+}
+
+fn invalid(message: impl Into<String>) -> Refusal {
+    Refusal::new("invalid_arguments", message)
+}
+
+fn wanted<'a>(tool_name: &str, args: &'a Value) -> Result<Vec<Wanted<'a>>, Refusal> {
+    let text = |v: &'a Value, key: &str| v.get(key).and_then(Value::as_str);
+    let one = |v: &'a Value| -> Result<Wanted<'a>, Refusal> {
+        let label = text(v, "label")
+            .ok_or_else(|| invalid(format!("{tool_name} needs a label (a string)")))?;
+        Ok(Wanted {
+            role: text(v, "role"),
+            label,
+            value: text(v, "value"),
+        })
+    };
+    match tool_name {
+        tool::FILL_FORM => {
+            let fields = args
+                .get("fields")
+                .and_then(Value::as_array)
+                .filter(|f| (1..=100).contains(&f.len()))
+                .ok_or_else(|| invalid("fill_form needs 1 to 100 fields"))?;
+            let fields: Vec<Wanted<'a>> = fields.iter().map(one).collect::<Result<_, _>>()?;
+            if fields.iter().any(|f| f.role.is_none() || f.value.is_none()) {
+                return Err(invalid(
+                    "each field of fill_form needs a role, a label and a value",
+                ));
+            }
+            Ok(fields)
+        }
+        tool::SET_VALUE => {
+            let field = one(args)?;
+            if field.role.is_none() || field.value.is_none() {
+                return Err(invalid("set_value needs a role, a label and a value"));
+            }
+            Ok(vec![field])
+        }
+        tool::PRESS_BUTTON => Ok(vec![Wanted {
+            role: Some("AXButton"),
+            ..one(args)?
+        }]),
+        _ => {
+            let element = one(args)?;
+            if element.role.is_none() {
+                return Err(invalid("click_element needs a role and a label"));
+            }
+            Ok(vec![element])
+        }
+    }
+}
+
+/// The one node `wanted` names in `tree`, acted on.
+fn resolve<'t>(tree: &'t Tree, wanted: &Wanted<'_>) -> Result<&'t Node, Refusal> {
+    let found: Vec<&Node> = tree
+        .nodes
+        .iter()
+        .filter(|n| wanted.role.is_none_or(|r| r == n.role) && n.label == wanted.label)
+        .collect();
+    let named = || format!("{} {:?}", wanted.role.unwrap_or("element"), wanted.label);
+    match found.as_slice() {
+        [] => Err(Refusal::new(
+            "element_not_found",
+            format!("no {} in the window", named()),
+        )),
+        [node] if !node.is_actionable() => Err(Refusal::new(
+            "element_not_actionable",
+            format!("the {} is disabled or hidden", named()),
+        )),
+        [node] => Ok(node),
+        many => Err(Refusal::new(
+            "ambiguous_match",
+            format!("{} elements match {}", many.len(), named()),
+        )),
+    }
+}
+
+impl X11Desktop {
+    /// The accessibility bus, when this desktop reached it.
+    pub(super) fn accessibility(&self) -> Option<&Accessibility> {
+        self.accessibility.as_ref()
+    }
+
+    /// The accessible tree of the window `record`.
+    pub(super) fn element_tree(&self, record: &windows::WindowRecord) -> Result<Tree, Refusal> {
+        let bus = self.accessibility().ok_or_else(|| {
+            Refusal::new("accessibility_unavailable", self.accessibility_note.clone())
+        })?;
+        let pid = record.pid.ok_or_else(|| {
+            Refusal::new(
+                "accessibility_unavailable",
+                "the window's process is not known, so its application cannot be found",
+            )
+        })?;
+        bus.tree(pid, &record.title, 10)
+    }
+
+    /// The target window and its tree, for an element tool.
+    fn target_tree(
+        &self,
+        target: Option<&TargetEvidence>,
+    ) -> Result<(windows::WindowRecord, Tree), Refusal> {
+        let record = self.target_window(target)?;
+        let tree = self.element_tree(&record)?;
+        Ok((record, tree))
+    }
+
+    /// Before the effect: every element the action names is found once,
+    /// enabled and shown, in the target window's tree now.
+    pub(super) fn prepare_elements(
+        &self,
+        tool_name: &str,
+        args: &Value,
+        target: Option<&TargetEvidence>,
+    ) -> Result<(), Refusal> {
+        let fields = wanted(tool_name, args)?;
+        let (_, tree) = self.target_tree(target)?;
+        for field in &fields {
+            let node = resolve(&tree, field)?;
+            if field.value.is_some() && !node.states.iter().any(|s| s == "editable") {
+                return Err(Refusal::new(
+                    "element_not_editable",
+                    format!("{} {:?} is not editable", node.role, node.label),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The effect, through the application's own interfaces.
+    pub(super) fn apply_elements(
+        &self,
+        tool_name: &str,
+        args: &Value,
+        target: Option<&TargetEvidence>,
+    ) -> Result<Value, ApplyError> {
+        let fields = wanted(tool_name, args).map_err(ApplyError::NothingSent)?;
+        let (record, tree) = self.target_tree(target).map_err(ApplyError::NothingSent)?;
+        let bus = self
+            .accessibility()
+            .ok_or_else(|| ApplyError::NothingSent(stale("the accessibility bus is gone")))?;
+        let pid = record.pid.unwrap_or_default();
+        // Every element is resolved before the first is touched: a field
+        // missing at the end leaves the first ones as they were.
+        let nodes: Vec<&Node> = fields
+            .iter()
+            .map(|f| resolve(&tree, f))
+            .collect::<Result<_, _>>()
+            .map_err(ApplyError::NothingSent)?;
+        let mut done = Vec::new();
+        for (field, node) in fields.iter().zip(&nodes) {
+            let acted = match field.value {
+                Some(value) => bus.set_text(pid, &record.title, node, value),
+                None => bus.press(pid, &record.title, node),
+            };
+            if let Err(refusal) = acted {
+                // The first element refused outright (gone, changed, not
+                // editable): nothing was done. Past it, or when the
+                // application did not answer, the outcome is unknown.
+                let refused_outright = done.is_empty() && refusal.code != "accessibility_timeout";
+                return Err(if refused_outright {
+                    ApplyError::NothingSent(refusal)
+                } else {
+                    ApplyError::Failed(refusal)
+                });
+            }
+            done.push(json!({ "elementId": node.id(), "role": node.role, "label": node.label }));
+        }
+        Ok(json!({ "elements": done, "backend": "atspi" }))
+    }
+
+    /// After `set_value` or `fill_form`: each written element's value, read
+    /// back through the application, is the value asked for (a value the
+    /// application trimmed, reformatted or refused fails the check).
+    pub(super) fn verify_elements(
+        &self,
+        tool_name: &str,
+        args: &Value,
+        target: Option<&TargetEvidence>,
+    ) -> EffectCheck {
+        let failed = |checks| EffectCheck {
+            verified: false,
+            method: "atspi_value_readback",
+            checks,
+        };
+        let Ok(fields) = wanted(tool_name, args) else {
+            return failed(0);
+        };
+        if fields.iter().all(|f| f.value.is_none()) {
+            // A press: the application took it; what it does next is for a
+            // declared postcondition to show.
+            return EffectCheck {
+                verified: true,
+                method: "atspi_action_performed",
+                checks: 0,
+            };
+        }
+        let Ok((record, tree)) = self.target_tree(target) else {
+            return failed(0);
+        };
+        let Some(bus) = self.accessibility() else {
+            return failed(0);
+        };
+        let pid = record.pid.unwrap_or_default();
+        let mut checks = 0;
+        for field in &fields {
+            let (Ok(node), Some(value)) = (resolve(&tree, field), field.value) else {
+                return failed(checks);
+            };
+            checks += 1;
+            match bus.read_text(pid, &record.title, node) {
+                Ok(now) if now == value => {}
+                _ => return failed(checks),
+            }
+        }
+        EffectCheck {
+            verified: true,
+            method: "atspi_value_readback",
+            checks,
+        }
+    }
+
+    /// The elements of a window, for the server's sensitivity check:
+    /// every labelled node, a password's value never read.
+    pub(super) fn elements_of(&self, record: &windows::WindowRecord) -> Option<Vec<Element>> {
+        let tree = self.element_tree(record).ok()?;
+        Some(
+            tree.nodes
+                .iter()
+                .filter(|n| !n.label.is_empty())
+                .map(|n| Element {
+                    id: n.id(),
+                    role: n.role.to_owned(),
+                    label: n.label.clone(),
+                    value: if n.secure {
+                        String::new()
+                    } else {
+                        n.value.clone().unwrap_or_default()
+                    },
+                    secure: n.secure,
+                })
+                .collect(),
+        )
+    }
+}

@@ -1,0 +1,280 @@
+//! Applications, not pixels: a real GTK form (`zenity --forms`, which no
+//! one here wrote) observed and filled by element through the governed
+//! chain, on a real X11 display with the session's accessibility bus. The
+//! outside check is zenity's own output: what it prints when OK is pressed.
+//!
+//! These tests need an X server and a D-Bus session with the accessibility
+//! bus (`.ci/run` starts both, and installs zenity, at-spi2-core and GTK's
+//! bridge); built without them, each is reported ignored, with the reason.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use adk_computer_use_testkit::needs;
+use std::io::Read;
+use std::time::Duration;
+
+use adk_computer_use::ExecutionMode;
+use adk_computer_use::chain::{Route, Session};
+use adk_computer_use::contracts::WindowId;
+use adk_computer_use::mcp::ComputerUseMcpRuntime;
+use adk_computer_use::runtime::{ComputerUseRuntime, ProposedAction};
+use adk_computer_use_testkit::child::{Sim, run_approving};
+use serde_json::{Value, json};
+
+mod x11_support;
+
+use x11_support::*;
+
+/// A zenity form of its own (its title names this test), with its output.
+fn form(title: &str) -> Program {
+    start(
+        "zenity",
+        &[
+            "--forms",
+            "--title",
+            title,
+            "--add-entry=Name",
+            "--add-entry=Email",
+            "--add-password=Password",
+        ],
+    )
+}
+
+/// The window id of the form titled `title`, once it is listed and its
+/// application answers on the accessibility bus; and its tree.
+async fn shown(sim: &Sim, title: &str) -> (u64, Value) {
+    for _ in 0..100 {
+        let listed = sim.observe_semantic(&scope(sim)).await.unwrap();
+        let id = listed.structured["windows"]
+            .as_array()
+            .and_then(|ws| ws.iter().find(|w| w["title"] == title))
+            .and_then(|w| w["windowId"].as_u64());
+        if let Some(id) = id {
+            let mut tree_scope = scope(sim);
+            tree_scope.app_id = Some("Zenity".into());
+            tree_scope.window_id = Some(WindowId::Number(id));
+            let tree = sim.observe_semantic(&tree_scope).await.unwrap().structured;
+            if tree["accessibility"] == "atspi" && !nodes(&tree["tree"]).is_empty() {
+                return (id, tree);
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("the form {title:?} did not appear with an accessible tree within 10 s");
+}
+
+/// Every node of a tree, in order.
+fn nodes(tree: &Value) -> Vec<Value> {
+    let mut out = Vec::new();
+    let mut stack = vec![tree.clone()];
+    while let Some(node) = stack.pop() {
+        if node.is_null() {
+            continue;
+        }
+        if let Some(children) = node["children"].as_array() {
+            stack.extend(children.iter().rev().cloned());
+        }
+        out.push(node);
+    }
+    out
+}
+
+fn session(sim: &Sim, id: u64) -> Session<ComputerUseMcpRuntime> {
+    adk_computer_use_testkit::child::session_on(
+        &sim.runtime,
+        "x11-elements",
+        "Zenity",
+        Some(WindowId::Number(id)),
+    )
+}
+
+fn act(tool: &str, arguments: Value) -> ProposedAction {
+    ProposedAction::new(tool, arguments, ExecutionMode::Foreground)
+}
+
+/// What zenity printed when it ended (OK pressed), waited for briefly.
+fn printed(program: &mut Program) -> String {
+    for _ in 0..50 {
+        if program.0.try_wait().unwrap().is_some() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let mut out = String::new();
+    if let Some(stdout) = program.0.stdout.as_mut() {
+        stdout.read_to_string(&mut out).unwrap();
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[needs(display, accessibility)]
+async fn the_form_is_seen_as_fields_and_buttons_and_the_password_is_never_read() {
+    let _display = DISPLAY_LOCK.lock().await;
+    let title = format!("Seen {}", std::process::id());
+    let _form = form(&title);
+    let sim = runtime().await;
+    let (_, tree) = shown(&sim, &title).await;
+    assert_eq!(tree["contentOrigin"], "application_untrusted");
+    let all = nodes(&tree["tree"]);
+    let by = |role: &str, label: &str| {
+        all.iter()
+            .filter(|n| n["role"] == role && n["label"] == label)
+            .count()
+    };
+    // Labels come from the layout (zenity's labels are siblings, not
+    // relations), and each field is found once.
+    assert_eq!(by("AXTextField", "Name"), 1, "{tree}");
+    assert_eq!(by("AXTextField", "Email"), 1, "{tree}");
+    assert_eq!(by("AXSecureTextField", "Password"), 1, "{tree}");
+    assert_eq!(by("AXButton", "OK"), 1, "{tree}");
+    let password = all
+        .iter()
+        .find(|n| n["role"] == "AXSecureTextField")
+        .unwrap();
+    assert!(password["value"].is_null(), "{password}");
+    let ok = all.iter().find(|n| n["label"] == "OK").unwrap();
+    assert!(
+        ok["actions"].as_array().unwrap().contains(&json!("click")),
+        "{ok}"
+    );
+    assert!(ok["states"].as_array().unwrap().contains(&json!("enabled")));
+    assert!(
+        tree["elementTreeRevision"]
+            .as_str()
+            .unwrap()
+            .starts_with("atspi-")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[needs(display, accessibility)]
+async fn a_form_filled_and_sent_by_element_prints_the_values_asked_for() {
+    let _display = DISPLAY_LOCK.lock().await;
+    let title = format!("Sign up {}", std::process::id());
+    let mut zenity = form(&title);
+    let sim = runtime().await;
+    let (id, _) = shown(&sim, &title).await;
+    let session = session(&sim, id);
+
+    let fill = act(
+        "fill_form",
+        json!({ "window_id": id, "fields": [
+            { "role": "AXTextField", "label": "Name", "value": "Ada Lovelace" },
+            { "role": "AXTextField", "label": "Email", "value": "ada@example.org" },
+        ] }),
+    );
+    let filled = run_approving(&sim, &session, fill).await;
+    assert!(filled.performed());
+
+    let press = act("press_button", json!({ "window_id": id, "label": "OK" }));
+    let pressed = run_approving(&sim, &session, press).await;
+    assert!(pressed.performed());
+    session.shutdown().await;
+
+    // zenity's own output: the values, in the form's order, the password
+    // left empty.
+    assert_eq!(
+        printed(&mut zenity).trim_end(),
+        "Ada Lovelace|ada@example.org|"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[needs(display, accessibility)]
+async fn writing_the_password_field_needs_a_persons_approval() {
+    let _display = DISPLAY_LOCK.lock().await;
+    let title = format!("Secret {}", std::process::id());
+    let _form = form(&title);
+    let sim = runtime().await;
+    let (id, _) = shown(&sim, &title).await;
+    let session = session(&sim, id);
+    let write = act(
+        "set_value",
+        json!({ "window_id": id, "role": "AXSecureTextField", "label": "Password", "value": "hunter2" }),
+    );
+    let previewed = session
+        .observe()
+        .await
+        .unwrap()
+        .preview(&write)
+        .await
+        .unwrap();
+    let sensitivity =
+        serde_json::to_value(&previewed.preview().envelope.target_sensitivity).unwrap();
+    assert_eq!(sensitivity["assessment"], "sensitive", "{sensitivity}");
+    assert_eq!(sensitivity["source"], "accessibility", "{sensitivity}");
+    assert!(
+        sensitivity["signals"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("secure_role")),
+        "{sensitivity}"
+    );
+    assert!(
+        matches!(previewed.route(), Route::NeedsApproval(_)),
+        "a write into a password field waits for a person"
+    );
+    session.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[needs(display, accessibility)]
+async fn a_field_that_is_not_there_is_refused_and_nothing_is_written() {
+    let _display = DISPLAY_LOCK.lock().await;
+    let title = format!("Missing {}", std::process::id());
+    let mut zenity = form(&title);
+    let sim: Sim = runtime().await;
+    let (id, _) = shown(&sim, &title).await;
+    let session = session(&sim, id);
+    // One field that exists and one that does not: the whole action is
+    // refused before the first field is touched.
+    let fill = act(
+        "fill_form",
+        json!({ "window_id": id, "fields": [
+            { "role": "AXTextField", "label": "Name", "value": "should not land" },
+            { "role": "AXTextField", "label": "Phone", "value": "555" },
+        ] }),
+    );
+    match session.run(fill).await {
+        Ok(adk_computer_use::ChainOutcome::NeedsApproval(pending)) => {
+            let err = adk_computer_use_testkit::child::host_approves(&sim, pending)
+                .await
+                .complete()
+                .await
+                .expect_err("refused at execute");
+            assert_refused(&err, "element_not_found");
+        }
+        // The server's policy may refuse it at preview already: a field it
+        // cannot find leaves the target's sensitivity unknown.
+        Ok(adk_computer_use::ChainOutcome::Blocked(_)) => {}
+        Ok(adk_computer_use::ChainOutcome::Completed(_)) => panic!("a missing field went through"),
+        Err(err) => assert_refused(&err, "element_not_found"),
+    }
+    let press = act("press_button", json!({ "window_id": id, "label": "OK" }));
+    assert!(run_approving(&sim, &session, press).await.performed());
+    session.shutdown().await;
+    assert_eq!(printed(&mut zenity).trim_end(), "||", "nothing was written");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[needs(display, accessibility)]
+async fn a_hung_application_makes_the_tree_fail_within_its_deadline_not_hang() {
+    let _display = DISPLAY_LOCK.lock().await;
+    let title = format!("Hung {}", std::process::id());
+    let zenity = form(&title);
+    let sim = runtime().await;
+    let (id, _) = shown(&sim, &title).await;
+    let pid = zenity.0.id().to_string();
+    // The application stops answering (as a modal loop or a hang would).
+    tool("kill", &["-STOP", &pid]);
+    let mut tree_scope = scope(&sim);
+    tree_scope.app_id = Some("Zenity".into());
+    tree_scope.window_id = Some(WindowId::Number(id));
+    // The call comes back (a hang would never reach the next line), and
+    // says the application did not answer within the deadline.
+    let tree = sim.observe_semantic(&tree_scope).await.unwrap().structured;
+    tool("kill", &["-CONT", &pid]);
+    assert_eq!(tree["accessibility"], "unavailable", "{tree}");
+    let note = tree["accessibilityNote"].as_str().unwrap_or_default();
+    assert!(note.contains("did not answer within"), "{note}");
+}
