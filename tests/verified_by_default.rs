@@ -437,3 +437,38 @@ async fn live_evidence_is_read_before_the_lease_goes_back() {
     assert_eq!(rig.runtime.count(Call::ReleaseLease), 1);
     assert!(rig.runtime.truth().active_leases.is_empty());
 }
+
+/// A `set_value`'s check must name the element the action writes: a
+/// runtime offering the check of another element holding the same value is
+/// refused before anything is sent.
+#[tokio::test]
+async fn an_element_check_for_another_element_is_refused_before_anything_is_sent() {
+    let rig = rig();
+    rig.runtime.script().effect_postcondition = Some(Arc::new(|effect: &NamedEffect<'_>| {
+        Some(
+            ActionPostcondition::try_from(PostconditionFields::UiElement {
+                role: Some("AXTextField".into()),
+                label: Some("Another field".into()),
+                exists: true,
+                value_digest: Some(effect.expected_digest()),
+            })
+            .unwrap(),
+        )
+    }));
+    let write = ProposedAction::new(
+        "set_value",
+        json!({ "role": "AXTextField", "label": "Name", "value": "Ada" }),
+        ExecutionMode::Background,
+    )
+    .with_action_id("d-element")
+    .with_target(target());
+    let err = rig.session.run(write).await.err().unwrap();
+    match &err {
+        ComputerUseError::IdentityMismatch { object, field, .. } => {
+            assert_eq!((*object, *field), ("derived postcondition", "element"));
+        }
+        other => panic!("expected the derived postcondition refused, got {other}"),
+    }
+    assert_eq!(rig.runtime.count(Call::Preview), 0);
+    assert_eq!(rig.runtime.mutations(), 0);
+}

@@ -40,6 +40,15 @@ impl AnnouncedChecks {
         if announced.get("kind").and_then(Value::as_str) != Some("ui_element") {
             return None;
         }
+        // An element check is of the element the action names: the server
+        // announces the kind only, and the client names the element.
+        if let Some((role, label)) = effect.element() {
+            if announced.contains_key("role") || announced.contains_key("label") {
+                return None;
+            }
+            announced.insert("role".into(), Value::String(role.to_owned()));
+            announced.insert("label".into(), Value::String(label.to_owned()));
+        }
         announced.insert("exists".into(), Value::Bool(true));
         announced.insert(
             "valueDigest".into(),

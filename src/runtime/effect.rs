@@ -30,6 +30,16 @@ pub enum NamedEffect<'a> {
         /// The text written.
         text: &'a str,
     },
+    /// `set_value`: the element with `role` and `label` holds exactly
+    /// `value` (upstream's argument shape names the element by both).
+    ElementValue {
+        /// The element's role (`AXTextField`, ...).
+        role: &'a str,
+        /// The element's label.
+        label: &'a str,
+        /// The value written.
+        value: &'a str,
+    },
 }
 
 impl<'a> NamedEffect<'a> {
@@ -51,6 +61,11 @@ impl<'a> NamedEffect<'a> {
             tool::WRITE_CLIPBOARD => Some(Self::ClipboardText {
                 text: arguments.get("text")?.as_str()?,
             }),
+            tool::SET_VALUE => Some(Self::ElementValue {
+                role: arguments.get("role")?.as_str()?,
+                label: arguments.get("label")?.as_str()?,
+                value: arguments.get("value")?.as_str()?,
+            }),
             _ => None,
         }
     }
@@ -59,6 +74,7 @@ impl<'a> NamedEffect<'a> {
     pub fn tool(&self) -> &'static str {
         match self {
             Self::ClipboardText { .. } => tool::WRITE_CLIPBOARD,
+            Self::ElementValue { .. } => tool::SET_VALUE,
         }
     }
 
@@ -67,6 +83,16 @@ impl<'a> NamedEffect<'a> {
     pub fn expected_digest(&self) -> String {
         match self {
             Self::ClipboardText { text } => sha256_prefixed(text),
+            Self::ElementValue { value, .. } => sha256_prefixed(value),
+        }
+    }
+
+    /// The element the postcondition must name, when the effect is on one
+    /// the action names (`set_value`): its role and label.
+    pub fn element(&self) -> Option<(&'a str, &'a str)> {
+        match self {
+            Self::ClipboardText { .. } => None,
+            Self::ElementValue { role, label, .. } => Some((role, label)),
         }
     }
 }
@@ -89,7 +115,7 @@ impl std::fmt::Display for Underived<'_> {
             Self::NoEffect(tool) => write!(
                 f,
                 "the chain names no effect of {tool} it could derive one from (it names \
-                 write_clipboard's)"
+                 write_clipboard's and set_value's)"
             ),
             Self::NoCheck(tool) => write!(
                 f,
@@ -131,6 +157,26 @@ pub(crate) fn derive<'a, R: super::ComputerUseRuntime + ?Sized>(
                 field: "valueDigest",
                 expected,
                 actual: offered.unwrap_or("(no digest)").to_owned(),
+            });
+        }
+    }
+    // An element's check must name the element the action writes, not
+    // another one that happens to hold the same value.
+    if let Some((role, label)) = effect.element() {
+        let (offered_role, offered_label) = match postcondition.fields() {
+            PostconditionFields::UiElement { role, label, .. } => (role.as_deref(), label.as_deref()),
+            _ => (None, None),
+        };
+        if offered_role != Some(role) || offered_label != Some(label) {
+            return Err(ComputerUseError::IdentityMismatch {
+                object: "derived postcondition",
+                field: "element",
+                expected: format!("{role} {label:?}"),
+                actual: format!(
+                    "{} {:?}",
+                    offered_role.unwrap_or("(no role)"),
+                    offered_label.unwrap_or("(no label)")
+                ),
             });
         }
     }

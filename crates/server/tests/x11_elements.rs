@@ -278,3 +278,29 @@ async fn a_hung_application_makes_the_tree_fail_within_its_deadline_not_hang() {
     let note = tree["accessibilityNote"].as_str().unwrap_or_default();
     assert!(note.contains("did not answer within"), "{note}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[needs(display, accessibility)]
+async fn a_value_set_by_element_is_verified_by_the_servers_read_back_with_no_postcondition_written() {
+    let _display = DISPLAY_LOCK.lock().await;
+    let title = format!("Verified {}", std::process::id());
+    let mut zenity = form(&title);
+    let sim = runtime().await;
+    let (id, _) = shown(&sim, &title).await;
+    let session = session(&sim, id);
+    let write = act(
+        "set_value",
+        json!({ "window_id": id, "role": "AXTextField", "label": "Name", "value": "Grace Hopper" }),
+    );
+    let done = run_approving(&sim, &session, write).await;
+    assert!(done.performed());
+    assert_eq!(
+        done.outcome(),
+        &adk_computer_use::VerificationOutcome::Verified,
+        "the chain derived the element's check and the server read the field back"
+    );
+    let press = act("press_button", json!({ "window_id": id, "label": "OK" }));
+    assert!(run_approving(&sim, &session, press).await.performed());
+    session.shutdown().await;
+    assert_eq!(printed(&mut zenity).trim_end(), "Grace Hopper||");
+}

@@ -114,6 +114,14 @@ pub trait DesktopBackend: Send + 'static {
         None
     }
 
+    /// Whether this desktop reads a `set_value`'s element back through the
+    /// application after the effect, and so checks the `ui_element`
+    /// postcondition a client derives for it (announced in
+    /// `adk/effect-checks`).
+    fn reads_values_back(&self) -> bool {
+        false
+    }
+
     /// Whether `target` still describes a window of this desktop, as
     /// upstream's `compareTargetEvidence` decides it: every field the
     /// evidence states must equal what the desktop shows now (bounds

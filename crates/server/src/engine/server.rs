@@ -433,17 +433,32 @@ impl ServerHandler for Server {
     /// Tools, and the effects this desktop checks after an action
     /// (`adk/effect-checks`), so a client can derive their postconditions.
     fn get_info(&self) -> ServerConfig {
-        let checks_clipboard = self
+        let (checks_clipboard, checks_values) = self
             .state
             .lock()
-            .map(|state| state.desktop.performs(tool::WRITE_CLIPBOARD))
-            .unwrap_or(false);
+            .map(|state| {
+                (
+                    state.desktop.performs(tool::WRITE_CLIPBOARD),
+                    state.desktop.reads_values_back(),
+                )
+            })
+            .unwrap_or((false, false));
         let mut capabilities = ServerCapabilities::builder().enable_tools().build();
-        if checks_clipboard {
+        if checks_clipboard || checks_values {
+            let mut checks = if checks_clipboard {
+                crate::desktop::simulated::announced_effect_checks()
+            } else {
+                serde_json::Map::new()
+            };
+            if checks_values {
+                // The element is the one the action names: only the kind
+                // is announced, and the client adds role, label and digest.
+                checks.insert(tool::SET_VALUE.into(), serde_json::json!({ "kind": "ui_element" }));
+            }
             let mut experimental = rmcp::model::ExperimentalCapabilities::new();
             experimental.insert(
                 adk_computer_use::contracts::EFFECT_CHECKS_CAPABILITY.into(),
-                crate::desktop::simulated::announced_effect_checks(),
+                checks,
             );
             capabilities.experimental = Some(experimental);
         }

@@ -14,6 +14,7 @@ use crate::desktop::simulated::Element;
 use crate::engine::{ApplyError, EffectCheck, Refusal};
 use adk_computer_use::contracts::TargetEvidence;
 use adk_computer_use::contracts::catalogue::tool;
+use adk_computer_use::digest::sha256_prefixed;
 
 /// The element tools the X11 desktop performs when the accessibility bus
 /// is reachable.
@@ -203,11 +204,15 @@ impl X11Desktop {
 
     /// After `set_value` or `fill_form`: each written element's value, read
     /// back through the application, is the value asked for (a value the
-    /// application trimmed, reformatted or refused fails the check).
+    /// application trimmed, reformatted or refused fails the check). A
+    /// declared postcondition must be the `ui_element` check of the element
+    /// the action wrote, expecting the digest of what it wrote; anything
+    /// else is not observed here, and not claimed.
     pub(super) fn verify_elements(
         &self,
         tool_name: &str,
         args: &Value,
+        postcondition: Option<&Value>,
         target: Option<&TargetEvidence>,
     ) -> EffectCheck {
         let failed = |checks| EffectCheck {
@@ -218,6 +223,27 @@ impl X11Desktop {
         let Ok(fields) = wanted(tool_name, args) else {
             return failed(0);
         };
+        if let Some(postcondition) = postcondition {
+            let field = fields.first();
+            let names_it = field.is_some_and(|f| {
+                fields.len() == 1
+                    && postcondition.get("kind").and_then(Value::as_str) == Some("ui_element")
+                    && postcondition.get("role").and_then(Value::as_str) == f.role
+                    && postcondition.get("label").and_then(Value::as_str) == Some(f.label)
+                    && postcondition.get("exists") == Some(&Value::Bool(true))
+                    && f.value.is_some_and(|v| {
+                        postcondition.get("valueDigest").and_then(Value::as_str)
+                            == Some(sha256_prefixed(v).as_str())
+                    })
+            });
+            if !names_it {
+                return EffectCheck {
+                    verified: false,
+                    method: "atspi_unobservable",
+                    checks: 0,
+                };
+            }
+        }
         if fields.iter().all(|f| f.value.is_none()) {
             // A press: the application took it; what it does next is for a
             // declared postcondition to show.

@@ -258,6 +258,10 @@ impl DesktopBackend for X11Desktop {
             || (self.accessibility.is_some() && elements::ELEMENT_TOOLS.contains(&tool))
     }
 
+    fn reads_values_back(&self) -> bool {
+        self.accessibility.is_some()
+    }
+
     fn is_current(&self, target: &TargetEvidence, round: Revalidation) -> bool {
         // A display that cannot be asked cannot confirm anything.
         self.current(target, round).unwrap_or(false)
@@ -432,8 +436,8 @@ impl DesktopBackend for X11Desktop {
         if tool == tool::WRITE_CLIPBOARD && postcondition.is_none_or(clipboard_form) {
             return self.clipboard_check(args, postcondition);
         }
-        if elements::ELEMENT_TOOLS.contains(&tool) && postcondition.is_none() {
-            return self.verify_elements(tool, args, _target);
+        if elements::ELEMENT_TOOLS.contains(&tool) {
+            return self.verify_elements(tool, args, postcondition, _target);
         }
         match postcondition {
             // Input was sent; with nothing declared, nothing is claimed.
