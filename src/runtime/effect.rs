@@ -164,7 +164,9 @@ pub(crate) fn derive<'a, R: super::ComputerUseRuntime + ?Sized>(
     // another one that happens to hold the same value.
     if let Some((role, label)) = effect.element() {
         let (offered_role, offered_label) = match postcondition.fields() {
-            PostconditionFields::UiElement { role, label, .. } => (role.as_deref(), label.as_deref()),
+            PostconditionFields::UiElement { role, label, .. } => {
+                (role.as_deref(), label.as_deref())
+            }
             _ => (None, None),
         };
         if offered_role != Some(role) || offered_label != Some(label) {

@@ -281,7 +281,8 @@ async fn a_hung_application_makes_the_tree_fail_within_its_deadline_not_hang() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[needs(display, accessibility)]
-async fn a_value_set_by_element_is_verified_by_the_servers_read_back_with_no_postcondition_written() {
+async fn a_value_set_by_element_is_verified_by_the_servers_read_back_with_no_postcondition_written()
+{
     let _display = DISPLAY_LOCK.lock().await;
     let title = format!("Verified {}", std::process::id());
     let mut zenity = form(&title);

@@ -453,7 +453,10 @@ impl ServerHandler for Server {
             if checks_values {
                 // The element is the one the action names: only the kind
                 // is announced, and the client adds role, label and digest.
-                checks.insert(tool::SET_VALUE.into(), serde_json::json!({ "kind": "ui_element" }));
+                checks.insert(
+                    tool::SET_VALUE.into(),
+                    serde_json::json!({ "kind": "ui_element" }),
+                );
             }
             let mut experimental = rmcp::model::ExperimentalCapabilities::new();
             experimental.insert(
