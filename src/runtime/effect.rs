@@ -97,6 +97,10 @@ impl<'a> NamedEffect<'a> {
     }
 }
 
+/// The role of a password field (upstream's vocabulary): its value's digest
+/// is never derived into a postcondition.
+const SECURE_FIELD_ROLE: &str = "AXSecureTextField";
+
 /// Why no postcondition was derived for an action that declared none.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Underived<'a> {
@@ -107,6 +111,9 @@ pub(crate) enum Underived<'a> {
     /// The runtime's check must be bound to a target window, and the action
     /// names none.
     Unbound(&'static str),
+    /// The element holds a secret: the digest of its value is never put in
+    /// a preview, an envelope or a journal.
+    Secret(&'static str),
 }
 
 impl std::fmt::Display for Underived<'_> {
@@ -120,6 +127,11 @@ impl std::fmt::Display for Underived<'_> {
             Self::NoCheck(tool) => write!(
                 f,
                 "this runtime offers no check of {tool}'s effect, so none was derived"
+            ),
+            Self::Secret(tool) => write!(
+                f,
+                "{tool} writes a secret's field, whose value's digest is never put in a preview or \
+                 a journal, so none was derived"
             ),
             Self::Unbound(tool) => write!(
                 f,
@@ -145,6 +157,9 @@ pub(crate) fn derive<'a, R: super::ComputerUseRuntime + ?Sized>(
     let Some(effect) = NamedEffect::of(tool, arguments) else {
         return Ok(Err(Underived::NoEffect(tool)));
     };
+    if matches!(effect, NamedEffect::ElementValue { role, .. } if role == SECURE_FIELD_ROLE) {
+        return Ok(Err(Underived::Secret(effect.tool())));
+    }
     let Some(postcondition) = runtime.effect_postcondition(&effect) else {
         return Ok(Err(Underived::NoCheck(effect.tool())));
     };

@@ -42,7 +42,9 @@ fn form(title: &str) -> Program {
 /// The window id of the form titled `title`, once it is listed and its
 /// application answers on the accessibility bus; and its tree.
 async fn shown(sim: &Sim, title: &str) -> (u64, Value) {
-    for _ in 0..100 {
+    let mut last = Value::Null;
+    // Up to 30 s: a GTK application starting on a busy machine is slow.
+    for _ in 0..300 {
         let listed = sim.observe_semantic(&scope(sim)).await.unwrap();
         let id = listed.structured["windows"]
             .as_array()
@@ -56,10 +58,11 @@ async fn shown(sim: &Sim, title: &str) -> (u64, Value) {
             if tree["accessibility"] == "atspi" && !nodes(&tree["tree"]).is_empty() {
                 return (id, tree);
             }
+            last = tree["accessibilityNote"].clone();
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    panic!("the form {title:?} did not appear with an accessible tree within 10 s");
+    panic!("the form {title:?} did not appear with an accessible tree within 30 s (last: {last})");
 }
 
 /// Every node of a tree, in order.

@@ -265,6 +265,19 @@ impl X11Desktop {
             let (Ok(node), Some(value)) = (resolve(&tree, field), field.value) else {
                 return failed(checks);
             };
+            if node.secure {
+                // A secret's field is never read, not even to compare: a
+                // check declared on it is not observed here, and with none
+                // declared nothing is claimed about it.
+                if postcondition.is_some() {
+                    return EffectCheck {
+                        verified: false,
+                        method: "atspi_secret_not_read",
+                        checks: 0,
+                    };
+                }
+                continue;
+            }
             checks += 1;
             match bus.read_text(pid, &record.title, node) {
                 Ok(now) if now == value => {}
