@@ -184,10 +184,11 @@ async fn a_form_filled_and_sent_by_element_prints_the_values_asked_for() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[needs(display, accessibility)]
-async fn writing_the_password_field_needs_a_persons_approval() {
+async fn writing_the_password_field_needs_a_persons_approval_and_its_value_is_never_digested_nor_read()
+ {
     let _display = DISPLAY_LOCK.lock().await;
     let title = format!("Secret {}", std::process::id());
-    let _form = form(&title);
+    let mut zenity = form(&title);
     let sim = runtime().await;
     let (id, _) = shown(&sim, &title).await;
     let session = session(&sim, id);
@@ -202,8 +203,8 @@ async fn writing_the_password_field_needs_a_persons_approval() {
         .preview(&write)
         .await
         .unwrap();
-    let sensitivity =
-        serde_json::to_value(&previewed.preview().envelope.target_sensitivity).unwrap();
+    let preview = serde_json::to_value(previewed.preview()).unwrap();
+    let sensitivity = &preview["envelope"]["targetSensitivity"];
     assert_eq!(sensitivity["assessment"], "sensitive", "{sensitivity}");
     assert_eq!(sensitivity["source"], "accessibility", "{sensitivity}");
     assert!(
@@ -213,11 +214,71 @@ async fn writing_the_password_field_needs_a_persons_approval() {
             .contains(&json!("secure_role")),
         "{sensitivity}"
     );
-    assert!(
-        matches!(previewed.route(), Route::NeedsApproval(_)),
-        "a write into a password field waits for a person"
-    );
+    // No digest of the secret travels in the preview: no postcondition
+    // was derived for it.
+    let digest = adk_computer_use::digest::sha256_prefixed("hunter2");
+    assert!(!preview.to_string().contains(&digest), "{preview}");
+    let Route::NeedsApproval(pending) = previewed.route() else {
+        panic!("a write into a password field waits for a person");
+    };
+    let done = adk_computer_use_testkit::child::host_approves(&sim, pending)
+        .await
+        .complete()
+        .await
+        .unwrap();
+    assert!(done.performed());
+    let adk_computer_use::VerificationOutcome::CommittedUnverified { reason } = done.outcome()
+    else {
+        panic!("a secret's field is not read back: {}", done.outcome());
+    };
+    assert!(reason.contains("secret"), "{reason}");
+    let press = act("press_button", json!({ "window_id": id, "label": "OK" }));
+    assert!(run_approving(&sim, &session, press).await.performed());
     session.shutdown().await;
+    assert_eq!(printed(&mut zenity).trim_end(), "||hunter2");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[needs(display, accessibility)]
+async fn an_element_id_cannot_steer_the_check_to_another_field_than_the_one_written() {
+    let _display = DISPLAY_LOCK.lock().await;
+    let title = format!("Steer {}", std::process::id());
+    let mut zenity = form(&title);
+    let sim = runtime().await;
+    let (id, tree) = shown(&sim, &title).await;
+    let name_id = nodes(&tree["tree"])
+        .into_iter()
+        .find(|n| n["label"] == "Name")
+        .and_then(|n| n["id"].as_str().map(str::to_owned))
+        .unwrap();
+    let session = session(&sim, id);
+    // The id names the harmless field; role and label name the password.
+    let write = act(
+        "set_value",
+        json!({ "window_id": id, "element_id": name_id, "role": "AXSecureTextField", "label": "Password", "value": "x" }),
+    );
+    match session.run(write).await.unwrap() {
+        adk_computer_use::ChainOutcome::Completed(done) => {
+            panic!("a steered write went through: {}", done.outcome())
+        }
+        adk_computer_use::ChainOutcome::NeedsApproval(pending) => {
+            // Approved or not, the server refuses it before anything is
+            // written.
+            let err = adk_computer_use_testkit::child::host_approves(&sim, pending)
+                .await
+                .complete()
+                .await
+                .expect_err("refused at execute");
+            assert_refused(&err, "invalid_arguments");
+        }
+        // The check finds no element that is both: its sensitivity is
+        // unknown, and the policy refuses it at once.
+        adk_computer_use::ChainOutcome::Blocked(_) => {}
+    }
+    let press = act("press_button", json!({ "window_id": id, "label": "OK" }));
+    assert!(run_approving(&sim, &session, press).await.performed());
+    session.shutdown().await;
+    assert_eq!(printed(&mut zenity).trim_end(), "||", "nothing was written");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -247,9 +308,12 @@ async fn a_field_that_is_not_there_is_refused_and_nothing_is_written() {
                 .expect_err("refused at execute");
             assert_refused(&err, "element_not_found");
         }
-        // The server's policy may refuse it at preview already: a field it
+        // The server's policy refuses it at preview already: a field it
         // cannot find leaves the target's sensitivity unknown.
-        Ok(adk_computer_use::ChainOutcome::Blocked(_)) => {}
+        Ok(adk_computer_use::ChainOutcome::Blocked(blocked)) => {
+            let reasons = format!("{} {:?}", blocked.blocker(), blocked.reasons());
+            assert!(reasons.contains("sensitivity"), "{reasons}");
+        }
         Ok(adk_computer_use::ChainOutcome::Completed(_)) => panic!("a missing field went through"),
         Err(err) => assert_refused(&err, "element_not_found"),
     }

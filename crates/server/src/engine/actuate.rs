@@ -128,7 +128,14 @@ impl State {
                     let found: Vec<_> = elements
                         .iter()
                         .filter(|e| match (id, role, label) {
-                            (Some(id), _, _) => e.id == id,
+                            // Every criterion given must hold: an id beside a
+                            // role and label cannot steer the check to
+                            // another element than the one they name.
+                            (Some(id), role, label) => {
+                                e.id == id
+                                    && role.is_none_or(|r| e.role == r)
+                                    && label.is_none_or(|l| e.label == l)
+                            }
                             (None, Some(role), Some(label)) => e.role == role && e.label == label,
                             _ => false,
                         })

@@ -55,6 +55,17 @@ fn failed(what: &str, err: impl std::fmt::Display) -> Refusal {
     Refusal::new("accessibility_unavailable", format!("{what}: {err}"))
 }
 
+/// The call reached the application and failed there (or its answer was
+/// lost): the effect may have happened.
+fn call_failed(what: &str, _err: impl std::fmt::Display) -> Refusal {
+    // The application's own error text is not repeated: it is the
+    // application's words, not this server's.
+    Refusal::new(
+        "accessibility_call_failed",
+        format!("{what}: the application answered with an error; the effect may have happened"),
+    )
+}
+
 fn timed_out(what: &str) -> Refusal {
     Refusal::new(
         "accessibility_timeout",
@@ -126,12 +137,19 @@ impl Accessibility {
         })
     }
 
-    /// The tree of the window of process `pid` titled `title`.
-    pub fn tree(&self, pid: u32, title: &str, max_depth: usize) -> Result<Tree, Refusal> {
+    /// The tree of the window of process `pid` titled `title` whose
+    /// frame has the display's `bounds` for that window.
+    pub fn tree(
+        &self,
+        pid: u32,
+        title: &str,
+        bounds: Bounds,
+        max_depth: usize,
+    ) -> Result<Tree, Refusal> {
         let bus = Arc::clone(&self.bus);
         let title = title.to_owned();
         run_bounded(&self.handle, "get_ui_tree", async move {
-            let frame = frame(&bus, pid, &title).await?;
+            let frame = frame(&bus, pid, &title, bounds).await?;
             tree::walk(bus.connection(), frame, max_depth.min(MAX_DEPTH), MAX_NODES).await
         })
     }
@@ -143,13 +161,14 @@ impl Accessibility {
         &self,
         pid: u32,
         title: &str,
+        bounds: Bounds,
         expected: &Node,
         text: &str,
     ) -> Result<(), Refusal> {
         let bus = Arc::clone(&self.bus);
         let (title, expected, text) = (title.to_owned(), expected.clone(), text.to_owned());
         run_bounded(&self.handle, "set_value", async move {
-            let node = found_again(&bus, pid, &title, &expected).await?;
+            let node = found_again(&bus, pid, &title, bounds, &expected).await?;
             let proxies = node.proxies().await.map_err(|e| failed("the element", e))?;
             let editable = proxies.editable_text().await.map_err(|_| {
                 Refusal::new(
@@ -166,18 +185,24 @@ impl Accessibility {
                     "element_not_editable",
                     format!("{} {:?} refused the text", expected.role, expected.label),
                 )),
-                Err(e) => Err(failed("set the text", e)),
+                Err(e) => Err(call_failed("set the text", e)),
             }
         })
     }
 
     /// Performs the node's press (its first action named `click`, `press`
     /// or `activate`) through Action: no pointer event is sent.
-    pub fn press(&self, pid: u32, title: &str, expected: &Node) -> Result<(), Refusal> {
+    pub fn press(
+        &self,
+        pid: u32,
+        title: &str,
+        bounds: Bounds,
+        expected: &Node,
+    ) -> Result<(), Refusal> {
         let bus = Arc::clone(&self.bus);
         let (title, expected) = (title.to_owned(), expected.clone());
         run_bounded(&self.handle, "press_button", async move {
-            let node = found_again(&bus, pid, &title, &expected).await?;
+            let node = found_again(&bus, pid, &title, bounds, &expected).await?;
             let proxies = node.proxies().await.map_err(|e| failed("the element", e))?;
             let action = proxies.action().await.map_err(|_| no_press(&expected))?;
             let actions = action
@@ -195,18 +220,24 @@ impl Accessibility {
                     "element_action_failed",
                     format!("{} {:?} refused the press", expected.role, expected.label),
                 )),
-                Err(e) => Err(failed("press the element", e)),
+                Err(e) => Err(call_failed("press the element", e)),
             }
         })
     }
 
     /// The text of the node `expected` names, read back through its own
     /// application: what the application now holds, not what was sent.
-    pub fn read_text(&self, pid: u32, title: &str, expected: &Node) -> Result<String, Refusal> {
+    pub fn read_text(
+        &self,
+        pid: u32,
+        title: &str,
+        bounds: Bounds,
+        expected: &Node,
+    ) -> Result<String, Refusal> {
         let bus = Arc::clone(&self.bus);
         let (title, expected) = (title.to_owned(), expected.clone());
         run_bounded(&self.handle, "read the value back", async move {
-            let node = found_again(&bus, pid, &title, &expected).await?;
+            let node = found_again(&bus, pid, &title, bounds, &expected).await?;
             let proxies = node.proxies().await.map_err(|e| failed("the element", e))?;
             let text = proxies
                 .text()
@@ -219,12 +250,34 @@ impl Accessibility {
     }
 }
 
-/// The frame of the application whose process is `pid`, titled `title`:
-/// exactly one, or a refusal.
+/// A window's bounds on the display: `(x, y, width, height)`.
+pub type Bounds = (i64, i64, u32, u32);
+
+/// How far a frame's extents may lie from the display's bounds for its
+/// window (a window manager's decorations), in pixels.
+const FRAME_TOLERANCE_PX: i64 = 64;
+
+/// Whether a frame's extents are the display's window: the title a client
+/// sets on a window is not enough to name a frame (any X client may set
+/// it), so the frame must also be where the window is.
+fn same_place(extents: (i32, i32, i32, i32), bounds: Bounds) -> bool {
+    let (x, y, w, h) = extents;
+    let (bx, by, bw, bh) = bounds;
+    let near = |a: i64, b: i64| (a - b).abs() <= FRAME_TOLERANCE_PX;
+    near(i64::from(x), bx)
+        && near(i64::from(y), by)
+        && near(i64::from(w), i64::from(bw))
+        && near(i64::from(h), i64::from(bh))
+}
+
+/// The frame of the application whose process is `pid`, titled `title`,
+/// where the display shows that window (`bounds`): exactly one, or a
+/// refusal.
 async fn frame(
     bus: &AccessibilityConnection,
     pid: u32,
     title: &str,
+    bounds: Bounds,
 ) -> Result<ObjectRefOwned, Refusal> {
     let conn = bus.connection();
     let root = bus
@@ -257,7 +310,20 @@ async fn frame(
             let Ok(proxy) = window.as_accessible_proxy(conn).await else {
                 continue;
             };
-            if proxy.name().await.is_ok_and(|n| n == title) {
+            if !proxy.name().await.is_ok_and(|n| n == title) {
+                continue;
+            }
+            let Ok(proxies) = proxy.proxies().await else {
+                continue;
+            };
+            let Ok(component) = proxies.component().await else {
+                continue;
+            };
+            if component
+                .get_extents(atspi::CoordType::Screen)
+                .await
+                .is_ok_and(|extents| same_place(extents, bounds))
+            {
                 frames.push(window);
             }
         }
@@ -265,11 +331,11 @@ async fn frame(
     match frames.len() {
         1 => Ok(frames.remove(0)),
         0 => Err(unavailable(format!(
-            "no accessible window titled {title:?} of process {pid}"
+            "no accessible window of process {pid} with the window's title and place"
         ))),
         n => Err(Refusal::new(
             "ambiguous_target",
-            format!("{n} accessible windows of process {pid} are titled {title:?}"),
+            format!("{n} accessible windows of process {pid} have the window's title and place"),
         )),
     }
 }
@@ -281,11 +347,12 @@ async fn found_again<'c>(
     bus: &'c AccessibilityConnection,
     pid: u32,
     title: &str,
+    bounds: Bounds,
     expected: &Node,
 ) -> Result<AccessibleProxy<'c>, Refusal> {
     let conn = bus.connection();
     let gone = || Refusal::new("stale_target", "the element is gone");
-    let mut node = frame(bus, pid, title)
+    let mut node = frame(bus, pid, title, bounds)
         .await?
         .into_accessible_proxy(conn)
         .await
@@ -297,12 +364,19 @@ async fn found_again<'c>(
     }
     let role = node.get_role_name().await.map_err(|_| gone())?;
     let name = node.name().await.unwrap_or_default();
-    if role != expected.atspi_role || (!expected.named_by_layout && name != expected.label) {
+    // A label taken from a relation or the layout was checked on the walk
+    // just before; the node itself must still be unnamed.
+    let name_holds = if expected.labelled_apart {
+        name.is_empty()
+    } else {
+        name == expected.label
+    };
+    if role != expected.atspi_role || !name_holds {
         return Err(Refusal::new(
             "stale_target",
             format!(
-                "the element changed: expected {} {:?}, found {role} {name:?}",
-                expected.atspi_role, expected.label
+                "the element changed: expected {} {:?}, found another",
+                expected.role, expected.label
             ),
         ));
     }

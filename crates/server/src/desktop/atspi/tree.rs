@@ -26,8 +26,9 @@ pub struct Node {
     /// Its label: its name, else its `labelled-by` label, else the label
     /// beside it in the layout.
     pub label: String,
-    /// The label came from the layout, not from the node's own name.
-    pub named_by_layout: bool,
+    /// The label came from a `labelled-by` relation or the layout, not
+    /// from the node's own name.
+    pub labelled_apart: bool,
     /// Its text, when it has one; never for a password field.
     pub value: Option<String>,
     /// A password field.
@@ -66,6 +67,20 @@ pub struct Tree {
     pub truncated: bool,
     /// The digest of the tree's structure and labels.
     pub revision: String,
+}
+
+/// The longest label kept, in characters (an application's text is
+/// untrusted, and bounded).
+const MAX_LABEL_CHARS: usize = 256;
+/// The longest value kept, in characters.
+const MAX_VALUE_CHARS: usize = 4096;
+
+/// `text`, cut at `most` characters.
+fn capped(text: String, most: usize) -> String {
+    match text.char_indices().nth(most) {
+        Some((at, _)) => text[..at].to_owned(),
+        None => text,
+    }
 }
 
 /// Whether an action name is a press (`click`, `press`, `activate`).
@@ -108,7 +123,7 @@ pub(super) async fn walk(
             .into_accessible_proxy(conn)
             .await
             .map_err(|e| failed("an element", e))?;
-        let atspi_role = proxy.get_role_name().await.unwrap_or_default();
+        let atspi_role = capped(proxy.get_role_name().await.unwrap_or_default(), 64);
         let name = proxy.name().await.unwrap_or_default();
         let states: Vec<String> = proxy
             .get_state()
@@ -142,19 +157,28 @@ pub(super) async fn walk(
                 && is_field(&atspi_role)
                 && let Ok(text) = proxies.text().await
             {
-                value = text.get_text(0, -1).await.ok();
+                value = text
+                    .get_text(0, MAX_VALUE_CHARS as i32)
+                    .await
+                    .ok()
+                    .map(|v| capped(v, MAX_VALUE_CHARS));
             }
         }
-        let mut label = name.clone();
+        let mut label = capped(name, MAX_LABEL_CHARS);
+        let mut labelled_apart = false;
         if label.is_empty() && is_field(&atspi_role) {
-            label = labelled_by(conn, &proxy).await.unwrap_or_default();
+            label = capped(
+                labelled_by(conn, &proxy).await.unwrap_or_default(),
+                MAX_LABEL_CHARS,
+            );
+            labelled_apart = !label.is_empty();
         }
         let index = nodes.len();
         nodes.push(Node {
             path: path.clone(),
             role: ax_role(&atspi_role, multi_line),
             atspi_role,
-            named_by_layout: false,
+            labelled_apart,
             label,
             value,
             secure,
@@ -234,8 +258,14 @@ fn label_from_layout(nodes: &mut [Node]) {
                 .filter_map(|&i| nodes.get(i).map(|n| (i, n)))
                 .filter(|(_, n)| n.atspi_role == "label" && !n.label.is_empty())
                 .filter(|(_, n)| {
+                    ["showing", "visible"]
+                        .iter()
+                        .all(|s| n.states.iter().any(|t| t == s))
+                })
+                .filter(|(_, n)| {
                     let (x, y, w, h) = n.bounds;
-                    y <= middle && middle <= y + h && x + w <= fx + 2
+                    // On the field's line, ending left of it, and near it.
+                    y <= middle && middle <= y + h && x + w <= fx + 2 && fx - (x + w) <= 200
                 })
                 .max_by_key(|(_, n)| n.bounds.0 + n.bounds.2)
                 .map(|(_, n)| n.label.clone());
@@ -243,7 +273,7 @@ fn label_from_layout(nodes: &mut [Node]) {
                 && let Some(f) = nodes.get_mut(field)
             {
                 f.label = label;
-                f.named_by_layout = true;
+                f.labelled_apart = true;
             }
         }
     }

@@ -37,6 +37,20 @@ fn invalid(message: impl Into<String>) -> Refusal {
 }
 
 fn wanted<'a>(tool_name: &str, args: &'a Value) -> Result<Vec<Wanted<'a>>, Refusal> {
+    // Upstream's shapes name an element by role and label only. An id
+    // beside them could steer the server's sensitivity check to another
+    // element than the one written: it is refused, whole.
+    let carries_id = |v: &Value| v.get("element_id").is_some();
+    if carries_id(args)
+        || args
+            .get("fields")
+            .and_then(Value::as_array)
+            .is_some_and(|fields| fields.iter().any(carries_id))
+    {
+        return Err(invalid(
+            "element_id is not part of upstream's shape here: name each element by its role and label",
+        ));
+    }
     let text = |v: &'a Value, key: &str| v.get(key).and_then(Value::as_str);
     let one = |v: &'a Value| -> Result<Wanted<'a>, Refusal> {
         let label = text(v, "label")
@@ -75,16 +89,28 @@ fn wanted<'a>(tool_name: &str, args: &'a Value) -> Result<Vec<Wanted<'a>>, Refus
         }]),
         _ => {
             let element = one(args)?;
-            if element.role.is_none() {
-                return Err(invalid("click_element needs a role and a label"));
+            match element.role {
+                None => Err(invalid("click_element needs a role and a label")),
+                // A field's "activate" is Enter, which presses the dialog's
+                // default button: not a click on the field.
+                Some("AXTextField" | "AXTextArea" | "AXSecureTextField") => Err(invalid(
+                    "click_element does not press a text field (its action is Enter); use set_value",
+                )),
+                Some(_) => Ok(vec![element]),
             }
-            Ok(vec![element])
         }
     }
 }
 
 /// The one node `wanted` names in `tree`, acted on.
 fn resolve<'t>(tree: &'t Tree, wanted: &Wanted<'_>) -> Result<&'t Node, Refusal> {
+    if tree.truncated {
+        // A match in part of a tree is not known to be the only one.
+        return Err(Refusal::new(
+            "ambiguous_match",
+            "the window's tree is larger than the walk's caps (500 nodes, 10 levels), so no element in it is known to be unique",
+        ));
+    }
     let found: Vec<&Node> = tree
         .nodes
         .iter()
@@ -125,7 +151,7 @@ impl X11Desktop {
                 "the window's process is not known, so its application cannot be found",
             )
         })?;
-        bus.tree(pid, &record.title, 10)
+        bus.tree(pid, &record.title, record.bounds, 10)
     }
 
     /// The target window and its tree, for an element tool.
@@ -162,11 +188,12 @@ impl X11Desktop {
 
     /// The effect, through the application's own interfaces.
     pub(super) fn apply_elements(
-        &self,
+        &mut self,
         tool_name: &str,
         args: &Value,
         target: Option<&TargetEvidence>,
     ) -> Result<Value, ApplyError> {
+        self.written_elements.clear();
         let fields = wanted(tool_name, args).map_err(ApplyError::NothingSent)?;
         let (record, tree) = self.target_tree(target).map_err(ApplyError::NothingSent)?;
         let bus = self
@@ -181,24 +208,44 @@ impl X11Desktop {
             .collect::<Result<_, _>>()
             .map_err(ApplyError::NothingSent)?;
         let mut done = Vec::new();
+        let mut written = Vec::new();
         for (field, node) in fields.iter().zip(&nodes) {
+            if !done.is_empty() {
+                // A form that changed under the first writes (a row added,
+                // fields reordered) would shift the next paths: the tree
+                // must still be the one resolved, or the action stops here.
+                let now = self.element_tree(&record).map_err(ApplyError::Failed)?;
+                if now.revision != tree.revision {
+                    return Err(ApplyError::Failed(stale(
+                        "the form changed while it was being filled; the fields before this one were written",
+                    )));
+                }
+            }
             let acted = match field.value {
-                Some(value) => bus.set_text(pid, &record.title, node, value),
-                None => bus.press(pid, &record.title, node),
+                Some(value) => bus.set_text(pid, &record.title, record.bounds, node, value),
+                None => bus.press(pid, &record.title, record.bounds, node),
             };
             if let Err(refusal) = acted {
-                // The first element refused outright (gone, changed, not
-                // editable): nothing was done. Past it, or when the
-                // application did not answer, the outcome is unknown.
-                let refused_outright = done.is_empty() && refusal.code != "accessibility_timeout";
-                return Err(if refused_outright {
+                // Refused before the call reached the application (the
+                // window or the element not found again, changed, not
+                // editable) on the first element: nothing was done. Once
+                // the call was made, or past the first element, the
+                // outcome is unknown.
+                let before_the_call = done.is_empty()
+                    && !matches!(
+                        refusal.code.as_str(),
+                        "accessibility_timeout" | "accessibility_call_failed"
+                    );
+                return Err(if before_the_call {
                     ApplyError::NothingSent(refusal)
                 } else {
                     ApplyError::Failed(refusal)
                 });
             }
+            written.push((*node).clone());
             done.push(json!({ "elementId": node.id(), "role": node.role, "label": node.label }));
         }
+        self.written_elements = written;
         Ok(json!({ "elements": done, "backend": "atspi" }))
     }
 
@@ -253,16 +300,21 @@ impl X11Desktop {
                 checks: 0,
             };
         }
-        let Ok((record, tree)) = self.target_tree(target) else {
+        let Ok(record) = self.target_window(target) else {
             return failed(0);
         };
         let Some(bus) = self.accessibility() else {
             return failed(0);
         };
         let pid = record.pid.unwrap_or_default();
+        if self.written_elements.len() != fields.len() {
+            return failed(0);
+        }
         let mut checks = 0;
-        for field in &fields {
-            let (Ok(node), Some(value)) = (resolve(&tree, field), field.value) else {
+        // The nodes written, each read again where it was written (not
+        // looked up by label a third time).
+        for (field, node) in fields.iter().zip(&self.written_elements) {
+            let Some(value) = field.value else {
                 return failed(checks);
             };
             if node.secure {
@@ -279,7 +331,7 @@ impl X11Desktop {
                 continue;
             }
             checks += 1;
-            match bus.read_text(pid, &record.title, node) {
+            match bus.read_text(pid, &record.title, record.bounds, node) {
                 Ok(now) if now == value => {}
                 _ => return failed(checks),
             }

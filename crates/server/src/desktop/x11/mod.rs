@@ -126,6 +126,10 @@ pub struct X11Desktop {
     accessibility: Option<crate::desktop::atspi::Accessibility>,
     /// Why there is no accessibility bus, when there is none.
     accessibility_note: String,
+    /// The elements the last element action wrote, for its read-back.
+    written_elements: Vec<crate::desktop::atspi::Node>,
+    /// The last mutation was an element action (nothing to restore).
+    acted_by_element: bool,
 }
 
 fn unavailable(message: String) -> ComputerUseError {
@@ -186,6 +190,8 @@ impl X11Desktop {
             written: None,
             accessibility,
             accessibility_note,
+            written_elements: Vec::new(),
+            acted_by_element: false,
         })
     }
 
@@ -236,6 +242,22 @@ impl X11Desktop {
         let nodes = windows::geometry_tree(&self.conn, window)?;
         let digest = sha256_hex(Value::Array(nodes.clone()).to_string());
         Ok((format!("x11-tree-{window}-{}", &digest[..16]), nodes))
+    }
+
+    /// The revision the evidence binds: the window's geometry tree and,
+    /// where the application answers on the accessibility bus, its element
+    /// tree (structure, roles, labels, bounds, actions; not values, not
+    /// focus). A changed element changes it; a typed value or a blinking
+    /// caret does not. An element tree that cannot be read now but could be
+    /// then (or the reverse) changes it too: that fails closed.
+    fn window_revision(
+        &self,
+        record: &windows::WindowRecord,
+    ) -> Result<(String, Vec<Value>, Option<crate::desktop::atspi::Tree>), Refusal> {
+        let (geometry, nodes) = self.tree_revision(record.id)?;
+        let tree = self.element_tree(record).ok();
+        let elements = tree.as_ref().map_or("no-elements", |t| t.revision.as_str());
+        Ok((format!("{geometry}+{elements}"), nodes, tree))
     }
 }
 
@@ -341,7 +363,7 @@ impl DesktopBackend for X11Desktop {
             .filter(|r| app_id.is_none_or(|a| a == r.app_id))
             .find(|r| window_id.is_none_or(|w| w == u64::from(r.id)))
             .ok_or_else(|| stale("no such window"))?;
-        let (revision, nodes) = self.tree_revision(record.id)?;
+        let (revision, nodes, tree) = self.window_revision(record)?;
         let mut answer = json!({
             "appId": record.app_id,
             "windowId": record.id,
@@ -352,7 +374,10 @@ impl DesktopBackend for X11Desktop {
             "elements": [],
             "nodes": nodes,
         });
-        match self.element_tree(record) {
+        match tree
+            .ok_or(())
+            .or_else(|()| self.element_tree(record).map_err(|r| r.message))
+        {
             Ok(tree) => {
                 answer["accessibility"] = json!("atspi");
                 answer["elementTreeRevision"] = json!(tree.revision);
@@ -362,7 +387,7 @@ impl DesktopBackend for X11Desktop {
                 answer["contentOrigin"] = json!("application_untrusted");
                 answer["tree"] = tree.to_json();
             }
-            Err(refusal) => answer["accessibilityNote"] = json!(refusal.message),
+            Err(note) => answer["accessibilityNote"] = json!(note),
         }
         Ok(answer)
     }
@@ -390,6 +415,7 @@ impl DesktopBackend for X11Desktop {
         target: Option<&TargetEvidence>,
     ) -> Result<Value, ApplyError> {
         if elements::ELEMENT_TOOLS.contains(&tool) {
+            self.acted_by_element = true;
             return self.apply_elements(tool, args, target);
         }
         if tool == tool::WRITE_CLIPBOARD {
@@ -464,6 +490,12 @@ impl DesktopBackend for X11Desktop {
     }
 
     fn restore(&mut self, before: PointerAndFocus) -> Value {
+        if self.acted_by_element {
+            // An element action sent no input and took no focus: there is
+            // nothing to put back, and nothing is sent.
+            self.acted_by_element = false;
+            return json!({ "restored": true, "cursorRestored": true, "focusRestored": true, "inputSent": false });
+        }
         let (pointer, focus) = before;
         let cursor = input::on_screen(pointer)
             .ok()

@@ -30,7 +30,7 @@ impl X11Desktop {
             return Ok(false);
         }
         if let Some(revision) = &target.ui_tree_revision
-            && *revision != self.tree_revision(now.id)?.0
+            && *revision != self.window_revision(&now)?.0
         {
             return Ok(false);
         }
