@@ -16,6 +16,7 @@ mod control;
 mod execute;
 mod forge;
 mod grants;
+mod handler;
 mod history;
 mod lease;
 mod onboarding;

@@ -1,17 +1,13 @@
-//! The simulator as an rmcp server.
+//! The rules engine served over MCP: on stdio to the host that spawned it,
+//! or over TCP to credentialed clients, one call at a time against the
+//! server's state.
 
 use adk_computer_use::contracts::catalogue::protocol::name as protocol;
-use adk_computer_use::contracts::catalogue::tool;
 use std::borrow::Cow;
 use std::sync::{Arc, Mutex};
 
-use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest,
-    CustomResult, ErrorCode, JsonObject, ListToolsResult, MetaObject, PaginatedRequestParams,
-    ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
-};
-use rmcp::service::RequestContext;
-use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
+use rmcp::model::{CallToolResult, ContentBlock, JsonObject, MetaObject, Tool, ToolAnnotations};
+use rmcp::{RoleServer, ServiceExt};
 use serde_json::Value;
 
 use super::Refusal;
@@ -25,11 +21,11 @@ use adk_computer_use::ComputerUseError;
 /// The simulated desktop, served over MCP.
 #[derive(Clone)]
 pub struct Server {
-    state: Arc<Mutex<State>>,
-    slow: std::time::Duration,
+    pub(super) state: Arc<Mutex<State>>,
+    pub(super) slow: std::time::Duration,
     /// The desktop answers through blocking I/O (a real display): its
     /// calls run on the blocking pool, never on an executor thread.
-    blocking: bool,
+    pub(super) blocking: bool,
 }
 
 fn content_block(block: &Value) -> Option<ContentBlock> {
@@ -151,7 +147,7 @@ impl Server {
     /// (or, over TCP, leaves). A lease granted on a TCP `connection` is
     /// remembered there, so it is given back when the client leaves; a
     /// lease granted to a client already gone is given back at once.
-    async fn respond(
+    pub(super) async fn respond(
         &self,
         tool: &str,
         arguments: Value,
@@ -426,109 +422,5 @@ impl Server {
             .await
             .map_err(|e| transport(e.to_string()))?;
         Ok(())
-    }
-}
-
-impl ServerHandler for Server {
-    /// Tools, and the effects this desktop checks after an action
-    /// (`adk/effect-checks`), so a client can derive their postconditions.
-    fn get_info(&self) -> ServerConfig {
-        let (checks_clipboard, checks_values) = self
-            .state
-            .lock()
-            .map(|state| {
-                (
-                    state.desktop.performs(tool::WRITE_CLIPBOARD),
-                    state.desktop.reads_values_back(),
-                )
-            })
-            .unwrap_or((false, false));
-        let mut capabilities = ServerCapabilities::builder().enable_tools().build();
-        if checks_clipboard || checks_values {
-            let mut checks = if checks_clipboard {
-                crate::desktop::simulated::announced_effect_checks()
-            } else {
-                serde_json::Map::new()
-            };
-            if checks_values {
-                // The element is the one the action names: only the kind
-                // is announced, and the client adds role, label and digest.
-                checks.insert(
-                    tool::SET_VALUE.into(),
-                    serde_json::json!({ "kind": "ui_element" }),
-                );
-            }
-            let mut experimental = rmcp::model::ExperimentalCapabilities::new();
-            experimental.insert(
-                adk_computer_use::contracts::EFFECT_CHECKS_CAPABILITY.into(),
-                checks,
-            );
-            capabilities.experimental = Some(experimental);
-        }
-        ServerConfig::new(capabilities)
-    }
-
-    async fn list_tools(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(Self::listed_tools()))
-    }
-
-    /// A `tools/call` whose parameters do not parse (`arguments: []`, say)
-    /// reaches rmcp as an unknown request; upstream answers it -32603, an
-    /// internal error, naming what it expected.
-    async fn on_custom_request(
-        &self,
-        request: CustomRequest,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<CustomResult, McpError> {
-        if request.method == "tools/call" {
-            let arguments = request
-                .params
-                .as_ref()
-                .and_then(|p| p.get("arguments"))
-                .map_or("nothing", adk_computer_use::contracts::json_kind);
-            return Err(McpError::new(
-                ErrorCode::INTERNAL_ERROR,
-                format!("params.arguments: expected an object, received {arguments}"),
-                None,
-            ));
-        }
-        Err(McpError::new(
-            ErrorCode::METHOD_NOT_FOUND,
-            request.method,
-            None,
-        ))
-    }
-
-    async fn call_tool(
-        &self,
-        request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, McpError> {
-        if !self.slow.is_zero() {
-            tokio::time::sleep(self.slow).await;
-        }
-        let arguments = Value::Object(request.arguments.unwrap_or_default());
-        let cancel = context.ct;
-        // Over TCP, the connection: a client that leaves cancels its calls
-        // at once (rmcp cancels them only after draining the others).
-        let connection = context.extensions.get::<Arc<Connection>>().cloned();
-        let departed = connection.clone();
-        let cancelled = async move {
-            match departed {
-                Some(connection) => tokio::select! {
-                    () = cancel.cancelled() => {}
-                    () = connection.departed() => {}
-                },
-                None => cancel.cancelled().await,
-            }
-        };
-        Ok(self
-            .respond(&request.name, arguments, cancelled, connection)
-            .await
-            .into())
     }
 }

@@ -31,7 +31,7 @@ pub use roles::{ax_role, is_field, is_secret};
 pub use tree::{Node, Tree};
 
 /// How long one observation or action may take, whole.
-pub const DEADLINE: Duration = Duration::from_secs(3);
+pub const DEADLINE: Duration = Duration::from_secs(10);
 /// The deepest tree `get_ui_tree` walks (upstream's cap).
 pub const MAX_DEPTH: usize = 20;
 /// The most nodes one tree holds (upstream's cap).

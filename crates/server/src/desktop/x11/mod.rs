@@ -235,30 +235,6 @@ impl X11Desktop {
         let focus = windows::focus(&self.conn)?;
         windows::record(&self.conn, self.root, &self.atoms, id, focus)
     }
-
-    /// The revision of a window's geometry tree: it moves when the
-    /// window's subwindows change, not when it moves as a whole.
-    fn tree_revision(&self, window: XWindow) -> Result<(String, Vec<Value>), Refusal> {
-        let nodes = windows::geometry_tree(&self.conn, window)?;
-        let digest = sha256_hex(Value::Array(nodes.clone()).to_string());
-        Ok((format!("x11-tree-{window}-{}", &digest[..16]), nodes))
-    }
-
-    /// The revision the evidence binds: the window's geometry tree and,
-    /// where the application answers on the accessibility bus, its element
-    /// tree (structure, roles, labels, bounds, actions; not values, not
-    /// focus). A changed element changes it; a typed value or a blinking
-    /// caret does not. An element tree that cannot be read now but could be
-    /// then (or the reverse) changes it too: that fails closed.
-    fn window_revision(
-        &self,
-        record: &windows::WindowRecord,
-    ) -> Result<(String, Vec<Value>, Option<crate::desktop::atspi::Tree>), Refusal> {
-        let (geometry, nodes) = self.tree_revision(record.id)?;
-        let tree = self.element_tree(record).ok();
-        let elements = tree.as_ref().map_or("no-elements", |t| t.revision.as_str());
-        Ok((format!("{geometry}+{elements}"), nodes, tree))
-    }
 }
 
 fn text<'a>(args: &'a Value, key: &str) -> Result<&'a str, Refusal> {
