@@ -13,10 +13,25 @@ impl X11Desktop {
         target: &TargetEvidence,
         round: Revalidation,
     ) -> Result<bool, Refusal> {
-        let Some(now) = self.window_now(target)? else {
+        let now = match self.window_now(target) {
+            Ok(now) => now,
+            // After the effect, a window the X server stops answering for
+            // mid-read (destroyed between the lookup and its properties) is
+            // a window the action closed.
+            Err(_) if round == Revalidation::AfterEffect => return Ok(true),
+            Err(refusal) => return Err(refusal),
+        };
+        let Some(now) = now else {
             // Gone. An action may close its own window (a dialog's button).
             return Ok(round == Revalidation::AfterEffect);
         };
+        if round == Revalidation::AfterEffect && (now.pid.is_none() || now.app_id.is_empty()) {
+            // Going away: the action closed its window and the process that
+            // owned it has exited (the X server no longer names it) while
+            // the window is still being torn down. The same id with
+            // another owner named would be another window; this is not.
+            return Ok(true);
+        }
         let identity = target.app_id == now.app_id
             && target.pid.is_none_or(|pid| Some(pid) == now.pid)
             && stated_or_same(target.display_id.as_ref(), &self.display_id().to_string())
