@@ -372,3 +372,80 @@ async fn a_value_set_by_element_is_verified_by_the_servers_read_back_with_no_pos
     session.shutdown().await;
     assert_eq!(printed(&mut zenity).trim_end(), "Grace Hopper||");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[needs(display, accessibility)]
+async fn a_field_labelled_by_a_relation_is_found_by_that_label_and_written() {
+    let _display = DISPLAY_LOCK.lock().await;
+    let title = format!("Relation {}", std::process::id());
+    // zenity --entry labels its field through a `labelled-by` relation.
+    let mut zenity = start(
+        "zenity",
+        &["--entry", "--title", &title, "--text", "_Project"],
+    );
+    let sim = runtime().await;
+    let (id, tree) = shown(&sim, &title).await;
+    assert!(
+        nodes(&tree["tree"])
+            .iter()
+            .any(|n| n["role"] == "AXTextField" && n["label"] == "Project"),
+        "{tree}"
+    );
+    let session = session(&sim, id);
+    let write = act(
+        "set_value",
+        json!({ "window_id": id, "role": "AXTextField", "label": "Project", "value": "Analytical Engine" }),
+    );
+    let done = run_approving(&sim, &session, write).await;
+    assert_eq!(
+        done.outcome(),
+        &adk_computer_use::VerificationOutcome::Verified
+    );
+    let press = act("press_button", json!({ "window_id": id, "label": "OK" }));
+    assert!(run_approving(&sim, &session, press).await.performed());
+    session.shutdown().await;
+    assert_eq!(printed(&mut zenity).trim_end(), "Analytical Engine");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[needs(display, accessibility)]
+async fn click_element_does_not_press_a_text_field() {
+    let _display = DISPLAY_LOCK.lock().await;
+    let title = format!("Click {}", std::process::id());
+    let mut zenity = form(&title);
+    let sim = runtime().await;
+    let (id, _) = shown(&sim, &title).await;
+    let session = session(&sim, id);
+    // A field's action is Enter, which would press the dialog's default
+    // button: refused, and the dialog stays open.
+    let click = act(
+        "click_element",
+        json!({ "window_id": id, "role": "AXTextField", "label": "Name" }),
+    );
+    match session.run(click).await {
+        Ok(adk_computer_use::ChainOutcome::Completed(done)) => {
+            panic!("a click on a text field went through: {}", done.outcome())
+        }
+        Ok(adk_computer_use::ChainOutcome::NeedsApproval(pending)) => {
+            let err = adk_computer_use_testkit::child::host_approves(&sim, pending)
+                .await
+                .complete()
+                .await
+                .expect_err("refused at execute");
+            assert_refused(&err, "invalid_arguments");
+        }
+        Ok(adk_computer_use::ChainOutcome::Blocked(_)) => {}
+        Err(err) => assert_refused(&err, "invalid_arguments"),
+    }
+    assert!(
+        zenity.0.try_wait().unwrap().is_none(),
+        "the dialog is still open: nothing was pressed"
+    );
+    let press = act(
+        "press_button",
+        json!({ "window_id": id, "label": "Cancel" }),
+    );
+    assert!(run_approving(&sim, &session, press).await.performed());
+    session.shutdown().await;
+    assert_eq!(printed(&mut zenity), "");
+}
