@@ -104,3 +104,29 @@ fn package_of(name: &str) -> &'static str {
         _ => "the package that holds it",
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    /// The guard against an old binary: a source written after the binary
+    /// was built is found, in a nested folder; none is found when the
+    /// binary is the newer.
+    #[test]
+    fn a_source_newer_than_the_binary_is_found_and_an_older_one_is_not() {
+        let dir = std::env::temp_dir().join(format!("adk-binary-{}", std::process::id()));
+        let nested = dir.join("src").join("deep");
+        std::fs::create_dir_all(&nested).unwrap();
+        let source = nested.join("lib.rs");
+        std::fs::write(&source, "// a source").unwrap();
+        let written = std::fs::metadata(&source)
+            .and_then(|m| m.modified())
+            .unwrap();
+        let before = written - std::time::Duration::from_secs(60);
+        let after = written + std::time::Duration::from_secs(60);
+        assert_eq!(newest_after(&dir.join("src"), before), Some(source.clone()));
+        assert_eq!(newest_after(&dir.join("src"), after), None);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

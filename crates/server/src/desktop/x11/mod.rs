@@ -350,10 +350,9 @@ impl DesktopBackend for X11Desktop {
             "elements": [],
             "nodes": nodes,
         });
-        match tree
-            .ok_or(())
-            .or_else(|()| self.element_tree(record).map_err(|r| r.message))
-        {
+        // The tree the revision was taken from: one walk, not a second one
+        // for the answer.
+        match tree {
             Ok(tree) => {
                 answer["accessibility"] = json!("atspi");
                 answer["elementTreeRevision"] = json!(tree.revision);
@@ -363,7 +362,7 @@ impl DesktopBackend for X11Desktop {
                 answer["contentOrigin"] = json!("application_untrusted");
                 answer["tree"] = tree.to_json();
             }
-            Err(note) => answer["accessibilityNote"] = json!(note),
+            Err(refusal) => answer["accessibilityNote"] = json!(refusal.message),
         }
         Ok(answer)
     }

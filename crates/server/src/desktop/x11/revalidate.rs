@@ -7,6 +7,9 @@ use x11rb::protocol::xproto::{ConnectionExt as _, Window as XWindow};
 
 use super::*;
 
+/// A window's element tree, or why it could not be read.
+type ElementTree = Result<crate::desktop::atspi::Tree, Refusal>;
+
 impl X11Desktop {
     pub(super) fn current(
         &self,
@@ -284,9 +287,9 @@ impl X11Desktop {
     pub(super) fn window_revision(
         &self,
         record: &windows::WindowRecord,
-    ) -> Result<(String, Vec<Value>, Option<crate::desktop::atspi::Tree>), Refusal> {
+    ) -> Result<(String, Vec<Value>, ElementTree), Refusal> {
         let (geometry, nodes) = self.tree_revision(record.id)?;
-        let tree = self.element_tree(record).ok();
+        let tree = self.element_tree(record);
         let elements = tree.as_ref().map_or("no-elements", |t| t.revision.as_str());
         Ok((format!("{geometry}+{elements}"), nodes, tree))
     }
