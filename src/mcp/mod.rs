@@ -49,9 +49,11 @@ pub const READ_ONLY_TOOLS: [&str; 4] = [
 
 /// The low-level tools [`ComputerUseMcpRuntime::observe_shadow`] may run:
 /// observations that change nothing on the desktop.
-pub const OBSERVATION_TOOLS: [&str; 4] = [
+pub const OBSERVATION_TOOLS: [&str; 6] = [
     tool::SNAPSHOT,
     tool::GET_UI_TREE,
     tool::LIST_WINDOWS,
     tool::READ_CLIPBOARD,
+    tool::FIND_ELEMENT,
+    tool::GET_FOCUSED_ELEMENT,
 ];

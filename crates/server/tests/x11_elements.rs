@@ -449,3 +449,181 @@ async fn click_element_does_not_press_a_text_field() {
     session.shutdown().await;
     assert_eq!(printed(&mut zenity), "");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[needs(display, accessibility)]
+async fn find_element_matches_role_label_and_value_together_and_never_matches_a_secret() {
+    let _display = DISPLAY_LOCK.lock().await;
+    let title = format!("Find {}", std::process::id());
+    let mut zenity = form(&title);
+    let sim = runtime().await;
+    let (id, _) = shown(&sim, &title).await;
+    let find = |args: Value| {
+        let runtime = std::sync::Arc::clone(&sim.runtime);
+        async move {
+            runtime
+                .observe_shadow("find_element", args)
+                .await
+                .unwrap()
+                .structured
+        }
+    };
+    // Case-insensitive substrings, all criteria at once.
+    let fields = find(json!({ "window_id": id, "role": "axtextfield", "label": "MAI" })).await;
+    let fields = fields.as_array().unwrap();
+    assert_eq!(fields.len(), 1, "{fields:?}");
+    assert_eq!(fields[0]["label"], "Email");
+    assert!(fields[0]["path"].as_array().is_some_and(|p| !p.is_empty()));
+    assert!(fields[0].get("children").is_none(), "a flat result");
+    let both = find(json!({ "window_id": id, "role": "AXTextField" })).await;
+    assert_eq!(both.as_array().unwrap().len(), 2, "{both}");
+    let one = find(json!({ "window_id": id, "role": "AXTextField", "max_results": 1 })).await;
+    assert_eq!(one.as_array().unwrap().len(), 1, "{one}");
+
+    // Values, once written through the chain, are found by value; the
+    // password's never is, nor is it ever shown.
+    let session = session(&sim, id);
+    let fill = act(
+        "fill_form",
+        json!({ "window_id": id, "fields": [
+            { "role": "AXTextField", "label": "Name", "value": "Ada Lovelace" },
+        ] }),
+    );
+    assert!(run_approving(&sim, &session, fill).await.performed());
+    let secret = act(
+        "set_value",
+        json!({ "window_id": id, "role": "AXSecureTextField", "label": "Password", "value": "lovelace-secret" }),
+    );
+    let Route::NeedsApproval(pending) = session
+        .observe()
+        .await
+        .unwrap()
+        .preview(&secret)
+        .await
+        .unwrap()
+        .route()
+    else {
+        panic!("a write into a password field waits for a person");
+    };
+    let written = adk_computer_use_testkit::child::host_approves(&sim, pending)
+        .await
+        .complete()
+        .await
+        .unwrap();
+    assert!(written.performed());
+    let by_value = find(json!({ "window_id": id, "value": "LOVELACE" })).await;
+    let by_value = by_value.as_array().unwrap();
+    assert_eq!(
+        by_value.len(),
+        1,
+        "only the name holds it visibly: {by_value:?}"
+    );
+    assert_eq!(by_value[0]["label"], "Name");
+    let password = find(json!({ "window_id": id, "role": "AXSecureTextField" })).await;
+    assert!(password[0]["value"].is_null(), "{password}");
+    assert!(!password.to_string().contains("lovelace-secret"));
+
+    // Bad criteria are refused, typed, before any walk.
+    let refused = sim
+        .runtime
+        .observe_shadow("find_element", json!({ "window_id": id, "max_results": 0 }))
+        .await
+        .expect_err("max_results 0 is refused");
+    assert_refused(&refused, "execution_failed");
+    let press = act("press_button", json!({ "window_id": id, "label": "OK" }));
+    assert!(run_approving(&sim, &session, press).await.performed());
+    session.shutdown().await;
+    assert_eq!(
+        printed(&mut zenity).trim_end(),
+        "Ada Lovelace||lovelace-secret"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[needs(display, accessibility)]
+async fn the_focused_element_is_the_field_the_application_says_has_the_focus() {
+    let _display = DISPLAY_LOCK.lock().await;
+    let title = format!("Focus {}", std::process::id());
+    let mut zenity = form(&title);
+    let sim = runtime().await;
+    let (id, _) = shown(&sim, &title).await;
+    // The display's focus goes to the form, as a person's click would
+    // (outside this crate: xdotool), and GTK puts its own focus on the
+    // first field.
+    tool("xdotool", &["windowfocus", "--sync", &id.to_string()]);
+    let mut focused = Value::Null;
+    for _ in 0..100 {
+        focused = sim
+            .runtime
+            .observe_shadow("get_focused_element", json!({}))
+            .await
+            .unwrap()
+            .structured;
+        if focused["role"] == "AXTextField" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(focused["windowId"], json!(id), "{focused}");
+    assert_eq!(focused["role"], "AXTextField", "{focused}");
+    assert_eq!(focused["label"], "Name", "{focused}");
+    assert!(
+        focused["states"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("focused")),
+        "{focused}"
+    );
+    let session = session(&sim, id);
+    let press = act(
+        "press_button",
+        json!({ "window_id": id, "label": "Cancel" }),
+    );
+    assert!(run_approving(&sim, &session, press).await.performed());
+    session.shutdown().await;
+    assert_eq!(printed(&mut zenity), "");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[needs(display, accessibility)]
+async fn get_ui_tree_walks_as_deep_as_asked_and_no_deeper() {
+    let _display = DISPLAY_LOCK.lock().await;
+    let title = format!("Depth {}", std::process::id());
+    let mut zenity = form(&title);
+    let sim = runtime().await;
+    let (id, full) = shown(&sim, &title).await;
+    let depth = |tree: &Value| {
+        fn deepest(node: &Value) -> usize {
+            node["children"]
+                .as_array()
+                .map_or(0, |c| c.iter().map(|n| 1 + deepest(n)).max().unwrap_or(0))
+        }
+        deepest(&tree["tree"])
+    };
+    let shallow = sim
+        .runtime
+        .observe_shadow("get_ui_tree", json!({ "window_id": id, "max_depth": 2 }))
+        .await
+        .unwrap()
+        .structured;
+    assert_eq!(depth(&shallow), 2, "{shallow}");
+    assert_eq!(shallow["elementTreeTruncated"], true);
+    assert!(depth(&full) > 2);
+    // The revision is the default depth's either way: a shallow look does
+    // not make a target taken from the full tree stale.
+    assert_eq!(shallow["elementTreeRevision"], full["elementTreeRevision"]);
+    let refused = sim
+        .runtime
+        .observe_shadow("get_ui_tree", json!({ "window_id": id, "max_depth": 21 }))
+        .await
+        .expect_err("deeper than 20 is refused");
+    assert_refused(&refused, "execution_failed");
+    let session = session(&sim, id);
+    let press = act(
+        "press_button",
+        json!({ "window_id": id, "label": "Cancel" }),
+    );
+    assert!(run_approving(&sim, &session, press).await.performed());
+    session.shutdown().await;
+    assert_eq!(printed(&mut zenity), "");
+}

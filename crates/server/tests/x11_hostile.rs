@@ -419,7 +419,9 @@ async fn the_window_list_and_tree_are_the_servers_and_bounded() {
             .unwrap();
     }
     hostile.conn.sync().unwrap();
-    let tree = desktop.ui_tree(Some("XTerm"), Some(u64::from(id))).unwrap();
+    let tree = desktop
+        .ui_tree(Some("XTerm"), Some(u64::from(id)), None)
+        .unwrap();
     assert!(tree["nodes"].as_array().unwrap().len() <= 256);
 }
 

@@ -206,10 +206,31 @@ impl State {
                 }
                 fields
             }
-            tool::GET_UI_TREE => self.desktop.ui_tree(
-                args.get("app_id").and_then(Value::as_str),
-                args.get("window_id").and_then(Value::as_u64),
-            )?,
+            tool::GET_UI_TREE => {
+                let max_depth = match args.get("max_depth") {
+                    None => None,
+                    Some(depth) => Some(
+                        depth
+                            .as_u64()
+                            .filter(|d| (1..=20).contains(d))
+                            .and_then(|d| usize::try_from(d).ok())
+                            .ok_or_else(|| {
+                                Refusal::new(
+                                    "invalid_arguments",
+                                    "get_ui_tree's max_depth must be an integer from 1 to 20",
+                                )
+                            })?,
+                    ),
+                };
+                self.desktop.ui_tree(
+                    args.get("app_id").and_then(Value::as_str),
+                    args.get("window_id").and_then(Value::as_u64),
+                    max_depth,
+                )?
+            }
+            tool::FIND_ELEMENT | tool::GET_FOCUSED_ELEMENT => {
+                self.desktop.observe_elements(tool, args)?
+            }
             tool::LIST_WINDOWS => self.desktop.list_windows()?,
             tool::READ_CLIPBOARD => json!({ "text": self.desktop.read_clipboard()? }),
             other => {

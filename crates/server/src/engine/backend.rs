@@ -153,8 +153,23 @@ pub trait DesktopBackend: Send + 'static {
     /// The windows, as `list_windows` shows them.
     fn list_windows(&self) -> Result<Value, Refusal>;
 
-    /// A window's tree, as `get_ui_tree` shows it.
-    fn ui_tree(&self, app_id: Option<&str>, window_id: Option<u64>) -> Result<Value, Refusal>;
+    /// A window's tree, as `get_ui_tree` shows it, `max_depth` deep where
+    /// the desktop walks an element tree (its default when `None`).
+    fn ui_tree(
+        &self,
+        app_id: Option<&str>,
+        window_id: Option<u64>,
+        max_depth: Option<usize>,
+    ) -> Result<Value, Refusal>;
+
+    /// An element observation (`find_element`, `get_focused_element`), on
+    /// a desktop that reads applications' elements; others refuse it.
+    fn observe_elements(&self, tool: &str, _args: &Value) -> Result<Value, Refusal> {
+        Err(Refusal::new(
+            "tool_outside_host_profile",
+            format!("the {} desktop does not perform {tool}", self.kind()),
+        ))
+    }
 
     /// The accessibility elements of a window, where the desktop has them
     /// (`None`: the window is unknown or the desktop has no such tree).

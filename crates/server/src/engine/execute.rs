@@ -423,13 +423,18 @@ impl State {
                     },
                 })?
         } else {
-            self.observe(&request.tool, &request.args).map_err(|_| {
-                before(Refusal::with_details(
-                    "execution_failed",
-                    "observation handler returned an error",
-                    tool,
-                ))
-            })?
+            self.observe(&request.tool, &request.args)
+                .map_err(|error| {
+                    // Upstream's shape, with the desktop's own code beside the
+                    // tool (`accessibility_timeout`, `stale_target`, ...): a
+                    // typed cause, never the desktop's message, which may hold
+                    // an application's text.
+                    before(Refusal::with_details(
+                        "execution_failed",
+                        "observation handler returned an error",
+                        json!({ "tool": request.tool, "cause": error.code }),
+                    ))
+                })?
         };
         if !mutating {
             return Ok(result);

@@ -187,7 +187,7 @@ impl State {
                     .and_then(Value::as_i64)
                     .ok_or_else(|| missing("window_id"))?;
                 let passed = u64::try_from(window)
-                    .is_ok_and(|w| self.desktop.ui_tree(None, Some(w)).is_ok());
+                    .is_ok_and(|w| self.desktop.ui_tree(None, Some(w), None).is_ok());
                 checks["semantic"] =
                     json!({ "tested": true, "passed": passed, "windowId": window });
             }

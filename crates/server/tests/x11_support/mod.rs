@@ -20,6 +20,8 @@ use serde_json::{Value, json};
 
 use adk_computer_use_testkit::child::{PRINCIPAL, Sim, approved};
 
+pub mod form;
+
 /// One test at a time on the display: they share its pointer and focus.
 pub static DISPLAY_LOCK: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 

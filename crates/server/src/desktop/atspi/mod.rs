@@ -34,6 +34,10 @@ pub use tree::{Node, Tree};
 pub const DEADLINE: Duration = Duration::from_secs(10);
 /// The deepest tree `get_ui_tree` walks (upstream's cap).
 pub const MAX_DEPTH: usize = 20;
+/// How deep a tree is walked when no depth is asked for (upstream's
+/// default), and always for the tree a revision and a target are taken
+/// from.
+pub const DEFAULT_DEPTH: usize = 10;
 /// The most nodes one tree holds (upstream's cap).
 pub const MAX_NODES: usize = 500;
 

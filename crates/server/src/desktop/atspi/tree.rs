@@ -308,6 +308,32 @@ fn revision(nodes: &[Node]) -> String {
     )
 }
 
+impl Node {
+    /// The node alone, as `find_element` answers it (upstream's flat shape:
+    /// no children, the `path` from the window). A password's value is
+    /// never included.
+    pub fn to_flat_json(&self) -> Value {
+        let (x, y, w, h) = self.bounds;
+        let value = if self.secure {
+            Value::Null
+        } else {
+            self.value.clone().map_or(Value::Null, Value::String)
+        };
+        json!({
+            "id": self.id(),
+            "path": self.path,
+            "role": self.role,
+            "atspiRole": self.atspi_role,
+            "label": self.label,
+            "value": value,
+            "secure": self.secure,
+            "bounds": { "x": x, "y": y, "width": w, "height": h },
+            "actions": self.actions,
+            "states": self.states,
+        })
+    }
+}
+
 impl Tree {
     /// The tree in upstream's node shape (`role`, `label`, `value`,
     /// `bounds`, `actions`, `children`), with `states`, `id` and
@@ -318,24 +344,15 @@ impl Tree {
             let Some(n) = tree.nodes.get(index) else {
                 return Value::Null;
             };
-            let (x, y, w, h) = n.bounds;
-            let value = if n.secure {
-                Value::Null
-            } else {
-                n.value.clone().map_or(Value::Null, Value::String)
-            };
-            json!({
-                "id": n.id(),
-                "role": n.role,
-                "atspiRole": n.atspi_role,
-                "label": n.label,
-                "value": value,
-                "secure": n.secure,
-                "bounds": { "x": x, "y": y, "width": w, "height": h },
-                "actions": n.actions,
-                "states": n.states,
-                "children": n.children.iter().map(|&c| node(tree, c)).collect::<Vec<_>>(),
-            })
+            let mut shown = n.to_flat_json();
+            if let Value::Object(map) = &mut shown {
+                map.remove("path");
+                map.insert(
+                    "children".into(),
+                    n.children.iter().map(|&c| node(tree, c)).collect(),
+                );
+            }
+            shown
         }
         node(self, 0)
     }

@@ -54,7 +54,12 @@ impl crate::engine::DesktopBackend for SimulatedDesktop {
         Ok(SimulatedDesktop::list_windows(self))
     }
 
-    fn ui_tree(&self, app_id: Option<&str>, window_id: Option<u64>) -> Result<Value, Refusal> {
+    fn ui_tree(
+        &self,
+        app_id: Option<&str>,
+        window_id: Option<u64>,
+        _max_depth: Option<usize>,
+    ) -> Result<Value, Refusal> {
         SimulatedDesktop::ui_tree(self, app_id, window_id)
     }
 

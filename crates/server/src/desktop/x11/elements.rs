@@ -9,7 +9,7 @@
 use serde_json::{Value, json};
 
 use super::{X11Desktop, stale, windows};
-use crate::desktop::atspi::{Accessibility, Node, Tree};
+use crate::desktop::atspi::{Accessibility, DEFAULT_DEPTH, MAX_DEPTH, Node, Tree};
 use crate::desktop::simulated::Element;
 use crate::engine::{ApplyError, EffectCheck, Refusal};
 use adk_computer_use::contracts::TargetEvidence;
@@ -24,6 +24,10 @@ pub(super) const ELEMENT_TOOLS: [&str; 4] = [
     tool::PRESS_BUTTON,
     tool::CLICK_ELEMENT,
 ];
+
+/// The element observations the X11 desktop answers when the
+/// accessibility bus is reachable.
+pub(super) const OBSERVE_TOOLS: [&str; 2] = [tool::FIND_ELEMENT, tool::GET_FOCUSED_ELEMENT];
 
 /// One field or button an action names, as its arguments name it.
 struct Wanted<'a> {
@@ -140,8 +144,20 @@ impl X11Desktop {
         self.accessibility.as_ref()
     }
 
-    /// The accessible tree of the window `record`.
+    /// The accessible tree of the window `record`, walked
+    /// [`DEFAULT_DEPTH`] deep: the tree targets are resolved in and
+    /// revisions taken of.
     pub(super) fn element_tree(&self, record: &windows::WindowRecord) -> Result<Tree, Refusal> {
+        self.element_tree_to(record, DEFAULT_DEPTH)
+    }
+
+    /// The accessible tree of the window `record`, `depth` deep (at most
+    /// [`crate::desktop::atspi::MAX_DEPTH`]).
+    pub(super) fn element_tree_to(
+        &self,
+        record: &windows::WindowRecord,
+        depth: usize,
+    ) -> Result<Tree, Refusal> {
         let bus = self.accessibility().ok_or_else(|| {
             Refusal::new("accessibility_unavailable", self.accessibility_note.clone())
         })?;
@@ -151,7 +167,112 @@ impl X11Desktop {
                 "the window's process is not known, so its application cannot be found",
             )
         })?;
-        bus.tree(pid, &record.title, record.bounds, 10)
+        bus.tree(pid, &record.title, record.bounds, depth)
+    }
+
+    /// `find_element`: the nodes of a window whose role is `role` and
+    /// whose label and value hold `label` and `value` (case-insensitive
+    /// substrings), all given criteria at once, at most `max_results`, in
+    /// the tree's order, each in upstream's flat shape with its `path`. A
+    /// password's value is never read, so never matched.
+    pub(super) fn find_elements(&self, args: &Value) -> Result<Value, Refusal> {
+        let window = args
+            .get("window_id")
+            .and_then(Value::as_u64)
+            .ok_or_else(|| invalid("find_element needs a window_id (an integer)"))?;
+        let criterion = |key: &str| -> Result<Option<String>, Refusal> {
+            match args.get(key) {
+                None => Ok(None),
+                Some(Value::String(s)) => Ok(Some(s.to_lowercase())),
+                Some(_) => Err(invalid(format!("find_element's {key} must be a string"))),
+            }
+        };
+        let (role, label, value) = (criterion("role")?, criterion("label")?, criterion("value")?);
+        let most = match args.get("max_results") {
+            None => 25,
+            Some(n) => n
+                .as_u64()
+                .filter(|n| (1..=100).contains(n))
+                .ok_or_else(|| {
+                    invalid("find_element's max_results must be an integer from 1 to 100")
+                })?,
+        };
+        let record = self.window_record(window)?;
+        let tree = self.element_tree_to(&record, MAX_DEPTH)?;
+        let found: Vec<Value> = tree
+            .nodes
+            .iter()
+            .filter(|n| {
+                role.as_ref().is_none_or(|r| {
+                    n.role.to_lowercase() == *r || n.atspi_role.to_lowercase() == *r
+                })
+            })
+            .filter(|n| {
+                label
+                    .as_ref()
+                    .is_none_or(|l| n.label.to_lowercase().contains(l))
+            })
+            .filter(|n| {
+                value.as_ref().is_none_or(|v| {
+                    !n.secure
+                        && n.value
+                            .as_ref()
+                            .is_some_and(|now| now.to_lowercase().contains(v))
+                })
+            })
+            .take(usize::try_from(most).unwrap_or(100))
+            .map(|n| {
+                let mut shown = n.to_flat_json();
+                if tree.truncated {
+                    // Matches from part of a tree: there may be more.
+                    shown["truncated"] = json!(true);
+                }
+                shown
+            })
+            .collect();
+        Ok(Value::Array(found))
+    }
+
+    /// `get_focused_element`: the element holding the focus in the window
+    /// that holds the display's input focus, in upstream's flat shape with
+    /// the window's id and app id beside it; `null` when no element of an
+    /// accessible window has the focus.
+    pub(super) fn focused_element(&self) -> Result<Value, Refusal> {
+        let records = windows::all(&self.conn, self.root, &self.atoms)?;
+        let Some(record) = records.iter().find(|r| r.focused) else {
+            return Ok(Value::Null);
+        };
+        let tree = match self.element_tree(record) {
+            Ok(tree) => tree,
+            // A focused window whose application is not on the bus has no
+            // element to name; a bus that does not answer is an error.
+            Err(refusal) if refusal.code == "accessibility_unavailable" => {
+                return Ok(Value::Null);
+            }
+            Err(refusal) => return Err(refusal),
+        };
+        // The deepest focused node: a window and its field may both say
+        // they are focused; typed text goes to the field.
+        let Some(node) = tree
+            .nodes
+            .iter()
+            .filter(|n| n.states.iter().any(|s| s == "focused"))
+            .max_by_key(|n| n.path.len())
+        else {
+            return Ok(Value::Null);
+        };
+        let mut shown = node.to_flat_json();
+        shown["windowId"] = json!(record.id);
+        shown["appId"] = json!(record.app_id);
+        Ok(shown)
+    }
+
+    /// The window `id` of the display now, or `stale_target`.
+    pub(super) fn window_record(&self, id: u64) -> Result<windows::WindowRecord, Refusal> {
+        windows::all(&self.conn, self.root, &self.atoms)?
+            .into_iter()
+            .find(|r| u64::from(r.id) == id)
+            .ok_or_else(|| stale("no such window"))
     }
 
     /// The target window and its tree, for an element tool.

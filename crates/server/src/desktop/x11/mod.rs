@@ -253,7 +253,9 @@ impl DesktopBackend for X11Desktop {
 
     fn performs(&self, tool: &str) -> bool {
         PERFORMS.contains(&tool)
-            || (self.accessibility.is_some() && elements::ELEMENT_TOOLS.contains(&tool))
+            || (self.accessibility.is_some()
+                && (elements::ELEMENT_TOOLS.contains(&tool)
+                    || elements::OBSERVE_TOOLS.contains(&tool)))
     }
 
     fn reads_values_back(&self) -> bool {
@@ -291,9 +293,12 @@ impl DesktopBackend for X11Desktop {
                 "tool_outside_host_profile",
                 format!("the X11 desktop does not perform {tool}"),
             )),
-            tool::READ_CLIPBOARD | tool::SNAPSHOT | tool::LIST_WINDOWS | tool::GET_UI_TREE => {
-                Ok(())
-            }
+            tool::READ_CLIPBOARD
+            | tool::SNAPSHOT
+            | tool::LIST_WINDOWS
+            | tool::GET_UI_TREE
+            | tool::FIND_ELEMENT
+            | tool::GET_FOCUSED_ELEMENT => Ok(()),
             _ => {
                 let window = self.target_window(target)?;
                 let top = windows::top_level(&self.conn, self.root, window.id)?;
@@ -332,7 +337,12 @@ impl DesktopBackend for X11Desktop {
         Ok(json!({ "windows": windows }))
     }
 
-    fn ui_tree(&self, app_id: Option<&str>, window_id: Option<u64>) -> Result<Value, Refusal> {
+    fn ui_tree(
+        &self,
+        app_id: Option<&str>,
+        window_id: Option<u64>,
+        max_depth: Option<usize>,
+    ) -> Result<Value, Refusal> {
         let records = windows::all(&self.conn, self.root, &self.atoms)?;
         let record = records
             .iter()
@@ -351,11 +361,20 @@ impl DesktopBackend for X11Desktop {
             "nodes": nodes,
         });
         // The tree the revision was taken from: one walk, not a second one
-        // for the answer.
+        // for the answer, unless another depth was asked for (the
+        // revision is always the default depth's, which targets are
+        // resolved in).
+        let revision = tree.as_ref().map(|t| t.revision.clone()).ok();
+        let tree = match max_depth {
+            Some(depth) if depth != crate::desktop::atspi::DEFAULT_DEPTH && tree.is_ok() => {
+                self.element_tree_to(record, depth)
+            }
+            _ => tree,
+        };
         match tree {
             Ok(tree) => {
                 answer["accessibility"] = json!("atspi");
-                answer["elementTreeRevision"] = json!(tree.revision);
+                answer["elementTreeRevision"] = json!(revision.unwrap_or(tree.revision.clone()));
                 answer["elementTreeTruncated"] = json!(tree.truncated);
                 // Text in the tree comes from the application: untrusted,
                 // and possibly written to steer whoever reads it.
@@ -365,6 +384,23 @@ impl DesktopBackend for X11Desktop {
             Err(refusal) => answer["accessibilityNote"] = json!(refusal.message),
         }
         Ok(answer)
+    }
+
+    fn observe_elements(&self, tool: &str, args: &Value) -> Result<Value, Refusal> {
+        if self.accessibility.is_none() {
+            return Err(Refusal::new(
+                "accessibility_unavailable",
+                self.accessibility_note.clone(),
+            ));
+        }
+        match tool {
+            tool::FIND_ELEMENT => self.find_elements(args),
+            tool::GET_FOCUSED_ELEMENT => self.focused_element(),
+            other => Err(Refusal::new(
+                "tool_outside_host_profile",
+                format!("the X11 desktop does not perform {other}"),
+            )),
+        }
     }
 
     fn elements(&self, app_id: &str, window_id: u64) -> Option<Vec<Element>> {

@@ -1,0 +1,322 @@
+//! A form that changes while the server holds a preview of it: a field
+//! renamed, removed, reordered or disabled between preview and execute is
+//! refused before anything is written; two windows with one title are told
+//! apart by their process; a form past the walk's caps matches nothing; a
+//! value the application rewrites is not verified. The form is a GTK 3
+//! program (`x11_support/form_app.py`) reached only through the toolkit's
+//! own accessibility bridge, and its own printout of its fields is the
+//! outside check.
+//!
+//! These tests need an X server and a D-Bus session with the accessibility
+//! bus, and GTK's Python bindings (`.ci/run` installs them); built without
+//! a display or a bus, each is reported ignored, with the reason.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::Duration;
+
+use adk_computer_use::chain::Session;
+use adk_computer_use::contracts::WindowId;
+use adk_computer_use::mcp::ComputerUseMcpRuntime;
+use adk_computer_use::runtime::{ComputerUseRuntime, ProposedAction};
+use adk_computer_use::{ChainOutcome, ComputerUseError, ExecutionMode};
+use adk_computer_use_testkit::child::{Sim, host_approves, run_approving};
+use adk_computer_use_testkit::needs;
+use serde_json::{Value, json};
+
+mod x11_support;
+
+use x11_support::form::Form;
+use x11_support::*;
+
+/// The form's window, once listed and answering on the accessibility bus:
+/// `(window id, app id)`.
+async fn shown(sim: &Sim, title: &str) -> (u64, String) {
+    for _ in 0..300 {
+        let listed = sim.observe_semantic(&scope(sim)).await.unwrap();
+        let window = listed.structured["windows"]
+            .as_array()
+            .and_then(|ws| ws.iter().find(|w| w["title"] == title))
+            .cloned();
+        if let Some(window) = window {
+            let id = window["windowId"].as_u64().unwrap();
+            let app = window["bundleId"].as_str().unwrap().to_owned();
+            let mut tree_scope = scope(sim);
+            tree_scope.app_id = Some(app.clone());
+            tree_scope.window_id = Some(WindowId::Number(id));
+            let tree = sim.observe_semantic(&tree_scope).await.unwrap().structured;
+            if tree["accessibility"] == "atspi" && tree["tree"]["children"].is_array() {
+                return (id, app);
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("the form {title:?} did not appear with an accessible tree within 30 s");
+}
+
+fn session(sim: &Sim, app: &str, id: u64) -> Session<ComputerUseMcpRuntime> {
+    adk_computer_use_testkit::child::session_on(
+        &sim.runtime,
+        "x11-element-changes",
+        app,
+        Some(WindowId::Number(id)),
+    )
+}
+
+fn act(tool: &str, arguments: Value) -> ProposedAction {
+    ProposedAction::new(tool, arguments, ExecutionMode::Foreground)
+}
+
+fn set(id: u64, label: &str, value: &str) -> ProposedAction {
+    act(
+        "set_value",
+        json!({ "window_id": id, "role": "AXTextField", "label": label, "value": value }),
+    )
+}
+
+/// Previews `action`, applies `change` to the form, then runs the rest of
+/// the chain: refused, typed, before anything was written.
+async fn refused_once_changed(
+    sim: &Sim,
+    form: &mut Form,
+    title: &str,
+    action: ProposedAction,
+    change: &str,
+) {
+    let (id, app) = shown(sim, title).await;
+    let session = session(sim, &app, id);
+    let action = ProposedAction {
+        arguments: {
+            let mut args = action.arguments.clone();
+            args["window_id"] = json!(id);
+            args
+        },
+        ..action
+    };
+    let err = refused_after(sim, &session, &action, |_| form.change(change)).await;
+    // Found again at execute, the field is another one or none: the
+    // server's second look at its sensitivity cannot name it
+    // (`sensitivity_unavailable`), or the target's tree is not the one
+    // previewed (`stale_target`). Either way, refused before any effect.
+    let code = err.refusal_code().unwrap_or_default();
+    assert!(
+        ["stale_target", "sensitivity_unavailable"].contains(&code),
+        "{err}"
+    );
+    assert!(matches!(err, ComputerUseError::Refused { .. }), "{err:?}");
+    session.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[needs(display, accessibility)]
+async fn a_field_renamed_between_preview_and_execute_is_refused_and_nothing_is_written() {
+    let _display = DISPLAY_LOCK.lock().await;
+    let title = format!("Renamed {}", std::process::id());
+    let mut form = Form::start(&title, &["Name", "Email"]);
+    let sim = runtime().await;
+    refused_once_changed(
+        &sim,
+        &mut form,
+        &title,
+        set(0, "Email", "ada@example.org"),
+        "rename Email Backup",
+    )
+    .await;
+    assert_eq!(form.values(), "Name=|Backup=", "nothing was written");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[needs(display, accessibility)]
+async fn a_field_removed_between_preview_and_execute_is_refused_and_nothing_is_written() {
+    let _display = DISPLAY_LOCK.lock().await;
+    let title = format!("Removed {}", std::process::id());
+    let mut form = Form::start(&title, &["Name", "Email"]);
+    let sim = runtime().await;
+    let fill = act(
+        "fill_form",
+        json!({ "window_id": 0, "fields": [
+            { "role": "AXTextField", "label": "Name", "value": "Ada" },
+            { "role": "AXTextField", "label": "Email", "value": "ada@example.org" },
+        ] }),
+    );
+    refused_once_changed(&sim, &mut form, &title, fill, "remove Email").await;
+    assert_eq!(
+        form.values(),
+        "Name=",
+        "not even the first field was written"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[needs(display, accessibility)]
+async fn fields_reordered_between_preview_and_execute_are_refused_and_nothing_is_written() {
+    let _display = DISPLAY_LOCK.lock().await;
+    let title = format!("Reordered {}", std::process::id());
+    let mut form = Form::start(&title, &["Name", "Email"]);
+    let sim = runtime().await;
+    refused_once_changed(
+        &sim,
+        &mut form,
+        &title,
+        set(0, "Name", "Ada"),
+        "swap Name Email",
+    )
+    .await;
+    assert_eq!(form.values(), "Email=|Name=");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[needs(display, accessibility)]
+async fn a_field_disabled_between_preview_and_execute_is_refused_and_nothing_is_written() {
+    let _display = DISPLAY_LOCK.lock().await;
+    let title = format!("Disabled {}", std::process::id());
+    let mut form = Form::start(&title, &["Name", "Email"]);
+    let sim = runtime().await;
+    refused_once_changed(
+        &sim,
+        &mut form,
+        &title,
+        set(0, "Name", "Ada"),
+        "insensitive Name",
+    )
+    .await;
+    assert_eq!(form.values(), "Name=|Email=");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[needs(display, accessibility)]
+async fn an_unchanged_form_is_written_after_the_same_steps() {
+    // The counterpart of the refusals above: the same chain, with a change
+    // that touches no field, writes the field (so the refusals are the
+    // change's doing, not the steps').
+    let _display = DISPLAY_LOCK.lock().await;
+    let title = format!("Unchanged {}", std::process::id());
+    let mut form = Form::start(&title, &["Name", "Email"]);
+    let sim = runtime().await;
+    let (id, app) = shown(&sim, &title).await;
+    let session = session(&sim, &app, id);
+    let approved = adk_computer_use_testkit::child::approved(
+        &sim,
+        &session,
+        &set(id, "Email", "ada@example.org"),
+    )
+    .await;
+    form.change("values");
+    let leased = approved.reserve().await.unwrap().lease().await.unwrap();
+    let done = leased.execute().await.unwrap().verify().await.unwrap();
+    assert_eq!(
+        done.outcome(),
+        &adk_computer_use::VerificationOutcome::Verified
+    );
+    session.shutdown().await;
+    assert_eq!(form.values(), "Name=|Email=ada@example.org");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[needs(display, accessibility)]
+async fn two_windows_with_one_title_are_told_apart_by_their_process() {
+    let _display = DISPLAY_LOCK.lock().await;
+    let title = format!("Twin {}", std::process::id());
+    let mut first = Form::start(&title, &["Name"]);
+    let sim = runtime().await;
+    let (first_id, app) = shown(&sim, &title).await;
+    // A second program shows a window with the very same title and field.
+    let mut second = Form::start(&title, &["Name"]);
+    let mut second_id = None;
+    for _ in 0..300 {
+        let listed = sim.observe_semantic(&scope(&sim)).await.unwrap();
+        second_id = listed.structured["windows"].as_array().and_then(|ws| {
+            ws.iter()
+                .filter(|w| w["title"] == title.as_str())
+                .filter_map(|w| w["windowId"].as_u64())
+                .find(|id| *id != first_id)
+        });
+        if second_id.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let second_id = second_id.expect("the second window appeared");
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let session = session(&sim, &app, second_id);
+    let done = run_approving(&sim, &session, set(second_id, "Name", "second")).await;
+    assert_eq!(
+        done.outcome(),
+        &adk_computer_use::VerificationOutcome::Verified
+    );
+    session.shutdown().await;
+    assert_eq!(second.values(), "Name=second");
+    assert_eq!(
+        first.values(),
+        "Name=",
+        "the other window's twin is untouched"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[needs(display, accessibility)]
+async fn a_form_larger_than_the_walks_caps_matches_nothing_and_nothing_is_written() {
+    let _display = DISPLAY_LOCK.lock().await;
+    let title = format!("Large {}", std::process::id());
+    let mut form = Form::start(&title, &["Name"]);
+    form.change("rows 300");
+    let sim = runtime().await;
+    let (id, app) = shown(&sim, &title).await;
+    let mut tree_scope = scope(&sim);
+    tree_scope.app_id = Some(app.clone());
+    tree_scope.window_id = Some(WindowId::Number(id));
+    let tree = sim.observe_semantic(&tree_scope).await.unwrap().structured;
+    assert_eq!(
+        tree["elementTreeTruncated"], true,
+        "600 rows pass the 500-node cap"
+    );
+    let session = session(&sim, &app, id);
+    match session.run(set(id, "Name", "Ada")).await {
+        Ok(ChainOutcome::Completed(done)) => {
+            panic!("a match in part of a tree went through: {}", done.outcome())
+        }
+        Ok(ChainOutcome::NeedsApproval(pending)) => {
+            let err = host_approves(&sim, pending)
+                .await
+                .complete()
+                .await
+                .expect_err("refused");
+            assert_refused(&err, "ambiguous_match");
+        }
+        // The server's check could not find the field once: the target's
+        // sensitivity is unknown, and the policy refuses at preview.
+        Ok(ChainOutcome::Blocked(_)) => {}
+        Err(err) => assert_refused(&err, "ambiguous_match"),
+    }
+    session.shutdown().await;
+    assert!(form.values().starts_with("Name=|"), "nothing was written");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[needs(display, accessibility)]
+async fn a_value_the_application_rewrites_is_not_verified() {
+    let _display = DISPLAY_LOCK.lock().await;
+    let title = format!("Rewrites {}", std::process::id());
+    let mut form = Form::start(&title, &["Code:upper"]);
+    let sim = runtime().await;
+    let (id, app) = shown(&sim, &title).await;
+    let session = session(&sim, &app, id);
+    let outcome = match session.run(set(id, "Code", "abc-123")).await {
+        Ok(ChainOutcome::NeedsApproval(pending)) => {
+            host_approves(&sim, pending).await.complete().await
+        }
+        Ok(ChainOutcome::Completed(done)) => Ok(done),
+        Ok(ChainOutcome::Blocked(blocked)) => panic!("blocked: {}", blocked.blocker()),
+        Err(err) => Err(err),
+    };
+    // The server read back "ABC-123", not what was asked: its check fails,
+    // and the action's outcome is unknown, never verified.
+    match outcome {
+        Err(ComputerUseError::OutcomeUnknown { cause, .. }) => {
+            assert_eq!(cause.refusal_code(), Some("indeterminate"), "{cause}");
+        }
+        Err(other) => panic!("expected an unknown outcome, got {other}"),
+        Ok(done) => panic!("a rewritten value ended {}", done.outcome()),
+    }
+    session.shutdown().await;
+    assert_eq!(form.values(), "Code=ABC-123", "the application's own value");
+}

@@ -1,0 +1,129 @@
+#!/usr/bin/python3
+"""A GTK 3 form the element tests change under the server's feet.
+
+The server under test reaches it only as any GTK application: through the
+toolkit's own bridge to the accessibility bus. The test drives the form
+from outside, on this program's standard input, one command a line, each
+answered with "ack <command>" once GTK has applied it:
+
+    rename OLD NEW     the label of the field OLD reads NEW
+    remove LABEL       the field and its label are gone
+    swap A B           the fields A and B change places (rows reordered)
+    insensitive LABEL  the field can no longer be edited or acted on
+    rows N             N more labelled rows (a form larger than a walk's caps)
+    values             prints "values A=a|B=b|..." (every field, in order)
+
+Usage: form_app.py TITLE FIELD... where a field is LABEL, or LABEL:secret
+(a password entry), or LABEL:upper (the application rewrites what is put
+in it in capitals: a value the application changes). The OK button prints
+the values line and exits 0; Cancel exits 1 printing nothing.
+"""
+
+import sys
+
+import gi
+
+gi.require_version("Gtk", "3.0")
+from gi.repository import GLib, Gtk  # noqa: E402
+
+GLib.set_prgname("adk-form")
+
+
+class Form:
+    def __init__(self, title, fields):
+        self.window = Gtk.Window(title=title)
+        self.window.set_default_size(420, 200)
+        self.window.connect("delete-event", lambda *_: self.finish(None))
+        self.grid = Gtk.Grid(row_spacing=6, column_spacing=12, margin=12)
+        self.rows = []  # [label widget, entry], in the form's order
+        for spec in fields:
+            name, _, kind = spec.partition(":")
+            label = Gtk.Label(label=name, xalign=0)
+            entry = Gtk.Entry()
+            if kind == "secret":
+                entry.set_visibility(False)
+            if kind == "upper":
+                entry.connect("changed", self.capitals)
+            self.rows.append([label, entry])
+        buttons = Gtk.Box(spacing=6)
+        cancel = Gtk.Button(label="Cancel")
+        cancel.connect("clicked", lambda *_: self.finish(None))
+        ok = Gtk.Button(label="OK")
+        ok.connect("clicked", lambda *_: self.finish(self.values()))
+        buttons.pack_end(ok, False, False, 0)
+        buttons.pack_end(cancel, False, False, 0)
+        self.outer = Gtk.Box(orientation=Gtk.Orientation.VERTICAL, spacing=6)
+        self.outer.pack_start(self.grid, True, True, 0)
+        self.outer.pack_end(buttons, False, False, 0)
+        self.window.add(self.outer)
+        self.layout()
+        self.window.show_all()
+        GLib.io_add_watch(sys.stdin, GLib.IO_IN | GLib.IO_HUP, self.command)
+
+    @staticmethod
+    def capitals(entry):
+        text = entry.get_text()
+        if text != text.upper():
+            entry.set_text(text.upper())
+
+    def layout(self):
+        for child in self.grid.get_children():
+            self.grid.remove(child)
+        for row, (label, entry) in enumerate(self.rows):
+            self.grid.attach(label, 0, row, 1, 1)
+            self.grid.attach(entry, 1, row, 1, 1)
+        self.grid.show_all()
+
+    def row(self, name):
+        for row in self.rows:
+            if row[0].get_text() == name:
+                return row
+        raise KeyError(name)
+
+    def values(self):
+        return "values " + "|".join(
+            f"{label.get_text()}={entry.get_text()}" for label, entry in self.rows
+        )
+
+    def finish(self, line):
+        if line is not None:
+            print(line, flush=True)
+        Gtk.main_quit()
+        sys.exit(0 if line is not None else 1)
+
+    def command(self, source, condition):
+        line = source.readline()
+        if not line:
+            return False
+        words = line.split()
+        verb, args = words[0], words[1:]
+        if verb == "rename":
+            self.row(args[0])[0].set_text(args[1])
+        elif verb == "remove":
+            self.rows.remove(self.row(args[0]))
+            self.layout()
+        elif verb == "swap":
+            a, b = self.rows.index(self.row(args[0])), self.rows.index(self.row(args[1]))
+            self.rows[a], self.rows[b] = self.rows[b], self.rows[a]
+            self.layout()
+        elif verb == "insensitive":
+            self.row(args[0])[1].set_sensitive(False)
+        elif verb == "rows":
+            start = len(self.rows)
+            for i in range(int(args[0])):
+                self.rows.append([Gtk.Label(label=f"Row {start + i}", xalign=0), Gtk.Entry()])
+            self.layout()
+        elif verb == "values":
+            print(self.values(), flush=True)
+        # Let GTK apply the change (and its bridge tell the bus) first.
+        GLib.idle_add(self.ack, line.strip(), priority=GLib.PRIORITY_LOW)
+        return True
+
+    def ack(self, line):
+        print(f"ack {line}", flush=True)
+        return False
+
+
+if __name__ == "__main__":
+    Form(sys.argv[1], sys.argv[2:])
+    Gtk.main()
