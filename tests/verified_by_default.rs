@@ -472,3 +472,122 @@ async fn an_element_check_for_another_element_is_refused_before_anything_is_sent
     assert_eq!(rig.runtime.count(Call::Preview), 0);
     assert_eq!(rig.runtime.mutations(), 0);
 }
+
+/// A runtime that offers a form's check: the form's role, no one element's
+/// label, the digest the
+/// chain names for all of the form's values.
+fn offering_the_form_check(rig: &Rig) {
+    rig.runtime.script().effect_postcondition = Some(Arc::new(|effect: &NamedEffect<'_>| {
+        matches!(effect, NamedEffect::FormValues { .. }).then(|| {
+            ActionPostcondition::try_from(PostconditionFields::UiElement {
+                role: Some(adk_computer_use::runtime::FORM_CHECK_ROLE.into()),
+                label: None,
+                exists: true,
+                value_digest: Some(effect.expected_digest()),
+            })
+            .unwrap()
+        })
+    }));
+}
+
+fn fill(action_id: &str, fields: serde_json::Value) -> ProposedAction {
+    ProposedAction::new(
+        "fill_form",
+        json!({ "fields": fields }),
+        ExecutionMode::Background,
+    )
+    .with_action_id(action_id)
+    .with_target(target())
+}
+
+/// `fill_form` ends `Verified` with no postcondition written by hand: the
+/// chain names the digest of every field's role, label and value, in the
+/// action's order, and evidence of exactly that digest verifies it.
+#[tokio::test]
+async fn a_form_filled_without_a_postcondition_is_verified_on_the_digest_of_all_its_values() {
+    let fields = json!([
+        { "role": "AXTextField", "label": "Name", "value": "Ada" },
+        { "role": "AXTextField", "label": "Email", "value": "ada@example.org" },
+    ]);
+    let expected = adk_computer_use::runtime::form_values_digest([
+        ("AXTextField", "Name", "Ada"),
+        ("AXTextField", "Email", "ada@example.org"),
+    ]);
+    let first = rig();
+    offering_the_form_check(&first);
+    first.runtime.script().evidence = Some(json!({ "observedDigest": expected }));
+    let done = completed(
+        first
+            .session
+            .run(fill("f-1", fields.clone()))
+            .await
+            .unwrap(),
+    );
+    assert_eq!(done.outcome(), &VerificationOutcome::Verified);
+    let previewed = first.runtime.last_previewed_postcondition().unwrap();
+    assert_eq!(previewed.expected_digest(), Some(expected.as_str()));
+
+    // The same values in another order, or one value changed, is another
+    // digest: evidence of it fails the action.
+    let swapped = adk_computer_use::runtime::form_values_digest([
+        ("AXTextField", "Email", "ada@example.org"),
+        ("AXTextField", "Name", "Ada"),
+    ]);
+    assert_ne!(swapped, expected);
+    let second = rig();
+    offering_the_form_check(&second);
+    second.runtime.script().evidence = Some(json!({ "observedDigest": swapped }));
+    let done = completed(second.session.run(fill("f-2", fields)).await.unwrap());
+    assert_eq!(
+        done.outcome().status(),
+        "verification_failed",
+        "{}",
+        done.outcome()
+    );
+}
+
+/// A form with a password field gets no derived check: the digest of its
+/// values would carry the secret's into the preview and the journal.
+#[tokio::test]
+async fn a_form_with_a_secret_field_gets_no_derived_check_and_says_why() {
+    let rig = rig();
+    offering_the_form_check(&rig);
+    let fields = json!([
+        { "role": "AXTextField", "label": "Name", "value": "Ada" },
+        { "role": "AXSecureTextField", "label": "Password", "value": "hunter2" },
+    ]);
+    let done = completed(rig.session.run(fill("f-3", fields)).await.unwrap());
+    let VerificationOutcome::CommittedUnverified { reason } = done.outcome() else {
+        panic!("expected committed_unverified, got {}", done.outcome());
+    };
+    assert!(reason.contains("secret"), "{reason}");
+    assert_eq!(rig.runtime.last_previewed_postcondition(), None);
+}
+
+/// A form's check must not name one element: a runtime offering the check
+/// of a single field against all the values is refused before anything is
+/// sent.
+#[tokio::test]
+async fn a_form_check_naming_one_element_is_refused_before_anything_is_sent() {
+    let rig = rig();
+    rig.runtime.script().effect_postcondition = Some(Arc::new(|effect: &NamedEffect<'_>| {
+        Some(
+            ActionPostcondition::try_from(PostconditionFields::UiElement {
+                role: Some("AXTextField".into()),
+                label: Some("Name".into()),
+                exists: true,
+                value_digest: Some(effect.expected_digest()),
+            })
+            .unwrap(),
+        )
+    }));
+    let fields = json!([{ "role": "AXTextField", "label": "Name", "value": "Ada" }]);
+    let err = rig.session.run(fill("f-4", fields)).await.err().unwrap();
+    match &err {
+        ComputerUseError::IdentityMismatch { object, field, .. } => {
+            assert_eq!((*object, *field), ("derived postcondition", "element"));
+        }
+        other => panic!("expected the derived postcondition refused, got {other}"),
+    }
+    assert_eq!(rig.runtime.mutations(), 0);
+}

@@ -9,8 +9,13 @@
 //! for each tool, the postcondition it checks, without the digest, which
 //! the chain fills in from the action's arguments. For example
 //! `{"write_clipboard": {"kind": "ui_element", "role": "AXTextArea",
-//! "label": "Clipboard contents"}}`. A server that announces nothing gets
-//! nothing derived.
+//! "label": "Clipboard contents"}}`. For `set_value` a server announces the
+//! kind alone (`{"kind": "ui_element"}`) and the client names the element
+//! the action names; for `fill_form` it announces the form's role
+//! (`{"kind": "ui_element", "role": "AXForm"}`, no label), and the check is
+//! of every field the action names, with the digest of all their values
+//! ([`crate::runtime::form_values_digest`]). A server that
+//! announces nothing gets nothing derived.
 
 use serde_json::{Map, Value};
 
@@ -42,6 +47,15 @@ impl AnnouncedChecks {
         }
         // An element check is of the element the action names: the server
         // announces the kind only, and the client names the element.
+        // A form's check names no one element: it is of every field the
+        // action names, and its digest is of all their values.
+        if matches!(effect, NamedEffect::FormValues { .. })
+            && (announced.get("role").and_then(Value::as_str)
+                != Some(crate::runtime::FORM_CHECK_ROLE)
+                || announced.contains_key("label"))
+        {
+            return None;
+        }
         if let Some((role, label)) = effect.element() {
             if announced.contains_key("role") || announced.contains_key("label") {
                 return None;

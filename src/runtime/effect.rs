@@ -40,6 +40,57 @@ pub enum NamedEffect<'a> {
         /// The value written.
         value: &'a str,
     },
+    /// `fill_form`: each field the action names (by role and label) holds
+    /// exactly its value. `fields` are the action's own `fields`, every one
+    /// with a string role, label and value.
+    FormValues {
+        /// The action's `fields`.
+        fields: &'a [Value],
+    },
+}
+
+/// The role a `fill_form`'s check names (a `ui_element` postcondition
+/// needs a role or a label): the form, not any one field. Its digest is
+/// [`form_values_digest`] of the fields the action names.
+pub const FORM_CHECK_ROLE: &str = "AXForm";
+
+/// The digest of a form's values, as the `fill_form` check expects it:
+/// `sha256:` and the hex of the SHA-256 of the canonical JSON list of
+/// `[role, label, value]`, one per field, in the action's order. A server
+/// that checks a `fill_form` computes the same digest from the values it
+/// reads back.
+///
+/// ```
+/// use adk_computer_use::runtime::form_values_digest;
+///
+/// let one = form_values_digest([("AXTextField", "Name", "Ada")]);
+/// let other = form_values_digest([("AXTextField", "Name", "Grace")]);
+/// assert!(one.starts_with("sha256:"));
+/// assert_ne!(one, other);
+/// ```
+pub fn form_values_digest<'f>(
+    fields: impl IntoIterator<Item = (&'f str, &'f str, &'f str)>,
+) -> String {
+    let list: Vec<Value> = fields
+        .into_iter()
+        .map(|(role, label, value)| serde_json::json!([role, label, value]))
+        .collect();
+    sha256_prefixed(crate::digest::canonical_json(&Value::Array(list)))
+}
+
+/// The `(role, label, value)` of each field of a `fill_form`'s `fields`,
+/// when every one has all three as strings.
+fn form_fields(fields: &[Value]) -> Option<Vec<(&str, &str, &str)>> {
+    fields
+        .iter()
+        .map(|f| {
+            Some((
+                f.get("role")?.as_str()?,
+                f.get("label")?.as_str()?,
+                f.get("value")?.as_str()?,
+            ))
+        })
+        .collect()
 }
 
 impl<'a> NamedEffect<'a> {
@@ -66,6 +117,13 @@ impl<'a> NamedEffect<'a> {
                 label: arguments.get("label")?.as_str()?,
                 value: arguments.get("value")?.as_str()?,
             }),
+            tool::FILL_FORM => {
+                let fields = arguments.get("fields")?.as_array()?;
+                if fields.is_empty() || form_fields(fields).is_none() {
+                    return None;
+                }
+                Some(Self::FormValues { fields })
+            }
             _ => None,
         }
     }
@@ -75,6 +133,7 @@ impl<'a> NamedEffect<'a> {
         match self {
             Self::ClipboardText { .. } => tool::WRITE_CLIPBOARD,
             Self::ElementValue { .. } => tool::SET_VALUE,
+            Self::FormValues { .. } => tool::FILL_FORM,
         }
     }
 
@@ -84,6 +143,9 @@ impl<'a> NamedEffect<'a> {
         match self {
             Self::ClipboardText { text } => sha256_prefixed(text),
             Self::ElementValue { value, .. } => sha256_prefixed(value),
+            Self::FormValues { fields } => {
+                form_values_digest(form_fields(fields).unwrap_or_default())
+            }
         }
     }
 
@@ -91,8 +153,22 @@ impl<'a> NamedEffect<'a> {
     /// the action names (`set_value`): its role and label.
     pub fn element(&self) -> Option<(&'a str, &'a str)> {
         match self {
-            Self::ClipboardText { .. } => None,
+            Self::ClipboardText { .. } | Self::FormValues { .. } => None,
             Self::ElementValue { role, label, .. } => Some((role, label)),
+        }
+    }
+
+    /// Whether the effect writes a secret's field (a role of
+    /// `AXSecureTextField`): no postcondition is derived for it, since its
+    /// digest would travel in previews and journals.
+    pub fn writes_a_secret(&self) -> bool {
+        match self {
+            Self::ClipboardText { .. } => false,
+            Self::ElementValue { role, .. } => *role == SECURE_FIELD_ROLE,
+            Self::FormValues { fields } => form_fields(fields)
+                .unwrap_or_default()
+                .iter()
+                .any(|(role, _, _)| *role == SECURE_FIELD_ROLE),
         }
     }
 }
@@ -122,7 +198,7 @@ impl std::fmt::Display for Underived<'_> {
             Self::NoEffect(tool) => write!(
                 f,
                 "the chain names no effect of {tool} it could derive one from (it names \
-                 write_clipboard's and set_value's)"
+                 write_clipboard's, set_value's and fill_form's)"
             ),
             Self::NoCheck(tool) => write!(
                 f,
@@ -157,7 +233,7 @@ pub(crate) fn derive<'a, R: super::ComputerUseRuntime + ?Sized>(
     let Some(effect) = NamedEffect::of(tool, arguments) else {
         return Ok(Err(Underived::NoEffect(tool)));
     };
-    if matches!(effect, NamedEffect::ElementValue { role, .. } if role == SECURE_FIELD_ROLE) {
+    if effect.writes_a_secret() {
         return Ok(Err(Underived::Secret(effect.tool())));
     }
     let Some(postcondition) = runtime.effect_postcondition(&effect) else {
@@ -193,6 +269,29 @@ pub(crate) fn derive<'a, R: super::ComputerUseRuntime + ?Sized>(
                     "{} {:?}",
                     offered_role.unwrap_or("(no role)"),
                     offered_label.unwrap_or("(no label)")
+                ),
+            });
+        }
+    }
+    // A form's check is of every field the action names, under the form's
+    // role: one that names a single element would check that element
+    // against all the values.
+    if matches!(effect, NamedEffect::FormValues { .. }) {
+        let (role, label) = match postcondition.fields() {
+            PostconditionFields::UiElement { role, label, .. } => {
+                (role.as_deref(), label.as_deref())
+            }
+            _ => (None, None),
+        };
+        if role != Some(FORM_CHECK_ROLE) || label.is_some() {
+            return Err(ComputerUseError::IdentityMismatch {
+                object: "derived postcondition",
+                field: "element",
+                expected: format!("{FORM_CHECK_ROLE} (every field of the form), no label"),
+                actual: format!(
+                    "{} {:?}",
+                    role.unwrap_or("(no role)"),
+                    label.unwrap_or("(no label)")
                 ),
             });
         }

@@ -33,7 +33,7 @@ pub(crate) use arguments::{
     check as check_arguments, check_known as check_known_arguments, check_targeting,
 };
 pub use cancel::{AgentInterrupter, CancellationBridge, StopKind};
-pub use effect::NamedEffect;
+pub use effect::{FORM_CHECK_ROLE, NamedEffect, form_values_digest};
 pub(crate) use effect::{derive as derive_postcondition, why_none as why_no_postcondition};
 pub use evidence::{VerificationOutcome, evaluate_evidence, evaluate_with, receipt_verification};
 pub use offer::ToolOffer;

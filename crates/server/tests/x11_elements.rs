@@ -168,6 +168,11 @@ async fn a_form_filled_and_sent_by_element_prints_the_values_asked_for() {
     );
     let filled = run_approving(&sim, &session, fill).await;
     assert!(filled.performed());
+    assert_eq!(
+        filled.outcome(),
+        &adk_computer_use::VerificationOutcome::Verified,
+        "the chain derived the form's check and the server read every field back"
+    );
 
     let press = act("press_button", json!({ "window_id": id, "label": "OK" }));
     let pressed = run_approving(&sim, &session, press).await;

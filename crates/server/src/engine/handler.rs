@@ -38,9 +38,18 @@ impl ServerHandler for Server {
             if checks_values {
                 // The element is the one the action names: only the kind
                 // is announced, and the client adds role, label and digest.
+                // A form's check is of every field the action names, with
+                // the digest of all their values.
                 checks.insert(
                     tool::SET_VALUE.into(),
                     serde_json::json!({ "kind": "ui_element" }),
+                );
+                checks.insert(
+                    tool::FILL_FORM.into(),
+                    serde_json::json!({
+                        "kind": "ui_element",
+                        "role": adk_computer_use::runtime::FORM_CHECK_ROLE,
+                    }),
                 );
             }
             let mut experimental = rmcp::model::ExperimentalCapabilities::new();

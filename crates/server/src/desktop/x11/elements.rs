@@ -106,6 +106,40 @@ fn wanted<'a>(tool_name: &str, args: &'a Value) -> Result<Vec<Wanted<'a>>, Refus
     }
 }
 
+/// Whether a declared postcondition is the `ui_element` check of what the
+/// action writes: for `set_value`, its element by role and label with the
+/// digest of its value; for `fill_form`, the form's role and no label, with
+/// the digest of every field's role, label and value in the action's order.
+fn names_what_was_written(tool_name: &str, fields: &[Wanted<'_>], postcondition: &Value) -> bool {
+    let text = |key: &str| postcondition.get(key).and_then(Value::as_str);
+    if text("kind") != Some("ui_element") || postcondition.get("exists") != Some(&Value::Bool(true))
+    {
+        return false;
+    }
+    let digest = text("valueDigest");
+    match (tool_name, fields) {
+        (tool::SET_VALUE, [field]) => {
+            text("role") == field.role
+                && text("label") == Some(field.label)
+                && field
+                    .value
+                    .is_some_and(|v| digest == Some(sha256_prefixed(v).as_str()))
+        }
+        (tool::FILL_FORM, _) => {
+            let all: Option<Vec<(&str, &str, &str)>> = fields
+                .iter()
+                .map(|f| Some((f.role?, f.label, f.value?)))
+                .collect();
+            text("role") == Some(adk_computer_use::runtime::FORM_CHECK_ROLE)
+                && text("label").is_none()
+                && all.is_some_and(|all| {
+                    digest == Some(adk_computer_use::runtime::form_values_digest(all).as_str())
+                })
+        }
+        _ => false,
+    }
+}
+
 /// The one node `wanted` names in `tree`, acted on.
 fn resolve<'t>(tree: &'t Tree, wanted: &Wanted<'_>) -> Result<&'t Node, Refusal> {
     if tree.truncated {
@@ -373,9 +407,15 @@ impl X11Desktop {
     /// After `set_value` or `fill_form`: each written element's value, read
     /// back through the application, is the value asked for (a value the
     /// application trimmed, reformatted or refused fails the check). A
-    /// declared postcondition must be the `ui_element` check of the element
-    /// the action wrote, expecting the digest of what it wrote; anything
-    /// else is not observed here, and not claimed.
+    /// declared postcondition must be the `ui_element` check of what the
+    /// action wrote: for `set_value` the element it wrote, expecting the
+    /// digest of its value; for `fill_form` no one element, expecting the
+    /// digest of all the fields' values
+    /// ([`adk_computer_use::runtime::form_values_digest`]). Anything else is
+    /// not observed here, and not claimed. The method names upstream's
+    /// checks: `postcondition.ui_element` for a declared one,
+    /// `postcondition.auto_ui_value` and `postcondition.auto_fill_form`
+    /// for the server's own when none was declared.
     pub(super) fn verify_elements(
         &self,
         tool_name: &str,
@@ -383,34 +423,27 @@ impl X11Desktop {
         postcondition: Option<&Value>,
         target: Option<&TargetEvidence>,
     ) -> EffectCheck {
+        let method = match (postcondition, tool_name) {
+            (Some(_), _) => "postcondition.ui_element",
+            (None, tool::FILL_FORM) => "postcondition.auto_fill_form",
+            (None, _) => "postcondition.auto_ui_value",
+        };
         let failed = |checks| EffectCheck {
             verified: false,
-            method: "atspi_value_readback",
+            method,
             checks,
         };
         let Ok(fields) = wanted(tool_name, args) else {
             return failed(0);
         };
-        if let Some(postcondition) = postcondition {
-            let field = fields.first();
-            let names_it = field.is_some_and(|f| {
-                fields.len() == 1
-                    && postcondition.get("kind").and_then(Value::as_str) == Some("ui_element")
-                    && postcondition.get("role").and_then(Value::as_str) == f.role
-                    && postcondition.get("label").and_then(Value::as_str) == Some(f.label)
-                    && postcondition.get("exists") == Some(&Value::Bool(true))
-                    && f.value.is_some_and(|v| {
-                        postcondition.get("valueDigest").and_then(Value::as_str)
-                            == Some(sha256_prefixed(v).as_str())
-                    })
-            });
-            if !names_it {
-                return EffectCheck {
-                    verified: false,
-                    method: "atspi_unobservable",
-                    checks: 0,
-                };
-            }
+        if let Some(postcondition) = postcondition
+            && !names_what_was_written(tool_name, &fields, postcondition)
+        {
+            return EffectCheck {
+                verified: false,
+                method: "atspi_unobservable",
+                checks: 0,
+            };
         }
         if fields.iter().all(|f| f.value.is_none()) {
             // A press: the application took it; what it does next is for a
@@ -459,7 +492,7 @@ impl X11Desktop {
         }
         EffectCheck {
             verified: true,
-            method: "atspi_value_readback",
+            method,
             checks,
         }
     }
