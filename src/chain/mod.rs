@@ -34,9 +34,9 @@ mod witness;
 
 pub use approvals::{
     Approval, ApprovalSource, ApproverKey, ApproverPublicKey, Authority, CheckpointId,
-    CheckpointRefusal, CheckpointStore, CheckpointView, ClaimBasis, Decision, FileCheckpointStore,
-    Listed, MIN_KEY_LEN, MemoryCheckpointStore, SealingKey, decide, decision_of, inspect,
-    open_for_grant, pending, wait_for_decision,
+    CheckpointRefusal, CheckpointStore, CheckpointView, ClaimBasis, Decision, FieldWrite,
+    FileCheckpointStore, Listed, MIN_KEY_LEN, MemoryCheckpointStore, SealingKey, decide,
+    decision_of, inspect, open_for_grant, pending, wait_for_decision,
 };
 pub use approved::Approved;
 pub use driver::ChainOutcome;

@@ -40,8 +40,8 @@ pub use preview::{
 pub use receipt::{ExecutionReceipt, ReceiptStatus};
 pub use reservation::{ReservationScope, ReservationState, TargetReservation};
 pub use sensitivity::{
-    SensitivityAssessment, SensitivityFields, SensitivitySignal, SensitivitySource,
-    TargetSensitivityEvidence,
+    SECURE_FIELD_ROLE, SensitivityAssessment, SensitivityFields, SensitivitySignal,
+    SensitivitySource, TargetSensitivityEvidence, names_a_secret,
 };
 pub use session::{
     CompletionPostcondition, FollowUpPage, RuntimeSession, SessionCompletion,

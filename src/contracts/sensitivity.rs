@@ -6,6 +6,42 @@ use serde::{Deserialize, Serialize};
 
 use crate::ComputerUseError;
 
+/// The role of a password field, in upstream's vocabulary.
+pub const SECURE_FIELD_ROLE: &str = "AXSecureTextField";
+
+/// Whether a field's role or label names it as holding a secret (a
+/// password, a token, a PIN, a one-time code, an API key), as upstream's
+/// servers read a field's label: a case-insensitive look for those words.
+///
+/// ```
+/// use adk_computer_use::contracts::names_a_secret;
+///
+/// assert!(names_a_secret("Password"));
+/// assert!(names_a_secret("One-time code"));
+/// assert!(names_a_secret("API key"));
+/// assert!(!names_a_secret("Email"));
+/// ```
+pub fn names_a_secret(text: &str) -> bool {
+    let text = text.to_lowercase();
+    ["pass", "secret", "token", "credential", "otp", "pin"]
+        .iter()
+        .any(|word| text.contains(word))
+        || joined(&text, "one", "time")
+        || joined(&text, "api", "key")
+}
+
+/// `first` then `second`, with at most one character between them.
+fn joined(text: &str, first: &str, second: &str) -> bool {
+    text.match_indices(first).any(|(at, _)| {
+        let rest = &text[at + first.len()..];
+        rest.starts_with(second)
+            || rest
+                .char_indices()
+                .nth(1)
+                .is_some_and(|(i, _)| rest[i..].starts_with(second))
+    })
+}
+
 /// The runtime's verdict on the target.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -175,7 +175,7 @@ impl<'a> NamedEffect<'a> {
 
 /// The role of a password field (upstream's vocabulary): its value's digest
 /// is never derived into a postcondition.
-const SECURE_FIELD_ROLE: &str = "AXSecureTextField";
+use crate::contracts::SECURE_FIELD_ROLE;
 
 /// Why no postcondition was derived for an action that declared none.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -742,3 +742,138 @@ async fn on_a_real_display_the_page_shows_the_screen_with_the_target_marked() {
     let _ = session.shutdown().await;
     let _ = page.kill().await;
 }
+
+/// On a real form (`zenity --forms`, by element through the accessibility
+/// bus): the write into its password field waits for a person on the page,
+/// which names the field and masks the value (the secret never reaches the
+/// page, not even behind a click); approved there, it is written, and
+/// zenity's own output is the check.
+#[cfg(feature = "x11")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[needs(browser, display, accessibility)]
+async fn on_a_real_form_the_page_names_the_password_field_and_masks_its_value() {
+    let title = format!("Page form {}", std::process::id());
+    let mut zenity = tokio::process::Command::new("zenity")
+        .args([
+            "--forms",
+            "--title",
+            &title,
+            "--add-entry=Name",
+            "--add-password=Password",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let sim = served(true).await;
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(
+        FileCheckpointStore::new(
+            dir.path(),
+            SealingKey::new(KEY.as_bytes().to_vec()).unwrap(),
+        )
+        .unwrap(),
+    );
+    let (runtime, _) = agent(&sim, &store, "Zenity").await;
+    // The form's window, once listed and answering on the bus.
+    let mut window = None;
+    for _ in 0..300 {
+        let listed = runtime
+            .observe_shadow("list_windows", json!({}))
+            .await
+            .unwrap();
+        let id = listed.structured["windows"]
+            .as_array()
+            .and_then(|ws| ws.iter().find(|w| w["title"] == title.as_str()))
+            .and_then(|w| w["windowId"].as_u64());
+        if let Some(id) = id
+            && runtime
+                .observe_shadow(
+                    "find_element",
+                    json!({ "window_id": id, "label": "Password" }),
+                )
+                .await
+                .is_ok_and(|found| found.structured.as_array().is_some_and(|f| !f.is_empty()))
+        {
+            window = Some(id);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let window = window.expect("the form appeared with its password field on the bus");
+    let authorizer = ScopeAuthorizer::new(
+        VerifiedIdentity::new("alice", "tenant-page").unwrap(),
+        [
+            "computer:plan",
+            "computer:execute:background",
+            "computer:execute:foreground",
+        ],
+    )
+    .unwrap();
+    let session = Session::builder(Arc::clone(&runtime), authorizer)
+        .agent_id("page-agent")
+        .target(
+            "Zenity",
+            Some(adk_computer_use::contracts::WindowId::Number(window)),
+        )
+        .checkpoints(store.clone())
+        .build()
+        .unwrap();
+    let secret = "correct horse battery";
+    let write = ProposedAction::new(
+        "set_value",
+        json!({ "window_id": window, "role": "AXSecureTextField", "label": "Password", "value": secret }),
+        ExecutionMode::Foreground,
+    )
+    .with_action_id("page-password");
+    let id = suspended(&session, write).await;
+
+    let (mut page, sign_in) = page(dir.path().to_str().unwrap(), &sim).await;
+    let (browser, _driver, _profile) = browser().await;
+    browser.goto(&sign_in).await;
+    let card = format!("#c-{id}");
+    let details = browser.find(&card).await.unwrap().text().await.unwrap();
+    assert!(
+        details.contains("AXSecureTextField \"Password\" ← •••••"),
+        "the page names the field and masks the value: {details}"
+    );
+    let source = browser.source().await.unwrap();
+    assert!(
+        !source.contains(secret),
+        "the secret is nowhere in the page"
+    );
+    assert!(!source.contains("correct horse"), "not even in part");
+    keep_screenshot(&browser, "approval-page-password.png").await;
+    approve_on_page(&browser, &session, &id).await;
+    browser.close().await;
+    let _ = page.kill().await;
+
+    // OK, by element: zenity prints what its fields hold.
+    let press = ProposedAction::new(
+        "press_button",
+        json!({ "window_id": window, "label": "OK" }),
+        ExecutionMode::Foreground,
+    )
+    .with_action_id("page-ok");
+    match session.run(press).await.unwrap() {
+        ChainOutcome::Completed(done) => assert!(done.performed()),
+        ChainOutcome::NeedsApproval(_) | ChainOutcome::Blocked(_) => {
+            panic!("pressing OK is allowed by the policy")
+        }
+    }
+    let printed = tokio::time::timeout(Duration::from_secs(10), async {
+        let mut out = String::new();
+        zenity
+            .stdout
+            .take()
+            .unwrap()
+            .read_to_string(&mut out)
+            .await
+            .unwrap();
+        out
+    })
+    .await
+    .unwrap();
+    assert_eq!(printed.trim_end(), format!("|{secret}"));
+    let _ = session.shutdown().await;
+}

@@ -145,6 +145,54 @@ pub struct CheckpointView {
     pub frame_window_only: bool,
 }
 
+/// What a masked value is shown as.
+const MASK: &str = "•••••";
+
+/// Every string and number in `value` masked, the keys and shape kept.
+fn mask(value: &serde_json::Value) -> serde_json::Value {
+    match value {
+        serde_json::Value::Object(map) => {
+            serde_json::Value::Object(map.iter().map(|(k, v)| (k.clone(), mask(v))).collect())
+        }
+        serde_json::Value::Array(items) => {
+            serde_json::Value::Array(items.iter().map(mask).collect())
+        }
+        serde_json::Value::String(_) | serde_json::Value::Number(_) => {
+            serde_json::Value::String(MASK.into())
+        }
+        other => other.clone(),
+    }
+}
+
+/// Whether an element entry (`{role, label, value}`) writes a secret: a
+/// password field's role, or a role or label that names a secret.
+fn field_is_secret(entry: &serde_json::Value) -> bool {
+    ["role", "label"].iter().any(|key| {
+        entry
+            .get(key)
+            .and_then(serde_json::Value::as_str)
+            .is_some_and(|text| {
+                text == crate::contracts::SECURE_FIELD_ROLE
+                    || crate::contracts::names_a_secret(text)
+            })
+    })
+}
+
+/// One field an element action writes, as a person may see it on an
+/// approval page.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldWrite {
+    /// The field's role, as the action names it (`AXTextField`, ...).
+    pub role: String,
+    /// The field's label, as the action names it.
+    pub label: String,
+    /// The value written, or `•••••` when masked.
+    pub value: String,
+    /// Whether the value is masked (a secret's field, or an action that
+    /// handles secrets).
+    pub masked: bool,
+}
+
 impl CheckpointView {
     /// Whether the action handles data that must not be shown: its
     /// arguments' values are then masked.
@@ -156,28 +204,81 @@ impl CheckpointView {
 
     /// The arguments as a person may see them: every string and number
     /// value masked when the action handles secrets (credentials, payment
-    /// data), the keys and shape kept.
+    /// data), the keys and shape kept; and, whatever the labels, the value
+    /// written into a field whose role or label names a secret (see
+    /// [`CheckpointView::field_writes`]).
     pub fn shown_arguments(&self) -> Option<serde_json::Value> {
-        fn mask(value: &serde_json::Value) -> serde_json::Value {
-            match value {
-                serde_json::Value::Object(map) => serde_json::Value::Object(
-                    map.iter().map(|(k, v)| (k.clone(), mask(v))).collect(),
-                ),
-                serde_json::Value::Array(items) => {
-                    serde_json::Value::Array(items.iter().map(mask).collect())
-                }
-                serde_json::Value::String(_) | serde_json::Value::Number(_) => {
-                    serde_json::Value::String("•••••".into())
-                }
-                other => other.clone(),
-            }
-        }
         let arguments = self.arguments.as_ref()?;
         Some(if self.handles_secrets() {
             mask(arguments)
         } else {
-            arguments.clone()
+            self.secret_fields_masked()?
         })
+    }
+
+    /// The arguments with only the values written into secret fields
+    /// masked: what a person may ask to see of an action labelled as
+    /// handling secrets. A password field's value never leaves the sealed
+    /// checkpoint for a page.
+    pub fn secret_fields_masked(&self) -> Option<serde_json::Value> {
+        let mut arguments = self.arguments.clone()?;
+        let hide = |entry: &mut serde_json::Value| {
+            if field_is_secret(entry)
+                && let Some(value) = entry.get_mut("value")
+            {
+                *value = mask(value);
+            }
+        };
+        hide(&mut arguments);
+        if let Some(fields) = arguments
+            .get_mut("fields")
+            .and_then(serde_json::Value::as_array_mut)
+        {
+            fields.iter_mut().for_each(hide);
+        }
+        Some(arguments)
+    }
+
+    /// The fields an element action writes (`set_value`, `fill_form`), each
+    /// with its role and label and the value as a person may see it:
+    /// masked when the field's role or label names a secret (a password
+    /// field, a PIN) or the action handles secrets. Empty for other tools.
+    pub fn field_writes(&self) -> Vec<FieldWrite> {
+        let Some(arguments) = self.arguments.as_ref() else {
+            return Vec::new();
+        };
+        let entries: Vec<&serde_json::Value> = match self.tool.as_str() {
+            crate::contracts::catalogue::tool::SET_VALUE => vec![arguments],
+            crate::contracts::catalogue::tool::FILL_FORM => arguments
+                .get("fields")
+                .and_then(serde_json::Value::as_array)
+                .map(|fields| fields.iter().collect())
+                .unwrap_or_default(),
+            _ => Vec::new(),
+        };
+        let text = |entry: &serde_json::Value, key: &str| {
+            entry
+                .get(key)
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or_default()
+                .to_owned()
+        };
+        entries
+            .into_iter()
+            .map(|entry| {
+                let masked = self.handles_secrets() || field_is_secret(entry);
+                FieldWrite {
+                    role: text(entry, "role"),
+                    label: text(entry, "label"),
+                    value: if masked {
+                        MASK.to_owned()
+                    } else {
+                        text(entry, "value")
+                    },
+                    masked,
+                }
+            })
+            .collect()
     }
 
     /// Where the pointer acts, when the arguments name a point

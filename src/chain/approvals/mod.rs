@@ -29,8 +29,8 @@ pub use approval::{Approval, ApprovalSource, Authority};
 pub(crate) use checkpoint::{CheckpointBody, SealedFrame, VERSION, seal_record};
 pub use checkpoint::{CheckpointId, MIN_KEY_LEN, SealingKey};
 pub use decision::{
-    ApproverKey, ApproverPublicKey, CheckpointView, Decision, Listed, decide, decision_of, inspect,
-    pending, wait_for_decision,
+    ApproverKey, ApproverPublicKey, CheckpointView, Decision, FieldWrite, Listed, decide,
+    decision_of, inspect, pending, wait_for_decision,
 };
 pub use grantable::open_for_grant;
 pub(crate) use offload::run as offload;

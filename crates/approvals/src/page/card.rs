@@ -74,9 +74,33 @@ pub(super) fn card(page: &Page, view: &CheckpointView) -> String {
     let revealed = view.handles_secrets().then(|| {
         format!(
             "<details><summary>Masked because the action is labelled as handling secrets (a label the agent chose). Show the values before approving.</summary><pre>{}</pre></details>",
-            text(&crate::safe_keeping_lines(&pretty(view.arguments.clone())))
+            text(&crate::safe_keeping_lines(&pretty(view.secret_fields_masked())))
         )
     });
+    // An element action's fields, one a line: which field gets which
+    // value, a secret's field masked whatever the labels (its value never
+    // reaches the page, not even behind a click).
+    let fields: Vec<String> = view
+        .field_writes()
+        .iter()
+        .map(|f| {
+            format!(
+                "{} {:?} ← {}{}",
+                f.role,
+                f.label,
+                if f.masked {
+                    f.value.clone()
+                } else {
+                    format!("{:?}", f.value)
+                },
+                if f.masked {
+                    " (masked: a secret's field)"
+                } else {
+                    ""
+                }
+            )
+        })
+        .collect();
     let frame = match &view.frame {
         Some(image) if image.mime_type.starts_with("image/") => {
             // Marks in the frame's own pixels: a frame of the target
@@ -149,6 +173,14 @@ pub(super) fn card(page: &Page, view: &CheckpointView) -> String {
         ),
         ("Arguments", arguments),
         (
+            "Fields",
+            if fields.is_empty() {
+                String::new()
+            } else {
+                fields.join("\n")
+            },
+        ),
+        (
             "Data labels",
             if labels.is_empty() {
                 "(none)".to_owned()
@@ -166,9 +198,12 @@ pub(super) fn card(page: &Page, view: &CheckpointView) -> String {
     ];
     let mut details = String::new();
     for (name, value) in rows {
+        if name == "Fields" && value.is_empty() {
+            continue;
+        }
         // Arguments keep their lines (pretty JSON escapes every line break
         // inside a value); every other row shows its breaks escaped.
-        let shown = if name == "Arguments" {
+        let shown = if name == "Arguments" || name == "Fields" {
             crate::safe_keeping_lines(&value)
         } else {
             crate::safe(&value)

@@ -183,27 +183,9 @@ const fn class(class: &'static str, reversible: bool, external: bool) -> Classif
     }
 }
 
-/// Names that mark a field as holding a secret.
-pub(crate) fn names_a_secret(text: &str) -> bool {
-    let text = text.to_lowercase();
-    ["pass", "secret", "token", "credential", "otp", "pin"]
-        .iter()
-        .any(|word| text.contains(word))
-        || joined(&text, "one", "time")
-        || joined(&text, "api", "key")
-}
-
-/// `first` then `second`, with at most one character between them.
-fn joined(text: &str, first: &str, second: &str) -> bool {
-    text.match_indices(first).any(|(at, _)| {
-        let rest = &text[at + first.len()..];
-        rest.starts_with(second)
-            || rest
-                .char_indices()
-                .nth(1)
-                .is_some_and(|(i, _)| rest[i..].starts_with(second))
-    })
-}
+/// Names that mark a field as holding a secret (the library's list, which
+/// the approval page masks by too).
+pub(crate) use adk_computer_use::contracts::names_a_secret;
 
 fn sensitive_field(args: &Value) -> bool {
     let named = |value: &Value| {
