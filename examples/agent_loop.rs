@@ -11,9 +11,13 @@
 //! With `--x11` the recorded plans drive real programs no one here wrote,
 //! on the X11 display `$DISPLAY` names: an `xmessage` dialog, whose Approve
 //! button the loop clicks (xmessage then prints the button and exits with
-//! its value), and an `xterm` running `cat > FILE`, into which the loop
-//! types one line (the file's content is then read). Those two readings,
-//! made outside this crate, are what the example prints and checks.
+//! its value); a `zenity --forms` sign-up form, whose fields the loop fills
+//! by element (`fill_form`, names and roles, no keys typed) and sends with
+//! `press_button` (zenity then prints the values); and an `xterm` running
+//! `cat > FILE`, into which the loop types one line (the file's content is
+//! then read). Those three readings, made outside this crate, are what the
+//! example prints and checks. The form needs the session's accessibility
+//! bus (a D-Bus session; `at-spi2-core` and `libatk-adaptor`).
 //!
 //! With `--model` the planner is a model behind any OpenAI-compatible
 //! endpoint: `OPENAI_BASE_URL` (default `https://api.openai.com/v1`),
@@ -182,6 +186,9 @@ mod x11 {
     const PRINCIPAL: &str = "principal-x11";
     const CLICK: &str = include_str!("transcripts/x11_xmessage.json");
     const TYPE: &str = include_str!("transcripts/x11_xterm.json");
+    const FORM: &str = include_str!("transcripts/x11_zenity_form.json");
+    /// What zenity prints once the form plan pressed OK.
+    const FORM_LINE: &str = "Ada Lovelace|ada@example.org";
     /// The line the xterm plan types (its transcript's text, newline aside).
     const LINE: &str = "typed through the governed chain";
 
@@ -210,12 +217,14 @@ mod x11 {
         Ok(())
     }
 
-    /// One recorded plan, governed, in a session bound to `app`.
+    /// One recorded plan, governed, in a session bound to `app`. When a
+    /// step waits for a person, the host approves that exact action and
+    /// the plan goes on from the next step.
     async fn drive(
         runtime: &Arc<ComputerUseMcpRuntime>,
         approver: &McpApprover,
         app: &str,
-        tool: &str,
+        tools: &[&str],
         transcript: &str,
     ) -> Result<(), Error> {
         let identity = VerifiedIdentity::new(PRINCIPAL, "tenant-x11")?;
@@ -225,39 +234,50 @@ mod x11 {
             .agent_id("agent-loop-x11")
             .target(app, None)
             .build()?;
-        let allowed = adk_computer_use::agent::allowed_actions(runtime, &[tool]).await?;
-        let planner = ScriptedPlanner::from_transcript(&serde_json::from_str(transcript)?)?;
-        let report = AgentLoop::new(&session, planner, allowed)
-            .budget(3)
-            .run("Answer the dialog, then write the line.")
-            .await
-            .into_result()?;
-        for step in &report.history {
-            println!(
-                "{app}: step {}: {} -> {}",
-                step.step,
-                step.tool.as_deref().unwrap_or("-"),
-                step.outcome
-            );
-        }
-        let result = match report.stop {
-            AgentStop::Done { summary } => {
-                println!("{app}: done: {summary}");
-                Ok(())
-            }
-            // Typing is an externally visible edit: the policy asks a
-            // person. This example plays the host and approves the exact
-            // action, in the open, through the host's approver.
-            AgentStop::NeedsApproval(pending) => {
+        let allowed = adk_computer_use::agent::allowed_actions(runtime, tools).await?;
+        let mut remaining: Vec<serde_json::Value> = serde_json::from_str(transcript)?;
+        let mut step = 0;
+        let result = loop {
+            let planner =
+                ScriptedPlanner::from_transcript(&serde_json::Value::Array(remaining.clone()))?;
+            let report = AgentLoop::new(&session, planner, allowed.clone())
+                .budget(remaining.len())
+                .run("Answer the dialog, fill the form, then write the line.")
+                .await
+                .into_result()?;
+            for record in &report.history {
+                step += 1;
                 println!(
-                    "{app}: {tool} needs approval ({}); the host approves it now",
-                    pending.preview().policy.reasons.join("; ")
+                    "{app}: step {step}: {} -> {}",
+                    record.tool.as_deref().unwrap_or("-"),
+                    record.outcome
                 );
-                let done = super::host::approve_and_complete(approver, pending).await?;
-                println!("{app}: {tool} -> {}", done.outcome());
-                Ok(())
             }
-            other => Err(format!("{app}: the plan stopped early: {other:?}").into()),
+            match report.stop {
+                AgentStop::Done { summary } => {
+                    println!("{app}: done: {summary}");
+                    break Ok(());
+                }
+                // An externally visible edit (typing, a form's fields):
+                // the policy asks a person. This example plays the host
+                // and approves the exact action, in the open, through the
+                // host's approver.
+                AgentStop::NeedsApproval(pending) => {
+                    // The step that waits is the history's last one.
+                    let tool = pending.preview().envelope.tool.clone();
+                    println!(
+                        "{app}: step {step}: {tool} needs approval ({}); the host approves it now",
+                        pending.preview().policy.reasons.join("; ")
+                    );
+                    let done = super::host::approve_and_complete(approver, pending).await?;
+                    println!("{app}: step {step}: {tool} -> {}", done.outcome());
+                    remaining.drain(..report.history.len().min(remaining.len()));
+                    if remaining.is_empty() {
+                        break Ok(());
+                    }
+                }
+                other => break Err(format!("{app}: the plan stopped early: {other:?}").into()),
+            }
         };
         let stats = session.shutdown().await;
         println!("{app}: released, {} leaked", stats.leaked());
@@ -275,13 +295,13 @@ mod x11 {
         approver: &McpApprover,
         session: &str,
         app: &str,
-        tool: &str,
+        tools: &[&str],
         transcript: &str,
     ) -> Result<(), Error> {
         let mut tries = 0;
         loop {
             tries += 1;
-            match drive(runtime, approver, app, tool, transcript).await {
+            match drive(runtime, approver, app, tools, transcript).await {
                 Err(err)
                     if tries < 3
                         && err
@@ -290,7 +310,7 @@ mod x11 {
                             == Some("stale_target") =>
                 {
                     println!(
-                        "{app}: the window changed before the {tool} was sent ({err}); observing again"
+                        "{app}: the window changed before the action was sent ({err}); observing again"
                     );
                     shown(runtime, session, &[app]).await?;
                 }
@@ -343,7 +363,7 @@ mod x11 {
             &approver,
             &started.session_id,
             "Xmessage",
-            "left_click",
+            &["left_click"],
             CLICK,
         )
         .await?;
@@ -361,6 +381,52 @@ mod x11 {
             return Err("xmessage did not report the Approve button".into());
         }
 
+        // A form, by element: the plan names fields by role and label and
+        // the server writes them through the application (no key typed,
+        // no focus taken); zenity's own output is the check.
+        let mut form = Reaped(
+            Command::new("zenity")
+                .args([
+                    "--forms",
+                    "--title",
+                    "Sign up",
+                    "--add-entry=Name",
+                    "--add-entry=Email",
+                ])
+                .stdout(Stdio::piped())
+                .spawn()
+                .map_err(|e| {
+                    format!("zenity could not be started (apt-get install zenity): {e}")
+                })?,
+        );
+        super::x11_support::windows_when(&runtime, &started.session_id, |windows| {
+            windows.iter().any(|w| w["bundleId"] == "Zenity")
+        })
+        .await?;
+        accessible(&runtime, &started.session_id, "Zenity").await?;
+        drive_settled(
+            &runtime,
+            &approver,
+            &started.session_id,
+            "Zenity",
+            &["fill_form", "press_button"],
+            FORM,
+        )
+        .await?;
+        let status = wait_exit(&mut form.0)?;
+        let mut printed = String::new();
+        if let Some(out) = form.0.stdout.as_mut() {
+            use std::io::Read;
+            out.read_to_string(&mut printed)?;
+        }
+        println!(
+            "zenity printed {:?} and exited with {status:?}",
+            printed.trim_end()
+        );
+        if printed.trim_end() != FORM_LINE || status != Some(0) {
+            return Err("zenity did not print the form's values".into());
+        }
+
         // The dialog's window went away: the screen settles again first.
         shown(&runtime, &started.session_id, &["XTerm"]).await?;
         drive_settled(
@@ -368,7 +434,7 @@ mod x11 {
             &approver,
             &started.session_id,
             "XTerm",
-            "type",
+            &["type"],
             TYPE,
         )
         .await?;
@@ -388,6 +454,40 @@ mod x11 {
         Ok(())
     }
 
+    /// Waits until `app`'s window answers on the accessibility bus (a GTK
+    /// application joins it a moment after its window shows).
+    async fn accessible(
+        runtime: &ComputerUseMcpRuntime,
+        session: &str,
+        app: &str,
+    ) -> Result<(), Error> {
+        use adk_computer_use::runtime::{ComputerUseRuntime, ObservationScope};
+        let scope = |window: Option<u64>| ObservationScope {
+            session_id: session.to_owned(),
+            tool: None,
+            app_id: window.map(|_| app.to_owned()),
+            window_id: window.map(adk_computer_use::contracts::WindowId::Number),
+        };
+        for _ in 0..300 {
+            let listed = runtime.observe_semantic(&scope(None)).await?;
+            let window = listed.structured["windows"]
+                .as_array()
+                .and_then(|ws| ws.iter().find(|w| w["bundleId"] == app))
+                .and_then(|w| w["windowId"].as_u64());
+            if let Some(window) = window
+                && runtime
+                    .observe_semantic(&scope(Some(window)))
+                    .await?
+                    .structured["accessibility"]
+                    == "atspi"
+            {
+                return Ok(());
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        Err(format!("{app}'s window did not answer on the accessibility bus within 30 s (is there a D-Bus session with the accessibility bus?)").into())
+    }
+
     fn wait_exit(child: &mut Child) -> Result<Option<i32>, Error> {
         for _ in 0..50 {
             if let Some(status) = child.try_wait()? {
@@ -395,7 +495,7 @@ mod x11 {
             }
             std::thread::sleep(Duration::from_millis(100));
         }
-        Err("xmessage is still open 5 s after the click".into())
+        Err("the dialog is still open 5 s after the plan answered it".into())
     }
 
     fn tempfile_dir() -> Result<std::path::PathBuf, Error> {

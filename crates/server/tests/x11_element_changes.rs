@@ -320,3 +320,77 @@ async fn a_value_the_application_rewrites_is_not_verified() {
     session.shutdown().await;
     assert_eq!(form.values(), "Code=ABC-123", "the application's own value");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[needs(display, accessibility)]
+async fn arguments_naming_another_window_than_the_target_are_refused_and_neither_is_written() {
+    let _display = DISPLAY_LOCK.lock().await;
+    let (first_title, second_title) = (
+        format!("Shown {}", std::process::id()),
+        format!("Written {}", std::process::id()),
+    );
+    let mut shown_form = Form::start(&first_title, &["Name"]);
+    let mut other_form = Form::start(&second_title, &["Name"]);
+    let sim = runtime().await;
+    let (first, app) = shown(&sim, &first_title).await;
+    let (second, _) = shown(&sim, &second_title).await;
+    // The target (what a person approves) is the first window; the
+    // arguments name the second.
+    let session = session(&sim, &app, first);
+    let outcome = session.run(set(second, "Name", "misdirected")).await;
+    let err = match outcome {
+        Ok(ChainOutcome::NeedsApproval(pending)) => host_approves(&sim, pending)
+            .await
+            .complete()
+            .await
+            .expect_err("refused at execute"),
+        Ok(ChainOutcome::Completed(done)) => {
+            panic!("a misdirected write went through: {}", done.outcome())
+        }
+        Ok(ChainOutcome::Blocked(blocked)) => panic!("blocked, not refused: {}", blocked.blocker()),
+        Err(err) => err,
+    };
+    // The chain refuses it before any preview; a caller that skips the
+    // chain meets the server's own check, before anything is sent.
+    assert!(
+        matches!(
+            err,
+            ComputerUseError::InvalidField {
+                field: "arguments",
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    session.shutdown().await;
+    use computer_use_server::DesktopBackend;
+    let desktop = computer_use_server::desktop::x11::X11Desktop::connect().unwrap();
+    let target = adk_computer_use::contracts::TargetEvidence {
+        platform: "linux".into(),
+        app_id: app.clone(),
+        pid: None,
+        window_id: Some(WindowId::Number(first)),
+        window_title_digest: None,
+        display_id: None,
+        role: None,
+        label_digest: None,
+        bounds: None,
+        observation_id: "direct".into(),
+        screenshot_hash: None,
+        ui_tree_revision: None,
+        confidence: 1.0,
+        captured_at: "2026-12-01T00:00:00Z".into(),
+    };
+    let args = json!({ "window_id": second, "role": "AXTextField", "label": "Name", "value": "misdirected" });
+    let refused = desktop
+        .prepare("set_value", &args, Some(&target))
+        .unwrap_err();
+    assert_eq!(refused.code, "invalid_arguments", "{}", refused.message);
+    let same = json!({ "window_id": first, "role": "AXTextField", "label": "Name", "value": "x" });
+    assert!(
+        desktop.prepare("set_value", &same, Some(&target)).is_ok(),
+        "its own window passes"
+    );
+    assert_eq!(shown_form.values(), "Name=");
+    assert_eq!(other_form.values(), "Name=");
+}

@@ -140,6 +140,30 @@ fn names_what_was_written(tool_name: &str, fields: &[Wanted<'_>], postcondition:
     }
 }
 
+/// An element action's `window_id` (upstream's shapes name the window in
+/// the arguments) must be the window the target evidence names: the
+/// effect goes to the target, so arguments naming another window would
+/// show a person one window and act on another.
+fn window_agrees(args: &Value, target: Option<&TargetEvidence>) -> Result<(), Refusal> {
+    let Some(named) = args.get("window_id") else {
+        return Ok(());
+    };
+    let target = target.and_then(|t| match t.window_id {
+        Some(adk_computer_use::contracts::WindowId::Number(id)) => Some(id),
+        _ => None,
+    });
+    match (named.as_u64(), target) {
+        (Some(named), Some(target)) if named == target => Ok(()),
+        (Some(named), Some(target)) => Err(invalid(format!(
+            "arguments.window_id is {named}, but the action's target is window {target}"
+        ))),
+        (None, _) => Err(invalid("arguments.window_id must be an integer")),
+        (Some(_), None) => Err(invalid(
+            "arguments.window_id names a window, but the action's target names none",
+        )),
+    }
+}
+
 /// The one node `wanted` names in `tree`, acted on.
 fn resolve<'t>(tree: &'t Tree, wanted: &Wanted<'_>) -> Result<&'t Node, Refusal> {
     if tree.truncated {
@@ -328,6 +352,7 @@ impl X11Desktop {
         target: Option<&TargetEvidence>,
     ) -> Result<(), Refusal> {
         let fields = wanted(tool_name, args)?;
+        window_agrees(args, target)?;
         let (_, tree) = self.target_tree(target)?;
         for field in &fields {
             let node = resolve(&tree, field)?;
@@ -350,6 +375,7 @@ impl X11Desktop {
     ) -> Result<Value, ApplyError> {
         self.written_elements.clear();
         let fields = wanted(tool_name, args).map_err(ApplyError::NothingSent)?;
+        window_agrees(args, target).map_err(ApplyError::NothingSent)?;
         let (record, tree) = self.target_tree(target).map_err(ApplyError::NothingSent)?;
         let bus = self
             .accessibility()
