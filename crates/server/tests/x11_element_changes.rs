@@ -365,22 +365,7 @@ async fn arguments_naming_another_window_than_the_target_are_refused_and_neither
     session.shutdown().await;
     use computer_use_server::DesktopBackend;
     let desktop = computer_use_server::desktop::x11::X11Desktop::connect().unwrap();
-    let target = adk_computer_use::contracts::TargetEvidence {
-        platform: "linux".into(),
-        app_id: app.clone(),
-        pid: None,
-        window_id: Some(WindowId::Number(first)),
-        window_title_digest: None,
-        display_id: None,
-        role: None,
-        label_digest: None,
-        bounds: None,
-        observation_id: "direct".into(),
-        screenshot_hash: None,
-        ui_tree_revision: None,
-        confidence: 1.0,
-        captured_at: "2026-12-01T00:00:00Z".into(),
-    };
+    let target = direct_target(&app, first);
     let args = json!({ "window_id": second, "role": "AXTextField", "label": "Name", "value": "misdirected" });
     let refused = desktop
         .prepare("set_value", &args, Some(&target))
@@ -393,4 +378,115 @@ async fn arguments_naming_another_window_than_the_target_are_refused_and_neither
     );
     assert_eq!(shown_form.values(), "Name=");
     assert_eq!(other_form.values(), "Name=");
+}
+
+/// Target evidence naming `window` of `app`, for the desktop's own checks
+/// called directly (as a caller that skips the chain reaches them).
+fn direct_target(app: &str, window: u64) -> adk_computer_use::contracts::TargetEvidence {
+    adk_computer_use::contracts::TargetEvidence {
+        platform: "linux".into(),
+        app_id: app.to_owned(),
+        pid: None,
+        window_id: Some(WindowId::Number(window)),
+        window_title_digest: None,
+        display_id: None,
+        role: None,
+        label_digest: None,
+        bounds: None,
+        observation_id: "direct".into(),
+        screenshot_hash: None,
+        ui_tree_revision: None,
+        confidence: 1.0,
+        captured_at: "2026-12-01T00:00:00Z".into(),
+    }
+}
+
+/// Runs `action` to its end, the host approving where the policy asks: the
+/// completed action, or the refusal.
+async fn ended(
+    sim: &Sim,
+    session: &Session<ComputerUseMcpRuntime>,
+    action: ProposedAction,
+) -> Result<adk_computer_use::chain::Verified, ComputerUseError> {
+    match session.run(action).await? {
+        ChainOutcome::Completed(done) => Ok(done),
+        ChainOutcome::NeedsApproval(pending) => host_approves(sim, pending).await.complete().await,
+        ChainOutcome::Blocked(blocked) => panic!("blocked: {}", blocked.blocker()),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[needs(display, accessibility)]
+async fn a_menu_item_is_chosen_by_its_path_through_the_menu_bar_and_a_disabled_one_is_refused() {
+    let _display = DISPLAY_LOCK.lock().await;
+    let title = format!("Menus {}", std::process::id());
+    let form = Form::start(&title, &["@menus", "Name"]);
+    let sim = runtime().await;
+    let (id, app) = shown(&sim, &title).await;
+    let session = session(&sim, &app, id);
+    let choose = |menu: &str, submenu: Option<&str>, item: &str| {
+        let mut args = json!({ "bundle_id": app, "menu": menu, "item": item });
+        if let Some(submenu) = submenu {
+            args["submenu"] = json!(submenu);
+        }
+        act("select_menu_item", args)
+    };
+    // The application says which item it ran: the outside check.
+    let done = ended(&sim, &session, choose("File", None, "Save"))
+        .await
+        .unwrap();
+    assert!(done.performed());
+    assert_eq!(
+        form.chosen(Duration::from_secs(10)).as_deref(),
+        Some("File>Save")
+    );
+    let done = ended(&sim, &session, choose("File", Some("Recent"), "Report"))
+        .await
+        .unwrap();
+    assert!(done.performed());
+    assert_eq!(
+        form.chosen(Duration::from_secs(10)).as_deref(),
+        Some("File>Recent>Report")
+    );
+    // Refused before anything is chosen: a disabled item, an item that is
+    // not in that menu (Clear is in Edit), another application's name.
+    let disabled = ended(&sim, &session, choose("File", None, "Save as"))
+        .await
+        .unwrap_err();
+    assert_refused(&disabled, "element_not_actionable");
+    let elsewhere = ended(&sim, &session, choose("File", None, "Clear"))
+        .await
+        .unwrap_err();
+    assert_refused(&elsewhere, "element_not_found");
+    let mut other = choose("Edit", None, "Clear");
+    other.arguments["bundle_id"] = json!("SomeOtherApp");
+    // The chain refuses another application's name before the preview; a
+    // caller that skips the chain meets the server's own check.
+    let refused = ended(&sim, &session, other.clone()).await.unwrap_err();
+    assert!(
+        matches!(
+            refused,
+            ComputerUseError::InvalidField {
+                field: "arguments",
+                ..
+            }
+        ),
+        "{refused:?}"
+    );
+    use computer_use_server::DesktopBackend;
+    let desktop = computer_use_server::desktop::x11::X11Desktop::connect().unwrap();
+    let direct = desktop
+        .prepare(
+            "select_menu_item",
+            &other.arguments,
+            Some(&direct_target(&app, id)),
+        )
+        .unwrap_err();
+    assert_eq!(direct.code, "invalid_arguments", "{}", direct.message);
+    assert_eq!(
+        form.chosen(Duration::from_secs(2)),
+        None,
+        "nothing else was chosen"
+    );
+    session.shutdown().await;
 }

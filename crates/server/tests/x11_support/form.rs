@@ -79,6 +79,22 @@ impl Form {
         std::thread::sleep(Duration::from_millis(300));
     }
 
+    /// The next menu item the form says was chosen (`File>Save`), waited
+    /// for up to `wait`; `None` when none was.
+    pub fn chosen(&self, wait: Duration) -> Option<String> {
+        let deadline = std::time::Instant::now() + wait;
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) if line.starts_with("menu ") => {
+                    return Some(line.trim_start_matches("menu ").to_owned());
+                }
+                Ok(_) => {}
+                Err(_) => return None,
+            }
+        }
+    }
+
     /// Every field's value, as the form itself reports them:
     /// `Name=...|Email=...`.
     pub fn values(&mut self) -> String {

@@ -15,8 +15,11 @@ answered with "ack <command>" once GTK has applied it:
 
 Usage: form_app.py TITLE FIELD... where a field is LABEL, or LABEL:secret
 (a password entry), or LABEL:upper (the application rewrites what is put
-in it in capitals: a value the application changes). The OK button prints
-the values line and exits 0; Cancel exits 1 printing nothing.
+in it in capitals: a value the application changes), or @menus (a menu
+bar: File > Save, File > Recent > Report, File > Save as (disabled),
+Edit > Clear; choosing an item prints "menu File>Save" and so on). The OK
+button prints the values line and exits 0; Cancel exits 1 printing
+nothing.
 """
 
 import sys
@@ -36,6 +39,8 @@ class Form:
         self.window.connect("delete-event", lambda *_: self.finish(None))
         self.grid = Gtk.Grid(row_spacing=6, column_spacing=12, margin=12)
         self.rows = []  # [label widget, entry], in the form's order
+        menus = "@menus" in fields
+        fields = [f for f in fields if f != "@menus"]
         for spec in fields:
             name, _, kind = spec.partition(":")
             label = Gtk.Label(label=name, xalign=0)
@@ -53,12 +58,39 @@ class Form:
         buttons.pack_end(ok, False, False, 0)
         buttons.pack_end(cancel, False, False, 0)
         self.outer = Gtk.Box(orientation=Gtk.Orientation.VERTICAL, spacing=6)
+        if menus:
+            self.outer.pack_start(self.menu_bar(), False, False, 0)
         self.outer.pack_start(self.grid, True, True, 0)
         self.outer.pack_end(buttons, False, False, 0)
         self.window.add(self.outer)
         self.layout()
         self.window.show_all()
         GLib.io_add_watch(sys.stdin, GLib.IO_IN | GLib.IO_HUP, self.command)
+
+    def menu_bar(self):
+        def item(path, enabled=True):
+            entry = Gtk.MenuItem(label=path[-1])
+            entry.connect("activate", lambda *_: print("menu " + ">".join(path), flush=True))
+            entry.set_sensitive(enabled)
+            return entry
+
+        def menu(title, entries):
+            top = Gtk.MenuItem(label=title)
+            inner = Gtk.Menu()
+            for entry in entries:
+                inner.append(entry)
+            top.set_submenu(inner)
+            return top
+
+        bar = Gtk.MenuBar()
+        recent = menu("Recent", [item(["File", "Recent", "Report"])])
+        bar.append(menu("File", [
+            item(["File", "Save"]),
+            recent,
+            item(["File", "Save as"], enabled=False),
+        ]))
+        bar.append(menu("Edit", [item(["Edit", "Clear"])]))
+        return bar
 
     @staticmethod
     def capitals(entry):

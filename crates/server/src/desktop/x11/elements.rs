@@ -18,12 +18,101 @@ use adk_computer_use::digest::sha256_prefixed;
 
 /// The element tools the X11 desktop performs when the accessibility bus
 /// is reachable.
-pub(super) const ELEMENT_TOOLS: [&str; 4] = [
+pub(super) const ELEMENT_TOOLS: [&str; 5] = [
     tool::SET_VALUE,
     tool::FILL_FORM,
     tool::PRESS_BUTTON,
     tool::CLICK_ELEMENT,
+    tool::SELECT_MENU_ITEM,
 ];
+
+/// AT-SPI's roles of a menu's entries.
+const MENU_ITEM_ROLES: [&str; 4] = ["menu item", "check menu item", "radio menu item", "menu"];
+
+/// The menu item `select_menu_item` names (upstream's shape: `bundle_id`,
+/// `menu`, `item`, `submenu`): walked from the window's menu bar by title,
+/// each step found exactly once, the item enabled and shown.
+fn menu_item<'t>(
+    tree: &'t Tree,
+    args: &Value,
+    target: Option<&TargetEvidence>,
+) -> Result<&'t Node, Refusal> {
+    let text = |key: &str| args.get(key).and_then(Value::as_str);
+    let bundle = text("bundle_id").ok_or_else(|| invalid("select_menu_item needs a bundle_id"))?;
+    if target.is_some_and(|t| t.app_id != bundle) {
+        return Err(invalid(format!(
+            "arguments.bundle_id is {bundle:?}, but the action's target is another application"
+        )));
+    }
+    let menu = text("menu").ok_or_else(|| invalid("select_menu_item needs a menu (a string)"))?;
+    let item = text("item").ok_or_else(|| invalid("select_menu_item needs an item (a string)"))?;
+    let submenu = match args.get("submenu") {
+        None => None,
+        Some(Value::String(s)) => Some(s.as_str()),
+        Some(_) => return Err(invalid("select_menu_item's submenu must be a string")),
+    };
+    if tree.truncated {
+        return Err(Refusal::new(
+            "ambiguous_match",
+            "the window's tree is larger than the walk's caps, so no menu in it is known to be unique",
+        ));
+    }
+    // One step down: the one child of `parents` with a menu's role titled
+    // `title`.
+    let step = |parents: Vec<&'t Node>, title: &str| -> Result<&'t Node, Refusal> {
+        let found: Vec<&Node> = parents
+            .iter()
+            .flat_map(|p| p.children.iter().filter_map(|&c| tree.nodes.get(c)))
+            .filter(|n| MENU_ITEM_ROLES.contains(&n.atspi_role.as_str()) && n.label == title)
+            .collect();
+        match found.as_slice() {
+            [one] => Ok(*one),
+            [] => Err(Refusal::new(
+                "element_not_found",
+                format!("no menu entry {title:?} where the path leads"),
+            )),
+            many => Err(Refusal::new(
+                "ambiguous_match",
+                format!("{} menu entries are titled {title:?}", many.len()),
+            )),
+        }
+    };
+    let bars: Vec<&Node> = tree
+        .nodes
+        .iter()
+        .filter(|n| n.atspi_role == "menu bar")
+        .collect();
+    if bars.is_empty() {
+        return Err(Refusal::new(
+            "element_not_found",
+            "the window exposes no menu bar",
+        ));
+    }
+    let mut node = step(bars, menu)?;
+    if let Some(submenu) = submenu {
+        node = step(vec![node], submenu)?;
+    }
+    let chosen = step(vec![node], item)?;
+    // An item of a closed menu is not shown; it must be enabled, as must
+    // every menu on the way to it.
+    let enabled = |n: &Node| {
+        ["enabled", "sensitive"]
+            .iter()
+            .all(|s| n.states.iter().any(|t| t == s))
+    };
+    if !enabled(node) || !enabled(chosen) {
+        return Err(Refusal::new(
+            "element_not_actionable",
+            format!("the menu item {item:?} is disabled"),
+        ));
+    }
+    if chosen.atspi_role == "menu" {
+        return Err(invalid(format!(
+            "{item:?} opens a submenu: name it as the submenu and an item in it"
+        )));
+    }
+    Ok(chosen)
+}
 
 /// The element observations the X11 desktop answers when the
 /// accessibility bus is reachable.
@@ -351,6 +440,10 @@ impl X11Desktop {
         args: &Value,
         target: Option<&TargetEvidence>,
     ) -> Result<(), Refusal> {
+        if tool_name == tool::SELECT_MENU_ITEM {
+            let (_, tree) = self.target_tree(target)?;
+            return menu_item(&tree, args, target).map(drop);
+        }
         let fields = wanted(tool_name, args)?;
         window_agrees(args, target)?;
         let (_, tree) = self.target_tree(target)?;
@@ -374,6 +467,29 @@ impl X11Desktop {
         target: Option<&TargetEvidence>,
     ) -> Result<Value, ApplyError> {
         self.written_elements.clear();
+        if tool_name == tool::SELECT_MENU_ITEM {
+            let (record, tree) = self.target_tree(target).map_err(ApplyError::NothingSent)?;
+            let node = menu_item(&tree, args, target).map_err(ApplyError::NothingSent)?;
+            let bus = self
+                .accessibility()
+                .ok_or_else(|| ApplyError::NothingSent(stale("the accessibility bus is gone")))?;
+            let pid = record.pid.unwrap_or_default();
+            return match bus.press(pid, &record.title, record.bounds, node) {
+                Ok(()) => Ok(json!({
+                    "elements": [{ "elementId": node.id(), "role": node.role, "label": node.label }],
+                    "backend": "atspi",
+                })),
+                Err(refusal)
+                    if !matches!(
+                        refusal.code.as_str(),
+                        "accessibility_timeout" | "accessibility_call_failed"
+                    ) =>
+                {
+                    Err(ApplyError::NothingSent(refusal))
+                }
+                Err(refusal) => Err(ApplyError::Failed(refusal)),
+            };
+        }
         let fields = wanted(tool_name, args).map_err(ApplyError::NothingSent)?;
         window_agrees(args, target).map_err(ApplyError::NothingSent)?;
         let (record, tree) = self.target_tree(target).map_err(ApplyError::NothingSent)?;
@@ -459,6 +575,19 @@ impl X11Desktop {
             method,
             checks,
         };
+        if tool_name == tool::SELECT_MENU_ITEM {
+            // The application took the choice; what it does next is for a
+            // declared postcondition to show, and none is observed here.
+            return EffectCheck {
+                verified: postcondition.is_none(),
+                method: if postcondition.is_none() {
+                    "atspi_action_performed"
+                } else {
+                    "atspi_unobservable"
+                },
+                checks: 0,
+            };
+        }
         let Ok(fields) = wanted(tool_name, args) else {
             return failed(0);
         };
