@@ -2,6 +2,8 @@
 //!
 //! ```text
 //! cargo run --features x11 --example live_form
+//! cargo run --features x11 --example live_form -- --page
+//! cargo run --features x11 --example live_form -- --page --browser
 //! ```
 //!
 //! It needs an X server (`$DISPLAY`), a D-Bus session with the
@@ -14,9 +16,21 @@
 //! 2. fills the name and email with one governed `fill_form`, through the
 //!    application's own interfaces: no key is typed, no focus taken;
 //! 3. writes the password with `set_value`, which the server's policy sends
-//!    to a person (the field's role is a secret's): this example plays the
-//!    host and approves that exact action, in the open;
+//!    to a person (the field's role is a secret's);
 //! 4. presses OK by element.
+//!
+//! Who approves: by default this example plays the host and approves each
+//! exact action, in the open. With `--page` the server runs as its own
+//! process (`computer-use-server --desktop x11`), every action that waits
+//! for a person is suspended to a checkpoint store, and the approval page
+//! (`computer-use-approvals serve`) shows it, naming the field and masking
+//! the password: the example prints the page's sign-in link and waits for
+//! a person's decision (ten minutes at most), then resumes by it. With
+//! `--browser` as well, headless Chromium (`chromium`, `chromedriver`)
+//! stands in for the person: it opens the page, checks that the card
+//! names the field and that the password is nowhere in it, and clicks
+//! Approve. Either way the agent resumes only on the decision the
+//! approver signed.
 //!
 //! The outside check is zenity's own output, printed beside the server's
 //! read-back of each field.
@@ -35,6 +49,8 @@ use serde_json::{Value, json};
 
 #[path = "support/host.rs"]
 mod host;
+#[path = "support/page.rs"]
+mod page;
 
 type Error = Box<dyn std::error::Error>;
 
@@ -52,6 +68,13 @@ async fn run() -> Result<(), Error> {
     use computer_use_server::Config;
     use computer_use_server::desktop::x11::X11Desktop;
 
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let on_page = args.iter().any(|a| a == "--page");
+    let by_browser = args.iter().any(|a| a == "--browser");
+    if by_browser && !on_page {
+        return Err("--browser stands in for the person on the page: use it with --page".into());
+    }
+
     let title = format!("Sign up ({})", std::process::id());
     let mut zenity = Reaped(
         Command::new("zenity")
@@ -65,13 +88,19 @@ async fn run() -> Result<(), Error> {
             .spawn()
             .map_err(|e| format!("zenity could not be started (apt-get install zenity): {e}"))?,
     );
-    let (runtime, approver) = adk_computer_use_testkit::spawn_on(
-        Config::for_principal(PRINCIPAL),
-        Box::new(X11Desktop::connect()?),
-        McpRuntimeConfig::new(PRINCIPAL),
-    )
-    .await?;
-    let runtime = Arc::new(runtime);
+    // The host's approver (in-process), or the page's (its own processes).
+    let (runtime, approvals) = if on_page {
+        let (runtime, page) = page::start(PRINCIPAL, by_browser).await?;
+        (runtime, Approvals::Page(page))
+    } else {
+        let (runtime, approver) = adk_computer_use_testkit::spawn_on(
+            Config::for_principal(PRINCIPAL),
+            Box::new(X11Desktop::connect()?),
+            McpRuntimeConfig::new(PRINCIPAL),
+        )
+        .await?;
+        (Arc::new(runtime), Approvals::Host(approver))
+    };
     let started = runtime.start_session(Some("fill a form"), None).await?;
     let (window, tree) = shown(&runtime, &started.session_id, &title).await?;
     let fields: Vec<String> = nodes(&tree["tree"])
@@ -94,10 +123,13 @@ async fn run() -> Result<(), Error> {
     let identity = VerifiedIdentity::new(PRINCIPAL, "tenant-form")?;
     let authorizer =
         ScopeAuthorizer::new(identity, ["computer:plan", "computer:execute:foreground"])?;
-    let session = Session::builder(Arc::clone(&runtime), authorizer)
+    let mut builder = Session::builder(Arc::clone(&runtime), authorizer)
         .agent_id("live-form")
-        .target("Zenity", Some(WindowId::Number(window)))
-        .build()?;
+        .target("Zenity", Some(WindowId::Number(window)));
+    if let Approvals::Page(page) = &approvals {
+        builder = builder.checkpoints(page.store());
+    }
+    let session = builder.build()?;
     let act = |tool: &str, arguments: Value| {
         ProposedAction::new(tool, arguments, ExecutionMode::Foreground)
     };
@@ -109,17 +141,17 @@ async fn run() -> Result<(), Error> {
             { "role": "AXTextField", "label": "Email", "value": EMAIL },
         ] }),
     );
-    governed(&session, &approver, "fill_form", fill).await?;
+    governed(&session, &approvals, "fill_form", fill).await?;
     let password = act(
         "set_value",
         json!({ "window_id": window, "role": "AXSecureTextField", "label": "Password", "value": PASSWORD }),
     );
-    governed(&session, &approver, "set_value (password)", password).await?;
+    governed(&session, &approvals, "set_value (password)", password).await?;
     let press = act(
         "press_button",
         json!({ "window_id": window, "label": "OK" }),
     );
-    governed(&session, &approver, "press_button OK", press).await?;
+    governed(&session, &approvals, "press_button OK", press).await?;
     let stats = session.shutdown().await;
     println!(
         "reservations and leases released: {} leaked",
@@ -140,22 +172,46 @@ async fn run() -> Result<(), Error> {
     Ok(())
 }
 
+/// Who approves what the policy sends to a person.
+enum Approvals {
+    /// The host, in the open, through its own approver.
+    Host(McpApprover),
+    /// A person on the approval page (or the browser standing in for one).
+    Page(page::Page),
+}
+
 /// Runs one action through the chain; an approval the policy asks for is
-/// given by the host, for that exact action.
+/// given by the host or on the page, for that exact action.
 async fn governed(
     session: &Session<ComputerUseMcpRuntime>,
-    approver: &McpApprover,
+    approvals: &Approvals,
     what: &str,
     action: ProposedAction,
 ) -> Result<(), Error> {
     let done = match session.run(action).await? {
         ChainOutcome::Completed(done) => done,
         ChainOutcome::NeedsApproval(pending) => {
-            println!(
-                "{what} needs a person's approval ({}); the host approves it now",
-                pending.preview().policy.reasons.join("; ")
-            );
-            host::approve_and_complete(approver, pending).await?
+            let reasons = pending.preview().policy.reasons.join("; ");
+            match approvals {
+                Approvals::Host(approver) => {
+                    println!(
+                        "{what} needs a person's approval ({reasons}); the host approves it now"
+                    );
+                    host::approve_and_complete(approver, pending).await?
+                }
+                Approvals::Page(page) => {
+                    println!(
+                        "{what} needs a person's approval ({reasons}); it waits on the approval page"
+                    );
+                    let id = pending.suspend().await?;
+                    page.decided(&id).await?;
+                    session
+                        .resume_decided(&id, &page.public())
+                        .await?
+                        .complete()
+                        .await?
+                }
+            }
         }
         ChainOutcome::Blocked(blocked) => {
             return Err(format!("{what} was blocked: {}", blocked.blocker()).into());

@@ -12,6 +12,7 @@
 //! as ignored, with the reason.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use adk_computer_use_testkit::browser::{Browser, browser};
 use adk_computer_use_testkit::needs;
 use std::sync::Arc;
 use std::time::Duration;
@@ -76,14 +77,6 @@ async fn http(address: &str, request: String) -> (u16, String) {
         .and_then(|code| code.parse().ok())
         .unwrap_or(0);
     (status, answer)
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 fn write(action_id: &str, text: &str) -> ProposedAction {
@@ -248,173 +241,6 @@ async fn keep_screenshot(browser: &Browser, name: &str) {
     let artifact = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
     std::fs::write(&artifact, browser.screenshot().await).unwrap();
     println!("the page as the person saw it: {}", artifact.display());
-}
-
-/// Headless Chromium through chromedriver, with a profile of its own.
-async fn browser() -> (Browser, tokio::process::Child, tempfile::TempDir) {
-    let port = free_port();
-    let driver = spawn("chromedriver", &[&format!("--port={port}")], &[]);
-    let profile = tempfile::tempdir().unwrap();
-    let capabilities = json!({ "capabilities": { "alwaysMatch": {
-        "browserName": "chrome",
-        "goog:chromeOptions": {
-            "binary": "/usr/bin/chromium",
-            "args": [
-                "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                "--disable-quic", "--no-first-run", "--disable-background-networking",
-                "--disable-component-update", "--disable-sync", "--window-size=1400,1600",
-                format!("--user-data-dir={}", profile.path().display()),
-            ]
-        }
-    } } });
-    let http = reqwest::Client::new();
-    for _ in 0..100 {
-        let started = http
-            .post(format!("http://127.0.0.1:{port}/session"))
-            .json(&capabilities)
-            .send()
-            .await;
-        if let Ok(answer) = started
-            && let Ok(body) = answer.json::<serde_json::Value>().await
-            && let Some(id) = body["value"]["sessionId"].as_str()
-        {
-            let base = format!("http://127.0.0.1:{port}/session/{id}");
-            return (Browser { http, base }, driver, profile);
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    panic!("chromedriver did not answer");
-}
-
-/// The few WebDriver commands these tests need (W3C WebDriver over HTTP:
-/// a JSON body in, `{"value": ...}` out).
-struct Browser {
-    http: reqwest::Client,
-    base: String,
-}
-
-/// An element the browser found.
-struct Element<'a> {
-    browser: &'a Browser,
-    id: String,
-}
-
-/// The key WebDriver names an element reference with.
-const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
-
-impl Browser {
-    async fn command(
-        &self,
-        post: Option<serde_json::Value>,
-        path: &str,
-    ) -> Result<serde_json::Value, String> {
-        let url = format!("{}{path}", self.base);
-        let request = match post {
-            Some(body) => self.http.post(url).json(&body),
-            None => self.http.get(url),
-        };
-        let answer: serde_json::Value = request
-            .send()
-            .await
-            .map_err(|e| e.to_string())?
-            .json()
-            .await
-            .map_err(|e| e.to_string())?;
-        let value = answer["value"].clone();
-        match value.get("error") {
-            Some(error) => Err(format!("{error}: {}", value["message"])),
-            None => Ok(value),
-        }
-    }
-
-    async fn goto(&self, url: &str) {
-        self.command(Some(json!({ "url": url })), "/url")
-            .await
-            .unwrap();
-    }
-
-    async fn find(&self, css: &str) -> Result<Element<'_>, String> {
-        let found = self
-            .command(
-                Some(json!({ "using": "css selector", "value": css })),
-                "/element",
-            )
-            .await?;
-        let id = found[ELEMENT]
-            .as_str()
-            .ok_or_else(|| format!("no element reference in {found}"))?
-            .to_owned();
-        Ok(Element { browser: self, id })
-    }
-
-    async fn source(&self) -> Result<String, String> {
-        Ok(self
-            .command(None, "/source")
-            .await?
-            .as_str()
-            .unwrap_or_default()
-            .to_owned())
-    }
-
-    async fn screenshot(&self) -> Vec<u8> {
-        use base64::Engine;
-        let shot = self.command(None, "/screenshot").await.unwrap();
-        base64::engine::general_purpose::STANDARD
-            .decode(shot.as_str().unwrap_or_default())
-            .unwrap()
-    }
-
-    async fn close(&self) {
-        let _ = self.http.delete(&self.base).send().await;
-    }
-}
-
-impl Element<'_> {
-    fn path(&self, rest: &str) -> String {
-        format!("/element/{}{rest}", self.id)
-    }
-
-    async fn text(&self) -> Result<String, String> {
-        let text = self.browser.command(None, &self.path("/text")).await?;
-        Ok(text.as_str().unwrap_or_default().to_owned())
-    }
-
-    async fn attr(&self, name: &str) -> Result<Option<String>, String> {
-        let value = self
-            .browser
-            .command(None, &self.path(&format!("/attribute/{name}")))
-            .await?;
-        Ok(value.as_str().map(str::to_owned))
-    }
-
-    async fn html(&self) -> Result<String, String> {
-        let value = self
-            .browser
-            .command(None, &self.path("/property/innerHTML"))
-            .await?;
-        Ok(value.as_str().unwrap_or_default().to_owned())
-    }
-
-    async fn click(&self) -> Result<(), String> {
-        self.browser
-            .command(Some(json!({})), &self.path("/click"))
-            .await
-            .map(|_| ())
-    }
-
-    async fn clear(&self) -> Result<(), String> {
-        self.browser
-            .command(Some(json!({})), &self.path("/clear"))
-            .await
-            .map(|_| ())
-    }
-
-    async fn send_keys(&self, text: &str) -> Result<(), String> {
-        self.browser
-            .command(Some(json!({ "text": text })), &self.path("/value"))
-            .await
-            .map(|_| ())
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -12,12 +12,15 @@
 //! - [`binary`]: the workspace's binaries (the server, the approvals command,
 //!   the journal check) found for a test to run as child processes;
 //! - [`child`]: the server as a child process and governed sessions over it;
+//! - [`browser`]: headless Chromium over WebDriver, to click the approval
+//!   page as a person would;
 //! - [`needs`]: a test that needs an outside server (PostgreSQL, upstream's
 //!   v8 server, a display, a browser) is reported ignored when the build
 //!   cannot reach it.
 
 pub mod answers;
 pub mod binary;
+pub mod browser;
 pub mod child;
 mod spawn;
 
