@@ -91,7 +91,7 @@ async fn run() -> Result<(), Error> {
     // The host's approver (in-process), or the page's (its own processes).
     let (runtime, approvals) = if on_page {
         let (runtime, page) = page::start(PRINCIPAL, by_browser).await?;
-        (runtime, Approvals::Page(page))
+        (runtime, Approvals::Page(Box::new(page)))
     } else {
         let (runtime, approver) = adk_computer_use_testkit::spawn_on(
             Config::for_principal(PRINCIPAL),
@@ -177,7 +177,7 @@ enum Approvals {
     /// The host, in the open, through its own approver.
     Host(McpApprover),
     /// A person on the approval page (or the browser standing in for one).
-    Page(page::Page),
+    Page(Box<page::Page>),
 }
 
 /// Runs one action through the chain; an approval the policy asks for is

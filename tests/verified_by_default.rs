@@ -591,3 +591,34 @@ async fn a_form_check_naming_one_element_is_refused_before_anything_is_sent() {
     }
     assert_eq!(rig.runtime.mutations(), 0);
 }
+
+/// A field whose label names a secret (a PIN) gets no derived check, even
+/// in a plain text field: a short secret's digest is as good as the secret.
+#[tokio::test]
+async fn a_field_labelled_like_a_secret_gets_no_derived_check() {
+    let rig = rig();
+    rig.runtime.script().effect_postcondition = Some(Arc::new(|effect: &NamedEffect<'_>| {
+        Some(
+            ActionPostcondition::try_from(PostconditionFields::UiElement {
+                role: effect.element().map(|(role, _)| role.to_owned()),
+                label: effect.element().map(|(_, label)| label.to_owned()),
+                exists: true,
+                value_digest: Some(effect.expected_digest()),
+            })
+            .unwrap(),
+        )
+    }));
+    let write = ProposedAction::new(
+        "set_value",
+        json!({ "role": "AXTextField", "label": "PIN", "value": "1234" }),
+        ExecutionMode::Background,
+    )
+    .with_action_id("d-pin")
+    .with_target(target());
+    let done = completed(rig.session.run(write).await.unwrap());
+    let VerificationOutcome::CommittedUnverified { reason } = done.outcome() else {
+        panic!("expected committed_unverified, got {}", done.outcome());
+    };
+    assert!(reason.contains("secret"), "{reason}");
+    assert_eq!(rig.runtime.last_previewed_postcondition(), None);
+}

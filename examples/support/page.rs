@@ -165,7 +165,7 @@ impl Page {
         let card = browser.find(&format!("#c-{id}")).await?.text().await?;
         let source = browser.source().await?;
         for field in view.field_writes() {
-            let named = format!("{} {:?}", field.role, field.label);
+            let named = format!("{:?} {:?}", field.role, field.label);
             if !card.contains(&named) {
                 return Err(format!("the card does not name the field {named}: {card}").into());
             }

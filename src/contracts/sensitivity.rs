@@ -19,15 +19,32 @@ pub const SECURE_FIELD_ROLE: &str = "AXSecureTextField";
 /// assert!(names_a_secret("Password"));
 /// assert!(names_a_secret("One-time code"));
 /// assert!(names_a_secret("API key"));
+/// assert!(names_a_secret("Security code"));
+/// assert!(names_a_secret("CVV"));
 /// assert!(!names_a_secret("Email"));
 /// ```
 pub fn names_a_secret(text: &str) -> bool {
     let text = text.to_lowercase();
-    ["pass", "secret", "token", "credential", "otp", "pin"]
-        .iter()
-        .any(|word| text.contains(word))
+    // Upstream's list (pass, secret, credential, one-time, otp, API key,
+    // pin, cvv, cvc, security code), with tokens and verification codes:
+    // a look that errs towards a person's approval.
+    [
+        "pass",
+        "secret",
+        "token",
+        "credential",
+        "otp",
+        "pin",
+        "cvv",
+        "cvc",
+        "2fa",
+    ]
+    .iter()
+    .any(|word| text.contains(word))
         || joined(&text, "one", "time")
         || joined(&text, "api", "key")
+        || joined(&text, "security", "code")
+        || joined(&text, "verification", "code")
 }
 
 /// `first` then `second`, with at most one character between them.

@@ -159,23 +159,29 @@ impl<'a> NamedEffect<'a> {
     }
 
     /// Whether the effect writes a secret's field (a role of
-    /// `AXSecureTextField`): no postcondition is derived for it, since its
-    /// digest would travel in previews and journals.
+    /// `AXSecureTextField`, or a role or label that names a secret: a PIN,
+    /// a one-time code; see [`crate::contracts::names_a_secret`]): no
+    /// postcondition is derived for it, since its digest would travel in
+    /// previews, events and journals (and a short secret's digest is as
+    /// good as the secret).
     pub fn writes_a_secret(&self) -> bool {
+        let secret = |role: &str, label: &str| {
+            role == SECURE_FIELD_ROLE || names_a_secret(role) || names_a_secret(label)
+        };
         match self {
             Self::ClipboardText { .. } => false,
-            Self::ElementValue { role, .. } => *role == SECURE_FIELD_ROLE,
+            Self::ElementValue { role, label, .. } => secret(role, label),
             Self::FormValues { fields } => form_fields(fields)
                 .unwrap_or_default()
                 .iter()
-                .any(|(role, _, _)| *role == SECURE_FIELD_ROLE),
+                .any(|(role, label, _)| secret(role, label)),
         }
     }
 }
 
 /// The role of a password field (upstream's vocabulary): its value's digest
 /// is never derived into a postcondition.
-use crate::contracts::SECURE_FIELD_ROLE;
+use crate::contracts::{SECURE_FIELD_ROLE, names_a_secret};
 
 /// Why no postcondition was derived for an action that declared none.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -198,8 +198,8 @@ fn show(view: &CheckpointView, args: &[String]) {
         (
             "arguments",
             if view.handles_secrets() && args.iter().any(|a| a == "--reveal") {
-                view.arguments
-                    .as_ref()
+                // A password field's value is never shown, not even here.
+                view.secret_fields_masked()
                     .map_or_else(|| "(not kept)".to_owned(), |a| a.to_string())
             } else if view.handles_secrets() {
                 format!(

@@ -660,7 +660,7 @@ async fn on_a_real_form_the_page_names_the_password_field_and_masks_its_value() 
     let card = format!("#c-{id}");
     let details = browser.find(&card).await.unwrap().text().await.unwrap();
     assert!(
-        details.contains("AXSecureTextField \"Password\" ← •••••"),
+        details.contains("\"AXSecureTextField\" \"Password\" ← •••••"),
         "the page names the field and masks the value: {details}"
     );
     let source = browser.source().await.unwrap();

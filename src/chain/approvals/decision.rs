@@ -557,3 +557,89 @@ pub async fn wait_for_decision(
         tokio::time::sleep(every).await;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use serde_json::json;
+
+    fn view(tool: &str, arguments: serde_json::Value, labels: Vec<DataLabel>) -> CheckpointView {
+        CheckpointView {
+            id: "0123456789abcdef0123456789abcdef".parse().unwrap(),
+            session_id: "s".into(),
+            principal_id: "p".into(),
+            tenant_id: "t".into(),
+            agent_id: None,
+            execution_group_id: None,
+            action_id: "a".into(),
+            tool: tool.into(),
+            operation: tool.into(),
+            mode: ExecutionMode::Foreground,
+            target_app_id: None,
+            target_window_id: None,
+            data_labels: labels,
+            policy_decision: PolicyVerdict::Confirm,
+            reasons: Vec::new(),
+            action_digest: String::new(),
+            policy_digest: String::new(),
+            expires_at: String::new(),
+            decided: false,
+            arguments: Some(arguments),
+            target_bounds: None,
+            frame: None,
+            frame_window_only: false,
+        }
+    }
+
+    /// A password field's value, or a PIN's, is masked in every way the
+    /// view shows arguments, whatever the agent's labels; other fields
+    /// are shown as they are.
+    #[test]
+    fn a_secret_fields_value_is_masked_in_every_showing_whatever_the_labels() {
+        let form = json!({ "fields": [
+            { "role": "AXTextField", "label": "Name", "value": "Ada" },
+            { "role": "AXSecureTextField", "label": "Password", "value": "hunter2" },
+            { "role": "AXTextField", "label": "Card PIN", "value": "4321" },
+        ] });
+        for labels in [vec![DataLabel::Public], vec![DataLabel::Credential]] {
+            let v = view("fill_form", form.clone(), labels);
+            for shown in [v.shown_arguments(), v.secret_fields_masked()] {
+                let shown = shown.unwrap().to_string();
+                assert!(
+                    !shown.contains("hunter2") && !shown.contains("4321"),
+                    "{shown}"
+                );
+            }
+            let fields = v.field_writes();
+            assert_eq!(fields.len(), 3);
+            assert!(fields[1].masked && fields[2].masked);
+            assert_eq!(fields[1].value, MASK);
+        }
+        // Unlabelled, the harmless field is shown; labelled as handling
+        // credentials, every value is masked.
+        let open = view("fill_form", form.clone(), vec![DataLabel::Public]);
+        assert!(open.shown_arguments().unwrap().to_string().contains("Ada"));
+        assert_eq!(open.field_writes()[0].value, "Ada");
+        let closed = view("fill_form", form, vec![DataLabel::Credential]);
+        assert!(
+            !closed
+                .shown_arguments()
+                .unwrap()
+                .to_string()
+                .contains("Ada")
+        );
+        let one = view(
+            "set_value",
+            json!({ "role": "AXSecureTextField", "label": "Password", "value": 1234 }),
+            vec![],
+        );
+        assert!(!one.shown_arguments().unwrap().to_string().contains("1234"));
+        assert!(
+            view("write_clipboard", json!({ "text": "x" }), vec![])
+                .field_writes()
+                .is_empty()
+        );
+    }
+}

@@ -85,7 +85,7 @@ pub(super) fn card(page: &Page, view: &CheckpointView) -> String {
         .iter()
         .map(|f| {
             format!(
-                "{} {:?} ← {}{}",
+                "{:?} {:?} ← {}{}",
                 f.role,
                 f.label,
                 if f.masked {

@@ -59,6 +59,16 @@ fn failed(what: &str, err: impl std::fmt::Display) -> Refusal {
     Refusal::new("accessibility_unavailable", format!("{what}: {err}"))
 }
 
+/// An application's object could not be read (its interfaces, actions,
+/// text): the application's own error text is not repeated, since it is
+/// the application's words and could be anything.
+fn unreadable(what: &str) -> Refusal {
+    Refusal::new(
+        "accessibility_unavailable",
+        format!("{what}: the application did not answer as AT-SPI describes"),
+    )
+}
+
 /// The call reached the application and failed there (or its answer was
 /// lost): the effect may have happened.
 fn call_failed(what: &str, _err: impl std::fmt::Display) -> Refusal {
@@ -173,7 +183,10 @@ impl Accessibility {
         let (title, expected, text) = (title.to_owned(), expected.clone(), text.to_owned());
         run_bounded(&self.handle, "set_value", async move {
             let node = found_again(&bus, pid, &title, bounds, &expected).await?;
-            let proxies = node.proxies().await.map_err(|e| failed("the element", e))?;
+            let proxies = node
+                .proxies()
+                .await
+                .map_err(|_| unreadable("the element"))?;
             let editable = proxies.editable_text().await.map_err(|_| {
                 Refusal::new(
                     "element_not_editable",
@@ -207,12 +220,15 @@ impl Accessibility {
         let (title, expected) = (title.to_owned(), expected.clone());
         run_bounded(&self.handle, "press_button", async move {
             let node = found_again(&bus, pid, &title, bounds, &expected).await?;
-            let proxies = node.proxies().await.map_err(|e| failed("the element", e))?;
+            let proxies = node
+                .proxies()
+                .await
+                .map_err(|_| unreadable("the element"))?;
             let action = proxies.action().await.map_err(|_| no_press(&expected))?;
             let actions = action
                 .get_actions()
                 .await
-                .map_err(|e| failed("the element's actions", e))?;
+                .map_err(|_| unreadable("the element's actions"))?;
             let index = actions
                 .iter()
                 .position(|a| tree::is_press(&a.name))
@@ -242,14 +258,17 @@ impl Accessibility {
         let (title, expected) = (title.to_owned(), expected.clone());
         run_bounded(&self.handle, "read the value back", async move {
             let node = found_again(&bus, pid, &title, bounds, &expected).await?;
-            let proxies = node.proxies().await.map_err(|e| failed("the element", e))?;
+            let proxies = node
+                .proxies()
+                .await
+                .map_err(|_| unreadable("the element"))?;
             let text = proxies
                 .text()
                 .await
-                .map_err(|e| failed("the element's text", e))?;
+                .map_err(|_| unreadable("the element's text"))?;
             text.get_text(0, -1)
                 .await
-                .map_err(|e| failed("the element's text", e))
+                .map_err(|_| unreadable("the element's text"))
         })
     }
 }
@@ -360,7 +379,7 @@ async fn found_again<'c>(
         .await?
         .into_accessible_proxy(conn)
         .await
-        .map_err(|e| failed("the window", e))?;
+        .map_err(|_| unreadable("the window"))?;
     for index in &expected.path {
         let child = i32::try_from(*index).map_err(|_| gone())?;
         let next = node.get_child_at_index(child).await.map_err(|_| gone())?;

@@ -10,7 +10,7 @@ use atspi::proxy::proxy_ext::ProxyExt;
 use atspi::{CoordType, ObjectRefOwned, RelationType, State, zbus};
 use serde_json::{Value, json};
 
-use super::{ax_role, failed, is_field, is_secret};
+use super::{ax_role, is_field, is_secret, unreadable};
 use crate::engine::Refusal;
 use adk_computer_use::digest::sha256_hex;
 
@@ -122,7 +122,7 @@ pub(super) async fn walk(
         let proxy = object
             .into_accessible_proxy(conn)
             .await
-            .map_err(|e| failed("an element", e))?;
+            .map_err(|_| unreadable("an element"))?;
         let atspi_role = capped(proxy.get_role_name().await.unwrap_or_default(), 64);
         let name = proxy.name().await.unwrap_or_default();
         let states: Vec<String> = proxy
