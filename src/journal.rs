@@ -85,6 +85,9 @@ pub mod events {
     pub const DENIED: &str = "action.denied";
     /// A transition of the chain failed.
     pub const REFUSED: &str = "action.refused";
+    /// A resumed action was refused before any effect, and the checkpoint
+    /// its resume consumed was given back to its store.
+    pub const CHECKPOINT_RETURNED: &str = "checkpoint.returned";
     /// The agent loop checked a planner's step and will govern it.
     pub const AGENT_PLANNED: &str = "agent.planned";
     /// The agent loop refused a planner's output (the field is named).

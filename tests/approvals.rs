@@ -184,14 +184,11 @@ async fn waiting_for_a_decision_is_bounded() {
     assert_eq!(none.unwrap(), None);
     let view = inspect(&*store, &id).unwrap();
     let key = public();
+    // The agent waits through its session, holding neither the store nor
+    // its key.
     let (found, ()) = tokio::join!(
-        wait_for_decision(
-            store.clone(),
-            &id,
-            &key,
-            Duration::from_millis(5),
-            Duration::from_secs(30)
-        ),
+        rig.session
+            .wait_for_decision(&id, &key, Duration::from_millis(5), Duration::from_secs(30)),
         async {
             tokio::time::sleep(Duration::from_millis(20)).await;
             let deny = Decision::Deny {
@@ -496,4 +493,280 @@ async fn the_refresh_path_holds_against_late_denials_changed_previews_and_copies
         CheckpointRefusal::OtherStore { .. }
     ));
     assert_eq!(rig.runtime.mutations(), 1);
+}
+
+/// The window record the scripted runtime's semantic frame shows for the
+/// target, as a window list would.
+fn target_window(pid: Option<u32>) -> serde_json::Value {
+    let mut record = serde_json::json!({ "bundleId": APP, "windowId": WINDOW });
+    if let Some(pid) = pid {
+        record["pid"] = pid.into();
+    }
+    serde_json::json!({ "windows": [record] })
+}
+
+/// A rig told that the runtime accepts evidence 30 s old, as upstream's
+/// server does.
+fn aging(dir: &tempfile::TempDir) -> (Rig, Arc<FileCheckpointStore>) {
+    let store = store(dir);
+    let rig = rig_aging(store.clone(), Duration::from_secs(30));
+    (rig, store)
+}
+
+#[tokio::test]
+async fn an_approval_the_runtime_holds_follows_fresh_evidence_of_the_same_target() {
+    let dir = tempfile::tempdir().unwrap();
+    let (rig, store) = aging(&dir);
+    let id = suspended(&rig, "fresh-held").await;
+    let view = inspect(&*store, &id).unwrap();
+    // The person decides a minute later: the evidence is twice as old as
+    // the runtime accepts.
+    rig.clock.advance(time::Duration::minutes(1));
+    rig.runtime.script().semantic = Some(target_window(None));
+    let observed = rig.runtime.count(Call::Observe);
+    let approved = rig
+        .session
+        .resume_refreshing(&id, held(&view))
+        .await
+        .unwrap();
+    assert!(
+        rig.runtime.count(Call::Observe) > observed,
+        "the target was looked at again"
+    );
+    let target = approved.preview().envelope.target.clone().unwrap();
+    assert_eq!(
+        target.captured_at, "2026-07-13T10:01:00Z",
+        "previewed on evidence taken now"
+    );
+    assert!(approved.complete().await.unwrap().performed());
+    assert_eq!(rig.runtime.mutations(), 1);
+}
+
+#[tokio::test]
+async fn a_target_that_changed_beyond_its_pixels_does_not_carry_an_approval() {
+    let dir = tempfile::tempdir().unwrap();
+    let (rig, store) = aging(&dir);
+    let id = suspended(&rig, "changed-target").await;
+    let view = inspect(&*store, &id).unwrap();
+    rig.clock.advance(time::Duration::minutes(1));
+    // Another process now owns the window the person approved.
+    rig.runtime.script().semantic = Some(target_window(Some(4242)));
+    let err = rig
+        .session
+        .resume_refreshing(&id, held(&view))
+        .await
+        .err()
+        .unwrap();
+    assert!(
+        matches!(
+            err.checkpoint_refusal(),
+            Some(CheckpointRefusal::TargetChanged { field: "pid", .. })
+        ),
+        "{err}"
+    );
+    assert_eq!(rig.runtime.count(Call::Reserve), 0);
+    assert!(store.ids().unwrap().contains(&id), "nothing was consumed");
+}
+
+#[tokio::test]
+async fn a_grant_cannot_follow_fresh_evidence_and_is_refused_before_anything_is_consumed() {
+    let dir = tempfile::tempdir().unwrap();
+    let (rig, store) = aging(&dir);
+    let id = suspended(&rig, "aged-grant").await;
+    let view = inspect(&*store, &id).unwrap();
+    let approval = granted(&rig, &view);
+    rig.clock.advance(time::Duration::minutes(1));
+    let err = rig
+        .session
+        .resume_refreshing(&id, approval.clone())
+        .await
+        .err()
+        .unwrap();
+    assert!(
+        matches!(
+            err.checkpoint_refusal(),
+            Some(CheckpointRefusal::EvidenceAged {
+                age_ms: 60_000,
+                limit_ms: 30_000
+            })
+        ),
+        "{err}"
+    );
+    assert_eq!(rig.runtime.count(Call::Reserve), 0);
+    assert!(store.ids().unwrap().contains(&id), "nothing was consumed");
+    // Evidence younger than the runtime's limit still runs on the grant.
+    rig.runtime.script().route = Some(PreviewRoute::NeedsApproval);
+    let mut fresh = target();
+    fresh.captured_at = "2026-07-13T10:01:00Z".into();
+    let young = match rig
+        .session
+        .run(action("young-grant").with_target(fresh))
+        .await
+        .unwrap()
+    {
+        ChainOutcome::NeedsApproval(pending) => pending.suspend().await.unwrap(),
+        _ => panic!("expected approval to be required"),
+    };
+    let view = inspect(&*store, &young).unwrap();
+    let approval = granted(&rig, &view);
+    rig.clock.advance(time::Duration::seconds(20));
+    let done = rig
+        .session
+        .resume(&young, approval)
+        .await
+        .unwrap()
+        .complete()
+        .await
+        .unwrap();
+    assert!(done.performed());
+}
+
+#[tokio::test]
+async fn a_refusal_before_any_effect_gives_the_checkpoint_back_and_the_approval_stays_usable() {
+    for on_decision in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store(&dir);
+        let rig = rig_on(store.clone());
+        let id = suspended(&rig, "given-back").await;
+        let view = inspect(&*store, &id).unwrap();
+        let approval = granted(&rig, &view);
+        if on_decision {
+            decide(
+                &*store,
+                &id,
+                &Decision::Approve(approval.clone()),
+                &approver(),
+            )
+            .unwrap();
+        }
+        let resume = || async {
+            if on_decision {
+                rig.session.resume_decided(&id, &public()).await
+            } else {
+                rig.session.resume(&id, approval.clone()).await
+            }
+        };
+        // The runtime refuses the reservation (another agent holds the
+        // target): no effect, so the approval is not spent.
+        rig.runtime
+            .script()
+            .fail
+            .insert(Call::Reserve, refusal("reserve_target", "target_reserved"));
+        let err = resume().await.unwrap().complete().await.err().unwrap();
+        assert_eq!(err.refusal_code(), Some("target_reserved"), "{err}");
+        assert_eq!(rig.runtime.mutations(), 0);
+        assert!(
+            store.ids().unwrap().contains(&id),
+            "given back (decided: {on_decision})"
+        );
+        assert_eq!(inspect(&*store, &id).unwrap().decided, on_decision);
+        // The lease is busy next: refused before the call, given back too.
+        rig.runtime.script().fail.clear();
+        rig.runtime
+            .script()
+            .fail
+            .insert(Call::Lease, refusal("acquire_lease", "lease_conflict"));
+        let err = resume().await.unwrap().complete().await.err().unwrap();
+        assert_eq!(err.refusal_code(), Some("lease_conflict"), "{err}");
+        assert!(store.ids().unwrap().contains(&id));
+        // Then it runs, once, and stays consumed.
+        rig.runtime.script().fail.clear();
+        assert!(
+            resume()
+                .await
+                .unwrap()
+                .complete()
+                .await
+                .unwrap()
+                .performed()
+        );
+        assert_eq!(rig.runtime.mutations(), 1);
+        assert!(
+            !store.ids().unwrap().contains(&id),
+            "consumed by the effect"
+        );
+        assert!(resume().await.is_err(), "once");
+    }
+}
+
+#[tokio::test]
+async fn once_the_mutating_call_is_made_nothing_is_given_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(&dir);
+    let rig = rig_on(store.clone());
+    let id = suspended(&rig, "refused-at-execute").await;
+    let view = inspect(&*store, &id).unwrap();
+    let approval = granted(&rig, &view);
+    // A clean refusal of the mutating call itself: a server may answer so
+    // after the effect (upstream re-checks the target after acting), so it
+    // proves nothing about the effect, and the checkpoint stays consumed.
+    rig.runtime
+        .script()
+        .fail
+        .insert(Call::Execute, refusal("execute_action", "stale_target"));
+    let err = rig
+        .session
+        .resume(&id, approval.clone())
+        .await
+        .unwrap()
+        .complete()
+        .await
+        .err()
+        .unwrap();
+    assert_eq!(err.refusal_code(), Some("stale_target"), "{err}");
+    assert!(!store.ids().unwrap().contains(&id), "stays consumed");
+    assert!(rig.session.resume(&id, approval).await.is_err());
+}
+
+/// One action id seals one checkpoint in a session: a second suspension
+/// under the same id is refused, so no two resumed actions of a session
+/// share the id their claims are remembered by.
+#[tokio::test]
+async fn one_action_id_seals_one_checkpoint() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(&dir);
+    let rig = rig_on(store.clone());
+    let _first = suspended(&rig, "same-id").await;
+    rig.runtime.script().route = Some(PreviewRoute::NeedsApproval);
+    let ChainOutcome::NeedsApproval(pending) = rig.session.run(action("same-id")).await.unwrap()
+    else {
+        panic!("expected approval to be required");
+    };
+    assert_eq!(
+        refusal_of(pending.suspend().await),
+        CheckpointRefusal::Exists
+    );
+}
+
+#[tokio::test]
+async fn an_outcome_in_doubt_never_gives_the_checkpoint_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(&dir);
+    let rig = rig_on(store.clone());
+    let id = suspended(&rig, "in-doubt").await;
+    let view = inspect(&*store, &id).unwrap();
+    let approval = granted(&rig, &view);
+    // The answer to the mutating call is lost: it may have happened.
+    rig.runtime.script().fail.insert(
+        Call::Execute,
+        ComputerUseError::Transport {
+            operation: "execute_action".into(),
+            message: "connection reset".into(),
+        },
+    );
+    let err = rig
+        .session
+        .resume(&id, approval.clone())
+        .await
+        .unwrap()
+        .complete()
+        .await
+        .err()
+        .unwrap();
+    assert!(
+        matches!(err, ComputerUseError::OutcomeUnknown { .. }),
+        "{err}"
+    );
+    assert!(!store.ids().unwrap().contains(&id), "stays consumed");
+    assert!(rig.session.resume(&id, approval).await.is_err());
 }

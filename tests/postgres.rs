@@ -13,8 +13,8 @@ use std::sync::Arc;
 
 use adk_computer_use::ComputerUseError;
 use adk_computer_use::chain::{
-    Approval, ApproverKey, ChainOutcome, CheckpointRefusal, CheckpointStore, Decision, SealingKey,
-    Session, decide, inspect,
+    Approval, ApproverKey, ChainOutcome, CheckpointRefusal, CheckpointStore, ClaimBasis, Decision,
+    SealingKey, Session, decide, inspect,
 };
 use adk_computer_use::journal::{Journal, JournalSink, verify_journal};
 use adk_computer_use::pg::{PostgresCheckpointStore, PostgresJournal, read_postgres_journal};
@@ -68,18 +68,26 @@ fn rig_in(session: &str, store: Arc<PostgresCheckpointStore>) -> Rig {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-#[needs(postgres)]
-async fn of_agents_on_many_machines_racing_to_resume_exactly_one_wins() {
-    let Some(url) = url() else { return };
-    let session_id = unique("race");
+/// A rig over a PostgreSQL store at `url`, in a session named after
+/// `prefix`, with action `action_id` suspended there; the approval the
+/// runtime holds for it.
+async fn suspended_in(
+    url: &str,
+    prefix: &str,
+    action_id: &str,
+) -> (
+    Rig,
+    Arc<PostgresCheckpointStore>,
+    adk_computer_use::chain::CheckpointId,
+    Approval,
+) {
     let store = Arc::new(
-        PostgresCheckpointStore::connect(&url, key())
+        PostgresCheckpointStore::connect(url, key())
             .expect("ADK_POSTGRES_URL is set and must answer"),
     );
-    let rig = rig_in(&session_id, store.clone());
+    let rig = rig_in(&unique(prefix), store.clone());
     rig.runtime.script().route = Some(PreviewRoute::NeedsApproval);
-    let pending = match rig.session.run(action("pg-race")).await.unwrap() {
+    let pending = match rig.session.run(action(action_id)).await.unwrap() {
         ChainOutcome::NeedsApproval(pending) => pending,
         _ => panic!("approval required"),
     };
@@ -89,6 +97,14 @@ async fn of_agents_on_many_machines_racing_to_resume_exactly_one_wins() {
         pending.policy_digest(),
     );
     let id = pending.suspend().await.unwrap();
+    (rig, store, id, approval)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[needs(postgres)]
+async fn of_agents_on_many_machines_racing_to_resume_exactly_one_wins() {
+    let Some(url) = url() else { return };
+    let (rig, store, id, approval) = suspended_in(&url, "race", "pg-race").await;
     assert_eq!(inspect(&*store, &id).unwrap().action_id, "pg-race");
     // Eight replicas, each with its own connection and its own session.
     let replicas: Vec<_> = (0..8)
@@ -316,4 +332,50 @@ async fn a_denial_and_a_resume_racing_in_postgres_never_both_succeed() {
     }
     assert_eq!(both, 0, "{both} of 20 rounds recorded a denial and resumed");
     assert_eq!(rig.runtime.count(Call::Reserve), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[needs(postgres)]
+async fn a_refusal_before_any_effect_gives_a_postgres_checkpoint_back_for_one_more_try() {
+    let Some(url) = url() else { return };
+    let (rig, store, id, approval) = suspended_in(&url, "give-back", "pg-give-back").await;
+    // The lease is taken by someone else: refused before any effect.
+    rig.runtime
+        .script()
+        .fail
+        .insert(Call::Lease, refusal("acquire_lease", "lease_conflict"));
+    let err = rig
+        .session
+        .resume(&id, approval.clone())
+        .await
+        .unwrap()
+        .complete()
+        .await
+        .unwrap_err();
+    assert_eq!(err.refusal_code(), Some("lease_conflict"), "{err}");
+    assert!(store.ids().unwrap().contains(&id), "given back");
+    // Nothing is claimed now, so nothing more can be given back.
+    assert_eq!(
+        store
+            .give_back(&id, &ClaimBasis::Undecided)
+            .unwrap_err()
+            .checkpoint_refusal(),
+        Some(&CheckpointRefusal::NotClaimedSo)
+    );
+    rig.runtime.script().fail.clear();
+    let done = rig
+        .session
+        .resume(&id, approval.clone())
+        .await
+        .unwrap()
+        .complete()
+        .await
+        .unwrap();
+    assert!(done.performed());
+    assert_eq!(rig.runtime.mutations(), 1);
+    assert!(
+        !store.ids().unwrap().contains(&id),
+        "consumed by the effect"
+    );
+    assert!(rig.session.resume(&id, approval).await.is_err(), "once");
 }

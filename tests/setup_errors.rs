@@ -253,3 +253,39 @@ async fn only_the_host_widens_the_read_only_calls_and_never_to_a_known_tool() {
     assert_eq!(err.field(), Some("tool"), "{err}");
     runtime.shutdown().await.unwrap();
 }
+
+#[tokio::test]
+async fn calling_an_observation_directly_says_it_changes_nothing_and_names_its_door() {
+    let (runtime, _approver) = adk_computer_use_testkit::spawn(
+        computer_use_server::Config::for_principal("alice"),
+        McpRuntimeConfig::new("alice"),
+    )
+    .await
+    .unwrap();
+    runtime.start_session(Some("look"), None).await.unwrap();
+    let err = runtime
+        .call("list_windows", Default::default())
+        .await
+        .expect_err("refused");
+    let message = err.to_string();
+    assert!(message.contains("changes nothing"), "{message}");
+    assert!(message.contains("observe_shadow"), "{message}");
+    assert!(!message.contains("change state"), "{message}");
+    // A tool that does change state is still refused as such.
+    let err = runtime
+        .call("execute_action", Default::default())
+        .await
+        .expect_err("refused");
+    assert!(err.to_string().contains("change state"), "{err}");
+    // Through its own door it answers.
+    let windows = runtime
+        .observe_shadow("list_windows", serde_json::json!({}))
+        .await
+        .unwrap();
+    assert!(
+        windows.structured["windows"].is_array(),
+        "{:?}",
+        windows.structured
+    );
+    runtime.shutdown().await.unwrap();
+}

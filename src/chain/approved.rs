@@ -96,6 +96,7 @@ impl<R: ComputerUseRuntime> Approved<R> {
             Ok(answer) => answer,
             Err(err) => {
                 self.core.recorder.refusal(&envelope.action_id, &err);
+                self.core.failed(&envelope.action_id, &err).await;
                 return Err(err);
             }
         };
@@ -134,7 +135,11 @@ impl<R: ComputerUseRuntime> Approved<R> {
                 guard,
                 bound,
             )),
-            Err(err) => Err(guard.fail(&envelope.action_id, err).await),
+            Err(err) => {
+                let err = guard.fail(&envelope.action_id, err).await;
+                self.core.failed(&envelope.action_id, &err).await;
+                Err(err)
+            }
         }
     }
 

@@ -95,8 +95,13 @@ impl<R: ComputerUseRuntime> Leased<R> {
             Err(err) => Err(err),
         };
         if let Err(err) = ready {
-            return Err(self.guard.fail(&envelope.action_id, err).await);
+            let err = self.guard.fail(&envelope.action_id, err).await;
+            self.core.failed(&envelope.action_id, &err).await;
+            return Err(err);
         }
+        // From here the mutating call is made: a resumed checkpoint is
+        // never given back again.
+        self.core.returnable.settle(&envelope.action_id);
         // While the mutation is in flight, what the action holds is in use:
         // a shutdown at this moment leaves it to this call.
         self.guard.in_use(true);
@@ -119,6 +124,10 @@ impl<R: ComputerUseRuntime> Leased<R> {
             .map_err(|err| ComputerUseError::after_mutation(&envelope.action_id, err));
         let receipt = match checked {
             Ok(receipt) => receipt,
+            // The mutating call was made: whatever it answered, a resumed
+            // checkpoint stays consumed. (A server may refuse after the
+            // effect, as upstream's re-check of the target does, and the
+            // refusal then reads like one made before it.)
             Err(err) => return Err(self.guard.fail(&envelope.action_id, err).await),
         };
         let bound = receipt.get();

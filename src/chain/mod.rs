@@ -33,9 +33,10 @@ mod verified;
 mod witness;
 
 pub use approvals::{
-    Approval, ApprovalSource, ApproverKey, ApproverPublicKey, Authority, CheckpointId,
-    CheckpointRefusal, CheckpointStore, CheckpointView, ClaimBasis, Decision, FieldWrite,
-    FileCheckpointStore, Listed, MIN_KEY_LEN, MemoryCheckpointStore, SealingKey, decide,
+    Approval, ApprovalSource, ApproverKey, ApproverPublicKey, Authority, BOUNDS_TOLERANCE_PX,
+    CheckpointId, CheckpointRefusal, CheckpointStore, CheckpointView, ClaimBasis,
+    DEFAULT_TARGET_EVIDENCE_MAX_AGE, Decision, FieldWrite, FileCheckpointStore,
+    GrantableCheckpoint, Listed, MIN_KEY_LEN, MemoryCheckpointStore, SealingKey, decide,
     decision_of, inspect, open_for_grant, pending, wait_for_decision,
 };
 pub use approved::Approved;

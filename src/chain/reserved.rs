@@ -72,7 +72,11 @@ impl<R: ComputerUseRuntime> Reserved<R> {
         };
         let lease = match answer {
             Ok(lease) => guard.hold_lease(lease),
-            Err(err) => return Err(guard.fail(&envelope.action_id, err).await),
+            Err(err) => {
+                let err = guard.fail(&envelope.action_id, err).await;
+                core.failed(&envelope.action_id, &err).await;
+                return Err(err);
+            }
         };
         let bound = match BoundLease::check(lease, envelope, &core.acting(), core.clock()) {
             Ok(bound) => {
@@ -94,7 +98,11 @@ impl<R: ComputerUseRuntime> Reserved<R> {
                 reservation,
                 bound,
             )),
-            Err(err) => Err(guard.fail(&envelope.action_id, err).await),
+            Err(err) => {
+                let err = guard.fail(&envelope.action_id, err).await;
+                core.failed(&envelope.action_id, &err).await;
+                Err(err)
+            }
         }
     }
 }

@@ -31,11 +31,15 @@ pub(crate) struct Core<R: ComputerUseRuntime> {
     /// Where observations look; built once, lent to every observation round.
     pub(crate) scope: ObservationScope,
     pub(crate) clock: Arc<dyn Clock>,
+    /// How old target evidence the runtime accepts at execution.
+    pub(crate) evidence_max_age: std::time::Duration,
 
     /// Set by `Session::shutdown`: no stage takes another step.
     pub(crate) closed: AtomicBool,
     /// Checkpoints this session resumed or is resuming.
     pub(crate) resumed: Mutex<HashSet<CheckpointId>>,
+    /// Claims of resumed actions not yet past the effect boundary.
+    pub(crate) returnable: super::approvals::give_back::Returnable,
     /// The store of record: where this session suspends to and resumes
     /// from, and no other.
     pub(crate) checkpoints: Option<Arc<dyn CheckpointStore>>,
@@ -59,6 +63,23 @@ impl<R: ComputerUseRuntime> Core<R> {
     pub(crate) fn release_stats(&self) -> ReleaseStats {
         let held = self.release.releaser.ledger.len();
         self.release.releaser.counters.snapshot(held)
+    }
+
+    /// `action_id` failed with `err`: a checkpoint its resume consumed is
+    /// given back when nothing was performed (see
+    /// [`give_back`](super::approvals::give_back)), and journaled so.
+    pub(crate) async fn failed(&self, action_id: &str, err: &ComputerUseError) {
+        if let Some(id) = self.returnable.failed(action_id, err).await {
+            self.resumed
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(&id);
+            self.recorder.note(
+                action_id,
+                crate::journal::events::CHECKPOINT_RETURNED,
+                || serde_json::json!({ "checkpointId": id.as_str() }),
+            );
+        }
     }
 
     /// Refuses `operation` once the session was shut down.
@@ -109,6 +130,7 @@ pub struct SessionBuilder<R: ComputerUseRuntime> {
     journal: Option<Arc<Journal>>,
     checkpoints: Option<Arc<dyn CheckpointStore>>,
     release_timeout: std::time::Duration,
+    evidence_max_age: std::time::Duration,
 }
 
 impl<R: ComputerUseRuntime> SessionBuilder<R> {
@@ -116,6 +138,16 @@ impl<R: ComputerUseRuntime> SessionBuilder<R> {
     /// is counted as failed (10 seconds unless set).
     pub fn release_timeout(mut self, timeout: std::time::Duration) -> Self {
         self.release_timeout = timeout;
+        self
+    }
+
+    /// How old target evidence the runtime accepts at execution (its
+    /// `maxTargetAgeMs`; [`DEFAULT_TARGET_EVIDENCE_MAX_AGE`](super::DEFAULT_TARGET_EVIDENCE_MAX_AGE),
+    /// 30 s, unless set). A resumed approval whose evidence is half that old
+    /// is carried to fresh evidence of the same target, or refused before
+    /// anything is consumed (see [`Session::resume_decided`]).
+    pub fn target_evidence_max_age(mut self, max_age: std::time::Duration) -> Self {
+        self.evidence_max_age = max_age;
         self
     }
 
@@ -231,9 +263,11 @@ impl<R: ComputerUseRuntime> SessionBuilder<R> {
                     window_id: self.target_window_id,
                 },
                 clock: self.clock,
+                evidence_max_age: self.evidence_max_age,
 
                 closed: AtomicBool::new(false),
                 resumed: Mutex::new(HashSet::new()),
+                returnable: Default::default(),
                 checkpoints: self.checkpoints,
                 release: Arc::new(ReleaseHandle { releaser, reaper }),
                 recorder,
@@ -257,6 +291,7 @@ impl<R: ComputerUseRuntime> Session<R> {
             journal: None,
             checkpoints: None,
             release_timeout: DEFAULT_RELEASE_TIMEOUT,
+            evidence_max_age: super::DEFAULT_TARGET_EVIDENCE_MAX_AGE,
         }
     }
 
@@ -366,6 +401,24 @@ impl<R: ComputerUseRuntime> Session<R> {
         approver: &super::ApproverPublicKey,
     ) -> Result<Approved<R>, ComputerUseError> {
         super::approvals::resume::by_decision(&self.core, id, approver).await
+    }
+
+    /// Waits for a person's decision on the checkpoint `id` in this
+    /// session's store of record, as [`super::wait_for_decision`] does
+    /// (a bounded poll, every `every`, for at most `within`; `None` when no
+    /// decision came in time), its signature checked against `approver`.
+    /// The agent needs neither the store nor its key to wait.
+    pub async fn wait_for_decision(
+        &self,
+        id: &CheckpointId,
+        approver: &super::ApproverPublicKey,
+        every: std::time::Duration,
+        within: std::time::Duration,
+    ) -> Result<Option<super::Decision>, ComputerUseError> {
+        let store = self.core.checkpoints.clone().ok_or_else(|| {
+            ComputerUseError::checkpoint(id, super::CheckpointRefusal::NoStoreOfRecord)
+        })?;
+        super::wait_for_decision(store, id, approver, every, within).await
     }
 
     /// The session clock's now.

@@ -120,6 +120,10 @@ pub struct RuntimeSession {
     pub objective: Option<String>,
     /// Where it stands (`running`, `paused`, `stopped`, `completed`, ...).
     pub state: String,
+    /// Why it waits or paused (`user_takeover` when the person's own input
+    /// paused it), when it says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiting_reason: Option<String>,
     /// Its revision.
     pub revision: u64,
     /// When it was created (RFC 3339).

@@ -35,6 +35,8 @@ pub struct McpApprover {
     principal_id: String,
     /// The connection this approver owns, when it has one of its own.
     _own: Option<Arc<ComputerUseMcpRuntime>>,
+    /// How old the server accepts target evidence at execution.
+    max_age: std::time::Duration,
 }
 
 impl std::fmt::Debug for McpApprover {
@@ -51,6 +53,7 @@ impl McpApprover {
             peer,
             principal_id,
             _own: None,
+            max_age: crate::chain::DEFAULT_TARGET_EVIDENCE_MAX_AGE,
         }
     }
 
@@ -71,6 +74,7 @@ impl McpApprover {
             peer: runtime.peer.clone(),
             principal_id: runtime.config.principal_id.clone(),
             _own: Some(runtime),
+            max_age: crate::chain::DEFAULT_TARGET_EVIDENCE_MAX_AGE,
         })
     }
 
@@ -142,20 +146,80 @@ impl McpApprover {
     /// `Session::resume_decided` previews it once more and runs it on the
     /// grant. That needs an approver on a connection of its own
     /// ([`McpApprover::connect`]).
+    ///
+    /// A person may also decide after the target evidence aged (the server
+    /// accepts evidence only while it is young: 30 s unless
+    /// [`McpApprover::with_target_evidence_max_age`] says otherwise). Then
+    /// the approver's connection looks at the target again; the fresh
+    /// evidence must show the same application, process, window, title and
+    /// tree, with bounds within [`crate::chain::BOUNDS_TOLERANCE_PX`]
+    /// (only the pixels may differ), or the approval is refused with
+    /// [`CheckpointRefusal::TargetChanged`](crate::chain::CheckpointRefusal::TargetChanged)
+    /// and the person must be asked again. The action is previewed on the
+    /// fresh evidence, the grant is for that preview, and the approval
+    /// carries the evidence ([`crate::chain::Approval::fresh_target`]) for
+    /// the agent to preview on.
     pub async fn approve_checkpoint(
         &self,
         store: Arc<dyn crate::chain::CheckpointStore>,
         id: &crate::chain::CheckpointId,
     ) -> Result<crate::chain::Approval, ComputerUseError> {
-        let view = crate::chain::open_for_grant(store, id, self._own.as_deref()).await?;
+        let opened =
+            crate::chain::open_for_grant(store, id, self._own.as_deref(), self.max_age).await?;
+        let request = GrantRequest {
+            action_digest: opened.action_digest.clone(),
+            ..GrantRequest::for_checkpoint(&opened.view)
+        };
         let grant = self
-            .approve_action(
-                &GrantRequest::for_checkpoint(&view),
-                ApprovalScope::ExactAction,
-                None,
-            )
+            .approve_action(&request, ApprovalScope::ExactAction, None)
             .await?;
-        Ok(crate::chain::Approval::from_grant(&view.action_id, &grant))
+        let approval = crate::chain::Approval::from_grant(&opened.view.action_id, &grant);
+        Ok(match &opened.fresh_target {
+            Some(target) => approval.with_fresh_target(target),
+            None => approval,
+        })
+    }
+
+    /// Hands the machine back to session `session_id` after the person
+    /// took it over (the server paused it `user_takeover` on input it did
+    /// not send): the person's act, which a server that tells its callers
+    /// apart refuses to the agent's credential. The session must be the
+    /// one the server answers for, of this principal, and running again.
+    pub async fn resume_session(
+        &self,
+        session_id: &str,
+    ) -> Result<crate::contracts::RuntimeSession, ComputerUseError> {
+        let params = CallToolRequestParams::new(protocol::RESUME_SESSION)
+            .with_arguments(object(json!({ "session_id": session_id })));
+        let result = self
+            .peer
+            .call_tool(params)
+            .await
+            .map_err(|err| transport_error(protocol::RESUME_SESSION, err))?;
+        let (mut answer, _) = decode_tool_result(protocol::RESUME_SESSION, result)?;
+        let session: crate::contracts::RuntimeSession =
+            decode(protocol::RESUME_SESSION, "session", &mut answer)?;
+        bind(
+            "RuntimeSession",
+            "sessionId",
+            session_id,
+            &session.session_id,
+        )?;
+        bind(
+            "RuntimeSession",
+            "principalId",
+            &self.principal_id,
+            &session.principal_id,
+        )?;
+        Ok(session)
+    }
+
+    /// How old target evidence may be when the server executes an action
+    /// (its `maxTargetAgeMs`; 30 s unless set). Evidence half that old is
+    /// taken again before a grant is asked for it.
+    pub fn with_target_evidence_max_age(mut self, max_age: std::time::Duration) -> Self {
+        self.max_age = max_age;
+        self
     }
 }
 

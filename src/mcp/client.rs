@@ -129,6 +129,17 @@ impl ComputerUseMcpRuntime {
         tool: &str,
         arguments: Map<String, Value>,
     ) -> Result<(Value, Vec<ImageContent>), ComputerUseError> {
+        if OBSERVATION_TOOLS.contains(&tool) {
+            // An observation changes nothing, but it runs governed (a
+            // shadow preview and execution), so it has a door of its own.
+            return Err(ComputerUseError::InvalidRequest {
+                field: "tool".into(),
+                message: format!(
+                    "{tool:?} is an observation of the desktop: it changes nothing, and runs governed, as a shadow action; use observe_shadow({tool:?}, arguments), or a session's observe(). call() takes the protocol's read-only tools: {}",
+                    READ_ONLY_TOOLS.join(", ")
+                ),
+            });
+        }
         if !READ_ONLY_TOOLS.contains(&tool) && !self.config.is_read_only_extension(tool) {
             return Err(ComputerUseError::InvalidRequest {
                 field: "tool".into(),

@@ -221,4 +221,31 @@ impl CheckpointStore for PostgresCheckpointStore {
     fn claimed_without_decision(&self, id: &CheckpointId) -> Result<bool, ComputerUseError> {
         Ok(self.state(id)?.is_some_and(|state| state.claimed_undecided))
     }
+
+    /// One statement on the row, conditional on the claim it gives back.
+    fn give_back(&self, id: &CheckpointId, basis: &ClaimBasis) -> Result<(), ComputerUseError> {
+        let key = id.to_string();
+        let changed = match basis {
+            ClaimBasis::Undecided => self.connection.run("give a checkpoint back", move |client| {
+                client.execute(
+                    "UPDATE adk_checkpoints SET consumed = false, claimed_undecided = false WHERE id = $1 AND consumed AND claimed_undecided AND decision IS NULL",
+                    &[&key],
+                )
+            })?,
+            ClaimBasis::Decision(record) => {
+                let record = record.clone();
+                self.connection.run("give a checkpoint back", move |client| {
+                    client.execute(
+                        "UPDATE adk_checkpoints SET consumed = false WHERE id = $1 AND consumed AND NOT claimed_undecided AND decision = $2",
+                        &[&key, &record],
+                    )
+                })?
+            }
+        };
+        if changed == 1 {
+            Ok(())
+        } else {
+            Err(refused(id, CheckpointRefusal::NotClaimedSo))
+        }
+    }
 }

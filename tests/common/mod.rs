@@ -84,6 +84,8 @@ pub struct Script {
     pub effect_postcondition: Option<EffectCheck>,
     /// `evidence_is_recorded`: the evidence is a record made at execution.
     pub evidence_recorded: bool,
+    /// What the semantic frame answers instead of `{ "kind": "semantic" }`.
+    pub semantic: Option<Value>,
 }
 
 /// What a scripted runtime offers for a named effect.
@@ -231,9 +233,13 @@ impl FakeRuntime {
         }
         self.in_flight.fetch_sub(1, Ordering::SeqCst);
         self.enter(Call::Observe).await?;
+        let scripted = match kind {
+            "semantic" => self.script().semantic.clone(),
+            _ => None,
+        };
         Ok(Observation {
             observation_id: Some(format!("{kind}-observation")),
-            structured: json!({ "kind": kind }),
+            structured: scripted.unwrap_or_else(|| json!({ "kind": kind })),
             images: vec![],
             captured_at: None,
         })
@@ -555,13 +561,32 @@ pub fn rig_on(store: Arc<dyn CheckpointStore>) -> Rig {
     rig_built(full_authorizer(), store)
 }
 
+/// A rig over `store` whose session is told the runtime accepts target
+/// evidence only `max_age` old (the scripted runtime itself never checks
+/// the age: other rigs tell the session it accepts any age).
+pub fn rig_aging(store: Arc<dyn CheckpointStore>, max_age: std::time::Duration) -> Rig {
+    rig_told(full_authorizer(), store, max_age)
+}
+
+/// The age a scripted runtime accepts: any (it never checks).
+const ANY_AGE: std::time::Duration = std::time::Duration::from_secs(100 * 365 * 86_400);
+
 fn rig_built(authorizer: ScopeAuthorizer, store: Arc<dyn CheckpointStore>) -> Rig {
+    rig_told(authorizer, store, ANY_AGE)
+}
+
+fn rig_told(
+    authorizer: ScopeAuthorizer,
+    store: Arc<dyn CheckpointStore>,
+    max_age: std::time::Duration,
+) -> Rig {
     let clock = ManualClock::new(start());
     let runtime = FakeRuntime::new(clock.clone());
     let session = Session::builder(Arc::clone(&runtime), authorizer)
         .clock(Arc::new(clock.clone()))
         .agent_id("executor")
         .checkpoints(Arc::clone(&store))
+        .target_evidence_max_age(max_age)
         .build()
         .unwrap();
     Rig {
@@ -624,5 +649,16 @@ pub fn windows_observed(windows: Value, at: &str) -> Observations {
             images: vec![],
             captured_at: Some(at.into()),
         },
+    }
+}
+
+/// The runtime's refusal of `operation` with `code`, as a script fails a
+/// call with it.
+pub fn refusal(operation: &str, code: &str) -> ComputerUseError {
+    ComputerUseError::Refused {
+        operation: operation.into(),
+        code: code.into(),
+        message: format!("{code} (scripted)"),
+        details: None,
     }
 }

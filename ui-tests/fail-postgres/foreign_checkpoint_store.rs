@@ -17,6 +17,7 @@ impl CheckpointStore for Forged {
     fn record_decision(&self, _: &CheckpointId, _: &str) -> Result<(), ComputerUseError> { Ok(()) }
     fn decision(&self, _: &CheckpointId) -> Result<Option<String>, ComputerUseError> { Ok(None) }
     fn claimed_without_decision(&self, _: &CheckpointId) -> Result<bool, ComputerUseError> { Ok(false) }
+    fn give_back(&self, _: &CheckpointId, _: &ClaimBasis) -> Result<(), ComputerUseError> { Ok(()) }
 }
 
 fn main() {}

@@ -42,6 +42,7 @@ const USAGE: &str = "usage: computer-use-approvals list --store DIR|URL
        computer-use-approvals approve ID --store DIR|URL (--server HOST:PORT | --runtime-held)
        computer-use-approvals deny ID --store DIR|URL --reason TEXT
        computer-use-approvals public
+       computer-use-approvals resume SESSION --principal ID --server HOST:PORT
        computer-use-approvals serve --store DIR|URL [--listen 127.0.0.1:PORT] [--allow-remote ORIGIN] [--server HOST:PORT]
 serve runs the approval page (feature `page`): it prints its link, whose path
 is a fresh credential, listens on loopback unless --allow-remote names the
@@ -51,7 +52,13 @@ The store's sealing key is read from ADK_CHECKPOINT_KEY (at least 32 bytes);
 decisions are signed with ADK_APPROVER_KEY (64 hex digits), whose public half
 (printed by `public`) the agents check them with. With --server, the grant is
 obtained from that server (computer-use-server --listen) with the approver's
-credential, read from ADK_APPROVER_CREDENTIAL.";
+credential, read from ADK_APPROVER_CREDENTIAL. Target evidence half as old as
+the server accepts (ADK_MAX_TARGET_AGE_MS, 30000 unless set) is taken again
+first: the grant is then for the same action on fresh evidence of the same
+target, and refused when the target changed beyond its pixels.
+resume hands the machine back to a session the person took over (the server
+paused it, user_takeover, on input it did not send), with the approver's
+credential: the agent's is refused.";
 
 fn approver() -> Result<ApproverKey, String> {
     let key = std::env::var("ADK_APPROVER_KEY")
@@ -278,15 +285,76 @@ async fn grant(
         .map_err(|e| format!("cannot reach {server}: {e}"))?;
     let approver = McpApprover::connect(stream, config)
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| e.to_string())?
+        .with_target_evidence_max_age(max_target_age()?);
     approver
         .approve_checkpoint(store, &view.id)
         .await
         .map_err(|e| e.to_string())
 }
 
+/// How old the server accepts target evidence: `ADK_MAX_TARGET_AGE_MS`
+/// when set (as the server was started with `--max-target-age-ms`), else
+/// upstream's 30 s. Evidence half that old is taken again before a grant.
+fn max_target_age() -> Result<std::time::Duration, String> {
+    match std::env::var("ADK_MAX_TARGET_AGE_MS") {
+        Err(_) => Ok(adk_computer_use::chain::DEFAULT_TARGET_EVIDENCE_MAX_AGE),
+        Ok(text) => text
+            .trim()
+            .parse::<u64>()
+            .ok()
+            .filter(|ms| *ms > 0)
+            .map(std::time::Duration::from_millis)
+            .ok_or_else(|| {
+                format!("ADK_MAX_TARGET_AGE_MS: expected a positive number of milliseconds, got {text:?}")
+            }),
+    }
+}
+
+/// `resume SESSION --principal ID --server HOST:PORT`: the person hands
+/// the machine back to a session they took over.
+async fn resume_taken_over(session: &str, principal: &str, server: &str) -> Result<(), String> {
+    use adk_computer_use::mcp::{McpApprover, McpRuntimeConfig};
+    let credential = std::env::var("ADK_APPROVER_CREDENTIAL").map_err(|_| {
+        "set ADK_APPROVER_CREDENTIAL to the approver's credential (computer-use-server --listen prints it)"
+            .to_owned()
+    })?;
+    let config = McpRuntimeConfig::new(principal)
+        .with_credential(credential)
+        .session(session);
+    let stream = tokio::net::TcpStream::connect(server)
+        .await
+        .map_err(|e| format!("cannot reach {server}: {e}"))?;
+    let approver = McpApprover::connect(stream, config)
+        .await
+        .map_err(|e| e.to_string())?;
+    let resumed = approver
+        .resume_session(session)
+        .await
+        .map_err(|e| e.to_string())?;
+    println!(
+        "session {} is {}",
+        safe(&resumed.session_id),
+        safe(&resumed.state)
+    );
+    Ok(())
+}
+
 fn run(args: &[String]) -> Result<(), String> {
     match args.first().map(String::as_str) {
+        Some("resume") => {
+            let session = args
+                .get(1)
+                .filter(|s| !s.starts_with("--"))
+                .ok_or("resume needs the session id")?;
+            let principal = flag(args, "--principal").ok_or("resume needs --principal ID")?;
+            let server = flag(args, "--server").ok_or("resume needs --server HOST:PORT")?;
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| format!("cannot start a runtime: {e}"))?
+                .block_on(resume_taken_over(session, &principal, &server))
+        }
         Some("list") => {
             let store = store(args)?;
             let views = pending(store.as_ref()).map_err(|e| e.to_string())?;

@@ -30,7 +30,14 @@ pub struct Config {
     /// Tools the policy denies outright (`disabled_tool:<tool>`); upstream
     /// disables `scrape` by default.
     pub disabled_tools: BTreeSet<String>,
+    /// How old target evidence may be when an action is executed, in
+    /// milliseconds: upstream's `maxTargetAgeMs`, 30,000 by default.
+    /// Evidence older than this is refused `stale_target`.
+    pub max_target_age_ms: u64,
 }
+
+/// Upstream's limit on the age of target evidence at execution.
+pub const DEFAULT_MAX_TARGET_AGE_MS: u64 = 30_000;
 
 /// Upstream's default credential apps (its list for hosts other than
 /// Windows).
@@ -51,6 +58,7 @@ impl Default for Config {
             stats: false,
             credential_apps: DEFAULT_CREDENTIAL_APPS.map(String::from).into(),
             disabled_tools: [tool::SCRAPE.to_owned()].into(),
+            max_target_age_ms: DEFAULT_MAX_TARGET_AGE_MS,
         }
     }
 }
@@ -72,8 +80,16 @@ impl Config {
         self
     }
 
+    /// Evidence older than `ms` milliseconds is refused at execution (a
+    /// test that shows what happens to an approval given after the
+    /// evidence aged sets it short rather than waiting 30 s).
+    pub fn with_max_target_age_ms(mut self, ms: u64) -> Self {
+        self.max_target_age_ms = ms;
+        self
+    }
+
     /// Reads command-line arguments: `--principal ID`, `--confirm-tool TOOL` (repeatable), `--allow-destructive`,
-    /// `--slow-ms N`, `--stats`, `--credential-app APP` (repeatable; the
+    /// `--slow-ms N`, `--max-target-age-ms N` (at least 1), `--stats`, `--credential-app APP` (repeatable; the
     /// first replaces upstream's default list). `COMPUTER_USE_PRINCIPAL_ID`
     /// sets the default principal.
     pub fn from_args(args: impl IntoIterator<Item = String>) -> Result<Self, ComputerUseError> {
@@ -115,6 +131,18 @@ impl Config {
                         text.parse().map_err(|_| ComputerUseError::InvalidRequest {
                             field: "--slow-ms".into(),
                             message: format!("expected milliseconds, got {text:?}"),
+                        })?;
+                }
+                "--max-target-age-ms" => {
+                    let text = value("--max-target-age-ms", args.next())?;
+                    config.max_target_age_ms =
+                        text.parse().ok().filter(|ms| *ms > 0).ok_or_else(|| {
+                            ComputerUseError::InvalidRequest {
+                                field: "--max-target-age-ms".into(),
+                                message: format!(
+                                    "expected a positive number of milliseconds, got {text:?}"
+                                ),
+                            }
                         })?;
                 }
                 other => {

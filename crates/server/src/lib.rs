@@ -21,7 +21,7 @@ mod config;
 pub mod desktop;
 pub mod engine;
 
-pub use config::{Config, DEFAULT_CREDENTIAL_APPS};
+pub use config::{Config, DEFAULT_CREDENTIAL_APPS, DEFAULT_MAX_TARGET_AGE_MS};
 pub use desktop::simulated::{
     App, CLIPBOARD_APP, CLIPBOARD_LABEL, CLIPBOARD_ROLE, CLIPBOARD_WINDOW, Element, Fault, Faults,
     SimulatedDesktop, Window,

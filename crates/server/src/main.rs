@@ -22,6 +22,7 @@ fn usage() -> String {
 usage: computer-use-server [--desktop simulated|x11] [--principal ID]
                            [--confirm-tool TOOL]... [--allow-destructive]
                            [--credential-app APP]... [--slow-ms N] [--stats]
+                           [--max-target-age-ms N]
                            [--fault NAME]...
                            [--listen ADDR [--allow-remote]
                             [--agent-credential-file F --approver-credential-file F]]
@@ -39,6 +40,8 @@ usage: computer-use-server [--desktop simulated|x11] [--principal ID]
                         needs an approval (repeatable; the first replaces
                         upstream's default list)
   --slow-ms N           delay every call by N milliseconds
+  --max-target-age-ms N refuse target evidence older than N milliseconds at
+                        execution (stale_target; default 30000, as upstream)
   --stats               answer sim_stats, the server's own counters (not part
                         of the protocol; unlisted, for tests)
   --fault NAME          (simulated desktop only) make the server lie or fail

@@ -450,3 +450,72 @@ async fn a_session_bound_to_a_window_frames_it_alone_and_ignores_the_rest_of_the
     );
     session.shutdown().await;
 }
+
+/// A window that closes a moment after the input that asked for it (a
+/// terminal whose shell ends on Return) is found gone by the server's
+/// check, which waits briefly for the effect: `Verified`, not
+/// indeterminate; the window really is gone (`xdotool` finds none).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[needs(display)]
+async fn a_window_that_closes_after_the_input_is_verified_gone() {
+    if !display() {
+        return;
+    }
+    let _display = DISPLAY_LOCK.lock().await;
+    let title = format!("closes on return {}", std::process::id());
+    let _closing = start(
+        "xterm",
+        &[
+            "-T",
+            &title,
+            "-geometry",
+            "40x4+300+300",
+            "-e",
+            "sh",
+            "-c",
+            "read line; sleep 0.3",
+        ],
+    );
+    let runtime = runtime().await;
+    let mut id = None;
+    for _ in 0..100 {
+        // `xdotool search` fails while nothing matches yet.
+        let found = std::process::Command::new("xdotool")
+            .args(["search", "--onlyvisible", "--name", &title])
+            .output()
+            .unwrap();
+        id = String::from_utf8_lossy(&found.stdout)
+            .lines()
+            .next()
+            .and_then(|l| l.trim().parse::<u64>().ok());
+        if id.is_some() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let id = id.expect("the terminal appeared");
+    std::thread::sleep(Duration::from_millis(500));
+    let session = adk_computer_use_testkit::child::session_on(
+        &runtime,
+        "x11-test",
+        "XTerm",
+        Some(WindowId::Number(id)),
+    );
+    let gone = ActionPostcondition::try_from(PostconditionFields::Window {
+        window_id: id,
+        exists: false,
+    })
+    .unwrap();
+    let done = run_approving(&runtime, &session, typing("\n").with_postcondition(gone)).await;
+    assert!(done.performed());
+    assert!(done.outcome().is_verified(), "{}", done.outcome());
+    let found = std::process::Command::new("xdotool")
+        .args(["search", "--name", &title])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&found.stdout).trim().is_empty(),
+        "the window is gone"
+    );
+    session.shutdown().await;
+}

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use crate::ComputerUseError;
 use crate::binding::bind;
-use crate::contracts::{ActionPreview, ApprovalGrant};
+use crate::contracts::{ActionPreview, ApprovalGrant, TargetEvidence};
 
 use super::super::route::RouteKind;
 
@@ -31,6 +31,10 @@ pub struct Approval {
     action_digest: String,
     policy_digest: String,
     source: ApprovalSource,
+    /// The fresh target evidence (as JSON) the approver previewed the
+    /// action on, when the sealed evidence had aged: the digests name that
+    /// preview.
+    fresh_target: Option<Value>,
 }
 
 #[derive(Deserialize)]
@@ -43,6 +47,8 @@ struct ApprovalJson {
     grant_id: Option<String>,
     #[serde(default)]
     runtime_approved: Option<bool>,
+    #[serde(default)]
+    fresh_target: Option<TargetEvidence>,
 }
 
 impl Approval {
@@ -58,6 +64,7 @@ impl Approval {
             action_digest: action_digest.into(),
             policy_digest: policy_digest.into(),
             source: ApprovalSource::Grant(grant_id.into()),
+            fresh_target: None,
         }
     }
 
@@ -72,6 +79,7 @@ impl Approval {
             action_digest: action_digest.into(),
             policy_digest: policy_digest.into(),
             source: ApprovalSource::RuntimeHeld,
+            fresh_target: None,
         }
     }
 
@@ -87,6 +95,25 @@ impl Approval {
         )
     }
 
+    /// This approval, of the action previewed again on `target`: fresh
+    /// evidence of the sealed target, taken by the approver because the
+    /// sealed evidence had aged. The digests must be that preview's; the
+    /// agent previews on exactly this evidence, and the approval carries
+    /// over only when it shows the sealed target with nothing but its
+    /// pixels changed.
+    pub fn with_fresh_target(mut self, target: &TargetEvidence) -> Self {
+        self.fresh_target = serde_json::to_value(target).ok();
+        self
+    }
+
+    /// The fresh target evidence this approval was given on, if the
+    /// approver took any ([`Approval::with_fresh_target`]).
+    pub fn fresh_target(&self) -> Option<TargetEvidence> {
+        self.fresh_target
+            .as_ref()
+            .and_then(|value| serde_json::from_value(value.clone()).ok())
+    }
+
     /// The JSON [`Approval::from_json`] reads back.
     pub fn to_json(&self) -> Value {
         let mut value = serde_json::json!({
@@ -98,11 +125,15 @@ impl Approval {
             ApprovalSource::Grant(grant) => value["grantId"] = Value::String(grant.clone()),
             ApprovalSource::RuntimeHeld => value["runtimeApproved"] = Value::Bool(true),
         }
+        if let Some(target) = &self.fresh_target {
+            value["freshTarget"] = target.clone();
+        }
         value
     }
 
     /// Reads `{ "actionId", "actionDigest", "policyDigest", "grantId" }` or
-    /// `{ "actionId", "actionDigest", "policyDigest", "runtimeApproved": true }`.
+    /// `{ "actionId", "actionDigest", "policyDigest", "runtimeApproved": true }`,
+    /// each with an optional `freshTarget` (target evidence).
     ///
     /// Both authorities, neither, `runtimeApproved: false`, an empty grant id
     /// or an unknown field is an error.
@@ -144,6 +175,10 @@ impl Approval {
             action_digest: parsed.action_digest,
             policy_digest: parsed.policy_digest,
             source,
+            fresh_target: parsed
+                .fresh_target
+                .as_ref()
+                .and_then(|target| serde_json::to_value(target).ok()),
         })
     }
 

@@ -118,6 +118,23 @@ impl<'a> Claim<'a> {
     }
 }
 
+impl Claim<'_> {
+    /// [`Claim::take`], for a resume whose action goes on to execute: the
+    /// claim is remembered under `action_id`, to be given back if the
+    /// action is refused before any effect (see [`super::give_back`]).
+    pub(crate) async fn take_returnable<R: ComputerUseRuntime>(
+        self,
+        core: &Core<R>,
+        action_id: &str,
+        basis: ClaimBasis,
+    ) -> Result<(), ComputerUseError> {
+        let (store, id) = (Arc::clone(&self.store), self.id.clone());
+        self.take(core, action_id, basis.clone()).await?;
+        core.returnable.hold(action_id, store, id, basis);
+        Ok(())
+    }
+}
+
 impl Drop for Claim<'_> {
     fn drop(&mut self) {
         if !self.taken {

@@ -496,7 +496,39 @@ pub fn decide(
     };
     let body = open_record(store, id, &records)?;
     if let Decision::Approve(approval) = decision {
-        approval.check_against(&body.preview)?;
+        match approval.fresh_target() {
+            None => approval.check_against(&body.preview)?,
+            // Approved on fresh evidence: the action digest is the fresh
+            // preview's (it covers the evidence), so what can be checked
+            // here is the action, the policy and the target's identity; the
+            // agent checks the fresh preview itself before it runs.
+            Some(fresh) => {
+                crate::binding::bind(
+                    "Approval",
+                    "actionId",
+                    &body.preview.envelope.action_id,
+                    approval.action_id(),
+                )?;
+                crate::binding::bind(
+                    "Approval",
+                    "policyDigest",
+                    &body.preview.policy.policy_digest,
+                    approval.policy_digest(),
+                )?;
+                let sealed = body.preview.envelope.target.as_ref().ok_or_else(|| {
+                    ComputerUseError::checkpoint(
+                        id,
+                        CheckpointRefusal::TargetChanged {
+                            field: "target",
+                            was: "none".into(),
+                            now: "evidence".into(),
+                        },
+                    )
+                })?;
+                super::evidence::same_target(sealed, &fresh)
+                    .map_err(|refusal| ComputerUseError::checkpoint(id, refusal))?;
+            }
+        }
     }
     store.record_decision(id, &sign(key, id, decision)?)
 }

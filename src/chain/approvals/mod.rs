@@ -18,6 +18,8 @@ mod approval;
 mod checkpoint;
 pub(crate) mod claim;
 mod decision;
+pub(crate) mod evidence;
+pub(crate) mod give_back;
 mod grantable;
 mod offload;
 pub(crate) mod refresh;
@@ -32,7 +34,8 @@ pub use decision::{
     ApproverKey, ApproverPublicKey, CheckpointView, Decision, FieldWrite, Listed, decide,
     decision_of, inspect, pending, wait_for_decision,
 };
-pub use grantable::open_for_grant;
+pub use evidence::{BOUNDS_TOLERANCE_PX, DEFAULT_TARGET_EVIDENCE_MAX_AGE};
+pub use grantable::{GrantableCheckpoint, open_for_grant};
 pub(crate) use offload::run as offload;
 pub use refusal::CheckpointRefusal;
 pub use stores::{CheckpointStore, ClaimBasis, FileCheckpointStore, MemoryCheckpointStore};

@@ -71,11 +71,25 @@ pub(crate) fn same_as_sealed(
     sealed: &crate::contracts::ActionPreview,
     fresh: &crate::contracts::ActionPreview,
 ) -> Result<(), ComputerUseError> {
+    compare_sealed(sealed, fresh, &[])
+}
+
+/// [`same_as_sealed`], leaving out the envelope fields `also_free` too
+/// (for a preview on fresh evidence: the target and the digest over it,
+/// which the caller compares its own way).
+pub(crate) fn compare_sealed(
+    sealed: &crate::contracts::ActionPreview,
+    fresh: &crate::contracts::ActionPreview,
+    also_free: &[&str],
+) -> Result<(), ComputerUseError> {
     let comparable = |preview: &crate::contracts::ActionPreview| -> serde_json::Value {
         let mut envelope = serde_json::to_value(&preview.envelope).unwrap_or_default();
         if let Some(map) = envelope.as_object_mut() {
             map.remove("proposedAt");
             map.remove("expiresAt");
+            for field in also_free {
+                map.remove(*field);
+            }
             if let Some(sensitivity) = map
                 .get_mut("targetSensitivity")
                 .and_then(serde_json::Value::as_object_mut)
@@ -150,6 +164,20 @@ fn stable_field(name: &str) -> &'static str {
         "reasons",
     ];
     FIELDS.into_iter().find(|f| *f == name).unwrap_or("preview")
+}
+
+/// The request that previews `action` in the checkpoint's own session,
+/// agent and group.
+pub(crate) fn sealed_request<'a>(
+    body: &'a CheckpointBody,
+    action: &'a crate::runtime::ProposedAction,
+) -> crate::runtime::ActionRequest<'a> {
+    crate::runtime::ActionRequest {
+        session_id: &body.session_id,
+        agent_id: body.agent_id.as_deref(),
+        execution_group_id: body.execution_group_id.as_deref(),
+        action,
+    }
 }
 
 /// The action a checkpoint seals, as it was proposed: to preview it again.

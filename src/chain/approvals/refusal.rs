@@ -146,4 +146,36 @@ pub enum CheckpointRefusal {
     /// A refresh of a checkpoint whose envelope is still fresh.
     #[error("its envelope has not expired: resume it instead of refreshing it")]
     StillFresh,
+    /// A claim to give back that is not held on the basis named (another
+    /// resume holds it, or it was never claimed so).
+    #[error("this checkpoint is not claimed on the basis given, so there is nothing to give back")]
+    NotClaimedSo,
+    /// The target evidence an approval rests on is older than the runtime
+    /// accepts, and the approval cannot follow fresh evidence (a grant
+    /// names the exact digest of the evidence it was given for): the
+    /// approver must approve the checkpoint again (it takes fresh evidence
+    /// itself). Nothing was consumed.
+    #[error(
+        "the approval's target evidence is {age_ms} ms old, older than the {limit_ms} ms the runtime accepts, and a grant cannot follow fresh evidence: have the approver approve it again (nothing was consumed)"
+    )]
+    EvidenceAged {
+        /// How old the evidence is.
+        age_ms: u64,
+        /// The age the session was told the runtime accepts.
+        limit_ms: u64,
+    },
+    /// The target looked at again is not the one the person approved: the
+    /// approval does not carry over, and the person must be asked again
+    /// (preview the action anew). Nothing was consumed.
+    #[error(
+        "the target changed since the person approved it: its {field} was {was}, is now {now}; the approval does not carry over (nothing was consumed): preview the action again and ask again"
+    )]
+    TargetChanged {
+        /// The evidence field that differs (`pid`, `windowTitleDigest`, `bounds`, ...).
+        field: &'static str,
+        /// What the approved evidence said.
+        was: String,
+        /// What the fresh evidence says.
+        now: String,
+    },
 }

@@ -28,9 +28,11 @@ pub(crate) async fn with_approval<R: ComputerUseRuntime>(
     let claim = Claim::begin(core, id)?;
     claim.undecided().await?;
     let body = claim.open(core).await?;
-    let approved = restored(core, body)?.approve(approval)?;
+    let approved = carried(core, id, body, approval, false).await?;
     let action_id = approved.preview().envelope.action_id.clone();
-    claim.take(core, &action_id, ClaimBasis::Undecided).await?;
+    claim
+        .take_returnable(core, &action_id, ClaimBasis::Undecided)
+        .await?;
     Ok(approved)
 }
 
@@ -45,9 +47,11 @@ pub(crate) async fn refreshing<R: ComputerUseRuntime>(
     let claim = Claim::begin(core, id)?;
     claim.undecided().await?;
     let body = claim.open(core).await?;
-    let approved = again_or_restored(core, id, body).await?.approve(approval)?;
+    let approved = carried(core, id, body, approval, true).await?;
     let action_id = approved.preview().envelope.action_id.clone();
-    claim.take(core, &action_id, ClaimBasis::Undecided).await?;
+    claim
+        .take_returnable(core, &action_id, ClaimBasis::Undecided)
+        .await?;
     Ok(approved)
 }
 
@@ -94,10 +98,10 @@ pub(crate) async fn by_decision<R: ComputerUseRuntime>(
     let body = claim.open(core).await?;
     match decision {
         Decision::Approve(approval) => {
-            let approved = again_or_restored(core, id, body).await?.approve(approval)?;
+            let approved = carried(core, id, body, approval, true).await?;
             let action_id = approved.preview().envelope.action_id.clone();
             claim
-                .take(core, &action_id, ClaimBasis::Decision(record))
+                .take_returnable(core, &action_id, ClaimBasis::Decision(record))
                 .await?;
             Ok(approved)
         }
@@ -126,6 +130,129 @@ fn restored<R: ComputerUseRuntime>(
         body.preview,
         body.runtime_state,
         body.arguments,
+    )
+}
+
+/// The checkpoint's action approved by `approval`, on evidence the runtime
+/// will still accept, checked before anything is consumed:
+///
+/// - an approval the approver gave on fresh evidence
+///   ([`Approval::fresh_target`](super::Approval::fresh_target)) is
+///   previewed on exactly that evidence, which must show the sealed target
+///   and be younger than the runtime accepts;
+/// - sealed evidence half as old as the runtime accepts is looked at again
+///   for an approval the runtime holds (the approval follows the fresh
+///   preview of the same action on the same target); a grant names the
+///   exact digest of the evidence it was given for, so it cannot follow,
+///   and evidence already too old for it is refused
+///   ([`CheckpointRefusal::EvidenceAged`]);
+/// - otherwise the sealed preview, or (`refresh_expired`) a fresh preview
+///   of it as sealed when its envelope expired.
+async fn carried<R: ComputerUseRuntime>(
+    core: &Arc<Core<R>>,
+    id: &CheckpointId,
+    body: CheckpointBody,
+    approval: super::Approval,
+    refresh_expired: bool,
+) -> Result<Approved<R>, ComputerUseError> {
+    use super::evidence;
+    let now = core.clock().now();
+    let max_age = core.evidence_max_age;
+    let aged = |target: &crate::contracts::TargetEvidence| {
+        let age = evidence::age(target, now);
+        (age >= max_age).then(|| {
+            ComputerUseError::checkpoint(
+                id,
+                CheckpointRefusal::EvidenceAged {
+                    age_ms: evidence::millis(age),
+                    limit_ms: evidence::millis(max_age),
+                },
+            )
+        })
+    };
+    let sealed_target = body.preview.envelope.target.clone();
+    if let Some(fresh) = approval.fresh_target() {
+        let Some(sealed) = &sealed_target else {
+            return Err(ComputerUseError::checkpoint(
+                id,
+                CheckpointRefusal::TargetChanged {
+                    field: "target",
+                    was: "none".into(),
+                    now: "evidence".into(),
+                },
+            ));
+        };
+        evidence::same_target(sealed, &fresh)
+            .map_err(|refusal| ComputerUseError::checkpoint(id, refusal))?;
+        if let Some(err) = aged(&fresh) {
+            return Err(err);
+        }
+        let answer = evidence::preview_on(&*core.runtime, id, &body, fresh).await?;
+        return fresh_pending(core, id, &body, answer)?.approve(approval);
+    }
+    if let Some(sealed) = sealed_target
+        .as_ref()
+        .filter(|target| evidence::needs_fresh(target, now, max_age))
+    {
+        match approval.source() {
+            super::ApprovalSource::RuntimeHeld => {
+                // The approval is of the sealed action first of all.
+                approval.check_against(&body.preview)?;
+                let observed_at = crate::clock::format_rfc3339(now)?;
+                let fresh =
+                    evidence::look_again(&*core.runtime, &core.session_id, sealed, &observed_at)
+                        .await?;
+                evidence::same_target(sealed, &fresh)
+                    .map_err(|refusal| ComputerUseError::checkpoint(id, refusal))?;
+                let answer = evidence::preview_on(&*core.runtime, id, &body, fresh).await?;
+                let followed = super::Approval::runtime_held(
+                    approval.action_id(),
+                    &answer.preview.envelope.args_digest,
+                    approval.policy_digest(),
+                );
+                return fresh_pending(core, id, &body, answer)?.approve(followed);
+            }
+            super::ApprovalSource::Grant(_) => {
+                if let Some(err) = aged(sealed) {
+                    return Err(err);
+                }
+            }
+        }
+    }
+    if refresh_expired {
+        again_or_restored(core, id, body).await?.approve(approval)
+    } else {
+        restored(core, body)?.approve(approval)
+    }
+}
+
+/// The pending approval of a preview on fresh evidence, journaled as such.
+fn fresh_pending<R: ComputerUseRuntime>(
+    core: &Arc<Core<R>>,
+    id: &CheckpointId,
+    body: &CheckpointBody,
+    answer: crate::runtime::PreviewAnswer,
+) -> Result<PendingApproval<R>, ComputerUseError> {
+    let preview = &answer.preview;
+    core.recorder.note(
+        &preview.envelope.action_id,
+        crate::journal::events::PREVIEWED,
+        || {
+            serde_json::json!({
+                "argsDigest": preview.envelope.args_digest,
+                "policyDigest": preview.policy.policy_digest,
+                "executable": preview.executable,
+                "blocker": preview.blocker,
+                "refreshedFrom": id.as_str(),
+                "freshEvidence": preview.envelope.target.as_ref().map(|t| &t.observation_id),
+            })
+        },
+    );
+    PendingApproval::restore(
+        Arc::clone(core),
+        answer.preview,
+        answer.retained,
+        body.arguments.clone(),
     )
 }
 

@@ -15,9 +15,6 @@ use super::state::State;
 use super::wire::{now, parse_time, stamp, uuid};
 use adk_computer_use::contracts::TargetEvidence;
 
-/// How old target evidence may be when it is revalidated.
-const MAX_TARGET_AGE_MS: i128 = 30_000;
-
 /// What a tool answered: upstream's tool result.
 pub(super) struct ToolResult {
     /// `structuredContent`.
@@ -68,7 +65,8 @@ impl State {
             .get("capturedAt")
             .and_then(Value::as_str)
             .and_then(parse_time);
-        if captured.is_some_and(|c| (at - c).whole_milliseconds() > MAX_TARGET_AGE_MS) {
+        let limit = i128::from(self.config.max_target_age_ms);
+        if captured.is_some_and(|c| (at - c).whole_milliseconds() > limit) {
             return Err(Refusal::with_details(
                 "stale_target",
                 "target evidence is too old",

@@ -205,6 +205,14 @@ pub trait DesktopBackend: Send + 'static {
     /// The cursor and focus, before a mutation.
     fn capture(&self) -> PointerAndFocus;
 
+    /// How many input events reached the desktop that this server did not
+    /// send (a person's), since it started watching; `None` when it does
+    /// not watch. A count that grows pauses every acting session
+    /// (`user_takeover`).
+    fn foreign_input(&self) -> Option<u64> {
+        None
+    }
+
     /// Puts the cursor and focus back; returns upstream's restoration
     /// record (`restored`, `cursorRestored`, `focusRestored`).
     fn restore(&mut self, before: PointerAndFocus) -> Value;

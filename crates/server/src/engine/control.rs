@@ -25,6 +25,7 @@ pub(crate) enum LeaseAnswer {
 impl State {
     /// Starts an acquire: the lease now, or a place in the queue.
     pub(super) fn acquire_lease(&mut self, args: &Value) -> Result<LeaseAnswer, Refusal> {
+        self.machine_free()?;
         let list = |key: &str| -> Option<Value> {
             let items = args.get(key)?.as_array()?;
             Some(Value::Array(items.iter().map(window_id).collect()))

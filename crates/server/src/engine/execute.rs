@@ -139,6 +139,7 @@ impl State {
     }
 
     fn begin(&mut self, args: &Value) -> Result<Execution, Refusal> {
+        self.machine_free()?;
         let request = ActionRequest::parse(args);
         if let Some(refusal) = policy::outside_catalogue(&request.tool, protocol::EXECUTE_ACTION) {
             return Err(refusal);

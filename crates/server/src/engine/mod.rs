@@ -30,6 +30,7 @@ mod server;
 mod service;
 mod session;
 mod state;
+mod takeover;
 #[cfg(test)]
 mod tests;
 mod tools;

@@ -123,12 +123,17 @@ impl Server {
         &self,
         work: impl FnOnce(&mut State) -> T + Send + 'static,
     ) -> Result<T, Refusal> {
+        // The person's input is looked at before anything else is done.
         if !self.blocking {
-            return Ok(work(&mut self.lock()));
+            let mut state = self.lock();
+            state.notice_takeover();
+            return Ok(work(&mut state));
         }
         let state = Arc::clone(&self.state);
         tokio::task::spawn_blocking(move || {
-            work(&mut state.lock().unwrap_or_else(|p| p.into_inner()))
+            let mut state = state.lock().unwrap_or_else(|p| p.into_inner());
+            state.notice_takeover();
+            work(&mut state)
         })
         .await
         .map_err(|err| Refusal::plain(format!("the desktop call failed: {err}")))
@@ -156,6 +161,20 @@ impl Server {
     ) -> CallToolResult {
         if let Err(error) = State::check(tool, &arguments) {
             return refused(error);
+        }
+        // Handing back a machine the person took over is the person's:
+        // only the approver's credential over TCP does it. The check and
+        // the resume are one step under the state's lock, after the
+        // person's input was looked at.
+        if tool == protocol::RESUME_SESSION {
+            let approver = connection
+                .as_ref()
+                .is_some_and(|c| c.role() == Some(super::access::Role::Approver));
+            let outcome = self
+                .on_state(move |state| state.resume_as(&arguments, approver))
+                .await
+                .and_then(|answer| answer);
+            return outcome.map_or_else(refused, success);
         }
         if tool == protocol::EXECUTE_ACTION {
             // Two phases, with the server free between them (see

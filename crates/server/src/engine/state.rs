@@ -90,6 +90,12 @@ pub struct State {
     /// Effects performed, per session and action.
     pub(super) effects: BTreeMap<(String, String), u64>,
     pub(super) replays: u64,
+    /// The desktop's count of input it did not send, as last looked at.
+    pub(super) foreign_seen: u64,
+    /// The person took the machine over and has not handed it back.
+    pub(super) machine_taken: bool,
+    /// Sessions the person's own input paused.
+    pub(super) taken_by_input: std::collections::BTreeSet<String>,
 }
 
 impl State {
@@ -126,6 +132,9 @@ impl State {
             onboarding: Onboarding::default(),
             effects: BTreeMap::new(),
             replays: 0,
+            foreign_seen: 0,
+            machine_taken: false,
+            taken_by_input: Default::default(),
         }
     }
 
@@ -173,6 +182,7 @@ impl State {
     /// answers a cancelled request. [`super::Server`] waits.
     pub fn call(&mut self, tool: &str, args: &Value) -> Result<Answer, Refusal> {
         Self::check(tool, args)?;
+        self.notice_takeover();
         if tool == protocol::ACQUIRE_CONTROL_LEASE {
             return match self.acquire_lease(args)? {
                 LeaseAnswer::Now(answer) => Ok(answer),
@@ -198,13 +208,25 @@ impl State {
 
     /// Answers a checked call of any tool but the lease acquire.
     pub(super) fn dispatch(&mut self, tool: &str, args: &Value) -> Result<Answer, Refusal> {
+        if matches!(
+            tool,
+            name::START_SESSION
+                | name::RESERVE_TARGET
+                | name::PREVIEW_ACTION
+                | name::EXECUTE_ACTION
+                | name::ACQUIRE_CONTROL_LEASE
+        ) {
+            self.machine_free()?;
+        }
         match tool {
             name::ONBOARDING => self.onboarding(args),
             name::START_SESSION => self.start_session(args),
             name::GET_SESSION => self.get_session(args),
             name::PAUSE_SESSION => self.pause_session(args, None),
             name::TAKE_OVER => self.pause_session(args, Some("user_takeover")),
-            name::RESUME_SESSION => self.resume_session(args),
+            // Here no caller is told apart (stdio, in process): the
+            // person's machine is never handed back from here.
+            name::RESUME_SESSION => self.resume_as(args, false),
             name::STOP_SESSION => self.stop_session(args),
             name::COMPLETE_SESSION => self.complete_session(args),
             name::APPROVE_ACTION => self.approve(args),

@@ -71,10 +71,18 @@ pub fn tool(program: &str, args: &[&str]) -> String {
 }
 
 /// The rules over the display, served in-process, with a session started.
+/// The person's input is not watched: these tests stand in for other
+/// programs with `xdotool`, whose input a watching server would take for a
+/// person's (`x11_takeover.rs` tests the watch itself).
 pub async fn runtime() -> Sim {
+    runtime_over(X11Desktop::connect_unwatched().unwrap()).await
+}
+
+/// [`runtime`], over `desktop`.
+pub async fn runtime_over(desktop: X11Desktop) -> Sim {
     let (runtime, approver) = adk_computer_use_testkit::spawn_on(
         Config::for_principal(PRINCIPAL),
-        Box::new(X11Desktop::connect().unwrap()),
+        Box::new(desktop),
         McpRuntimeConfig::new(PRINCIPAL),
     )
     .await

@@ -334,4 +334,53 @@ impl CheckpointStore for FileCheckpointStore {
     fn claimed_without_decision(&self, id: &CheckpointId) -> Result<bool, ComputerUseError> {
         Ok(matches!(self.slot(id)?, Slot::ClaimedUndecided))
     }
+
+    /// The consumed file is first renamed to a name of this call's own (so
+    /// no other process's claim can be lost in between), linked back to
+    /// its name from there (a link never replaces a file, so a checkpoint
+    /// made again under the id is never overwritten), and the private name
+    /// removed; a link that fails puts the consumed name back. A claim
+    /// without a decision gives its mark in the decision slot back last.
+    fn give_back(&self, id: &CheckpointId, basis: &ClaimBasis) -> Result<(), ComputerUseError> {
+        let on_basis = match (basis, self.slot(id)?) {
+            (ClaimBasis::Undecided, Slot::ClaimedUndecided) => true,
+            (ClaimBasis::Decision(used), Slot::Decision(held)) => held == *used,
+            _ => false,
+        };
+        let consumed = self.consumed_path_of(id);
+        if !on_basis || !consumed.exists() {
+            return Err(refused(id, CheckpointRefusal::NotClaimedSo));
+        }
+        let private = self.dir.join(format!(
+            ".{}.returning-{}-{}",
+            id.as_str(),
+            std::process::id(),
+            super::fresh_store_id("give-back", id.as_str())
+        ));
+        match std::fs::rename(&consumed, &private) {
+            Ok(()) => {}
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+                return Err(refused(id, CheckpointRefusal::NotClaimedSo));
+            }
+            Err(err) => return Err(io_error(&consumed, "give the checkpoint back", err)),
+        }
+        let path = self.path_of(id);
+        if let Err(err) = std::fs::hard_link(&private, &path) {
+            let _ = std::fs::rename(&private, &consumed);
+            return Err(if err.kind() == std::io::ErrorKind::AlreadyExists {
+                refused(id, CheckpointRefusal::NotClaimedSo)
+            } else {
+                io_error(&path, "give the checkpoint back", err)
+            });
+        }
+        // The checkpoint is back under its name; the private name is only
+        // a second link to it.
+        let _ = std::fs::remove_file(&private);
+        if *basis == ClaimBasis::Undecided {
+            let slot = self.decision_path_of(id);
+            std::fs::remove_file(&slot)
+                .map_err(|err| io_error(&slot, "give the checkpoint back", err))?;
+        }
+        Ok(())
+    }
 }

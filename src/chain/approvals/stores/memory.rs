@@ -20,6 +20,8 @@ pub struct MemoryCheckpointStore {
 #[derive(Debug, Default)]
 struct MemoryState {
     records: HashMap<CheckpointId, Vec<String>>,
+    /// The records of claimed checkpoints, kept for a claim given back.
+    retired: HashMap<CheckpointId, Vec<String>>,
     claimed: HashSet<CheckpointId>,
     claimed_undecided: HashSet<CheckpointId>,
     decisions: HashMap<CheckpointId, String>,
@@ -101,7 +103,9 @@ impl CheckpointStore for MemoryCheckpointStore {
             }
             _ => {}
         }
-        state.records.remove(id);
+        if let Some(records) = state.records.remove(id) {
+            state.retired.insert(id.clone(), records);
+        }
         state.claimed.insert(id.clone());
         if *basis == ClaimBasis::Undecided {
             state.claimed_undecided.insert(id.clone());
@@ -139,5 +143,26 @@ impl CheckpointStore for MemoryCheckpointStore {
 
     fn claimed_without_decision(&self, id: &CheckpointId) -> Result<bool, ComputerUseError> {
         Ok(self.state().claimed_undecided.contains(id))
+    }
+
+    fn give_back(&self, id: &CheckpointId, basis: &ClaimBasis) -> Result<(), ComputerUseError> {
+        let mut state = self.state();
+        let undecided = state.claimed_undecided.contains(id);
+        let on_basis = match basis {
+            ClaimBasis::Undecided => undecided,
+            ClaimBasis::Decision(used) => {
+                !undecided && state.decisions.get(id).is_some_and(|held| held == used)
+            }
+        };
+        if !state.claimed.contains(id) || !on_basis {
+            return Err(refused(id, CheckpointRefusal::NotClaimedSo));
+        }
+        let Some(records) = state.retired.remove(id) else {
+            return Err(refused(id, CheckpointRefusal::NotClaimedSo));
+        };
+        state.claimed.remove(id);
+        state.claimed_undecided.remove(id);
+        state.records.insert(id.clone(), records);
+        Ok(())
     }
 }

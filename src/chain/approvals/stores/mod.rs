@@ -77,6 +77,12 @@ pub trait CheckpointStore: Send + Sync + sealed::Sealed {
     /// The signed decision recorded beside `id`, if one was.
     fn decision(&self, id: &CheckpointId) -> Result<Option<String>, ComputerUseError>;
 
+    /// Gives back a claim taken on `basis` whose action was refused before
+    /// any effect: `id` can be loaded, decided (when it was claimed without
+    /// a decision) and claimed again, its decision, if any, kept. Refused
+    /// unless `id` is claimed on exactly that basis.
+    fn give_back(&self, id: &CheckpointId, basis: &ClaimBasis) -> Result<(), ComputerUseError>;
+
     /// Whether `id` was claimed on an approval given without a decision
     /// (so a decision arriving now is refused as
     /// [`CheckpointRefusal::ResumedWithoutDecision`]).

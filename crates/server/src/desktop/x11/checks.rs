@@ -70,12 +70,24 @@ impl X11Desktop {
         };
         match postcondition.fields() {
             PostconditionFields::Window { window_id, exists } => {
-                let listed = u32::try_from(*window_id).ok().and_then(|id| {
-                    let focus = windows::focus(&self.conn).ok()?;
-                    windows::record(&self.conn, self.root, &self.atoms, id, focus).ok()
-                });
+                // A window closes (or maps) a moment after the input that
+                // asked for it: looked at until it does, as briefly as a
+                // file is waited for.
+                let holds = || {
+                    let listed = u32::try_from(*window_id).ok().and_then(|id| {
+                        let focus = windows::focus(&self.conn).ok()?;
+                        windows::record(&self.conn, self.root, &self.atoms, id, focus).ok()
+                    });
+                    listed.is_some_and(|r| r.is_some() == *exists)
+                };
+                let deadline = Instant::now() + FILE_WAIT;
+                let mut verified = holds();
+                while !verified && Instant::now() < deadline {
+                    std::thread::sleep(Duration::from_millis(25));
+                    verified = holds();
+                }
                 EffectCheck {
-                    verified: listed.is_some_and(|r| r.is_some() == *exists),
+                    verified,
                     method: "x11_window_list",
                     checks: 1,
                 }

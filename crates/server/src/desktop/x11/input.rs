@@ -250,8 +250,15 @@ pub(super) fn on_screen(point: (i64, i64)) -> Result<(i16, i16), Refusal> {
     }
 }
 
-/// Sends `events` and waits until the server has processed them.
-pub(super) fn send(conn: &RustConnection, root: XWindow, events: &[Event]) -> Result<(), Refusal> {
+/// Sends `events` and waits until the server has processed them, marked
+/// as this server's own for the person's `watch`.
+pub(super) fn send(
+    conn: &RustConnection,
+    root: XWindow,
+    events: &[Event],
+    watch: Option<&std::sync::Arc<super::watch::Watch>>,
+) -> Result<(), Refusal> {
+    let _ours = watch.map(super::watch::Watch::sending);
     let failed = |e: &dyn std::fmt::Display| Refusal::plain(format!("XTEST input failed: {e}"));
     for event in events {
         let (kind, detail, x, y) = match *event {

@@ -59,6 +59,7 @@ mod input;
 mod revalidate;
 mod screen;
 mod send;
+pub mod watch;
 mod windows;
 
 use std::sync::Mutex;
@@ -124,6 +125,9 @@ pub struct X11Desktop {
     written: Option<String>,
     /// The accessibility bus, when it was reached at connect.
     accessibility: Option<crate::desktop::atspi::Accessibility>,
+    /// The person's input, watched (none when the display has no XInput 2,
+    /// or the watch was turned off).
+    watch: Option<std::sync::Arc<watch::Watch>>,
     /// Why there is no accessibility bus, when there is none.
     accessibility_note: String,
     /// The elements the last element action wrote, for its read-back.
@@ -145,9 +149,25 @@ fn stale(message: &str) -> Refusal {
 
 impl X11Desktop {
     /// Connects to the display `$DISPLAY` names, checks that it has XTEST
-    /// and a screen this backend can read, and starts serving the
-    /// CLIPBOARD selection.
+    /// and a screen this backend can read, starts serving the CLIPBOARD
+    /// selection, and watches the person's input (XInput 2 raw events; see
+    /// [`watch`]): input this server did not send pauses every acting
+    /// session. A display without XInput 2 is refused.
     pub fn connect() -> Result<Self, ComputerUseError> {
+        let mut desktop = Self::connect_unwatched()?;
+        desktop.watch = Some(watch::start().map_err(|e| {
+            unavailable(format!(
+                "the person's input cannot be watched, so an agent could act while someone uses the machine: {e}"
+            ))
+        })?);
+        Ok(desktop)
+    }
+
+    /// [`X11Desktop::connect`], without watching the person's input: for a
+    /// display several servers act on at once (a test suite's), where each
+    /// would take the others' input for a person's. Nobody's input then
+    /// pauses a session.
+    pub fn connect_unwatched() -> Result<Self, ComputerUseError> {
         let (conn, screen) = x11rb::connect(None).map_err(|e| {
             unavailable(format!(
                 "{e} (DISPLAY={:?})",
@@ -190,6 +210,7 @@ impl X11Desktop {
             written: None,
             accessibility,
             accessibility_note,
+            watch: None,
             written_elements: Vec::new(),
             acted_by_element: false,
         })
@@ -487,6 +508,10 @@ impl DesktopBackend for X11Desktop {
         }
     }
 
+    fn foreign_input(&self) -> Option<u64> {
+        self.watch.as_ref().map(|watch| watch.foreign())
+    }
+
     fn capture(&self) -> PointerAndFocus {
         let pointer = self
             .conn
@@ -508,9 +533,18 @@ impl DesktopBackend for X11Desktop {
             return json!({ "restored": true, "cursorRestored": true, "focusRestored": true, "inputSent": false });
         }
         let (pointer, focus) = before;
-        let cursor = input::on_screen(pointer)
-            .ok()
-            .is_some_and(|(x, y)| input::send(&self.conn, self.root, &[Event::Move(x, y)]).is_ok());
+        // A pointer still where it was is left alone: no input is sent
+        // that a person's watch (this server's or another's) must explain.
+        let cursor = self.capture().0 == pointer
+            || input::on_screen(pointer).ok().is_some_and(|(x, y)| {
+                input::send(
+                    &self.conn,
+                    self.root,
+                    &[Event::Move(x, y)],
+                    self.watch.as_ref(),
+                )
+                .is_ok()
+            });
         let focused = focus
             .and_then(|(_, w)| u32::try_from(w).ok())
             .filter(|w| *w != x11rb::NONE)

@@ -68,7 +68,7 @@ impl X11Desktop {
         self.input_is_safe(top).map_err(refused)?;
         self.focus(window.id, top).map_err(refused)?;
         self.keys_reach_target(&window, top).map_err(refused)?;
-        input::send(&self.conn, self.root, &events)?;
+        input::send(&self.conn, self.root, &events, self.watch.as_ref())?;
         Ok(json!({ "sent": events.len(), "windowId": window.id }))
     }
 
