@@ -7,6 +7,10 @@
 //! the person's command
 //! (`computer-use-approvals resume`, the approver's credential) can, and
 //! typing works again.
+//!
+//! Built with the `x11` feature (the server's X11 desktop), as `.ci/run`
+//! builds it; without it there is nothing to test here.
+#![cfg(feature = "x11")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
