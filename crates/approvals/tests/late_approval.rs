@@ -243,7 +243,18 @@ async fn an_approval_given_on_the_page_after_the_evidence_aged_runs() {
         .and_then(|digits| digits.parse().ok())
         .unwrap_or_else(|| panic!("the card shows the time left: {card}"));
     assert!(left > 250, "{left} s left: {card}");
-    approve_on_page(&browser, &session, &id).await;
+    // The page confirms the action the person approved by the id its card
+    // showed, not by the checkpoint's id alone.
+    click(&browser, &format!("#approve-{id}")).await;
+    confirmed(&browser, "approved action late-on-page").await;
+    let done = session
+        .resume_decided(&id, &public())
+        .await
+        .unwrap()
+        .complete()
+        .await
+        .unwrap();
+    assert!(done.performed());
     let (stats, _) = runtime.call("sim_stats", Default::default()).await.unwrap();
     assert_eq!(stats["clipboard"], "approved on the page, later");
     assert_eq!(stats["totalEffects"], 1);

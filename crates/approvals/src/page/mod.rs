@@ -200,7 +200,23 @@ async fn list(
         _ => None,
     };
     if let Some((what, id)) = done {
-        body.push_str(&format!("<p class=\"done\">{what} {id}</p>"));
+        // The action the person decided, by the id the card showed it
+        // with; once the agent resumed it the checkpoint is gone from the
+        // store, and its id is all there is to name.
+        let store = Arc::clone(&page.store);
+        let looked = id.clone();
+        let action = tokio::task::spawn_blocking(move || inspect(store.as_ref(), &looked))
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .map(|view| view.action_id);
+        body.push_str(&match action {
+            Some(action) => format!(
+                "<p class=\"done\">{what} action {} (checkpoint {id})</p>",
+                text(&super::safe(&action))
+            ),
+            None => format!("<p class=\"done\">{what} checkpoint {id}</p>"),
+        });
     }
     if listed.is_empty() {
         body.push_str("<p id=\"nothing\">Nothing waits for a decision.</p>");
