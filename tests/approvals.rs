@@ -770,3 +770,36 @@ async fn an_outcome_in_doubt_never_gives_the_checkpoint_back() {
     assert!(!store.ids().unwrap().contains(&id), "stays consumed");
     assert!(rig.session.resume(&id, approval).await.is_err());
 }
+
+/// A caller holding every public item writes an approval "on fresh
+/// evidence" of another process's window: `decide` refuses it, naming the
+/// field, and records nothing.
+#[tokio::test]
+async fn a_fresh_target_approval_for_another_target_is_refused_at_decide() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(&dir);
+    let rig = rig_on(store.clone());
+    let id = suspended(&rig, "forged-fresh").await;
+    let view = inspect(&*store, &id).unwrap();
+    let mut elsewhere = target();
+    elsewhere.pid = Some(4242);
+    elsewhere.captured_at = "2026-07-13T10:01:00Z".into();
+    let forged = granted(&rig, &view).with_fresh_target(&elsewhere);
+    let err = decide(&*store, &id, &Decision::Approve(forged), &approver()).unwrap_err();
+    assert!(
+        matches!(
+            err.checkpoint_refusal(),
+            Some(CheckpointRefusal::TargetChanged { field: "pid", .. })
+        ),
+        "{err}"
+    );
+    assert!(
+        decision_of(&*store, &id, &public()).unwrap().is_none(),
+        "nothing recorded"
+    );
+    // The same target, freshly seen, is recorded.
+    let mut same = target();
+    same.captured_at = "2026-07-13T10:01:00Z".into();
+    let fresh = granted(&rig, &view).with_fresh_target(&same);
+    decide(&*store, &id, &Decision::Approve(fresh), &approver()).unwrap();
+}

@@ -515,18 +515,11 @@ pub fn decide(
                     &body.preview.policy.policy_digest,
                     approval.policy_digest(),
                 )?;
-                let sealed = body.preview.envelope.target.as_ref().ok_or_else(|| {
-                    ComputerUseError::checkpoint(
-                        id,
-                        CheckpointRefusal::TargetChanged {
-                            field: "target",
-                            was: "none".into(),
-                            now: "evidence".into(),
-                        },
-                    )
-                })?;
-                super::evidence::same_target(sealed, &fresh)
-                    .map_err(|refusal| ComputerUseError::checkpoint(id, refusal))?;
+                super::evidence::same_as_sealed_target(
+                    id,
+                    body.preview.envelope.target.as_ref(),
+                    &fresh,
+                )?;
             }
         }
     }

@@ -59,6 +59,27 @@ pub(crate) fn millis(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
+/// [`same_target`] for checkpoint `id`, whose sealed evidence is `sealed`:
+/// a checkpoint sealed without evidence has no target fresh evidence could
+/// show again.
+pub(crate) fn same_as_sealed_target(
+    id: &CheckpointId,
+    sealed: Option<&TargetEvidence>,
+    fresh: &TargetEvidence,
+) -> Result<(), ComputerUseError> {
+    let refusal = match sealed {
+        Some(sealed) => same_target(sealed, fresh).err(),
+        None => Some(CheckpointRefusal::TargetChanged {
+            field: "target",
+            was: "none".into(),
+            now: "evidence".into(),
+        }),
+    };
+    refusal.map_or(Ok(()), |refusal| {
+        Err(ComputerUseError::checkpoint(id, refusal))
+    })
+}
+
 /// Refuses unless `fresh` shows the target `approved` names with nothing
 /// but its pixels changed (see the module's documentation).
 pub(crate) fn same_target(
@@ -215,17 +236,15 @@ pub(crate) fn same_but_evidence(
     fresh: &ActionPreview,
 ) -> Result<(), ComputerUseError> {
     match (&sealed.envelope.target, &fresh.envelope.target) {
-        (Some(was), Some(now)) => {
-            same_target(was, now).map_err(|refusal| ComputerUseError::checkpoint(id, refusal))?;
-        }
         (None, None) => {}
-        (was, now) => {
+        (was, Some(now)) => same_as_sealed_target(id, was.as_ref(), now)?,
+        (Some(_), None) => {
             return Err(ComputerUseError::checkpoint(
                 id,
                 CheckpointRefusal::TargetChanged {
                     field: "target",
-                    was: if was.is_some() { "evidence" } else { "none" }.into(),
-                    now: if now.is_some() { "evidence" } else { "none" }.into(),
+                    was: "evidence".into(),
+                    now: "none".into(),
                 },
             ));
         }

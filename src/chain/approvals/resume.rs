@@ -172,18 +172,7 @@ async fn carried<R: ComputerUseRuntime>(
     };
     let sealed_target = body.preview.envelope.target.clone();
     if let Some(fresh) = approval.fresh_target() {
-        let Some(sealed) = &sealed_target else {
-            return Err(ComputerUseError::checkpoint(
-                id,
-                CheckpointRefusal::TargetChanged {
-                    field: "target",
-                    was: "none".into(),
-                    now: "evidence".into(),
-                },
-            ));
-        };
-        evidence::same_target(sealed, &fresh)
-            .map_err(|refusal| ComputerUseError::checkpoint(id, refusal))?;
+        evidence::same_as_sealed_target(id, sealed_target.as_ref(), &fresh)?;
         if let Some(err) = aged(&fresh) {
             return Err(err);
         }
@@ -202,8 +191,7 @@ async fn carried<R: ComputerUseRuntime>(
                 let fresh =
                     evidence::look_again(&*core.runtime, &core.session_id, sealed, &observed_at)
                         .await?;
-                evidence::same_target(sealed, &fresh)
-                    .map_err(|refusal| ComputerUseError::checkpoint(id, refusal))?;
+                evidence::same_as_sealed_target(id, Some(sealed), &fresh)?;
                 let answer = evidence::preview_on(&*core.runtime, id, &body, fresh).await?;
                 let followed = super::Approval::runtime_held(
                     approval.action_id(),
