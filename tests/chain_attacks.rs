@@ -222,6 +222,43 @@ async fn an_envelope_that_adds_a_postcondition_is_refused() {
     assert_eq!(err.field(), Some("postcondition"), "{err}");
 }
 
+/// The file an input action named as its resource, and the check on it.
+fn file_named(path: &str) -> ActionResourceContext {
+    ActionResourceContext {
+        filesystem_path: Some(path.into()),
+        ..ActionResourceContext::default()
+    }
+}
+
+#[tokio::test]
+async fn an_envelope_that_drops_or_moves_the_named_resource_is_refused() {
+    for (id, carried) in [("d-6a", None), ("d-6b", Some(file_named("/tmp/other.txt")))] {
+        let rig = rig();
+        rig.runtime.script().envelope = Some(Arc::new(move |e: &mut ActionEnvelope| {
+            e.resource = carried.clone();
+        }));
+        rig.runtime.script().evidence = Some(json!({ "satisfied": true }));
+        let proposed = action(id).with_resource(file_named("/tmp/notes.txt"));
+        let err = rig.session.run(proposed).await.err().unwrap();
+        match &err {
+            ComputerUseError::IdentityMismatch {
+                object: "ActionEnvelope",
+                field: "resource.filesystemPath",
+                expected,
+                ..
+            } => assert_eq!(expected, "/tmp/notes.txt"),
+            other => panic!("expected the resource refused, got {other}"),
+        }
+        assert_eq!(rig.runtime.count(Call::Reserve), 0);
+        assert_eq!(rig.runtime.mutations(), 0);
+    }
+    // Carried as named, the same action runs.
+    let rig = rig();
+    let proposed = action("d-6c").with_resource(file_named("/tmp/notes.txt"));
+    assert!(rig.session.run(proposed).await.is_ok());
+    assert_eq!(rig.runtime.mutations(), 1);
+}
+
 // 4. Approval skipped: the route table, every cell ---------------------------
 
 /// The table in `protocol::route`, written out again independently.

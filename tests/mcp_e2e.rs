@@ -724,6 +724,77 @@ async fn the_simulators_policy_denies_destructive_actions_unless_configured() {
     permissive.shutdown().await.unwrap();
 }
 
+/// A file named as an action's resource is checked before it binds
+/// anything: a relative path, one through `..`, and a file tool's named
+/// path that is not the one its arguments give are refused at preview,
+/// before anything is reserved; a file check on a path not named is not
+/// bound to the action.
+#[tokio::test]
+async fn a_named_resource_is_an_absolute_path_the_arguments_do_not_contradict() {
+    let runtime = spawn_sim(&["--allow-destructive"]).await;
+    let session = session(&runtime, "agent-a");
+    let named = |path: &str| adk_computer_use::contracts::ActionResourceContext {
+        filesystem_path: Some(path.into()),
+        ..Default::default()
+    };
+    let file_check = |path: &str| {
+        adk_computer_use::contracts::ActionPostcondition::try_from(
+            adk_computer_use::contracts::PostconditionFields::Filesystem {
+                path: path.into(),
+                exists: true,
+                content_digest: None,
+            },
+        )
+        .unwrap()
+    };
+    let cases = [
+        (
+            file_action("r-1", "write_clipboard", json!({ "text": "t" }))
+                .with_resource(named("notes.txt")),
+            "absolute path",
+        ),
+        (
+            file_action("r-2", "write_clipboard", json!({ "text": "t" }))
+                .with_resource(named("/tmp/../etc/passwd")),
+            "absolute path",
+        ),
+        (
+            file_action("r-3", "delete_file", json!({ "path": "/tmp/a" }))
+                .with_resource(named("/tmp/b")),
+            "not the path",
+        ),
+        (
+            file_action("r-4", "write_clipboard", json!({ "text": "t" }))
+                .with_resource(named("/tmp/a"))
+                .with_postcondition(file_check("/tmp/b")),
+            "must be bound",
+        ),
+    ];
+    for (action, says) in cases {
+        let err = session.run(action).await.err().unwrap();
+        match &err {
+            ComputerUseError::Refused {
+                operation,
+                code,
+                message,
+                ..
+            } => {
+                assert_eq!(
+                    (operation.as_str(), code.as_str()),
+                    ("preview_action", "policy_denied")
+                );
+                assert!(message.contains(says), "{message}");
+            }
+            other => panic!("expected a refused preview, got {other:?}"),
+        }
+    }
+    assert_eq!(
+        adk_computer_use_testkit::child::stats(&runtime).await["totalEffects"],
+        0
+    );
+    runtime.shutdown().await.unwrap();
+}
+
 #[tokio::test]
 async fn a_password_field_target_needs_approval() {
     let runtime = spawn_sim(&[]).await;

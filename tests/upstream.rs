@@ -215,6 +215,40 @@ async fn upstreams_refusals_arrive_typed() {
     runtime.shutdown().await.unwrap();
 }
 
+/// The resource an action names is our server's extension: upstream
+/// derives the resource from its file tools' arguments alone, so a file
+/// check on any other tool is refused at preview (`policy_denied`), before
+/// anything is reserved, as `ProposedAction::with_resource` documents.
+#[tokio::test]
+#[needs(upstream)]
+async fn upstream_refuses_a_file_check_named_as_another_tools_resource() {
+    let parts =
+        server().expect("ADK_UPSTREAM_SERVER is not set: this test needs upstream's server");
+    let runtime = spawn(&parts, long_leases(5_000)).await;
+    let session = session(&runtime);
+    let mut action = write_clipboard("resource-1", "named file");
+    action.postcondition = Some(
+        ActionPostcondition::try_from(PostconditionFields::Filesystem {
+            path: "/tmp/adk-named.txt".into(),
+            exists: true,
+            content_digest: Some(sha256_prefixed("named file")),
+        })
+        .unwrap(),
+    );
+    let action = action.with_resource(ActionResourceContext {
+        filesystem_path: Some("/tmp/adk-named.txt".into()),
+        ..ActionResourceContext::default()
+    });
+    let err = session.run(action).await.err().unwrap();
+    assert!(
+        matches!(&err, ComputerUseError::Refused { operation, code, .. }
+            if *operation == "preview_action" && code == "policy_denied"),
+        "{err:?}"
+    );
+    assert_eq!(session.shutdown().await.leaked(), 0);
+    runtime.shutdown().await.unwrap();
+}
+
 #[tokio::test]
 #[needs(upstream)]
 async fn a_second_writer_waits_a_bounded_time_and_its_cancelled_request_leaves_the_queue() {

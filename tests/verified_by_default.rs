@@ -119,8 +119,9 @@ async fn a_postcondition_without_a_digest_is_not_accepted_as_the_clipboard_check
 async fn a_declared_postcondition_is_kept_as_declared() {
     let rig = rig();
     offering_the_clipboard_check(&rig);
+    // Another window that must appear: a check that can fail.
     let declared = ActionPostcondition::try_from(PostconditionFields::Window {
-        window_id: WINDOW,
+        window_id: WINDOW + 1,
         exists: true,
     })
     .unwrap();
@@ -133,6 +134,46 @@ async fn a_declared_postcondition_is_kept_as_declared() {
     );
     assert_eq!(done.outcome(), &VerificationOutcome::Verified);
     assert_eq!(rig.runtime.last_previewed_postcondition(), Some(declared));
+}
+
+/// "The target window still exists" held before the action: however the
+/// runtime vouches for it, it is no evidence, and the outcome says why.
+#[tokio::test]
+async fn a_check_that_held_before_the_action_is_committed_unverified_not_verified() {
+    let rig = rig();
+    let stays = ActionPostcondition::try_from(PostconditionFields::Window {
+        window_id: WINDOW,
+        exists: true,
+    })
+    .unwrap();
+    rig.runtime.script().evidence = Some(json!({ "satisfied": true }));
+    let done = completed(
+        rig.session
+            .run(action("d-5b").with_postcondition(stays.clone()))
+            .await
+            .unwrap(),
+    );
+    match done.outcome() {
+        VerificationOutcome::CommittedUnverified { reason } => {
+            assert!(reason.contains("cannot fail"), "{reason}");
+            assert!(reason.contains(&format!("window {WINDOW}")), "{reason}");
+        }
+        other => panic!("expected committed_unverified, got {other}"),
+    }
+    assert_eq!(rig.runtime.mutations(), 1);
+    // Seen not to hold, it still fails: the cap only lowers a claim.
+    rig.runtime.script().evidence = Some(json!({ "satisfied": false }));
+    let done = completed(
+        rig.session
+            .run(action("d-5c").with_postcondition(stays))
+            .await
+            .unwrap(),
+    );
+    assert!(
+        matches!(done.outcome(), VerificationOutcome::Failed { .. }),
+        "{}",
+        done.outcome()
+    );
 }
 
 #[tokio::test]

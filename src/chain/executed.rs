@@ -12,7 +12,7 @@ use crate::ComputerUseError;
 use crate::contracts::{ControlLease, ExecutionReceipt};
 use crate::journal::events;
 use crate::runtime::{
-    ComputerUseRuntime, VerificationOutcome, evaluate_with, why_no_postcondition,
+    ComputerUseRuntime, VerificationOutcome, evaluate_with, proves_nothing, why_no_postcondition,
 };
 
 /// A mutation with a bound receipt, not yet verified.
@@ -127,12 +127,19 @@ async fn judge<R: ComputerUseRuntime>(
             // evidence, never an outcome. Evidence that could not be
             // gathered is none, but the receipt still says whether the
             // action was performed, so the chain ends here all the same.
-            match core.runtime.evidence(receipt, Some(postcondition)).await {
+            let judged = match core.runtime.evidence(receipt, Some(postcondition)).await {
                 Ok(evidence) => evaluate_with(receipt, Some(postcondition), evidence.as_ref()),
                 Err(err) => VerificationOutcome::CommittedUnverified {
                     reason: format!("the evidence could not be gathered: {err}"),
                 }
                 .at_most(evaluate_with(receipt, Some(postcondition), None)),
+            };
+            // A check that held before the action is no evidence of it: at
+            // most committed, whatever the runtime observed (it still fails
+            // when the runtime saw it not hold).
+            match proves_nothing(postcondition, envelope.target.as_ref()) {
+                Some(reason) => judged.at_most(VerificationOutcome::CommittedUnverified { reason }),
+                None => judged,
             }
         }
     };

@@ -3,13 +3,16 @@
 
 use crate::ComputerUseError;
 use crate::binding::{bind, bind_optional, window_text};
-use crate::contracts::{ActionEnvelope, ActionPostcondition, ActionPreview, blockers};
+use crate::contracts::{
+    ActionEnvelope, ActionPostcondition, ActionPreview, ActionResourceContext, blockers,
+};
 use crate::runtime::ActionRequest;
 
 /// The envelope is about the action that was proposed: same id (when one was
 /// given), tool, mode and operation (when one was given), the proposed
 /// target's app and window, the same postcondition (absent when none was
-/// proposed), and the same agent and group when both name one.
+/// proposed), every resource field the proposal named, and the same agent
+/// and group when both name one.
 pub(crate) fn bind_to_request(
     request: &ActionRequest<'_>,
     envelope: &ActionEnvelope,
@@ -60,6 +63,9 @@ pub(crate) fn bind_to_request(
             envelope.postcondition.as_ref(),
         ));
     }
+    if let Some(resource) = &proposed.resource {
+        bind_resource(resource, envelope.resource.as_ref())?;
+    }
     bind_optional(
         OBJECT,
         "agentId",
@@ -72,6 +78,78 @@ pub(crate) fn bind_to_request(
         request.execution_group_id,
         envelope.execution_group_id.as_deref(),
     )
+}
+
+/// Each field of the resource the proposal named is in the envelope with
+/// the same value: a runtime that dropped or changed the file an action's
+/// check reads would have the approval granted over another resource.
+fn bind_resource(
+    proposed: &ActionResourceContext,
+    bound: Option<&ActionResourceContext>,
+) -> Result<(), ComputerUseError> {
+    const OBJECT: &str = "ActionEnvelope";
+    let fallback = ActionResourceContext::default();
+    let bound = bound.unwrap_or(&fallback);
+    let text = |value: Option<String>| value.unwrap_or_else(|| "(none)".to_owned());
+    let pairs: [(&'static str, Option<String>, Option<String>); 8] = [
+        (
+            "resource.targetAppId",
+            proposed.target_app_id.clone(),
+            bound.target_app_id.clone(),
+        ),
+        (
+            "resource.targetWindowId",
+            proposed
+                .target_window_id
+                .as_ref()
+                .map(|w| window_text(Some(w))),
+            bound
+                .target_window_id
+                .as_ref()
+                .map(|w| window_text(Some(w))),
+        ),
+        (
+            "resource.filesystemPath",
+            proposed.filesystem_path.clone(),
+            bound.filesystem_path.clone(),
+        ),
+        (
+            "resource.filesystemDestination",
+            proposed.filesystem_destination.clone(),
+            bound.filesystem_destination.clone(),
+        ),
+        (
+            "resource.registryPath",
+            proposed.registry_path.clone(),
+            bound.registry_path.clone(),
+        ),
+        (
+            "resource.processName",
+            proposed.process_name.clone(),
+            bound.process_name.clone(),
+        ),
+        (
+            "resource.processId",
+            proposed.process_id.map(|p| p.to_string()),
+            bound.process_id.map(|p| p.to_string()),
+        ),
+        (
+            "resource.browserDomain",
+            proposed.browser_domain.clone(),
+            bound.browser_domain.clone(),
+        ),
+    ];
+    for (field, named, carried) in pairs {
+        if named.is_some() && named != carried {
+            return Err(ComputerUseError::IdentityMismatch {
+                object: OBJECT,
+                field,
+                expected: text(named),
+                actual: text(carried),
+            });
+        }
+    }
+    Ok(())
 }
 
 #[cold]

@@ -416,6 +416,9 @@ impl ComputerUseMcpRuntime {
         if let Some(postcondition) = &action.postcondition {
             put("postcondition", postcondition.to_input());
         }
+        if let Some(resource) = &action.resource {
+            put("resource", to_snake_keys(&json!(resource)));
+        }
         args
     }
 }

@@ -9,7 +9,10 @@ use std::fmt;
 
 use serde_json::Value;
 
-use crate::contracts::{ActionPostcondition, ExecutionReceipt, ReceiptStatus};
+use crate::contracts::{
+    ActionPostcondition, ExecutionReceipt, PostconditionFields, ReceiptStatus, TargetEvidence,
+    WindowId,
+};
 
 /// The result of verifying one action.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -167,5 +170,49 @@ pub fn evaluate_with(
                 unverified("the verification evidence does not state satisfied: true")
             }
         }
+    }
+}
+
+/// Why `postcondition` cannot fail for an action on `target`, when it
+/// cannot: it held before the action, so its holding afterwards is no
+/// evidence of the effect, and the chain ends such an action
+/// `CommittedUnverified` with this reason, never `Verified`.
+///
+/// The case named is the one an input action invites: "the target window
+/// exists", where the window is the one the action's own target evidence
+/// observed. Typing into a terminal is proven by what the terminal wrote
+/// (a file named as the action's resource), not by the terminal still
+/// being open. A postcondition that can fail (the window must be gone,
+/// another window must appear, a value or a file's content digest) is
+/// judged by the evidence table as usual.
+///
+/// ```
+/// use adk_computer_use::contracts::{ActionPostcondition, PostconditionFields};
+/// use adk_computer_use::runtime::proves_nothing;
+///
+/// let stays = ActionPostcondition::try_from(PostconditionFields::Window { window_id: 7, exists: true })?;
+/// let gone = ActionPostcondition::try_from(PostconditionFields::Window { window_id: 7, exists: false })?;
+/// # let target: adk_computer_use::contracts::TargetEvidence = serde_json::from_value(serde_json::json!({
+/// #     "platform": "linux", "appId": "xterm", "windowId": 7, "observationId": "o-1",
+/// #     "confidence": 1, "capturedAt": "2026-01-01T00:00:00Z"}))?;
+/// assert!(proves_nothing(&stays, Some(&target)).is_some());
+/// assert!(proves_nothing(&gone, Some(&target)).is_none());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn proves_nothing(
+    postcondition: &ActionPostcondition,
+    target: Option<&TargetEvidence>,
+) -> Option<String> {
+    let target_window = target.and_then(|t| t.window_id.as_ref());
+    match postcondition.fields() {
+        PostconditionFields::Window {
+            window_id,
+            exists: true,
+        } if target_window == Some(&WindowId::Number(*window_id)) => Some(format!(
+            "the postcondition cannot fail: window {window_id} is the action's observed target, \
+             so it existed before the action and its still existing proves nothing about the \
+             effect (name what the action changes: a file as its resource, an element's value)"
+        )),
+        _ => None,
     }
 }

@@ -35,7 +35,9 @@ pub(crate) use arguments::{
 pub use cancel::{AgentInterrupter, CancellationBridge, StopKind};
 pub use effect::{FORM_CHECK_ROLE, NamedEffect, form_values_digest};
 pub(crate) use effect::{derive as derive_postcondition, why_none as why_no_postcondition};
-pub use evidence::{VerificationOutcome, evaluate_evidence, evaluate_with, receipt_verification};
+pub use evidence::{
+    VerificationOutcome, evaluate_evidence, evaluate_with, proves_nothing, receipt_verification,
+};
 pub use offer::ToolOffer;
 pub use proof::{ExecuteProof, LeaseProof, LeaseReleaseProof, ReleaseProof, ReserveProof};
 pub use request::{

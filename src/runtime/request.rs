@@ -3,8 +3,8 @@
 use serde_json::Value;
 
 use crate::contracts::{
-    ActionPostcondition, ActionPreview, ActionProvenance, DataLabel, ExecutionMode, TargetEvidence,
-    WindowId,
+    ActionPostcondition, ActionPreview, ActionProvenance, ActionResourceContext, DataLabel,
+    ExecutionMode, TargetEvidence, WindowId,
 };
 
 /// Where to observe.
@@ -79,6 +79,10 @@ pub struct ProposedAction {
     pub target: Option<TargetEvidence>,
     /// What must hold afterwards.
     pub postcondition: Option<ActionPostcondition>,
+    /// What the action touches beyond its target window, when its
+    /// arguments do not say: the file that keys typed into a terminal
+    /// end up in. See [`ProposedAction::with_resource`].
+    pub resource: Option<ActionResourceContext>,
 }
 
 impl ProposedAction {
@@ -97,6 +101,7 @@ impl ProposedAction {
             provenance: None,
             target: None,
             postcondition: None,
+            resource: None,
         }
     }
 
@@ -134,6 +139,47 @@ impl ProposedAction {
     /// Sets the operation, when it differs from the tool.
     pub fn with_operation(mut self, operation: impl Into<String>) -> Self {
         self.operation = Some(operation.into());
+        self
+    }
+
+    /// Names what the action touches beyond its target window, so that a
+    /// check of it can be bound to the action: keys typed into `cat > FILE`
+    /// in a terminal are proven by the file's content, not by the terminal
+    /// still being open.
+    ///
+    /// The runtime binds the resource into the envelope (the approval is
+    /// granted over it), and the chain refuses an envelope that does not
+    /// carry every field named here with the same value. Our server
+    /// accepts `filesystemPath` on any mutating tool, and a `filesystem`
+    /// postcondition on that path; upstream's v8 derives the resource from
+    /// the arguments of its file tools only, ignores this, and refuses such
+    /// a postcondition (`policy_denied`) before anything is reserved.
+    ///
+    /// ```
+    /// use adk_computer_use::contracts::{
+    ///     ActionPostcondition, ActionResourceContext, ExecutionMode, PostconditionFields,
+    /// };
+    /// use adk_computer_use::digest::sha256_prefixed;
+    /// use adk_computer_use::runtime::ProposedAction;
+    /// use serde_json::json;
+    ///
+    /// // A terminal runs `cat > /tmp/notes.txt`: typing a line is proven by the file.
+    /// let check = ActionPostcondition::try_from(PostconditionFields::Filesystem {
+    ///     path: "/tmp/notes.txt".into(),
+    ///     exists: true,
+    ///     content_digest: Some(sha256_prefixed("hello\n")),
+    /// })?;
+    /// let action = ProposedAction::new("type", json!({"text": "hello\n"}), ExecutionMode::Foreground)
+    ///     .with_resource(ActionResourceContext {
+    ///         filesystem_path: Some("/tmp/notes.txt".into()),
+    ///         ..ActionResourceContext::default()
+    ///     })
+    ///     .with_postcondition(check);
+    /// assert!(action.resource.is_some());
+    /// # Ok::<(), adk_computer_use::ComputerUseError>(())
+    /// ```
+    pub fn with_resource(mut self, resource: ActionResourceContext) -> Self {
+        self.resource = Some(resource);
         self
     }
 

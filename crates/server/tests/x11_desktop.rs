@@ -22,7 +22,7 @@ use serde_json::{Value, json};
 
 mod x11_support;
 
-use adk_computer_use_testkit::child::{approved, run_approving};
+use adk_computer_use_testkit::child::{PRINCIPAL, approved, run_approving};
 use x11_support::*;
 
 fn session(runtime: &Arc<ComputerUseMcpRuntime>, app: &str) -> Session<ComputerUseMcpRuntime> {
@@ -163,6 +163,101 @@ async fn typed_text_reaches_a_real_terminal() {
     let done = run_approving(&runtime, &session, typing("Hello, X11!\n")).await;
     assert!(done.performed());
     assert_eq!(settled(&terminal.file, "Hello, X11!\n"), "Hello, X11!\n");
+    session.shutdown().await;
+}
+
+/// Typing into `cat > FILE` is proven by the file: the file named as the
+/// action's resource binds a content check that the server really reads
+/// (a wrong digest is not verified), while "the terminal still exists",
+/// which held before the keys were sent, ends committed but unverified.
+/// The file is read back with `cat`, outside this crate.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[needs(display)]
+async fn typing_into_a_terminal_is_verified_by_the_file_it_writes() {
+    if !display() {
+        return;
+    }
+    let _display = DISPLAY_LOCK.lock().await;
+    let terminal = terminal("60x8+420+60");
+    let runtime = runtime().await;
+    let window = window_of(&runtime, "XTerm").await;
+    let window_id = window["windowId"].as_u64().unwrap();
+    let session = session(&runtime, "XTerm");
+    let path = terminal.file.display().to_string();
+    let named = ActionResourceContext {
+        filesystem_path: Some(path.clone()),
+        ..ActionResourceContext::default()
+    };
+    let holding = |content: &str| {
+        ActionPostcondition::try_from(PostconditionFields::Filesystem {
+            path: path.clone(),
+            exists: true,
+            content_digest: Some(sha256_prefixed(content)),
+        })
+        .unwrap()
+    };
+    let first = typing("proof line\n")
+        .with_resource(named.clone())
+        .with_postcondition(holding("proof line\n"));
+    let done = run_approving(&runtime, &session, first).await;
+    assert!(done.outcome().is_verified(), "{}", done.outcome());
+    assert_eq!(tool("cat", &[&path]), "proof line\n");
+
+    // The check reads the file: a digest of what was not written is not
+    // verified (upstream's rule: the outcome is unknown, `indeterminate`).
+    let wrong = typing("second\n")
+        .with_resource(named.clone())
+        .with_postcondition(holding("proof line\nsomething else\n"));
+    let err = approved(&runtime, &session, &wrong)
+        .await
+        .reserve()
+        .await
+        .unwrap()
+        .lease()
+        .await
+        .unwrap()
+        .execute()
+        .await
+        .err()
+        .unwrap();
+    assert!(
+        matches!(&err, ComputerUseError::OutcomeUnknown { cause, .. }
+            if cause.refusal_code() == Some("indeterminate")),
+        "{err:?}"
+    );
+    assert_eq!(
+        settled(&terminal.file, "proof line\nsecond\n"),
+        "proof line\nsecond\n"
+    );
+
+    // Without the resource, the file check is not bound to the action.
+    let unbound = typing("third\n").with_postcondition(holding("x"));
+    let err = session.run(unbound).await.err().unwrap();
+    assert_refused(&err, "policy_denied");
+
+    // "The terminal still exists" held before the keys: no evidence.
+    let stays = ActionPostcondition::try_from(PostconditionFields::Window {
+        window_id,
+        exists: true,
+    })
+    .unwrap();
+    let done = run_approving(
+        &runtime,
+        &session,
+        typing("third\n").with_postcondition(stays),
+    )
+    .await;
+    assert!(done.performed());
+    match done.outcome() {
+        adk_computer_use::VerificationOutcome::CommittedUnverified { reason } => {
+            assert!(reason.contains("cannot fail"), "{reason}")
+        }
+        other => panic!("expected committed_unverified, got {other}"),
+    }
+    assert_eq!(
+        settled(&terminal.file, "proof line\nsecond\nthird\n"),
+        "proof line\nsecond\nthird\n"
+    );
     session.shutdown().await;
 }
 
@@ -518,4 +613,140 @@ async fn a_window_that_closes_after_the_input_is_verified_gone() {
         "the window is gone"
     );
     session.shutdown().await;
+}
+
+/// The person asked for text "on my clipboard": it stays there after the
+/// server that wrote it exits. The server is a child process here, as a
+/// host runs it; once it ends, `xclip` (outside this crate) still reads
+/// the text, served by the keeper the server handed it to. The keeper lets
+/// go of the streams it inherited (the server's stderr reaches its end
+/// while the keeper lives), and it lets go of the clipboard, and exits,
+/// once another program copies.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[needs(display)]
+async fn the_clipboard_keeps_its_text_after_the_server_exits() {
+    use adk_computer_use::mcp::McpRuntimeConfig;
+    use tokio::io::AsyncReadExt as _;
+    if !display() {
+        return;
+    }
+    let _display = DISPLAY_LOCK.lock().await;
+    let _dialog = start("xmessage", &["-geometry", "+40+560", "clipboard kept"]);
+    let mut server = tokio::process::Command::new(env!("CARGO_BIN_EXE_computer-use-server"))
+        .args(["--desktop", "x11", "--principal", PRINCIPAL])
+        // The keeper this build made, not one found elsewhere.
+        .env(
+            computer_use_server::desktop::x11::keeper::KEEPER_ENV,
+            env!("CARGO_BIN_EXE_computer-use-clipboard"),
+        )
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let stdin = server.stdin.take().unwrap();
+    let stdout = server.stdout.take().unwrap();
+    let mut stderr = server.stderr.take().unwrap();
+    let runtime = Arc::new(
+        ComputerUseMcpRuntime::connect((stdout, stdin), McpRuntimeConfig::new(PRINCIPAL))
+            .await
+            .unwrap(),
+    );
+    runtime.start_session(Some("kept"), None).await.unwrap();
+    window_of(&runtime, "Xmessage").await;
+    let text = format!("kept after exit {}", std::process::id());
+    let session = session(&runtime, "Xmessage");
+    let postcondition = ActionPostcondition::try_from(PostconditionFields::UiElement {
+        role: Some(computer_use_server::CLIPBOARD_ROLE.into()),
+        label: Some(computer_use_server::CLIPBOARD_LABEL.into()),
+        exists: true,
+        value_digest: Some(sha256_prefixed(&text)),
+    })
+    .unwrap();
+    let action = ProposedAction::new(
+        "write_clipboard",
+        json!({ "text": text }),
+        ExecutionMode::Background,
+    )
+    .with_postcondition(postcondition)
+    .with_data_labels([DataLabel::Public]);
+    let ChainOutcome::Completed(done) = session.run(action).await.unwrap() else {
+        panic!("the clipboard write should complete");
+    };
+    assert!(done.outcome().is_verified(), "{}", done.outcome());
+    session.shutdown().await;
+    runtime.shutdown().await.unwrap();
+    drop(runtime);
+
+    // The server's stderr ends although the keeper lives on: the keeper
+    // holds none of the server's streams.
+    let mut said = Vec::new();
+    tokio::time::timeout(Duration::from_secs(20), stderr.read_to_end(&mut said))
+        .await
+        .expect("the server's stderr reached its end")
+        .unwrap();
+    let said = String::from_utf8_lossy(&said);
+    let status = tokio::time::timeout(Duration::from_secs(10), server.wait())
+        .await
+        .expect("the server exited")
+        .unwrap();
+    assert!(status.success(), "{status}: {said}");
+    let keeper: u32 = said
+        .split("served by computer-use-clipboard (pid ")
+        .nth(1)
+        .and_then(|rest| rest.split(')').next())
+        .and_then(|pid| pid.parse().ok())
+        .unwrap_or_else(|| panic!("the server said where the text went: {said}"));
+
+    // The text is still on the clipboard, served by the keeper.
+    assert_eq!(tool("xclip", &["-o", "-selection", "clipboard"]), text);
+    assert!(running(keeper), "the keeper serves the text");
+
+    // Another program copies: the keeper lets go and exits.
+    let copied = std::process::Command::new("xclip")
+        .args(["-i", "-selection", "clipboard", "-loops", "1"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .and_then(|mut xclip| {
+            use std::io::Write as _;
+            xclip
+                .stdin
+                .take()
+                .map(|mut input| input.write_all(b"copied by another program"))
+                .transpose()?;
+            Ok(xclip)
+        })
+        .unwrap();
+    let mut ended = false;
+    for _ in 0..100 {
+        if !running(keeper) {
+            ended = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        ended,
+        "the keeper exits once another program owns the clipboard"
+    );
+    assert_eq!(
+        tool("xclip", &["-o", "-selection", "clipboard"]),
+        "copied by another program"
+    );
+    let mut copied = Program(copied);
+    let _ = copied.0.wait();
+}
+
+/// Whether process `pid` runs (a zombie, waiting for its reaper, does not).
+fn running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        let state = stat
+            .rsplit(')')
+            .next()
+            .and_then(|rest| rest.split_whitespace().next());
+        !matches!(state, Some("Z" | "X"))
+    })
 }

@@ -80,7 +80,7 @@ pub fn envelope_for(
         action_class: ActionClass::EditReversible,
         requested_mode: action.mode,
         target: action.target.clone(),
-        resource: None,
+        resource: action.resource.clone(),
         provenance: action.provenance.clone(),
         target_sensitivity: None,
         data_labels: action.data_labels.clone(),

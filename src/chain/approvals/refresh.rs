@@ -201,5 +201,16 @@ pub(crate) fn proposal_of(
     action.target = envelope.target.clone();
     action.postcondition = envelope.postcondition.clone();
     action.provenance = envelope.provenance.clone();
+    // The file an input action was checked by is named again, so the
+    // second preview binds the same check; the rest of the resource is
+    // derived from the target and arguments, as it was the first time.
+    action.resource = envelope
+        .resource
+        .as_ref()
+        .and_then(|r| r.filesystem_path.clone())
+        .map(|path| crate::contracts::ActionResourceContext {
+            filesystem_path: Some(path),
+            ..Default::default()
+        });
     Ok(action)
 }

@@ -47,6 +47,14 @@ impl Preview {
     }
 }
 
+fn given_path(request: &ActionRequest) -> Option<&str> {
+    request
+        .args
+        .get("path")
+        .and_then(Value::as_str)
+        .filter(|p| !p.is_empty())
+}
+
 fn denied_binding() -> Refusal {
     Refusal::new(
         "policy_denied",
@@ -61,6 +69,32 @@ impl State {
             return Err(refusal);
         }
         Ok(Answer::of(self.preview(&request)?.answer))
+    }
+
+    /// Checks the resource a caller named: an absolute path, and for a
+    /// file tool the one its arguments name.
+    fn check_named_resource(request: &ActionRequest) -> Result<(), Refusal> {
+        let Some(named) = request.named_path.as_deref() else {
+            return Ok(());
+        };
+        if !std::path::Path::new(named).is_absolute() || named.split('/').any(|part| part == "..") {
+            return Err(Refusal::new(
+                "policy_denied",
+                format!(
+                    "resource.filesystem_path must be an absolute path without '..', got {named:?}"
+                ),
+            ));
+        }
+        if request.is_file_tool() && given_path(request) != Some(named) {
+            return Err(Refusal::new(
+                "policy_denied",
+                format!(
+                    "resource.filesystem_path {named:?} is not the path the {} arguments name",
+                    request.tool
+                ),
+            ));
+        }
+        Ok(())
     }
 
     /// Checks the postcondition and that it is bound to the action.
@@ -84,9 +118,12 @@ impl State {
         match kind {
             "ui_element" if target_window.is_some_and(Value::is_number) => Ok(()),
             "window" if target_window == expected.get("windowId") => Ok(()),
+            // A file tool's own path, or the file an input action named as
+            // its resource (what `cat > FILE` in a terminal writes).
             "filesystem"
-                if matches!(request.tool.as_str(), tool::WRITE_FILE | tool::DELETE_FILE)
-                    && request.args.get("path") == expected.get("path") =>
+                if request
+                    .file_path()
+                    .is_some_and(|path| expected.get("path") == Some(&json!(path))) =>
             {
                 Ok(())
             }
@@ -105,6 +142,7 @@ impl State {
                 json!({ "sessionId": request.session_id, "state": session.state }),
             ));
         }
+        Self::check_named_resource(request)?;
         self.check_postcondition(request)?;
         let meta = policy::known_tool(&request.tool)
             .ok_or_else(|| Refusal::plain(format!("unknown tool: {}", request.tool)))?;

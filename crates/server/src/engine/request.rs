@@ -31,6 +31,9 @@ pub(super) struct ActionRequest {
     pub expires_in_ms: Option<i64>,
     pub lease_id: Option<String>,
     pub approval_grant_id: Option<String>,
+    /// The file the caller named as what the action touches
+    /// (`resource.filesystem_path`): where an input action's effect lands.
+    pub named_path: Option<String>,
 }
 
 /// The target evidence, as the envelope carries it.
@@ -140,6 +143,10 @@ impl ActionRequest {
             expires_in_ms: int(args, "expires_in_ms"),
             lease_id: owned("lease_id"),
             approval_grant_id: owned("approval_grant_id"),
+            named_path: args
+                .get("resource")
+                .and_then(|r| given(r, "filesystem_path"))
+                .map(str::to_owned),
         }
     }
 
@@ -155,8 +162,23 @@ impl ActionRequest {
         }
     }
 
-    /// The resource the action touches: its target app and window, and
-    /// for the file tools the path.
+    /// Whether the tool's own arguments name the file it touches.
+    pub(super) fn is_file_tool(&self) -> bool {
+        matches!(self.tool.as_str(), tool::WRITE_FILE | tool::DELETE_FILE)
+    }
+
+    /// The file the action touches: a file tool's `path`, or the one the
+    /// caller named for any other action.
+    pub(super) fn file_path(&self) -> Option<&str> {
+        if self.is_file_tool() {
+            given(&self.args, "path")
+        } else {
+            self.named_path.as_deref()
+        }
+    }
+
+    /// The resource the action touches: its target app and window, and the
+    /// file (a file tool's path, or the one named for an input action).
     pub(super) fn resource(&self) -> Value {
         let arg = |key: &str| given(&self.args, key).map(|s| json!(s));
         let target = |key: &str| self.target.as_ref().and_then(|t| t.get(key)).cloned();
@@ -166,9 +188,7 @@ impl ActionRequest {
                 .find_map(|k| self.args.get(*k).filter(|v| v.is_string() || v.is_number()))
                 .map(window_id)
         });
-        let path = matches!(self.tool.as_str(), tool::WRITE_FILE | tool::DELETE_FILE)
-            .then(|| arg("path"))
-            .flatten();
+        let path = self.file_path().map(|p| json!(p));
         object([
             (
                 "targetAppId",

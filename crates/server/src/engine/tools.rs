@@ -76,6 +76,11 @@ const POSTCONDITIONS: &[&[Prop]] = &[
     ],
 ];
 
+/// What the action touches beyond its target, when its arguments do not
+/// say (an extension of upstream's request: upstream derives the resource
+/// from its file tools' arguments alone, and drops this key).
+const RESOURCE: &[Prop] = &[opt("filesystem_path", Ty::Str)];
+
 const PROVENANCE: &[Prop] = &[
     req("untrusted_instruction", Ty::Bool),
     req("source_observation_ids", Ty::List(&Ty::Str)),
@@ -101,6 +106,7 @@ macro_rules! action_props {
             opt("postcondition", Ty::Kind(POSTCONDITIONS)),
             opt("data_labels", Ty::List(&Ty::Enum(LABELS))),
             opt("provenance", Ty::Obj(PROVENANCE)),
+            opt("resource", Ty::Obj(RESOURCE)),
             opt("expires_in_ms", TTL),
             opt("approval_grant_id", Ty::Str),
             $($extra,)*

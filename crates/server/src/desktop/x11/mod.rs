@@ -56,6 +56,7 @@ mod checks;
 mod clipboard;
 mod elements;
 mod input;
+pub mod keeper;
 mod revalidate;
 mod screen;
 mod send;
@@ -134,6 +135,33 @@ pub struct X11Desktop {
     written_elements: Vec<crate::desktop::atspi::Node>,
     /// The last mutation was an element action (nothing to restore).
     acted_by_element: bool,
+}
+
+/// The server's end: text this process still serves on CLIPBOARD is
+/// handed to what keeps it after exit (see [`keeper`]), and the outcome is
+/// said on standard error. Nothing is handed off when the selection is no
+/// longer this process's, or nothing was written.
+impl Drop for X11Desktop {
+    fn drop(&mut self) {
+        let Some(text) = self.written.take() else {
+            return;
+        };
+        if !self.selection_is_ours() {
+            return;
+        }
+        match keeper::hand_off(&self.conn, self.atoms.clipboard, &text) {
+            Ok(keeper::HandOff::Manager) => {
+                eprintln!("computer-use-server: the clipboard's text goes to the clipboard manager")
+            }
+            Ok(keeper::HandOff::Keeper(pid)) => eprintln!(
+                "computer-use-server: the clipboard's text stays, served by {} (pid {pid}) until another program copies",
+                keeper::KEEPER_BINARY
+            ),
+            Err(why) => {
+                eprintln!("computer-use-server: the clipboard's text goes with this process: {why}")
+            }
+        }
+    }
 }
 
 fn unavailable(message: String) -> ComputerUseError {

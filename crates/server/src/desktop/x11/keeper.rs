@@ -1,0 +1,210 @@
+//! The clipboard after the server exits.
+//!
+//! An X11 selection lives only as long as the client that owns it: when
+//! the server that wrote the clipboard exits, the text is gone, though the
+//! person asked for it "on my clipboard". Two things keep it:
+//!
+//! - a **clipboard manager** (ICCCM's `CLIPBOARD_MANAGER` selection, which
+//!   desktop sessions run): `arboard` hands it the text (`SAVE_TARGETS`)
+//!   when its last clipboard is dropped, so nothing else is needed;
+//! - otherwise a **keeper**: a small process of its own
+//!   (`computer-use-clipboard`, a binary of this crate) that takes the
+//!   selection with the same text and serves it until another client takes
+//!   the selection or the X server goes away, as `xclip` does. It is
+//!   started with its standard output and error on `/dev/null` and its
+//!   input closed once the text is read, in a process group of its own: a
+//!   caller that reads the exiting program's output reaches its end at
+//!   once, and a Ctrl-C meant for that program does not reach the keeper.
+//!
+//! The hand-off happens when the X11 desktop is dropped (the server's end)
+//! and only while the selection is still this process's: text another
+//! program copied since is not taken back.
+
+use std::io::{Read as _, Write as _};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use x11rb::connection::Connection;
+use x11rb::protocol::xproto::ConnectionExt as _;
+use x11rb::rust_connection::RustConnection;
+
+use super::clipboard::MOST_BYTES;
+use super::windows;
+
+/// The keeper's binary name.
+pub const KEEPER_BINARY: &str = "computer-use-clipboard";
+/// Names the keeper's path, or `off` to keep nothing after exit.
+pub const KEEPER_ENV: &str = "COMPUTER_USE_CLIPBOARD_KEEPER";
+/// How long the exiting server waits for the keeper to own the selection.
+const TAKE_WAIT: Duration = Duration::from_secs(3);
+/// How often the keeper looks whether the selection is still its own.
+const LOOK_EVERY: Duration = Duration::from_millis(200);
+
+/// What became of the clipboard's text at the server's end.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum HandOff {
+    /// A clipboard manager runs: `arboard` hands the text to it.
+    Manager,
+    /// A keeper (this process id) now owns the selection.
+    Keeper(u32),
+}
+
+/// The keeper's path: `$COMPUTER_USE_CLIPBOARD_KEEPER`, else beside this
+/// executable or one directory up (an example or a test binary sits one
+/// below the binaries cargo builds), else on `PATH`. `None` when turned
+/// off or found nowhere.
+fn keeper_path() -> Result<PathBuf, String> {
+    if let Some(named) = std::env::var_os(KEEPER_ENV) {
+        if named == "off" {
+            return Err(format!("{KEEPER_ENV}=off"));
+        }
+        return Ok(PathBuf::from(named));
+    }
+    let beside = std::env::current_exe().ok().and_then(|exe| {
+        let dir = exe.parent()?.to_path_buf();
+        [dir.clone(), dir.parent()?.to_path_buf()]
+            .into_iter()
+            .map(|d| d.join(KEEPER_BINARY))
+            .find(|p| p.is_file())
+    });
+    let on_path = || {
+        std::env::var_os("PATH").and_then(|paths| {
+            std::env::split_paths(&paths)
+                .map(|d| d.join(KEEPER_BINARY))
+                .find(|p| p.is_file())
+        })
+    };
+    beside.or_else(on_path).ok_or_else(|| {
+        format!("{KEEPER_BINARY} was found neither beside this program nor on PATH (build it: cargo build -p computer-use-server --features x11 --bins)")
+    })
+}
+
+/// The process id of the CLIPBOARD selection's owner, as the X server
+/// records it.
+fn owner_pid(conn: &RustConnection, clipboard: u32) -> Option<u32> {
+    let owner = conn
+        .get_selection_owner(clipboard)
+        .ok()?
+        .reply()
+        .ok()?
+        .owner;
+    (owner != x11rb::NONE)
+        .then(|| windows::owner_pid(conn, owner))
+        .flatten()
+}
+
+/// Whether a clipboard manager owns `CLIPBOARD_MANAGER`.
+fn manager_runs(conn: &RustConnection) -> bool {
+    conn.intern_atom(true, b"CLIPBOARD_MANAGER")
+        .ok()
+        .and_then(|c| c.reply().ok())
+        .map(|r| r.atom)
+        .filter(|atom| *atom != x11rb::NONE)
+        .and_then(|atom| conn.get_selection_owner(atom).ok()?.reply().ok())
+        .is_some_and(|r| r.owner != x11rb::NONE)
+}
+
+/// Hands `text`, which this process serves on CLIPBOARD now, to whatever
+/// keeps it after exit: the clipboard manager, or a keeper started here.
+pub(super) fn hand_off(
+    conn: &RustConnection,
+    clipboard: u32,
+    text: &str,
+) -> Result<HandOff, String> {
+    if manager_runs(conn) {
+        return Ok(HandOff::Manager);
+    }
+    let path = keeper_path()?;
+    start_keeper(&path, conn, clipboard, text)
+}
+
+fn start_keeper(
+    path: &Path,
+    conn: &RustConnection,
+    clipboard: u32,
+    text: &str,
+) -> Result<HandOff, String> {
+    use std::os::unix::process::CommandExt as _;
+    let mut child = Command::new(path)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .map_err(|e| format!("starting {} failed: {e}", path.display()))?;
+    let pid = child.id();
+    let written = child
+        .stdin
+        .take()
+        .ok_or_else(|| "the keeper has no standard input".to_owned())
+        .and_then(|mut input| {
+            input
+                .write_all(text.as_bytes())
+                .map_err(|e| format!("handing the text to the keeper failed: {e}"))
+        });
+    if let Err(err) = written {
+        let _ = child.kill();
+        let _ = child.wait();
+        return Err(err);
+    }
+    let deadline = Instant::now() + TAKE_WAIT;
+    while Instant::now() < deadline {
+        if owner_pid(conn, clipboard) == Some(pid) {
+            // The keeper outlives this process: it is not waited for (init
+            // reaps it once this process is gone).
+            return Ok(HandOff::Keeper(pid));
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            return Err(format!(
+                "the keeper exited before owning the clipboard ({status})"
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    Err(format!(
+        "the keeper did not own the clipboard within {} ms",
+        TAKE_WAIT.as_millis()
+    ))
+}
+
+/// The keeper itself: reads the text from standard input (to its end, at
+/// most 64 KiB), takes CLIPBOARD with it, and serves it until another
+/// client owns the selection or the display goes away.
+pub fn keep_from_stdin() -> Result<(), String> {
+    let mut bytes = Vec::new();
+    std::io::stdin()
+        .take(MOST_BYTES as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("reading the text failed: {e}"))?;
+    if bytes.len() > MOST_BYTES {
+        return Err(format!("the text is longer than {MOST_BYTES} bytes"));
+    }
+    let text = String::from_utf8(bytes).map_err(|_| "the text is not UTF-8".to_owned())?;
+    let (conn, _) = x11rb::connect(None).map_err(|e| e.to_string())?;
+    let clipboard = conn
+        .intern_atom(false, b"CLIPBOARD")
+        .map_err(|e| e.to_string())?
+        .reply()
+        .map_err(|e| e.to_string())?
+        .atom;
+    let mut owner = arboard::Clipboard::new().map_err(|e| e.to_string())?;
+    owner.set_text(text).map_err(|e| e.to_string())?;
+    let me = std::process::id();
+    // Serve (arboard's thread answers requests) while the selection is
+    // ours; a lost connection reads as not ours, and ends the keeper.
+    let deadline = Instant::now() + TAKE_WAIT;
+    while owner_pid(&conn, clipboard) != Some(me) {
+        if Instant::now() > deadline {
+            return Err("the selection was not ours after taking it".into());
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    while owner_pid(&conn, clipboard) == Some(me) {
+        std::thread::sleep(LOOK_EVERY);
+    }
+    drop(conn.flush());
+    Ok(())
+}
