@@ -282,7 +282,9 @@ async fn x11_desktop(
     sim: Config,
     config: McpRuntimeConfig,
 ) -> Result<(ComputerUseMcpRuntime, McpApprover), Error> {
-    let desktop = computer_use_server::desktop::x11::X11Desktop::connect()?;
+    // The text stays on the clipboard after this example exits.
+    let desktop =
+        computer_use_server::desktop::x11::X11Desktop::connect()?.keeping_clipboard_after_exit();
     Ok(adk_computer_use_testkit::spawn_on(sim, Box::new(desktop), config).await?)
 }
 

@@ -663,3 +663,31 @@ async fn a_field_labelled_like_a_secret_gets_no_derived_check() {
     assert!(reason.contains("secret"), "{reason}");
     assert_eq!(rig.runtime.last_previewed_postcondition(), None);
 }
+
+/// "The target window exists" proves nothing whether the target names its
+/// window as a number or as the same number in text (as binding compares
+/// windows); a check that can fail, or one on another window, is not
+/// caught by this rule.
+#[test]
+fn the_cannot_fail_rule_sees_the_target_window_however_it_is_named() {
+    use adk_computer_use::runtime::proves_nothing;
+    let target = |window: serde_json::Value| -> TargetEvidence {
+        serde_json::from_value(json!({
+            "platform": "linux", "appId": "xterm", "windowId": window,
+            "observationId": "o-1", "confidence": 1, "capturedAt": "2026-01-01T00:00:00Z"
+        }))
+        .unwrap()
+    };
+    let check = |window_id, exists| {
+        ActionPostcondition::try_from(PostconditionFields::Window { window_id, exists }).unwrap()
+    };
+    for named in [json!(7), json!("7")] {
+        assert!(
+            proves_nothing(&check(7, true), Some(&target(named.clone()))).is_some(),
+            "{named}"
+        );
+        assert!(proves_nothing(&check(7, false), Some(&target(named.clone()))).is_none());
+        assert!(proves_nothing(&check(8, true), Some(&target(named))).is_none());
+    }
+    assert!(proves_nothing(&check(7, true), None).is_none());
+}

@@ -197,6 +197,11 @@ pub fn evaluate_with(
 /// #     "confidence": 1, "capturedAt": "2026-01-01T00:00:00Z"}))?;
 /// assert!(proves_nothing(&stays, Some(&target)).is_some());
 /// assert!(proves_nothing(&gone, Some(&target)).is_none());
+/// // The same window named as text ("7"), as a lenient runtime may send it.
+/// # let named: adk_computer_use::contracts::TargetEvidence = serde_json::from_value(serde_json::json!({
+/// #     "platform": "linux", "appId": "xterm", "windowId": "7", "observationId": "o-1",
+/// #     "confidence": 1, "capturedAt": "2026-01-01T00:00:00Z"}))?;
+/// assert!(proves_nothing(&stays, Some(&named)).is_some());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn proves_nothing(
@@ -208,11 +213,18 @@ pub fn proves_nothing(
         PostconditionFields::Window {
             window_id,
             exists: true,
-        } if target_window == Some(&WindowId::Number(*window_id)) => Some(format!(
-            "the postcondition cannot fail: window {window_id} is the action's observed target, \
+            // Compared as binding compares windows (by their text), so a target
+            // named `"7"` is the window 7 too.
+        } if target_window.is_some()
+            && crate::binding::window_text(target_window)
+                == crate::binding::window_text(Some(&WindowId::Number(*window_id))) =>
+        {
+            Some(format!(
+                "the postcondition cannot fail: window {window_id} is the action's observed target, \
              so it existed before the action and its still existing proves nothing about the \
              effect (name what the action changes: a file as its resource, an element's value)"
-        )),
+            ))
+        }
         _ => None,
     }
 }

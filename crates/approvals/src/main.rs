@@ -28,6 +28,7 @@
 
 #[cfg(feature = "page")]
 mod page;
+mod words;
 
 use std::process::ExitCode;
 
@@ -182,6 +183,8 @@ fn show(view: &CheckpointView, args: &[String]) {
         ),
         ("agent", view.agent_id.clone().unwrap_or_else(|| "-".into())),
         ("action", view.action_id.clone()),
+        ("why it asks", words::cause(view)),
+        ("what it does", words::effect(view)),
         (
             "tool",
             format!(
@@ -221,16 +224,18 @@ fn show(view: &CheckpointView, args: &[String]) {
         ),
         (
             "screenshot",
-            view.frame.as_ref().map_or_else(
-                || "(none)".to_owned(),
-                |f| {
-                    format!(
-                        "{} ({} base64 bytes; `serve` shows it)",
-                        f.mime_type,
-                        f.data.len()
-                    )
-                },
-            ),
+            words::off_screen(view)
+                .map(str::to_owned)
+                .or_else(|| {
+                    view.frame.as_ref().map(|f| {
+                        format!(
+                            "{} ({} base64 bytes; `serve` shows it)",
+                            f.mime_type,
+                            f.data.len()
+                        )
+                    })
+                })
+                .unwrap_or_else(|| "(none)".to_owned()),
         ),
         ("action digest", view.action_digest.clone()),
         ("policy digest", view.policy_digest.clone()),

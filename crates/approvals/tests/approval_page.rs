@@ -17,12 +17,12 @@ use support::*;
 
 use adk_computer_use_testkit::browser::browser;
 use adk_computer_use_testkit::needs;
+#[cfg(feature = "x11")]
 use std::sync::Arc;
 use std::time::Duration;
 
 #[cfg(feature = "x11")]
 use adk_computer_use::chain::ChainOutcome;
-use adk_computer_use::chain::{FileCheckpointStore, SealingKey};
 use adk_computer_use::contracts::{DataLabel, ExecutionMode};
 use adk_computer_use::{ComputerUseError, ProposedAction};
 #[cfg(feature = "x11")]
@@ -32,18 +32,17 @@ use serde_json::json;
 #[cfg(feature = "x11")]
 use tokio::io::AsyncReadExt;
 
+/// One test at a time on the real display: a window one test opens would
+/// cover, or change the pixels of, another's target.
+#[cfg(feature = "x11")]
+static DISPLAY: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[needs(browser)]
 async fn a_person_approves_and_denies_on_the_page_in_a_real_browser() {
     let sim = served(false).await;
     let dir = tempfile::tempdir().unwrap();
-    let store = Arc::new(
-        FileCheckpointStore::new(
-            dir.path(),
-            SealingKey::new(KEY.as_bytes().to_vec()).unwrap(),
-        )
-        .unwrap(),
-    );
+    let store = file_store(&dir);
     let (runtime, session) = agent(&sim, &store, CLIPBOARD_APP).await;
     let approve_me = suspended(&session, write("page-approve", "approved on the page")).await;
     let deny_me = suspended(&session, write("page-deny", "never written")).await;
@@ -156,18 +155,28 @@ async fn a_person_approves_and_denies_on_the_page_in_a_real_browser() {
             "the card shows {expected:?}:\n{shown}"
         );
     }
-    let image = browser
-        .find(&format!("#c-{approve_me} .frame img"))
-        .await
-        .unwrap();
+    // A clipboard write shows no crop of some window: the clipboard is not
+    // on the screen, and the text it will hold is what matters. Why it
+    // asks and what it does are said in words.
     assert!(
-        image
-            .attr("src")
+        browser
+            .find(&format!("#c-{approve_me} .frame img"))
             .await
-            .unwrap()
-            .is_some_and(|src| src.starts_with("data:image/png;base64,")),
-        "the screenshot the action was previewed on"
+            .is_err(),
+        "no screenshot for a clipboard write:\n{shown}"
     );
+    for expected in [
+        "The clipboard is not on the screen",
+        "What it does",
+        "Replaces the clipboard's contents with 20 characters",
+        "Why it asks",
+        "The server asks a person for every write_clipboard action",
+    ] {
+        assert!(
+            shown.contains(expected),
+            "the card says {expected:?}:\n{shown}"
+        );
+    }
     let unreadable = browser
         .find(&format!("#c-{tampered}"))
         .await
@@ -273,6 +282,81 @@ async fn a_person_approves_and_denies_on_the_page_in_a_real_browser() {
     let _ = page.kill().await;
 }
 
+/// What the person reads, from their side: a clipboard write the agent
+/// labelled credential waits because of that label, and the page (in
+/// headless Chromium) and `show` say so in words, not by the rule's code
+/// alone (`confirm:edit_reversible`); they describe the effect ("replaces
+/// the clipboard's contents"), and show no crop of a window for it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[needs(browser)]
+async fn the_page_and_show_say_why_an_action_waits_and_what_it_does() {
+    let sim = served_by_policy(false, &[]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let store = file_store(&dir);
+    let (_runtime, session) = agent(&sim, &store, CLIPBOARD_APP).await;
+    let id = suspended(
+        &session,
+        ProposedAction::new(
+            "write_clipboard",
+            json!({ "text": "vault passphrase" }),
+            ExecutionMode::Background,
+        )
+        .with_action_id("labelled-credential")
+        .with_data_labels([DataLabel::Credential]),
+    )
+    .await;
+    let store_dir = dir.path().to_str().unwrap().to_owned();
+    let view = adk_computer_use::chain::inspect(&*store, &id).unwrap();
+    assert_eq!(
+        view.reasons,
+        ["confirm:edit_reversible"],
+        "the server's reason names the class, not the label"
+    );
+    let why = "The action is labelled credential (a label the agent chose)";
+    let what = "Replaces the clipboard's contents with masked text (masked under Arguments";
+
+    let shown = std::process::Command::new(env!("CARGO_BIN_EXE_computer-use-approvals"))
+        .args(["show", id.as_str(), "--store", &store_dir])
+        .env("ADK_CHECKPOINT_KEY", KEY)
+        .output()
+        .unwrap();
+    let shown_text = String::from_utf8_lossy(&shown.stdout);
+    assert!(shown.status.success(), "{shown:?}");
+    for expected in [why, what, "The clipboard is not on the screen"] {
+        assert!(
+            shown_text.contains(expected),
+            "show says {expected:?}:\n{shown_text}"
+        );
+    }
+    assert!(
+        !shown_text.contains("vault passphrase"),
+        "masked in show:\n{shown_text}"
+    );
+
+    let (mut page, sign_in) = page(&store_dir, &sim).await;
+    let (browser, _driver, _profile) = browser().await;
+    browser.goto(&sign_in).await;
+    let card = format!("#c-{id}");
+    let text = browser.find(&card).await.unwrap().text().await.unwrap();
+    for expected in ["Why it asks", why, "What it does", what] {
+        assert!(
+            text.contains(expected),
+            "the card says {expected:?}:\n{text}"
+        );
+    }
+    assert!(
+        browser.find(&format!("{card} .frame img")).await.is_err(),
+        "no crop of a window for a clipboard write:\n{text}"
+    );
+    assert!(
+        browser.find(&format!("{card} .off-screen")).await.is_ok(),
+        "the card says what stands in for the screen:\n{text}"
+    );
+    browser.close().await;
+    let _ = session.shutdown().await;
+    let _ = page.kill().await;
+}
+
 /// On a real X11 display: the page shows the screen as the agent saw it,
 /// the target window (a real `xmessage`) marked in red, and the approved
 /// write lands on the real clipboard (read back with `xclip`).
@@ -280,43 +364,76 @@ async fn a_person_approves_and_denies_on_the_page_in_a_real_browser() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[needs(browser, display)]
 async fn on_a_real_display_the_page_shows_the_screen_with_the_target_marked() {
-    let _dialog = spawn(
+    let _display = DISPLAY.lock().await;
+    let mut dialog = spawn(
         "xmessage",
         &[
+            "-buttons",
+            "Approve:7",
             "-geometry",
             "+320+240",
             "the approval page marks this window",
         ],
         &[],
     );
-    let sim = served(true).await;
+    // A pointer action, which the screen shows: the server asks for every
+    // left_click.
+    let sim = served_by_policy(true, &["--confirm-tool", "left_click"]).await;
     let dir = tempfile::tempdir().unwrap();
-    let store = Arc::new(
-        FileCheckpointStore::new(
-            dir.path(),
-            SealingKey::new(KEY.as_bytes().to_vec()).unwrap(),
-        )
-        .unwrap(),
-    );
+    let store = file_store(&dir);
     let (_runtime, session) = agent(&sim, &store, "Xmessage").await;
     // The dialog is on the screen before the agent looks.
-    let mut shown = false;
+    let mut window = None;
     for _ in 0..100 {
         let found = tokio::process::Command::new("xdotool")
             .args(["search", "--onlyvisible", "--class", "Xmessage"])
             .output()
             .await
             .unwrap();
-        if !found.stdout.is_empty() {
-            shown = true;
+        window = String::from_utf8_lossy(&found.stdout)
+            .lines()
+            .next()
+            .map(str::to_owned);
+        if window.is_some() {
             break;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    assert!(shown, "the xmessage window appeared");
+    let window = window.expect("the xmessage window appeared");
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let text = "seen on a real screen";
-    let id = suspended(&session, write("page-x11", text)).await;
+    // The dialog's button, as xwininfo (outside this crate) finds it: the
+    // last window of its tree, `WxH+x+y  +X+Y` (absolute X, Y last).
+    let tree = tokio::process::Command::new("xwininfo")
+        .args(["-tree", "-id", &window])
+        .output()
+        .await
+        .unwrap();
+    let tree = String::from_utf8_lossy(&tree.stdout).into_owned();
+    let numbers = |part: &str| -> Vec<i64> {
+        part.split(['x', '+'])
+            .filter(|n| !n.is_empty())
+            .map(|n| n.parse().unwrap())
+            .collect()
+    };
+    let button = tree
+        .lines()
+        .rfind(|l| l.contains("(has no name)"))
+        .unwrap_or_else(|| panic!("xwininfo shows no button: {tree}"));
+    let parts: Vec<&str> = button.split_whitespace().collect();
+    let size = numbers(parts[parts.len() - 2]);
+    let at = numbers(parts[parts.len() - 1]);
+    let (x, y) = (at[0] + size[0] / 2, at[1] + size[1] / 2);
+    let id = suspended(
+        &session,
+        ProposedAction::new(
+            "left_click",
+            json!({ "coordinate": [x, y] }),
+            ExecutionMode::Foreground,
+        )
+        .with_action_id("page-x11")
+        .with_data_labels([DataLabel::Public]),
+    )
+    .await;
 
     let (mut page, sign_in) = page(dir.path().to_str().unwrap(), &sim).await;
     let (browser, _driver, _profile) = browser().await;
@@ -339,20 +456,25 @@ async fn on_a_real_display_the_page_shows_the_screen_with_the_target_marked() {
         .find(&format!("{card} .frame .bounds"))
         .await
         .expect("the target window is marked on the screenshot");
+    browser
+        .find(&format!("{card} .frame .pointer"))
+        .await
+        .expect("the point is marked on the screenshot");
     let details = browser.find(&card).await.unwrap().text().await.unwrap();
+    let moves = format!("Clicks at ({x}, {y}) in Xmessage window {window}");
     assert!(
-        details.contains("bounds") && details.contains(text),
-        "{details}"
+        details.contains("bounds") && details.contains(&moves),
+        "{moves:?}:\n{details}"
     );
     keep_screenshot(&browser, "approval-page-x11.png").await;
     approve_on_page(&browser, &session, &id).await;
-    // Checked from outside this crate: what the display's clipboard holds.
-    let read = tokio::process::Command::new("xclip")
-        .args(["-o", "-selection", "clipboard"])
-        .output()
+    // Checked from outside this crate: the dialog's own exit status is
+    // its button's.
+    let status = tokio::time::timeout(Duration::from_secs(10), dialog.wait())
         .await
+        .expect("xmessage exited on its button")
         .unwrap();
-    assert_eq!(String::from_utf8_lossy(&read.stdout), text);
+    assert_eq!(status.code(), Some(7), "the Approve button was clicked");
     browser.close().await;
     let _ = session.shutdown().await;
     let _ = page.kill().await;
@@ -367,6 +489,7 @@ async fn on_a_real_display_the_page_shows_the_screen_with_the_target_marked() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[needs(browser, display, accessibility)]
 async fn on_a_real_form_the_page_names_the_password_field_and_masks_its_value() {
+    let _display = DISPLAY.lock().await;
     let title = format!("Page form {}", std::process::id());
     let mut zenity = tokio::process::Command::new("zenity")
         .args([
@@ -382,13 +505,7 @@ async fn on_a_real_form_the_page_names_the_password_field_and_masks_its_value() 
         .unwrap();
     let sim = served(true).await;
     let dir = tempfile::tempdir().unwrap();
-    let store = Arc::new(
-        FileCheckpointStore::new(
-            dir.path(),
-            SealingKey::new(KEY.as_bytes().to_vec()).unwrap(),
-        )
-        .unwrap(),
-    );
+    let store = file_store(&dir);
     let (runtime, _) = agent(&sim, &store, "Zenity").await;
     // The form's window, once listed and answering on the bus.
     let mut window = None;

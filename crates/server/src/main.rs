@@ -287,7 +287,7 @@ fn open(config: Config, chosen: Chosen) -> Result<Server, String> {
 #[cfg(feature = "x11")]
 fn x11() -> Result<Box<dyn DesktopBackend>, String> {
     computer_use_server::desktop::x11::X11Desktop::connect()
-        .map(|d| Box::new(d) as Box<dyn DesktopBackend>)
+        .map(|d| Box::new(d.keeping_clipboard_after_exit()) as Box<dyn DesktopBackend>)
         .map_err(|e| e.to_string())
 }
 

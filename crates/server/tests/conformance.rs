@@ -33,12 +33,20 @@ const PRINCIPAL: &str = "local-user";
 /// Differences that are understood, each with its reason: (scenario, path
 /// prefix, why). `*` matches every scenario.
 /// A prefix `*x` matches any path that ends with `x`.
-const EXPLAINED: &[(&str, &str, &str)] = &[(
-    "tools",
-    "*description",
-    "tool and property descriptions are prose a model reads: ours are written in this project \
-     (saying what each tool does and what each argument is), not copied from upstream",
-)];
+const EXPLAINED: &[(&str, &str, &str)] = &[
+    (
+        "tools",
+        "*description",
+        "tool and property descriptions are prose a model reads: ours are written in this project \
+         (saying what each tool does and what each argument is), not copied from upstream",
+    ),
+    (
+        "tools",
+        "inputSchema.properties.resource",
+        "the action's resource context (`resource.filesystem_path`) is this server's extension, \
+         listed so a caller sees the argument it accepts; upstream's schema does not list it",
+    ),
+];
 
 /// Values kept as they are: protocol vocabulary, not data.
 const LITERAL_KEYS: &[&str] = &[

@@ -208,18 +208,7 @@ async fn typing_into_a_terminal_is_verified_by_the_file_it_writes() {
     let wrong = typing("second\n")
         .with_resource(named.clone())
         .with_postcondition(holding("proof line\nsomething else\n"));
-    let err = approved(&runtime, &session, &wrong)
-        .await
-        .reserve()
-        .await
-        .unwrap()
-        .lease()
-        .await
-        .unwrap()
-        .execute()
-        .await
-        .err()
-        .unwrap();
+    let err = refused_at_execute(&runtime, &session, &wrong).await;
     assert!(
         matches!(&err, ComputerUseError::OutcomeUnknown { cause, .. }
             if cause.refusal_code() == Some("indeterminate")),
@@ -257,6 +246,42 @@ async fn typing_into_a_terminal_is_verified_by_the_file_it_writes() {
     assert_eq!(
         settled(&terminal.file, "proof line\nsecond\nthird\n"),
         "proof line\nsecond\nthird\n"
+    );
+
+    // A file check that holds before the keys could not show their effect:
+    // refused at execute, before a key is sent.
+    let absent = format!("{path}.never-written");
+    let held_before = [
+        (path.clone(), true, None),
+        (
+            path.clone(),
+            true,
+            Some(sha256_prefixed("proof line\nsecond\nthird\n")),
+        ),
+        (absent.clone(), false, None),
+    ];
+    for (file, exists, content_digest) in held_before {
+        let check = ActionPostcondition::try_from(PostconditionFields::Filesystem {
+            path: file.clone(),
+            exists,
+            content_digest,
+        })
+        .unwrap();
+        let action = typing("never typed\n")
+            .with_resource(ActionResourceContext {
+                filesystem_path: Some(file.clone()),
+                ..ActionResourceContext::default()
+            })
+            .with_postcondition(check);
+        let err = refused_at_execute(&runtime, &session, &action).await;
+        assert_refused(&err, "policy_denied");
+        assert!(err.to_string().contains("holds before"), "{err}");
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        tool("cat", &[&path]),
+        "proof line\nsecond\nthird\n",
+        "nothing was typed"
     );
     session.shutdown().await;
 }
@@ -626,28 +651,12 @@ async fn a_window_that_closes_after_the_input_is_verified_gone() {
 #[needs(display)]
 async fn the_clipboard_keeps_its_text_after_the_server_exits() {
     use adk_computer_use::mcp::McpRuntimeConfig;
-    use tokio::io::AsyncReadExt as _;
     if !display() {
         return;
     }
     let _display = DISPLAY_LOCK.lock().await;
     let _dialog = start("xmessage", &["-geometry", "+40+560", "clipboard kept"]);
-    let mut server = tokio::process::Command::new(env!("CARGO_BIN_EXE_computer-use-server"))
-        .args(["--desktop", "x11", "--principal", PRINCIPAL])
-        // The keeper this build made, not one found elsewhere.
-        .env(
-            computer_use_server::desktop::x11::keeper::KEEPER_ENV,
-            env!("CARGO_BIN_EXE_computer-use-clipboard"),
-        )
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let stdin = server.stdin.take().unwrap();
-    let stdout = server.stdout.take().unwrap();
-    let mut stderr = server.stderr.take().unwrap();
+    let (mut server, stdout, stdin, stderr) = x11_server();
     let runtime = Arc::new(
         ComputerUseMcpRuntime::connect((stdout, stdin), McpRuntimeConfig::new(PRINCIPAL))
             .await
@@ -681,17 +690,7 @@ async fn the_clipboard_keeps_its_text_after_the_server_exits() {
 
     // The server's stderr ends although the keeper lives on: the keeper
     // holds none of the server's streams.
-    let mut said = Vec::new();
-    tokio::time::timeout(Duration::from_secs(20), stderr.read_to_end(&mut said))
-        .await
-        .expect("the server's stderr reached its end")
-        .unwrap();
-    let said = String::from_utf8_lossy(&said);
-    let status = tokio::time::timeout(Duration::from_secs(10), server.wait())
-        .await
-        .expect("the server exited")
-        .unwrap();
-    assert!(status.success(), "{status}: {said}");
+    let said = ended(&mut server, stderr).await;
     let keeper: u32 = said
         .split("served by computer-use-clipboard (pid ")
         .nth(1)
@@ -749,4 +748,131 @@ fn running(pid: u32) -> bool {
             .and_then(|rest| rest.split_whitespace().next());
         !matches!(state, Some("Z" | "X"))
     })
+}
+
+/// Text the action labelled credential is not kept after the server
+/// exits: no keeper gets it, the server says why, and the clipboard is
+/// empty once it is gone (read with `xclip`, outside this crate).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[needs(display)]
+async fn a_secret_on_the_clipboard_goes_with_the_server() {
+    use adk_computer_use::mcp::McpRuntimeConfig;
+    use adk_computer_use_testkit::child::Sim;
+    if !display() {
+        return;
+    }
+    let _display = DISPLAY_LOCK.lock().await;
+    let _dialog = start("xmessage", &["-geometry", "+40+560", "secret not kept"]);
+    let (mut server, stdout, stdin, stderr) = x11_server();
+    let (runtime, approver) = ComputerUseMcpRuntime::connect_with_approver(
+        (stdout, stdin),
+        McpRuntimeConfig::new(PRINCIPAL),
+    )
+    .await
+    .unwrap();
+    runtime.start_session(Some("secret"), None).await.unwrap();
+    let host = Sim {
+        runtime: Arc::new(runtime),
+        approver,
+    };
+    window_of(&host, "Xmessage").await;
+    let session = session(&host, "Xmessage");
+    let text = format!("secret {}", std::process::id());
+    let action = ProposedAction::new(
+        "write_clipboard",
+        json!({ "text": text }),
+        ExecutionMode::Background,
+    )
+    .with_data_labels([DataLabel::Credential]);
+    let done = approved(&host, &session, &action)
+        .await
+        .complete()
+        .await
+        .unwrap();
+    assert!(done.performed());
+    assert_eq!(tool("xclip", &["-o", "-selection", "clipboard"]), text);
+    session.shutdown().await;
+    host.runtime.shutdown().await.unwrap();
+    drop(host);
+    let said = ended(&mut server, stderr).await;
+    assert!(said.contains("labelled as a secret"), "{said}");
+    assert!(!said.contains("served by"), "{said}");
+    let read = std::process::Command::new("xclip")
+        .args(["-o", "-selection", "clipboard"])
+        .output()
+        .unwrap();
+    assert_ne!(
+        String::from_utf8_lossy(&read.stdout),
+        text,
+        "the secret is gone with the server"
+    );
+}
+
+/// `computer-use-server --desktop x11` as a host runs it, with the keeper
+/// this build made (not one found elsewhere); its streams.
+fn x11_server() -> (
+    tokio::process::Child,
+    tokio::process::ChildStdout,
+    tokio::process::ChildStdin,
+    tokio::process::ChildStderr,
+) {
+    let mut server = tokio::process::Command::new(env!("CARGO_BIN_EXE_computer-use-server"))
+        .args(["--desktop", "x11", "--principal", PRINCIPAL])
+        .env(
+            computer_use_server::desktop::x11::keeper::KEEPER_ENV,
+            env!("CARGO_BIN_EXE_computer-use-clipboard"),
+        )
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let stdout = server.stdout.take().unwrap();
+    let stdin = server.stdin.take().unwrap();
+    let stderr = server.stderr.take().unwrap();
+    (server, stdout, stdin, stderr)
+}
+
+/// What the server said on stderr, read to its end (which comes although
+/// a keeper may live on: it holds none of the server's streams), once the
+/// server has exited successfully.
+async fn ended(
+    server: &mut tokio::process::Child,
+    mut stderr: tokio::process::ChildStderr,
+) -> String {
+    use tokio::io::AsyncReadExt as _;
+    let mut said = Vec::new();
+    tokio::time::timeout(Duration::from_secs(20), stderr.read_to_end(&mut said))
+        .await
+        .expect("the server's stderr reached its end")
+        .unwrap();
+    let said = String::from_utf8_lossy(&said).into_owned();
+    let status = tokio::time::timeout(Duration::from_secs(10), server.wait())
+        .await
+        .expect("the server exited")
+        .unwrap();
+    assert!(status.success(), "{status}: {said}");
+    said
+}
+
+/// Runs `action` (approved by the host when asked) up to its execute,
+/// which must fail; the error.
+async fn refused_at_execute(
+    host: &adk_computer_use_testkit::child::Sim,
+    session: &Session<ComputerUseMcpRuntime>,
+    action: &ProposedAction,
+) -> ComputerUseError {
+    approved(host, session, action)
+        .await
+        .reserve()
+        .await
+        .unwrap()
+        .lease()
+        .await
+        .unwrap()
+        .execute()
+        .await
+        .err()
+        .expect("the execute fails")
 }

@@ -101,7 +101,13 @@ pub(super) fn card(page: &Page, view: &CheckpointView) -> String {
             )
         })
         .collect();
+    // A tool whose effect is off screen shows no crop of some window.
+    let off_screen = crate::words::off_screen(view);
     let frame = match &view.frame {
+        _ if off_screen.is_some() => format!(
+            "<p class=\"off-screen\">{}</p>",
+            text(off_screen.unwrap_or_default())
+        ),
         Some(image) if image.mime_type.starts_with("image/") => {
             // Marks in the frame's own pixels: a frame of the target
             // window alone starts at the window's top left.
@@ -142,6 +148,8 @@ pub(super) fn card(page: &Page, view: &CheckpointView) -> String {
                 view.mode.as_str()
             ),
         ),
+        ("Why it asks", crate::words::cause(view)),
+        ("What it does", crate::words::effect(view)),
         (
             "Asked by",
             format!(

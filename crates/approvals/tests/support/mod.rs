@@ -6,7 +6,9 @@ use adk_computer_use_testkit::browser::Browser;
 use std::sync::Arc;
 use std::time::Duration;
 
-use adk_computer_use::chain::{ApproverKey, ChainOutcome, CheckpointId, FileCheckpointStore};
+use adk_computer_use::chain::{
+    ApproverKey, ChainOutcome, CheckpointId, FileCheckpointStore, SealingKey,
+};
 use adk_computer_use::contracts::{DataLabel, ExecutionMode, WindowId};
 use adk_computer_use::{
     ComputerUseMcpRuntime, McpRuntimeConfig, ProposedAction, ScopeAuthorizer, Session,
@@ -99,21 +101,32 @@ pub struct Served {
     pub approver: String,
 }
 
+/// A file store of checkpoints in `dir`, sealed with [`KEY`].
+pub fn file_store(dir: &tempfile::TempDir) -> Arc<FileCheckpointStore> {
+    Arc::new(
+        FileCheckpointStore::new(
+            dir.path(),
+            SealingKey::new(KEY.as_bytes().to_vec()).unwrap(),
+        )
+        .unwrap(),
+    )
+}
+
 pub async fn served(x11: bool) -> Served {
     served_with(x11, &[]).await
 }
 
 /// [`served`], with more of the server's flags.
 pub async fn served_with(x11: bool, flags: &[&str]) -> Served {
-    let mut args = vec![
-        "--principal",
-        "alice",
-        "--stats",
-        "--confirm-tool",
-        "write_clipboard",
-        "--listen",
-        "127.0.0.1:0",
-    ];
+    let mut all = vec!["--confirm-tool", "write_clipboard"];
+    all.extend(flags);
+    served_by_policy(x11, &all).await
+}
+
+/// The server with its own policy alone (no tool confirmed by name), and
+/// `flags`: what asks a person is the request's labels and class.
+pub async fn served_by_policy(x11: bool, flags: &[&str]) -> Served {
+    let mut args = vec!["--principal", "alice", "--stats", "--listen", "127.0.0.1:0"];
     if x11 {
         args.extend(["--desktop", "x11"]);
     }
@@ -171,7 +184,11 @@ pub async fn agent_with(
         .unwrap();
     let authorizer = ScopeAuthorizer::new(
         VerifiedIdentity::new("alice", "tenant-page").unwrap(),
-        ["computer:plan", "computer:execute:background"],
+        [
+            "computer:plan",
+            "computer:execute:background",
+            "computer:execute:foreground",
+        ],
     )
     .unwrap();
     let mut builder = Session::builder(Arc::clone(&runtime), authorizer)

@@ -191,6 +191,16 @@ pub trait DesktopBackend: Send + 'static {
         target: Option<&TargetEvidence>,
     ) -> Result<Value, ApplyError>;
 
+    /// Sees the sealed envelope of the action about to be sent, after the
+    /// last revalidation and before the effect: a desktop refuses here a
+    /// declared postcondition that already holds and so could not show
+    /// the action's effect (a file that already has the content an input
+    /// is to write), and notes what it needs of the envelope (its data
+    /// labels). By default nothing is refused.
+    fn before_effect(&mut self, _tool: &str, _envelope: &Value) -> Result<(), Refusal> {
+        Ok(())
+    }
+
     /// The server's own check of the effect of `tool` with `args`, against
     /// the postcondition the envelope declared (as JSON: one it cannot read
     /// fails the check).

@@ -393,6 +393,9 @@ impl State {
             self.desktop
                 .prepare(&request.tool, &request.args, target.as_ref())
                 .map_err(before)?;
+            self.desktop
+                .before_effect(&request.tool, envelope)
+                .map_err(before)?;
             snapshot = Some(self.capture());
             let at = now();
             self.revalidate_context(request, envelope, at)

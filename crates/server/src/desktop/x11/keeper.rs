@@ -50,34 +50,37 @@ pub(super) enum HandOff {
     Keeper(u32),
 }
 
-/// The keeper's path: `$COMPUTER_USE_CLIPBOARD_KEEPER`, else beside this
-/// executable or one directory up (an example or a test binary sits one
-/// below the binaries cargo builds), else on `PATH`. `None` when turned
-/// off or found nowhere.
+/// The keeper's path: `$COMPUTER_USE_CLIPBOARD_KEEPER` (an absolute
+/// path), else beside this executable or one directory up (an example or
+/// a test binary sits one below the binaries cargo builds). `PATH` is not
+/// searched: the program that gets the text is one this build placed.
+/// `Err` when turned off or found nowhere.
 fn keeper_path() -> Result<PathBuf, String> {
     if let Some(named) = std::env::var_os(KEEPER_ENV) {
         if named == "off" {
             return Err(format!("{KEEPER_ENV}=off"));
         }
-        return Ok(PathBuf::from(named));
+        let named = PathBuf::from(named);
+        if !named.is_absolute() {
+            return Err(format!(
+                "{KEEPER_ENV} names {}, not an absolute path",
+                named.display()
+            ));
+        }
+        return Ok(named);
     }
-    let beside = std::env::current_exe().ok().and_then(|exe| {
-        let dir = exe.parent()?.to_path_buf();
-        [dir.clone(), dir.parent()?.to_path_buf()]
-            .into_iter()
-            .map(|d| d.join(KEEPER_BINARY))
-            .find(|p| p.is_file())
-    });
-    let on_path = || {
-        std::env::var_os("PATH").and_then(|paths| {
-            std::env::split_paths(&paths)
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| {
+            let dir = exe.parent()?.to_path_buf();
+            [dir.clone(), dir.parent()?.to_path_buf()]
+                .into_iter()
                 .map(|d| d.join(KEEPER_BINARY))
                 .find(|p| p.is_file())
         })
-    };
-    beside.or_else(on_path).ok_or_else(|| {
-        format!("{KEEPER_BINARY} was found neither beside this program nor on PATH (build it: cargo build -p computer-use-server --features x11 --bins)")
-    })
+        .ok_or_else(|| {
+            format!("{KEEPER_BINARY} was not found beside this program (build it: cargo build -p computer-use-server --features x11 --bins, or name it in {KEEPER_ENV})")
+        })
 }
 
 /// The process id of the CLIPBOARD selection's owner, as the X server
@@ -126,7 +129,16 @@ fn start_keeper(
     text: &str,
 ) -> Result<HandOff, String> {
     use std::os::unix::process::CommandExt as _;
-    let mut child = Command::new(path)
+    // The keeper gets the display and nothing else of this process's
+    // environment (which may hold an embedding program's keys).
+    let mut command = Command::new(path);
+    command.env_clear();
+    for kept in ["DISPLAY", "XAUTHORITY"] {
+        if let Some(value) = std::env::var_os(kept) {
+            command.env(kept, value);
+        }
+    }
+    let mut child = command
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -151,8 +163,11 @@ fn start_keeper(
     let deadline = Instant::now() + TAKE_WAIT;
     while Instant::now() < deadline {
         if owner_pid(conn, clipboard) == Some(pid) {
-            // The keeper outlives this process: it is not waited for (init
-            // reaps it once this process is gone).
+            // The keeper outlives this process; a thread waits for it, so a
+            // long-lived embedding process leaves no zombie.
+            std::thread::spawn(move || {
+                let _ = child.wait();
+            });
             return Ok(HandOff::Keeper(pid));
         }
         if let Ok(Some(status)) = child.try_wait() {

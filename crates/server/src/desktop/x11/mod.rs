@@ -80,6 +80,7 @@ use crate::engine::{
     bounds_agree, stated_or_same,
 };
 use adk_computer_use::ComputerUseError;
+use adk_computer_use::contracts::DataLabel;
 use adk_computer_use::contracts::catalogue::tool;
 use adk_computer_use::contracts::{
     ActionPostcondition, PostconditionFields, TargetEvidence, WindowId,
@@ -124,6 +125,14 @@ pub struct X11Desktop {
     owner: clipboard::Owner,
     reader: clipboard::Reader,
     written: Option<String>,
+    /// The text written was labelled credential or payment: it goes with
+    /// this process, never to a keeper or a clipboard manager.
+    written_secret: bool,
+    /// The action about to be sent is labelled credential or payment.
+    writing_secret: bool,
+    /// Whether the clipboard's text is handed on at the end
+    /// ([`X11Desktop::keeping_clipboard_after_exit`]).
+    keep_clipboard: bool,
     /// The accessibility bus, when it was reached at connect.
     accessibility: Option<crate::desktop::atspi::Accessibility>,
     /// The person's input, watched (none when the display has no XInput 2,
@@ -137,16 +146,24 @@ pub struct X11Desktop {
     acted_by_element: bool,
 }
 
-/// The server's end: text this process still serves on CLIPBOARD is
-/// handed to what keeps it after exit (see [`keeper`]), and the outcome is
-/// said on standard error. Nothing is handed off when the selection is no
-/// longer this process's, or nothing was written.
+/// The server's end: when asked to
+/// ([`X11Desktop::keeping_clipboard_after_exit`]), text this process still
+/// serves on CLIPBOARD is handed to what keeps it after exit (see
+/// [`keeper`]), and the outcome is said on standard error. Nothing is
+/// handed off when the selection is no longer this process's, nothing was
+/// written, or the text was labelled as a secret.
 impl Drop for X11Desktop {
     fn drop(&mut self) {
         let Some(text) = self.written.take() else {
             return;
         };
-        if !self.selection_is_ours() {
+        if !self.keep_clipboard || !self.selection_is_ours() {
+            return;
+        }
+        if self.written_secret {
+            eprintln!(
+                "computer-use-server: the clipboard's text goes with this process: it was labelled as a secret (credential or payment), and is kept by no other program"
+            );
             return;
         }
         match keeper::hand_off(&self.conn, self.atoms.clipboard, &text) {
@@ -189,6 +206,17 @@ impl X11Desktop {
             ))
         })?);
         Ok(desktop)
+    }
+
+    /// Keeps the clipboard's text after this desktop is dropped (the
+    /// server's end), as `xclip` does: handed to the clipboard manager, or
+    /// to the keeper `computer-use-clipboard` (see [`keeper`]). Text
+    /// labelled credential or payment is never handed on. Off by default,
+    /// so a test suite's many desktops leave nothing running.
+    #[must_use]
+    pub fn keeping_clipboard_after_exit(mut self) -> Self {
+        self.keep_clipboard = true;
+        self
     }
 
     /// [`X11Desktop::connect`], without watching the person's input: for a
@@ -236,6 +264,9 @@ impl X11Desktop {
             owner,
             reader,
             written: None,
+            written_secret: false,
+            writing_secret: false,
+            keep_clipboard: false,
             accessibility,
             accessibility_note,
             watch: None,
@@ -482,6 +513,7 @@ impl DesktopBackend for X11Desktop {
             let text = text(args, "text").map_err(ApplyError::NothingSent)?;
             self.owner.write(text)?;
             self.written = Some(text.to_owned());
+            self.written_secret = self.writing_secret;
             return Ok(json!({ "written": text.chars().count() }));
         }
         // From the checks to the last event, no other client's request is
@@ -502,6 +534,25 @@ impl DesktopBackend for X11Desktop {
             ))));
         }
         sent
+    }
+
+    fn before_effect(&mut self, _tool: &str, envelope: &Value) -> Result<(), Refusal> {
+        // Text labelled as a secret is never kept past this process.
+        self.writing_secret = envelope
+            .get("dataLabels")
+            .and_then(Value::as_array)
+            .is_some_and(|labels| {
+                labels.iter().any(|l| {
+                    l == DataLabel::Credential.as_str() || l == DataLabel::Payment.as_str()
+                })
+            });
+        match envelope
+            .get("postcondition")
+            .and_then(|p| self.holds_before(p))
+        {
+            Some(why) => Err(Refusal::new("policy_denied", why)),
+            None => Ok(()),
+        }
     }
 
     fn verify(
