@@ -795,6 +795,52 @@ async fn a_named_resource_is_an_absolute_path_the_arguments_do_not_contradict() 
     runtime.shutdown().await.unwrap();
 }
 
+/// A file check on a named file that already holds could not show the
+/// action's effect: the server refuses it at execute, before the effect,
+/// on the simulated desktop as on X11 (a file already absent, here), and
+/// the server's own record shows no effect.
+#[tokio::test]
+async fn a_file_check_that_holds_before_the_action_is_refused_with_nothing_done() {
+    let runtime = spawn_sim(&[]).await;
+    let session = session(&runtime, "agent-a");
+    let absent = "/tmp/never-written-by-this-test";
+    let action = file_action("held-1", "write_clipboard", json!({ "text": "t" }))
+        .with_data_labels([adk_computer_use::contracts::DataLabel::Public])
+        .with_resource(adk_computer_use::contracts::ActionResourceContext {
+            filesystem_path: Some(absent.into()),
+            ..Default::default()
+        })
+        .with_postcondition(
+            adk_computer_use::contracts::ActionPostcondition::try_from(
+                adk_computer_use::contracts::PostconditionFields::Filesystem {
+                    path: absent.into(),
+                    exists: false,
+                    content_digest: None,
+                },
+            )
+            .unwrap(),
+        );
+    let err = session.run(action).await.err().unwrap();
+    match &err {
+        ComputerUseError::Refused {
+            operation,
+            code,
+            message,
+            ..
+        } => {
+            assert_eq!(
+                (operation.as_str(), code.as_str()),
+                ("execute_action", "policy_denied")
+            );
+            assert!(message.contains("holds before"), "{message}");
+        }
+        other => panic!("expected a refused execute, got {other:?}"),
+    }
+    let stats = adk_computer_use_testkit::child::stats(&runtime).await;
+    assert_eq!(stats["totalEffects"], 0, "{stats}");
+    runtime.shutdown().await.unwrap();
+}
+
 #[tokio::test]
 async fn a_password_field_target_needs_approval() {
     let runtime = spawn_sim(&[]).await;

@@ -192,14 +192,16 @@ pub trait DesktopBackend: Send + 'static {
     ) -> Result<Value, ApplyError>;
 
     /// Sees the sealed envelope of the action about to be sent, after the
-    /// last revalidation and before the effect: a desktop refuses here a
-    /// declared postcondition that already holds and so could not show
-    /// the action's effect (a file that already has the content an input
-    /// is to write), and notes what it needs of the envelope (its data
-    /// labels). By default nothing is refused.
+    /// last revalidation and before the effect, for what a desktop needs of
+    /// it (its data labels). By default nothing is noted or refused.
     fn before_effect(&mut self, _tool: &str, _envelope: &Value) -> Result<(), Refusal> {
         Ok(())
     }
+
+    /// Whether a file check holds right now, looked at once without
+    /// waiting: the engine refuses, before the effect, a check on a named
+    /// file that already holds (it could not show the action's effect).
+    fn file_holds_now(&self, path: &str, exists: bool, content_digest: Option<&str>) -> bool;
 
     /// The server's own check of the effect of `tool` with `args`, against
     /// the postcondition the envelope declared (as JSON: one it cannot read

@@ -6,6 +6,7 @@
 //! `rejected`; after it, `indeterminate` (and the lease revoked).
 
 use adk_computer_use::contracts::catalogue::protocol::name as protocol;
+use adk_computer_use::contracts::{ActionPostcondition, PostconditionFields};
 use adk_computer_use::journal::events;
 use serde_json::{Value, json};
 use time::OffsetDateTime;
@@ -382,6 +383,39 @@ impl State {
     /// once more (the capture came between) before the one-shot lease is
     /// spent; a lease released or revoked since the first phase is
     /// `lease_revoked` here.
+    /// A file check on a file the action only named (not a file tool's
+    /// own path) that already holds could not show the action's effect:
+    /// refused before anything is sent, on every desktop.
+    fn refuse_held_before(&self, request: &ActionRequest, envelope: &Value) -> Result<(), Refusal> {
+        if request.is_file_tool() {
+            return Ok(());
+        }
+        let Some(postcondition) = envelope
+            .get("postcondition")
+            .and_then(|p| serde_json::from_value::<ActionPostcondition>(p.clone()).ok())
+        else {
+            return Ok(());
+        };
+        match postcondition.fields() {
+            PostconditionFields::Filesystem {
+                path,
+                exists,
+                content_digest,
+            } if self
+                .desktop
+                .file_holds_now(path, *exists, content_digest.as_deref()) =>
+            {
+                Err(Refusal::new(
+                    "policy_denied",
+                    format!(
+                        "the file check on {path:?} holds before the action, so it could not show the action's effect: name a state only the action brings about (a content digest the file does not have yet)"
+                    ),
+                ))
+            }
+            _ => Ok(()),
+        }
+    }
+
     fn run(&mut self, begun: &Begun) -> Result<ToolResult, Failure> {
         let (request, preview, action_id) =
             (&begun.request, &begun.preview, begun.action_id.as_str());
@@ -396,6 +430,7 @@ impl State {
             self.desktop
                 .before_effect(&request.tool, envelope)
                 .map_err(before)?;
+            self.refuse_held_before(request, envelope).map_err(before)?;
             snapshot = Some(self.capture());
             let at = now();
             self.revalidate_context(request, envelope, at)

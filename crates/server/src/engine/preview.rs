@@ -47,14 +47,6 @@ impl Preview {
     }
 }
 
-fn given_path(request: &ActionRequest) -> Option<&str> {
-    request
-        .args
-        .get("path")
-        .and_then(Value::as_str)
-        .filter(|p| !p.is_empty())
-}
-
 fn denied_binding() -> Refusal {
     Refusal::new(
         "policy_denied",
@@ -85,7 +77,7 @@ impl State {
                 ),
             ));
         }
-        if request.is_file_tool() && given_path(request) != Some(named) {
+        if request.is_file_tool() && request.file_path() != Some(named) {
             return Err(Refusal::new(
                 "policy_denied",
                 format!(

@@ -27,6 +27,12 @@ impl crate::engine::DesktopBackend for SimulatedDesktop {
         )
     }
 
+    fn file_holds_now(&self, path: &str, exists: bool, content_digest: Option<&str>) -> bool {
+        let content = self.files.get(path);
+        content.is_some() == exists
+            && content_digest.is_none_or(|d| content.map(sha256_prefixed).as_deref() == Some(d))
+    }
+
     fn simulated(&self) -> Option<&SimulatedDesktop> {
         Some(self)
     }

@@ -58,25 +58,6 @@ pub(super) fn file_holds(path: &str, exists: bool, digest: Option<&str>) -> bool
 }
 
 impl X11Desktop {
-    /// Whether `postcondition` already holds before the action: a file
-    /// check that holds already could not show the action's effect (this
-    /// desktop writes no file itself), and is refused before anything is
-    /// sent.
-    pub(super) fn holds_before(&self, postcondition: &Value) -> Option<String> {
-        let postcondition =
-            serde_json::from_value::<ActionPostcondition>(postcondition.clone()).ok()?;
-        match postcondition.fields() {
-            PostconditionFields::Filesystem {
-                path,
-                exists,
-                content_digest,
-            } if file_holds(path, *exists, content_digest.as_deref()) => Some(format!(
-                "the file check on {path:?} holds before the action, so it could not show the action's effect: name a state only the input brings about (a content digest the file does not have yet)"
-            )),
-            _ => None,
-        }
-    }
-
     pub(super) fn clipboard_check(
         &self,
         args: &Value,

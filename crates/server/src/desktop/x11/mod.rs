@@ -546,13 +546,11 @@ impl DesktopBackend for X11Desktop {
                     l == DataLabel::Credential.as_str() || l == DataLabel::Payment.as_str()
                 })
             });
-        match envelope
-            .get("postcondition")
-            .and_then(|p| self.holds_before(p))
-        {
-            Some(why) => Err(Refusal::new("policy_denied", why)),
-            None => Ok(()),
-        }
+        Ok(())
+    }
+
+    fn file_holds_now(&self, path: &str, exists: bool, content_digest: Option<&str>) -> bool {
+        checks::file_holds(path, exists, content_digest)
     }
 
     fn verify(
