@@ -632,3 +632,167 @@ async fn get_ui_tree_walks_as_deep_as_asked_and_no_deeper() {
     session.shutdown().await;
     assert_eq!(printed(&mut zenity), "");
 }
+
+/// The pixels of a window frame (a PNG the server handed out), row after
+/// row, 3 bytes a pixel; and its width.
+fn pixels(png_bytes: &[u8]) -> (Vec<u8>, usize) {
+    let mut reader = png::Decoder::new(std::io::Cursor::new(png_bytes))
+        .read_info()
+        .unwrap();
+    let mut buffer = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buffer).unwrap();
+    buffer.truncate(info.buffer_size());
+    (buffer, info.width as usize)
+}
+
+/// The width and height of the box around every pixel that differs
+/// between two frames of one window.
+fn changed_size(a: &[u8], b: &[u8], width: usize) -> (usize, usize) {
+    let (mut left, mut top, mut right, mut bottom) = (usize::MAX, usize::MAX, 0, 0);
+    for (i, (pa, pb)) in a.chunks(3).zip(b.chunks(3)).enumerate() {
+        if pa != pb {
+            let (x, y) = (i % width, i / width);
+            (left, top) = (left.min(x), top.min(y));
+            (right, bottom) = (right.max(x), bottom.max(y));
+        }
+    }
+    assert!(left != usize::MAX, "the frames do not differ");
+    (right - left + 1, bottom - top + 1)
+}
+
+/// Waits, for at most 5 s, until the window `id` is first shown as the
+/// preview's frame `stated` showed it and then shown otherwise: the caret
+/// blinked after the evidence was taken. The size of what changed.
+async fn blinked_since(sim: &Sim, id: u64, stated: &str) -> (usize, usize) {
+    use base64::Engine as _;
+    let window = adk_computer_use::runtime::ObservationScope {
+        app_id: Some("Zenity".into()),
+        window_id: Some(WindowId::Number(id)),
+        ..scope(sim)
+    };
+    let mut as_stated = None;
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while std::time::Instant::now() < deadline {
+        let frame = sim.observe_visual(&window).await.unwrap();
+        let png_bytes = base64::engine::general_purpose::STANDARD
+            .decode(&frame.images[0].data)
+            .unwrap();
+        let same = adk_computer_use::digest::sha256_prefixed(&png_bytes) == stated;
+        match (&as_stated, same) {
+            (None, true) => as_stated = Some(pixels(&png_bytes)),
+            (Some((before, width)), false) => {
+                return changed_size(before, &pixels(&png_bytes).0, *width);
+            }
+            _ => {}
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!(
+        "the window did not change from the preview's frame within 5 s (is the caret blinking?)"
+    );
+}
+
+/// The centre of a node's bounds, on the screen.
+fn centre(node: &Value) -> (i64, i64) {
+    let b = &node["bounds"];
+    let at = |k: &str| b[k].as_i64().unwrap();
+    (at("x") + at("width") / 2, at("y") + at("height") / 2)
+}
+
+/// Pixels, on a real GTK window: zenity's Name field, typed into by a
+/// person, has a caret that blinks (GTK draws and hides it for ten
+/// seconds after each key). A click far from the caret, previewed with the
+/// caret in one state and sent with it in the other, still runs; what the
+/// click meant is unchanged. Each run waits until the window really did
+/// change after the preview, and a keyboard action, whose frame is
+/// compared whole, is refused for that same blink (the change is real).
+/// A blink near the point, or a change larger than a caret (a word typed
+/// into the field), is a changed window: refused, and nothing sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[needs(display, accessibility)]
+async fn a_blinking_caret_leaves_a_click_far_from_it_current_and_nothing_else_is_tolerated() {
+    let _display = DISPLAY_LOCK.lock().await;
+    let title = format!("Caret {}", std::process::id());
+    let mut zenity = form(&title);
+    let sim = runtime().await;
+    let (id, tree) = shown(&sim, &title).await;
+    let all = nodes(&tree["tree"]);
+    let node = |role: &str, label: &str| {
+        all.iter()
+            .find(|n| n["role"] == role && n["label"] == label)
+            .cloned()
+            .unwrap_or_else(|| panic!("no {role} {label:?} in {tree}"))
+    };
+    let ok = centre(&node("AXButton", "OK"));
+    let name = node("AXTextField", "Name");
+    // A person types into Name (the focused field): its caret blinks.
+    let typed = |text: &str| {
+        tool("xdotool", &["windowfocus", "--sync", &id.to_string()]);
+        tool("xdotool", &["type", "--delay", "30", text]);
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    typed("Ada");
+    let session = session(&sim, id);
+    let stated = |approved: &adk_computer_use::chain::Approved<ComputerUseMcpRuntime>| {
+        let target = approved.preview().envelope.target.as_ref().unwrap();
+        target.screenshot_hash.clone().unwrap()
+    };
+    let sent = |approved: adk_computer_use::chain::Approved<ComputerUseMcpRuntime>| async move {
+        approved
+            .reserve()
+            .await
+            .unwrap()
+            .lease()
+            .await
+            .unwrap()
+            .execute()
+            .await
+    };
+
+    // The control: a key, previewed before the blink and sent after it, is
+    // refused (its frame is compared whole), and nothing is typed.
+    let approved = adk_computer_use_testkit::child::approved(&sim, &session, &typing("X")).await;
+    let (width, height) = blinked_since(&sim, id, &stated(&approved)).await;
+    assert!(
+        width <= 3 && height <= 40,
+        "only the caret changed: {width}x{height}"
+    );
+    let err = sent(approved).await.map(|_| ()).unwrap_err();
+    assert_refused(&err, "stale_target");
+
+    // A click beside the caret (at the field's left edge, the caret after
+    // "Ada" a few glyphs on): the blink is near the point. Refused.
+    let b = &name["bounds"];
+    let near = (b["x"].as_i64().unwrap() + 6, centre(&name).1);
+    let approved =
+        adk_computer_use_testkit::child::approved(&sim, &session, &click(near.0, near.1)).await;
+    blinked_since(&sim, id, &stated(&approved)).await;
+    let err = sent(approved).await.map(|_| ()).unwrap_err();
+    assert_refused(&err, "stale_target");
+
+    // A click on OK while a word is typed into Name: far from the point,
+    // but larger than a caret. Refused; OK was not pressed.
+    typed("");
+    let approved =
+        adk_computer_use_testkit::child::approved(&sim, &session, &click(ok.0, ok.1)).await;
+    typed(" Lovelace");
+    let err = sent(approved).await.map(|_| ()).unwrap_err();
+    assert_refused(&err, "stale_target");
+    assert!(zenity.0.try_wait().unwrap().is_none(), "OK was pressed");
+
+    // The click on OK, far from the blinking caret, previewed before a
+    // blink and sent after it: it runs, and zenity prints what was typed.
+    let approved =
+        adk_computer_use_testkit::child::approved(&sim, &session, &click(ok.0, ok.1)).await;
+    let (width, height) = blinked_since(&sim, id, &stated(&approved)).await;
+    assert!(
+        width <= 3 && height <= 40,
+        "only the caret changed: {width}x{height}"
+    );
+    let executed = sent(approved)
+        .await
+        .expect("a caret blinking far from the point leaves the click current");
+    assert!(executed.verify().await.unwrap().performed());
+    session.shutdown().await;
+    assert_eq!(printed(&mut zenity).trim_end(), "Ada Lovelace||");
+}

@@ -60,6 +60,7 @@ pub mod keeper;
 mod revalidate;
 mod screen;
 mod send;
+mod tolerance;
 pub mod watch;
 mod windows;
 
@@ -389,7 +390,7 @@ impl DesktopBackend for X11Desktop {
 
     fn snapshot(&self, window: Option<u64>) -> Result<Frame, Refusal> {
         let capture = screen::capture(&self.conn, self.root, self.region(window)?)?;
-        self.frames().frame(&capture, self.layout)
+        self.frames().frame(capture, self.layout)
     }
 
     fn snapshot_fields(&self, window: Option<u64>) -> Value {

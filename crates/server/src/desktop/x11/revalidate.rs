@@ -53,7 +53,10 @@ impl X11Desktop {
             return Ok(false);
         }
         if let Some(stated) = &target.screenshot_hash
-            && round == Revalidation::BeforeEffect
+            && matches!(
+                round,
+                Revalidation::BeforeEffect | Revalidation::BeforeEffectAt(_)
+            )
         {
             // The frame must show the target: the whole screen, or the
             // target window's own part of it. A frame this server handed
@@ -61,7 +64,9 @@ impl X11Desktop {
             // by its raw pixels; a frame of another region (another
             // window's, even one that looks the same) does not vouch for
             // the target; a digest it never handed out is compared with
-            // the whole screen, encoded.
+            // the whole screen, encoded. For an action at one point, a
+            // small change far from it is not a changed window (see
+            // `tolerance`).
             let regions = [Some(self.whole()), screen::clip(now.bounds, self.size)];
             let handed_out = regions
                 .into_iter()
@@ -69,7 +74,26 @@ impl X11Desktop {
                 .find_map(|region| Some((region, self.frames().raw_of(stated, region)?)));
             let same = match handed_out {
                 Some((region, raw)) => {
-                    screen::capture(&self.conn, self.root, region)?.raw_digest == raw
+                    let now = screen::capture(&self.conn, self.root, region)?;
+                    now.raw_digest == raw
+                        || match round {
+                            Revalidation::BeforeEffectAt(point) => {
+                                let changed = self.frames().changed_since(stated, region, &now);
+                                let tolerated = matches!(
+                                    changed,
+                                    Some(Some(changed)) if tolerance::tolerable(changed, point)
+                                );
+                                if tolerated {
+                                    tracing::debug!(
+                                        ?changed,
+                                        ?point,
+                                        "a small change far from the point is tolerated"
+                                    );
+                                }
+                                tolerated
+                            }
+                            _ => false,
+                        }
                 }
                 None if self.frames().known(stated) => false,
                 None => {

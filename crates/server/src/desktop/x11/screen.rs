@@ -8,6 +8,10 @@
 //! pixels: pixels that hash the same give the same PNG (the encoder is
 //! deterministic), so a fresh capture of the same region is current
 //! exactly when its raw digest is the frame's.
+//!
+//! The newest frames also keep their pixels (up to [`KEPT_BYTES`] in all),
+//! so that a pointer action can be judged by where its window changed
+//! (see [`super::tolerance`]); an older frame is compared by digest alone.
 
 use std::collections::VecDeque;
 
@@ -21,6 +25,10 @@ use adk_computer_use::digest::sha256_prefixed;
 
 /// Frames remembered for revalidation.
 const REMEMBERED: usize = 32;
+
+/// The most bytes of pixels kept for the newest frames, in all: a dozen
+/// frames of a 1920x1080 screen, far more of single windows.
+pub(super) const KEPT_BYTES: usize = 96 << 20;
 
 /// A rectangle of the screen: `(x, y, width, height)`.
 pub(super) type Region = (i16, i16, u16, u16);
@@ -163,12 +171,19 @@ impl Capture {
     }
 }
 
-/// A frame handed out: what it shows and its digests.
+/// A frame handed out: what it shows, its digests and, while it is among
+/// the newest, its pixels.
 struct Seen {
     region: Region,
     raw_digest: [u8; 32],
     digest: String,
+    pixels: Option<Vec<u8>>,
 }
+
+/// The smallest box holding every pixel that differs between two captures
+/// of one region, in screen coordinates: `(left, top, right, bottom)`,
+/// right and bottom inclusive.
+pub(super) type Changed = (i64, i64, i64, i64);
 
 /// The frames handed out, newest last.
 #[derive(Default)]
@@ -178,7 +193,7 @@ pub(super) struct Frames {
 
 impl Frames {
     /// A frame of `capture`, remembered.
-    pub(super) fn frame(&mut self, capture: &Capture, layout: Layout) -> Result<Frame, Refusal> {
+    pub(super) fn frame(&mut self, capture: Capture, layout: Layout) -> Result<Frame, Refusal> {
         let png = capture.encode(layout)?;
         let digest = sha256_prefixed(&png);
         // Two regions can look the same (two identical dialogs): each is
@@ -192,9 +207,20 @@ impl Frames {
                 region: capture.region,
                 raw_digest: capture.raw_digest,
                 digest: digest.clone(),
+                pixels: Some(capture.pixels),
             });
             while self.seen.len() > REMEMBERED {
                 self.seen.pop_front();
+            }
+            // The newest keep their pixels; older ones their digests only.
+            let mut kept = 0usize;
+            for seen in self.seen.iter_mut().rev() {
+                let size = seen.pixels.as_ref().map_or(0, Vec::len);
+                if kept + size > KEPT_BYTES {
+                    seen.pixels = None;
+                } else {
+                    kept += size;
+                }
             }
         }
         Ok(Frame {
@@ -215,5 +241,94 @@ impl Frames {
             .iter()
             .find(|s| s.digest == digest && s.region == region)
             .map(|s| s.raw_digest)
+    }
+
+    /// Where `now`, a fresh capture of `region`, differs from the frame
+    /// handed out under `digest` for that region: `Some(None)` when it
+    /// does not, `Some(Some(changed))` when it does, and `None` when that
+    /// frame's pixels are no longer kept (or it never showed `region`).
+    pub(super) fn changed_since(
+        &self,
+        digest: &str,
+        region: Region,
+        now: &Capture,
+    ) -> Option<Option<Changed>> {
+        let seen = self
+            .seen
+            .iter()
+            .find(|s| s.digest == digest && s.region == region)?;
+        let before = seen.pixels.as_deref()?;
+        if now.region != region {
+            return None;
+        }
+        Some(changed_box(before, &now.pixels, region))
+    }
+}
+
+/// The box around every pixel that differs between `before` and `after`,
+/// two captures (4 bytes a pixel, row after row) of `region`. Pixels one
+/// capture lacks (a short reply) count as changed.
+fn changed_box(before: &[u8], after: &[u8], region: Region) -> Option<Changed> {
+    let (x, y, width, height) = region;
+    let (width, height) = (usize::from(width), usize::from(height));
+    let row = width * 4;
+    let mut changed: Option<(usize, usize, usize, usize)> = None;
+    for line in 0..height {
+        let span = line * row..(line + 1) * row;
+        let (a, b) = (before.get(span.clone()), after.get(span));
+        if a.is_some() && a == b {
+            continue;
+        }
+        let columns = match (a, b) {
+            (Some(a), Some(b)) => {
+                let differs =
+                    |column: &usize| a[column * 4..column * 4 + 4] != b[column * 4..column * 4 + 4];
+                let first = (0..width).find(differs);
+                let last = (0..width).rev().find(differs);
+                first.zip(last)
+            }
+            _ => Some((0, width.saturating_sub(1))),
+        };
+        if let Some((first, last)) = columns {
+            changed = Some(match changed {
+                None => (first, line, last, line),
+                Some((left, top, right, _)) => (left.min(first), top, right.max(last), line),
+            });
+        }
+    }
+    changed.map(|(left, top, right, bottom)| {
+        let at = |origin: i16, offset: usize| {
+            i64::from(origin) + i64::try_from(offset).unwrap_or(i64::MAX)
+        };
+        (at(x, left), at(y, top), at(x, right), at(y, bottom))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(width: u16, height: u16) -> Vec<u8> {
+        vec![0; usize::from(width) * usize::from(height) * 4]
+    }
+
+    #[test]
+    fn the_changed_box_holds_every_changed_pixel_and_no_more() {
+        let region = (100, 50, 40, 30);
+        let before = frame(40, 30);
+        assert_eq!(changed_box(&before, &before, region), None);
+        let mut after = before.clone();
+        // Pixels (3, 4) and (10, 20) of the region.
+        after[(4 * 40 + 3) * 4] = 1;
+        after[(20 * 40 + 10) * 4 + 2] = 9;
+        assert_eq!(
+            changed_box(&before, &after, region),
+            Some((103, 54, 110, 70))
+        );
+        // A reply that came back short changed what it lacks.
+        assert_eq!(
+            changed_box(&before, &after[..40 * 4 * 25], region),
+            Some((100, 54, 139, 79))
+        );
     }
 }
