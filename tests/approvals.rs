@@ -803,3 +803,131 @@ async fn a_fresh_target_approval_for_another_target_is_refused_at_decide() {
     let fresh = granted(&rig, &view).with_fresh_target(&same);
     decide(&*store, &id, &Decision::Approve(fresh), &approver()).unwrap();
 }
+
+/// What the page shows after a decision: each decided action, once the
+/// agent has run it, reports how it ended beside its checkpoint, sealed
+/// with the store's key. A refusal before any effect says the approval was
+/// kept, and the later run adds its own report; a lost answer to the
+/// mutating call says the outcome is unknown; an action the agent ran
+/// without a checkpoint reports nothing; and a report written without the
+/// key (in the file store's directory) is not taken for the agent's.
+#[tokio::test]
+async fn each_decided_action_reports_how_it_ended_beside_its_checkpoint() {
+    use adk_computer_use::chain::{ReportedOutcome, reported, reports_of};
+    let dir = tempfile::tempdir().unwrap();
+    let file = store(&dir);
+    let memory = Arc::new(adk_computer_use::chain::MemoryCheckpointStore::new(
+        SealingKey::new(KEY.to_vec()).unwrap(),
+    ));
+    let stores: [Arc<dyn CheckpointStore>; 2] = [file.clone(), memory];
+    for store in stores {
+        let rig = rig_on(store.clone());
+        let approve = |id: &CheckpointId| {
+            let view = inspect(&*store, id).unwrap();
+            let approval = granted(&rig, &view);
+            decide(&*store, id, &Decision::Approve(approval), &approver()).unwrap();
+        };
+        // Nothing reported before any action ran.
+        assert!(store.reported().unwrap().is_empty());
+
+        // Approved, resumed, run: its outcome, as the chain judged it.
+        let done_id = suspended(&rig, "report-done").await;
+        approve(&done_id);
+        let done = rig
+            .session
+            .resume_decided(&done_id, &public())
+            .await
+            .unwrap()
+            .complete()
+            .await
+            .unwrap();
+        let reports = reports_of(&*store, &done_id).unwrap();
+        assert_eq!(reports.len(), 1, "{reports:?}");
+        assert_eq!(reports[0].action_id, "report-done");
+        assert_eq!(reports[0].tool, "write_clipboard");
+        assert_eq!(reports[0].checkpoint_id, done_id.as_str());
+        let expected = match done.outcome() {
+            adk_computer_use::VerificationOutcome::Verified => ReportedOutcome::Verified,
+            adk_computer_use::VerificationOutcome::CommittedUnverified { reason } => {
+                ReportedOutcome::CommittedUnverified {
+                    reason: reason.clone(),
+                }
+            }
+            adk_computer_use::VerificationOutcome::Failed { reason } => ReportedOutcome::Failed {
+                reason: reason.clone(),
+            },
+        };
+        assert_eq!(reports[0].outcome, expected);
+
+        // Refused before any effect: reported, the approval kept; the run
+        // that follows reports too, latest last.
+        let retried = suspended(&rig, "report-retried").await;
+        approve(&retried);
+        rig.runtime
+            .script()
+            .fail
+            .insert(Call::Reserve, refusal("reserve_target", "target_reserved"));
+        let resumed = rig.session.resume_decided(&retried, &public()).await;
+        resumed.unwrap().complete().await.err().unwrap();
+        rig.runtime.script().fail.clear();
+        let first = reports_of(&*store, &retried).unwrap();
+        assert!(
+            matches!(&first[..], [r] if matches!(&r.outcome,
+                ReportedOutcome::Refused { reason, approval_kept: true } if reason.contains("target_reserved"))),
+            "{first:?}"
+        );
+        let resumed = rig.session.resume_decided(&retried, &public()).await;
+        assert!(resumed.unwrap().complete().await.unwrap().performed());
+        let both = reports_of(&*store, &retried).unwrap();
+        assert_eq!(both.len(), 2, "{both:?}");
+        assert_eq!(both[1].outcome, expected);
+        assert_eq!(reported(&*store, 10).unwrap()[0].0, retried, "latest first");
+
+        // The answer to the mutating call is lost: in doubt, and said so.
+        let lost = suspended(&rig, "report-lost").await;
+        approve(&lost);
+        rig.runtime.script().fail.insert(
+            Call::Execute,
+            ComputerUseError::Transport {
+                operation: "execute_action".into(),
+                message: "connection reset".into(),
+            },
+        );
+        let resumed = rig.session.resume_decided(&lost, &public()).await;
+        resumed.unwrap().complete().await.err().unwrap();
+        rig.runtime.script().fail.clear();
+        let in_doubt = reports_of(&*store, &lost).unwrap();
+        assert!(
+            matches!(&in_doubt[..], [r] if r.outcome.status() == "outcome_unknown"),
+            "{in_doubt:?}"
+        );
+
+        // An action run without a checkpoint owes no report.
+        let before = store.reported().unwrap().len();
+        rig.runtime.script().route = None;
+        let ran = rig.session.run(action("report-none")).await.unwrap();
+        assert!(matches!(ran, ChainOutcome::Completed(_)));
+        assert_eq!(store.reported().unwrap().len(), before);
+    }
+
+    // A report put in the directory by someone without the store's key.
+    let id = file.reported().unwrap()[0].clone();
+    let forged = serde_json::json!({
+        "report": {
+            "checkpointId": id.as_str(), "actionId": "report-retried",
+            "tool": "write_clipboard", "outcome": { "status": "verified" },
+            "reportedAt": "2026-12-02T12:00:00Z"
+        },
+        "seal": "00".repeat(32),
+    });
+    let next = reports_of(&*file, &id).unwrap().len();
+    std::fs::write(
+        dir.path().join(format!("{id}.outcome.{next}")),
+        forged.to_string(),
+    )
+    .unwrap();
+    let err = reports_of(&*file, &id).unwrap_err();
+    assert!(err.to_string().contains("seal"), "{err}");
+    let listed = reported(&*file, 10).unwrap();
+    assert!(listed.iter().any(|(i, r)| i == &id && r.is_err()));
+}

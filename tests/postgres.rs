@@ -378,4 +378,30 @@ async fn a_refusal_before_any_effect_gives_a_postgres_checkpoint_back_for_one_mo
         "consumed by the effect"
     );
     assert!(rig.session.resume(&id, approval).await.is_err(), "once");
+    // Both ends were reported beside the checkpoint, in order, and a
+    // second store on the same database (the page's) reads them, the
+    // latest reported first among every checkpoint.
+    let page = PostgresCheckpointStore::connect(&url, key()).unwrap();
+    let reports = adk_computer_use::chain::reports_of(&page, &id).unwrap();
+    let statuses: Vec<_> = reports.iter().map(|r| r.outcome.status()).collect();
+    assert_eq!(statuses[0], "refused", "{reports:?}");
+    assert!(
+        matches!(
+            reports[0].outcome,
+            adk_computer_use::chain::ReportedOutcome::Refused {
+                approval_kept: true,
+                ..
+            }
+        ),
+        "{reports:?}"
+    );
+    assert_eq!(reports.len(), 2, "{reports:?}");
+    assert!(reports[1].outcome.status() != "refused", "{reports:?}");
+    assert_eq!(page.reported().unwrap()[0], id);
+    // Past the most kept, a report is refused with the reason.
+    for _ in reports.len()..adk_computer_use::chain::MOST_REPORTS {
+        page.record_outcome(&id, "{}").unwrap();
+    }
+    let err = page.record_outcome(&id, "{}").unwrap_err();
+    assert!(err.to_string().contains("the most it keeps"), "{err}");
 }

@@ -84,6 +84,9 @@ impl<R: ComputerUseRuntime> Executed<R> {
             };
         // The action's entries are written before its end is reported.
         core.recorder.flush().await;
+        let action_id = &preview.envelope().action_id;
+        core.report(action_id, super::ReportedOutcome::of(&outcome))
+            .await;
         if let Err(cleanup) = released {
             let receipt = receipt.get();
             return Err(ComputerUseError::CleanupAfterSuccess {

@@ -128,7 +128,12 @@ impl<R: ComputerUseRuntime> Leased<R> {
             // checkpoint stays consumed. (A server may refuse after the
             // effect, as upstream's re-check of the target does, and the
             // refusal then reads like one made before it.)
-            Err(err) => return Err(self.guard.fail(&envelope.action_id, err).await),
+            Err(err) => {
+                let err = self.guard.fail(&envelope.action_id, err).await;
+                let outcome = super::ReportedOutcome::of_error(&err, false);
+                self.core.report(&envelope.action_id, outcome).await;
+                return Err(err);
+            }
         };
         let bound = receipt.get();
         let event_type = if bound.status == ReceiptStatus::Committed {

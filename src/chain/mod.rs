@@ -32,6 +32,7 @@ mod session;
 mod verified;
 mod witness;
 
+pub use approvals::{ActionReport, MOST_REPORTS, Reported, ReportedOutcome, reported, reports_of};
 pub use approvals::{
     Approval, ApprovalSource, ApproverKey, ApproverPublicKey, Authority, BOUNDS_TOLERANCE_PX,
     CheckpointId, CheckpointRefusal, CheckpointStore, CheckpointView, ClaimBasis,

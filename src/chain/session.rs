@@ -40,6 +40,8 @@ pub(crate) struct Core<R: ComputerUseRuntime> {
     pub(crate) resumed: Mutex<HashSet<CheckpointId>>,
     /// Claims of resumed actions not yet past the effect boundary.
     pub(crate) returnable: super::approvals::give_back::Returnable,
+    /// Reports resumed actions owe their checkpoints.
+    pub(crate) reports: super::approvals::report::Reports,
     /// The store of record: where this session suspends to and resumes
     /// from, and no other.
     pub(crate) checkpoints: Option<Arc<dyn CheckpointStore>>,
@@ -69,17 +71,30 @@ impl<R: ComputerUseRuntime> Core<R> {
     /// given back when nothing was performed (see
     /// [`give_back`](super::approvals::give_back)), and journaled so.
     pub(crate) async fn failed(&self, action_id: &str, err: &ComputerUseError) {
-        if let Some(id) = self.returnable.failed(action_id, err).await {
+        let returned = self.returnable.failed(action_id, err).await;
+        if let Some(id) = &returned {
             self.resumed
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
-                .remove(&id);
+                .remove(id);
             self.recorder.note(
                 action_id,
                 crate::journal::events::CHECKPOINT_RETURNED,
                 || serde_json::json!({ "checkpointId": id.as_str() }),
             );
         }
+        self.report(
+            action_id,
+            super::ReportedOutcome::of_error(err, returned.is_some()),
+        )
+        .await;
+    }
+
+    /// Writes the report `action_id` owes its checkpoint, if it was
+    /// resumed from one (see [`report`](super::approvals::report)).
+    pub(crate) async fn report(&self, action_id: &str, outcome: super::ReportedOutcome) {
+        let at = crate::clock::display(self.clock().now());
+        self.reports.report(action_id, outcome, at).await;
     }
 
     /// Refuses `operation` once the session was shut down.
@@ -268,6 +283,7 @@ impl<R: ComputerUseRuntime> SessionBuilder<R> {
                 closed: AtomicBool::new(false),
                 resumed: Mutex::new(HashSet::new()),
                 returnable: Default::default(),
+                reports: Default::default(),
                 checkpoints: self.checkpoints,
                 release: Arc::new(ReleaseHandle { releaser, reaper }),
                 recorder,

@@ -17,6 +17,8 @@ const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS adk_checkpoints (
     created_at timestamptz NOT NULL DEFAULT now()
 );
 ALTER TABLE adk_checkpoints ADD COLUMN IF NOT EXISTS claimed_undecided boolean NOT NULL DEFAULT false;
+ALTER TABLE adk_checkpoints ADD COLUMN IF NOT EXISTS outcomes text[] NOT NULL DEFAULT '{}';
+ALTER TABLE adk_checkpoints ADD COLUMN IF NOT EXISTS reported_at timestamptz;
 CREATE TABLE IF NOT EXISTS adk_checkpoint_store (
     one boolean PRIMARY KEY DEFAULT true CHECK (one),
     store_id text NOT NULL
@@ -247,5 +249,49 @@ impl CheckpointStore for PostgresCheckpointStore {
         } else {
             Err(refused(id, CheckpointRefusal::NotClaimedSo))
         }
+    }
+
+    /// One statement: appended while the row holds fewer than the most
+    /// reports kept.
+    fn record_outcome(&self, id: &CheckpointId, record: &str) -> Result<(), ComputerUseError> {
+        let (key, record) = (id.to_string(), record.to_owned());
+        let most = i32::try_from(crate::chain::MOST_REPORTS).unwrap_or(i32::MAX);
+        let changed = self.connection.run("record an outcome report", move |client| {
+            client.execute(
+                "UPDATE adk_checkpoints SET outcomes = array_append(outcomes, $2), reported_at = clock_timestamp() WHERE id = $1 AND cardinality(outcomes) < $3",
+                &[&key, &record, &most],
+            )
+        })?;
+        match (changed, self.state(id)?) {
+            (1, _) => Ok(()),
+            (_, None) => Err(refused(id, CheckpointRefusal::Missing)),
+            (_, Some(_)) => Err(crate::chain::approvals::stores::too_many_reports(id)),
+        }
+    }
+
+    fn outcomes(&self, id: &CheckpointId) -> Result<Vec<String>, ComputerUseError> {
+        let key = id.to_string();
+        self.connection.run("read outcome reports", move |client| {
+            Ok(client
+                .query_opt(
+                    "SELECT outcomes FROM adk_checkpoints WHERE id = $1",
+                    &[&key],
+                )?
+                .map(|row| row.get::<_, Vec<String>>(0))
+                .unwrap_or_default())
+        })
+    }
+
+    fn reported(&self) -> Result<Vec<CheckpointId>, ComputerUseError> {
+        let rows = self.connection.run("list reported checkpoints", |client| {
+            client.query(
+                "SELECT id FROM adk_checkpoints WHERE cardinality(outcomes) > 0 ORDER BY reported_at DESC, id",
+                &[],
+            )
+        })?;
+        Ok(rows
+            .iter()
+            .filter_map(|row| row.get::<_, String>(0).parse().ok())
+            .collect())
     }
 }

@@ -282,6 +282,118 @@ async fn a_person_approves_and_denies_on_the_page_in_a_real_browser() {
     let _ = page.kill().await;
 }
 
+/// What happened, from the person's side: after Approve, the page shows
+/// how each decided action ended once the agent ran it, as the agent
+/// reported it (and says whose word it is). One action runs and is done;
+/// another, approved, is refused when the agent resumes it (a second agent
+/// holds the target), the page says the approval was kept, and the run
+/// that follows shows too. A report written into the store's directory
+/// without its key shows as unreadable, never as the agent's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[needs(browser)]
+async fn after_a_decision_the_page_shows_what_happened_as_the_agent_reported_it() {
+    let sim = served(false).await;
+    let dir = tempfile::tempdir().unwrap();
+    let store = file_store(&dir);
+    let (_runtime, session) = agent(&sim, &store, CLIPBOARD_APP).await;
+    let (_other_runtime, other) = agent(&sim, &store, CLIPBOARD_APP).await;
+    let done = suspended(&session, write("report-done", "done and reported")).await;
+    let blocked = suspended(&session, write("report-blocked", "on the second try")).await;
+    let holder = suspended(&other, write("report-holder", "the other agent")).await;
+    let store_dir = dir.path().to_str().unwrap().to_owned();
+    let (mut page, sign_in) = page(&store_dir, &sim).await;
+    let (browser, _driver, _profile) = browser().await;
+    browser.goto(&sign_in).await;
+
+    approve_on_page(&browser, &session, &done).await;
+    // Approved on the page; when the agent resumes it, the other agent
+    // holds the target: refused before anything is done.
+    for id in [&blocked, &holder] {
+        browser.goto(&sign_in).await;
+        click(&browser, &format!("#approve-{id}")).await;
+        confirmed(&browser, "approved").await;
+    }
+    let holding = other
+        .resume_decided(&holder, &public())
+        .await
+        .unwrap()
+        .reserve()
+        .await
+        .unwrap();
+    let Err(err) = session
+        .resume_decided(&blocked, &public())
+        .await
+        .unwrap()
+        .complete()
+        .await
+    else {
+        panic!("not refused while another agent holds the target");
+    };
+    assert_eq!(err.refusal_code(), Some("target_conflict"), "{err}");
+    // The other agent lets go (its session's shutdown releases what its
+    // dropped stage held, and waits for it).
+    drop(holding);
+    let stats = other.shutdown().await;
+    assert_eq!(stats.outstanding, 0, "{stats:?}");
+    let again = session
+        .resume_decided(&blocked, &public())
+        .await
+        .unwrap()
+        .complete()
+        .await
+        .unwrap();
+    assert!(again.performed());
+
+    browser.goto(&sign_in).await;
+    let section = |css: String| {
+        let browser = &browser;
+        async move { browser.find(&css).await.unwrap().text().await.unwrap() }
+    };
+    let whose = section("p.whose".into()).await;
+    assert!(whose.contains("As each agent reported it"), "{whose}");
+    let first = section(format!("#r-{done}-0")).await;
+    assert!(
+        first.contains("report-done") && first.contains("write_clipboard"),
+        "{first}"
+    );
+    assert!(first.contains("Done"), "{first}");
+    let refused = section(format!("#r-{blocked}-0")).await;
+    assert!(
+        refused.contains("Refused before anything was done")
+            && refused.contains("target_conflict")
+            && refused.contains("The approval was kept"),
+        "{refused}"
+    );
+    let then = section(format!("#r-{blocked}-1")).await;
+    assert!(then.contains("Done"), "{then}");
+    assert!(
+        browser.find(&format!("#r-{holder}-0")).await.is_err(),
+        "an action released before it ran reports nothing"
+    );
+    keep_screenshot(&browser, "approval-page-what-happened.png").await;
+
+    // A report put beside a checkpoint by someone without the store's key.
+    let forged = json!({
+        "report": { "checkpointId": done.as_str(), "actionId": "report-done",
+                    "tool": "write_clipboard", "outcome": { "status": "verified" },
+                    "reportedAt": "2026-12-02T12:00:00Z" },
+        "seal": "00".repeat(32),
+    });
+    std::fs::write(
+        dir.path().join(format!("{done}.outcome.1")),
+        forged.to_string(),
+    )
+    .unwrap();
+    browser.goto(&sign_in).await;
+    let unreadable = section(format!("#r-{done}")).await;
+    assert!(unreadable.contains("UNREADABLE"), "{unreadable}");
+    assert!(browser.find(&format!("#r-{done}-0")).await.is_err());
+
+    browser.close().await;
+    let _ = session.shutdown().await;
+    let _ = page.kill().await;
+}
+
 /// What the person reads, from their side: a clipboard write the agent
 /// labelled credential waits because of that label, and the page (in
 /// headless Chromium) and `show` say so in words, not by the rule's code

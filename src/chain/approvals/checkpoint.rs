@@ -53,13 +53,13 @@ impl SealingKey {
         self.0.clone()
     }
 
-    fn seal(&self, body: &str) -> String {
+    pub(crate) fn seal(&self, body: &str) -> String {
         let mut mac = self.mac();
         mac.update(body.as_bytes());
         hex::encode(mac.finalize().into_bytes())
     }
 
-    fn verify(&self, body: &str, seal: &str) -> bool {
+    pub(crate) fn verify(&self, body: &str, seal: &str) -> bool {
         let Ok(tag) = hex::decode(seal) else {
             return false;
         };

@@ -122,14 +122,19 @@ impl Claim<'_> {
     /// [`Claim::take`], for a resume whose action goes on to execute: the
     /// claim is remembered under `action_id`, to be given back if the
     /// action is refused before any effect (see [`super::give_back`]).
+    /// The action (a `tool`) then owes the checkpoint a report of how it
+    /// ended (see [`super::report`]).
     pub(crate) async fn take_returnable<R: ComputerUseRuntime>(
         self,
         core: &Core<R>,
         action_id: &str,
+        tool: &str,
         basis: ClaimBasis,
     ) -> Result<(), ComputerUseError> {
         let (store, id) = (Arc::clone(&self.store), self.id.clone());
         self.take(core, action_id, basis.clone()).await?;
+        core.reports
+            .owe(action_id, Arc::clone(&store), id.clone(), tool);
         core.returnable.hold(action_id, store, id, basis);
         Ok(())
     }

@@ -24,6 +24,7 @@ mod grantable;
 mod offload;
 pub(crate) mod refresh;
 mod refusal;
+pub(crate) mod report;
 pub(crate) mod resume;
 pub(crate) mod stores;
 
@@ -38,4 +39,5 @@ pub use evidence::{BOUNDS_TOLERANCE_PX, DEFAULT_TARGET_EVIDENCE_MAX_AGE};
 pub use grantable::{GrantableCheckpoint, open_for_grant};
 pub(crate) use offload::run as offload;
 pub use refusal::CheckpointRefusal;
+pub use report::{ActionReport, MOST_REPORTS, Reported, ReportedOutcome, reported, reports_of};
 pub use stores::{CheckpointStore, ClaimBasis, FileCheckpointStore, MemoryCheckpointStore};

@@ -30,8 +30,9 @@ pub(crate) async fn with_approval<R: ComputerUseRuntime>(
     let body = claim.open(core).await?;
     let approved = carried(core, id, body, approval, false).await?;
     let action_id = approved.preview().envelope.action_id.clone();
+    let tool = approved.preview().envelope.tool.clone();
     claim
-        .take_returnable(core, &action_id, ClaimBasis::Undecided)
+        .take_returnable(core, &action_id, &tool, ClaimBasis::Undecided)
         .await?;
     Ok(approved)
 }
@@ -49,8 +50,9 @@ pub(crate) async fn refreshing<R: ComputerUseRuntime>(
     let body = claim.open(core).await?;
     let approved = carried(core, id, body, approval, true).await?;
     let action_id = approved.preview().envelope.action_id.clone();
+    let tool = approved.preview().envelope.tool.clone();
     claim
-        .take_returnable(core, &action_id, ClaimBasis::Undecided)
+        .take_returnable(core, &action_id, &tool, ClaimBasis::Undecided)
         .await?;
     Ok(approved)
 }
@@ -100,8 +102,9 @@ pub(crate) async fn by_decision<R: ComputerUseRuntime>(
         Decision::Approve(approval) => {
             let approved = carried(core, id, body, approval, true).await?;
             let action_id = approved.preview().envelope.action_id.clone();
+            let tool = approved.preview().envelope.tool.clone();
             claim
-                .take_returnable(core, &action_id, ClaimBasis::Decision(record))
+                .take_returnable(core, &action_id, &tool, ClaimBasis::Decision(record))
                 .await?;
             Ok(approved)
         }

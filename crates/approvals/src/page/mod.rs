@@ -22,6 +22,7 @@
 //! policy allows no script at all.
 
 mod card;
+mod report;
 
 use card::{STYLE, card};
 use std::net::SocketAddr;
@@ -31,6 +32,7 @@ use adk_computer_use::ComputerUseError;
 use adk_computer_use::auth::secret::{random_token, same_secret as same};
 use adk_computer_use::chain::{
     Approval, ApproverKey, CheckpointId, CheckpointStore, Decision, decide, inspect, pending,
+    reported,
 };
 use axum::Router;
 use axum::extract::{Form, Path, Query, State};
@@ -192,6 +194,17 @@ async fn list(
         }
         Err(err) => return refused(StatusCode::INTERNAL_SERVER_ERROR, &err.to_string()),
     };
+    let store = Arc::clone(&page.store);
+    let happened =
+        tokio::task::spawn_blocking(move || reported(store.as_ref(), report::SHOWN)).await;
+    let happened = match happened {
+        Ok(Ok(happened)) => report::section(&happened),
+        Ok(Err(err)) => format!(
+            "<p class=\"unreadable\">The agents' reports cannot be read: {}</p>",
+            text(&super::safe(&err.to_string()))
+        ),
+        Err(err) => return refused(StatusCode::INTERNAL_SERVER_ERROR, &err.to_string()),
+    };
     let mut body = String::new();
     // Only what this server said: a decision and a well-formed id.
     let done = match (&query.approved, &query.denied) {
@@ -212,7 +225,7 @@ async fn list(
             .map(|view| view.action_id);
         body.push_str(&match action {
             Some(action) => format!(
-                "<p class=\"done\">{what} action {} (checkpoint {id})</p>",
+                "<p class=\"done\">{what} action {} (checkpoint {id}). What happened next shows below once the agent has run it.</p>",
                 text(&super::safe(&action))
             ),
             None => format!("<p class=\"done\">{what} checkpoint {id}</p>"),
@@ -235,7 +248,7 @@ async fn list(
         (
             [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
             format!(
-                "<!doctype html><html><head><meta charset=\"utf-8\"><title>Approvals</title><style>{STYLE}</style></head><body><h1>Waiting for a decision</h1>{body}</body></html>"
+                "<!doctype html><html><head><meta charset=\"utf-8\"><title>Approvals</title><style>{STYLE}</style></head><body><h1>Waiting for a decision</h1>{body}{happened}</body></html>"
             ),
         )
             .into_response(),

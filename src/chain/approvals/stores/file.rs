@@ -125,6 +125,10 @@ impl FileCheckpointStore {
         self.dir.join(format!("{id}.decision"))
     }
 
+    fn outcome_path_of(&self, id: &CheckpointId, n: usize) -> PathBuf {
+        self.dir.join(format!("{id}.outcome.{n}"))
+    }
+
     /// Writes `record` to `target`, which must not exist yet: through a
     /// temporary file no other writer names (in this process or another),
     /// synced, then hard-linked to `target`, which fails when it exists.
@@ -382,5 +386,65 @@ impl CheckpointStore for FileCheckpointStore {
                 .map_err(|err| io_error(&slot, "give the checkpoint back", err))?;
         }
         Ok(())
+    }
+
+    /// Each report is a file of its own, `ID.outcome.N`, written like a
+    /// checkpoint (linked to a name that must not exist), so two writers
+    /// never share a number and none is overwritten.
+    fn record_outcome(&self, id: &CheckpointId, record: &str) -> Result<(), ComputerUseError> {
+        if !self.path_of(id).exists() && !self.consumed_path_of(id).exists() {
+            return Err(refused(id, CheckpointRefusal::Missing));
+        }
+        for n in 0..crate::chain::MOST_REPORTS {
+            let target = self.outcome_path_of(id, n);
+            match self.write_new(id.as_str(), &target, record) {
+                Ok(()) => return Ok(()),
+                Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(err) => return Err(io_error(&target, "write an outcome report", err)),
+            }
+        }
+        Err(super::too_many_reports(id))
+    }
+
+    fn outcomes(&self, id: &CheckpointId) -> Result<Vec<String>, ComputerUseError> {
+        let mut found = Vec::new();
+        for n in 0..crate::chain::MOST_REPORTS {
+            let path = self.outcome_path_of(id, n);
+            match std::fs::read_to_string(&path) {
+                Ok(text) => found.push(text.trim().to_owned()),
+                Err(err) if err.kind() == std::io::ErrorKind::NotFound => break,
+                Err(err) => return Err(io_error(&path, "read an outcome report", err)),
+            }
+        }
+        Ok(found)
+    }
+
+    /// Ordered by when each checkpoint's latest report was written (its
+    /// file's modification time), the latest first.
+    fn reported(&self) -> Result<Vec<CheckpointId>, ComputerUseError> {
+        let entries = std::fs::read_dir(&self.dir)
+            .map_err(|err| io_error(&self.dir, "list the checkpoint directory", err))?;
+        let mut latest: std::collections::HashMap<CheckpointId, std::time::SystemTime> =
+            std::collections::HashMap::new();
+        for entry in entries {
+            let entry =
+                entry.map_err(|err| io_error(&self.dir, "list the checkpoint directory", err))?;
+            let name = entry.file_name();
+            let Some((stem, n)) = name.to_str().and_then(|n| n.split_once(".outcome.")) else {
+                continue;
+            };
+            let (Ok(id), Ok(_)) = (stem.parse::<CheckpointId>(), n.parse::<usize>()) else {
+                continue;
+            };
+            let written = entry
+                .metadata()
+                .and_then(|m| m.modified())
+                .unwrap_or(std::time::UNIX_EPOCH);
+            let at = latest.entry(id).or_insert(written);
+            *at = (*at).max(written);
+        }
+        let mut ids: Vec<(CheckpointId, std::time::SystemTime)> = latest.into_iter().collect();
+        ids.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.as_str().cmp(b.0.as_str())));
+        Ok(ids.into_iter().map(|(id, _)| id).collect())
     }
 }

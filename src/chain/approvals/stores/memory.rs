@@ -4,7 +4,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 
-use super::{CheckpointStore, ClaimBasis, fresh_store_id, refused, sealed};
+use super::{CheckpointStore, ClaimBasis, fresh_store_id, refused, sealed, too_many_reports};
 use crate::ComputerUseError;
 use crate::chain::approvals::checkpoint::{CheckpointId, SealingKey};
 use crate::chain::approvals::refusal::CheckpointRefusal;
@@ -25,6 +25,9 @@ struct MemoryState {
     claimed: HashSet<CheckpointId>,
     claimed_undecided: HashSet<CheckpointId>,
     decisions: HashMap<CheckpointId, String>,
+    outcomes: HashMap<CheckpointId, Vec<String>>,
+    /// Checkpoints with reports, the latest reported last.
+    reported: Vec<CheckpointId>,
 }
 
 impl MemoryCheckpointStore {
@@ -164,5 +167,28 @@ impl CheckpointStore for MemoryCheckpointStore {
         state.claimed_undecided.remove(id);
         state.records.insert(id.clone(), records);
         Ok(())
+    }
+
+    fn record_outcome(&self, id: &CheckpointId, record: &str) -> Result<(), ComputerUseError> {
+        let mut state = self.state();
+        if !state.records.contains_key(id) && !state.claimed.contains(id) {
+            return Err(refused(id, CheckpointRefusal::Missing));
+        }
+        let kept = state.outcomes.entry(id.clone()).or_default();
+        if kept.len() >= crate::chain::MOST_REPORTS {
+            return Err(too_many_reports(id));
+        }
+        kept.push(record.to_owned());
+        state.reported.retain(|r| r != id);
+        state.reported.push(id.clone());
+        Ok(())
+    }
+
+    fn outcomes(&self, id: &CheckpointId) -> Result<Vec<String>, ComputerUseError> {
+        Ok(self.state().outcomes.get(id).cloned().unwrap_or_default())
+    }
+
+    fn reported(&self) -> Result<Vec<CheckpointId>, ComputerUseError> {
+        Ok(self.state().reported.iter().rev().cloned().collect())
     }
 }

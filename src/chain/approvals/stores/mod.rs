@@ -87,6 +87,29 @@ pub trait CheckpointStore: Send + Sync + sealed::Sealed {
     /// (so a decision arriving now is refused as
     /// [`CheckpointRefusal::ResumedWithoutDecision`]).
     fn claimed_without_decision(&self, id: &CheckpointId) -> Result<bool, ComputerUseError>;
+
+    /// Adds the sealed report of how `id`'s action ended (see
+    /// [`report`](crate::chain::approvals)); refused for a checkpoint this
+    /// store never held, and past [`MOST_REPORTS`](crate::chain::MOST_REPORTS)
+    /// reports for one checkpoint.
+    fn record_outcome(&self, id: &CheckpointId, record: &str) -> Result<(), ComputerUseError>;
+
+    /// The reports recorded beside `id`, oldest first.
+    fn outcomes(&self, id: &CheckpointId) -> Result<Vec<String>, ComputerUseError>;
+
+    /// The checkpoints with at least one report, the latest reported first.
+    fn reported(&self) -> Result<Vec<CheckpointId>, ComputerUseError>;
+}
+
+/// The refusal of a report past the most one checkpoint keeps.
+pub(crate) fn too_many_reports(id: &CheckpointId) -> ComputerUseError {
+    ComputerUseError::InvalidRequest {
+        field: "outcomeReport".into(),
+        message: format!(
+            "checkpoint {id} holds {} reports already, the most it keeps",
+            crate::chain::approvals::report::MOST_REPORTS
+        ),
+    }
 }
 
 /// A store identity no other store shares: a digest of where it lives, the
