@@ -557,3 +557,171 @@ async fn only_the_announced_clipboard_check_is_judged_on_the_clipboard() {
     let check = desktop.verify("write_clipboard", &args, Some(&window), None);
     assert!(!check.verified, "a window that is not there: {check:?}");
 }
+
+/// "The window is gone" is judged by what the X server keeps, never by a
+/// property any client may delete. Another client watches the terminal
+/// the governed typing goes to and, the moment the server focuses it,
+/// deletes its `WM_CLASS`. The typing closes nothing and the terminal is
+/// still on the screen (`xwininfo`, outside this crate, says so): a check
+/// for "window W exists: false" is not verified.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[needs(display)]
+async fn a_window_whose_class_another_client_deletes_is_not_gone() {
+    let _display = DISPLAY_LOCK.lock().await;
+    let terminal = terminal("60x8+420+60");
+    let runtime = runtime().await;
+    let id = window_of(&runtime, "XTerm").await["windowId"]
+        .as_u64()
+        .unwrap();
+    let window = Window::try_from(id).unwrap();
+    let hostile = Hostile::new();
+    hostile
+        .conn
+        .change_window_attributes(
+            window,
+            &ChangeWindowAttributesAux::new().event_mask(EventMask::FOCUS_CHANGE),
+        )
+        .unwrap();
+    hostile.conn.sync().unwrap();
+    let deleted = Arc::new(AtomicBool::new(false));
+    let (conn, done) = (hostile.conn.clone(), deleted.clone());
+    std::thread::spawn(move || {
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while std::time::Instant::now() < deadline {
+            match conn.poll_for_event() {
+                Ok(Some(Event::FocusIn(focus))) if focus.event == window => {
+                    conn.delete_property(window, Atom::from(AtomEnum::WM_CLASS))
+                        .unwrap();
+                    conn.sync().unwrap();
+                    done.store(true, Ordering::SeqCst);
+                    return;
+                }
+                Ok(Some(_)) => {}
+                Ok(None) => std::thread::sleep(Duration::from_millis(1)),
+                Err(_) => return,
+            }
+        }
+    });
+    let session = adk_computer_use_testkit::child::session_on(
+        &runtime,
+        "x11-hostile",
+        "XTerm",
+        Some(WindowId::Number(id)),
+    );
+    let gone = ActionPostcondition::try_from(PostconditionFields::Window {
+        window_id: id,
+        exists: false,
+    })
+    .unwrap();
+    let action = typing("still here\n").with_postcondition(gone);
+    let approved = adk_computer_use_testkit::child::approved(&runtime, &session, &action).await;
+    let leased = approved.reserve().await.unwrap().lease().await.unwrap();
+    // The server's check finds the window still shown: it answers that the
+    // check failed (`indeterminate`), or the chain judges it unverified.
+    match leased.execute().await {
+        Ok(executed) => {
+            let done = executed.verify().await.unwrap();
+            assert!(
+                !done.outcome().is_verified(),
+                "verified gone on a deleted property: {}",
+                done.outcome()
+            );
+        }
+        Err(err) => assert!(
+            matches!(
+                err,
+                adk_computer_use::ComputerUseError::OutcomeUnknown { .. }
+            ) && err
+                .to_string()
+                .contains("postcondition verification failed"),
+            "{err}"
+        ),
+    }
+    assert!(
+        deleted.load(Ordering::SeqCst),
+        "the attacker deleted WM_CLASS"
+    );
+    let shown = tool("xwininfo", &["-id", &id.to_string()]);
+    assert!(shown.contains("IsViewable"), "{shown}");
+    assert_eq!(settled(&terminal.file, "still here\n"), "still here\n");
+    session.shutdown().await;
+}
+
+/// Check and send are one step. The desktop's send, which runs inside the
+/// server grab, checks every field the evidence states again (identity,
+/// title, bounds, geometry tree, pixels), as completely as the engine's
+/// check just before it. Another client's change in the gap between the
+/// two (a move, a new title, a repaint, each made by `xdotool` after the
+/// evidence was checked current) refuses the input, and the terminal's
+/// file shows nothing typed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[needs(display)]
+async fn the_check_inside_the_grab_is_as_complete_as_the_check_before() {
+    let _display = DISPLAY_LOCK.lock().await;
+    let runtime = runtime().await;
+    let mut desktop = X11Desktop::connect_unwatched().unwrap();
+    type Change = fn(u64);
+    let changes: [(&str, Change); 3] = [
+        ("moved", |id| {
+            tool(
+                "xdotool",
+                &["windowmove", "--sync", &id.to_string(), "700", "400"],
+            );
+        }),
+        ("retitled", |id| {
+            tool(
+                "xdotool",
+                &["set_window", "--name", "another title", &id.to_string()],
+            );
+        }),
+        ("repainted", |id| {
+            tool("xdotool", &["windowfocus", "--sync", &id.to_string()]);
+            tool("xdotool", &["key", "Return"]);
+            std::thread::sleep(Duration::from_millis(300));
+        }),
+    ];
+    for (how, change) in changes {
+        let terminal = terminal("60x8+420+60");
+        let record = window_of(&runtime, "XTerm").await;
+        let id = record["windowId"].as_u64().unwrap();
+        let evidence = TargetEvidence {
+            platform: std::env::consts::OS.into(),
+            app_id: "XTerm".into(),
+            pid: record["pid"].as_u64().and_then(|p| u32::try_from(p).ok()),
+            window_id: Some(WindowId::Number(id)),
+            window_title_digest: Some(adk_computer_use::digest::sha256_hex(
+                record["title"].as_str().unwrap(),
+            )),
+            display_id: None,
+            role: None,
+            label_digest: None,
+            bounds: Some(serde_json::from_value(record["bounds"].clone()).unwrap()),
+            observation_id: "o".into(),
+            screenshot_hash: Some(desktop.snapshot(Some(id)).unwrap().digest),
+            ui_tree_revision: None,
+            confidence: 1.0,
+            captured_at: adk_computer_use::clock::format_rfc3339(time::OffsetDateTime::now_utc())
+                .unwrap(),
+        };
+        assert!(
+            desktop.is_current(&evidence, sim::Revalidation::BeforeEffect),
+            "{how}: current before the change"
+        );
+        change(id);
+        match desktop.apply("type", &json!({ "text": "never\n" }), Some(&evidence)) {
+            Err(sim::ApplyError::NothingSent(refusal)) => {
+                assert_eq!(refusal.code, "stale_target", "{how}: {}", refusal.message);
+            }
+            Err(sim::ApplyError::Failed(refusal)) => {
+                panic!(
+                    "{how}: refused as failed, not as nothing sent: {}",
+                    refusal.message
+                )
+            }
+            Ok(sent) => panic!("{how}: the input was sent into a changed window: {sent}"),
+        }
+        std::thread::sleep(Duration::from_millis(300));
+        let content = std::fs::read_to_string(&terminal.file).unwrap();
+        assert!(!content.contains("never"), "{how}: typed: {content:?}");
+    }
+}

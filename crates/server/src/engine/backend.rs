@@ -82,13 +82,6 @@ impl From<Refusal> for ApplyError {
 pub enum Revalidation {
     /// Right before the effect: every field the evidence states.
     BeforeEffect,
-    /// Right before a pointer action at one screen point (`(x, y)`):
-    /// every field the evidence states, but a desktop may judge the frame
-    /// by what matters for the action, the pixels under and around the
-    /// point, and tolerate a small change far from it (a blinking caret).
-    /// A window that really changed, or any change near the point, is
-    /// still stale.
-    BeforeEffectAt((i64, i64)),
     /// Right before an element action (a tool that reaches the desktop
     /// through accessibility): the window's identity, title, bounds and
     /// tree, not its pixels. The element itself is found again and checked

@@ -25,8 +25,6 @@ impl State {
                 });
             let round = if by_element {
                 Revalidation::BeforeElementEffect
-            } else if let Some(point) = one_point(request) {
-                Revalidation::BeforeEffectAt(point)
             } else {
                 Revalidation::BeforeEffect
             };
@@ -90,27 +88,5 @@ impl State {
             .map_err(before)?;
         self.revalidate_context(request, envelope, begun.at)
             .map_err(before)
-    }
-}
-
-/// The one screen point a pointer tool acts at (`coordinate`), if the tool
-/// acts at exactly one: a drag, which presses at one point and lets go at
-/// another, and the keyboard's tools have none.
-fn one_point(request: &ActionRequest) -> Option<(i64, i64)> {
-    use adk_computer_use::contracts::catalogue::tool;
-    let at_one_point = [
-        tool::LEFT_CLICK,
-        tool::RIGHT_CLICK,
-        tool::DOUBLE_CLICK,
-        tool::MOUSE_MOVE,
-        tool::MOVE_CURSOR,
-        tool::SCROLL,
-    ];
-    if !at_one_point.contains(&request.tool.as_str()) {
-        return None;
-    }
-    match request.args.get("coordinate")?.as_array()?.as_slice() {
-        [x, y] => Some((x.as_i64()?, y.as_i64()?)),
-        _ => None,
     }
 }

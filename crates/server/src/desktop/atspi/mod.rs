@@ -273,6 +273,44 @@ impl Accessibility {
     }
 }
 
+impl Accessibility {
+    /// Where the caret of the text node `expected` is drawn, as its own
+    /// application reports it: the screen extents of the character at the
+    /// caret's offset (`(x, y, width, height)`; the caret is drawn at its
+    /// left edge, and at the end of the text the width is 0). `None` when
+    /// the node has no text or no caret.
+    pub fn caret(
+        &self,
+        pid: u32,
+        title: &str,
+        bounds: Bounds,
+        expected: &Node,
+    ) -> Result<Option<(i32, i32, i32, i32)>, Refusal> {
+        let bus = Arc::clone(&self.bus);
+        let (title, expected) = (title.to_owned(), expected.clone());
+        run_bounded(&self.handle, "find the caret", async move {
+            let node = found_again(&bus, pid, &title, bounds, &expected).await?;
+            let Ok(proxies) = node.proxies().await else {
+                return Ok(None);
+            };
+            let Ok(text) = proxies.text().await else {
+                return Ok(None);
+            };
+            let Ok(offset) = text.caret_offset().await else {
+                return Ok(None);
+            };
+            if offset < 0 {
+                return Ok(None);
+            }
+            Ok(text
+                .get_character_extents(offset, atspi::CoordType::Screen)
+                .await
+                .ok()
+                .filter(|&(_, _, width, height)| width >= 0 && height > 0))
+        })
+    }
+}
+
 /// A window's bounds on the display: `(x, y, width, height)`.
 pub type Bounds = (i64, i64, u32, u32);
 

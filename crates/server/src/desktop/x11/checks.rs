@@ -123,13 +123,14 @@ impl X11Desktop {
             PostconditionFields::Window { window_id, exists } => {
                 // A window closes (or maps) a moment after the input that
                 // asked for it: looked at until it does, as briefly as a
-                // file is waited for.
+                // file is waited for. Judged by what the X server keeps
+                // (destroyed, or not viewable), never by a property another
+                // client could delete.
                 let holds = || {
-                    let listed = u32::try_from(*window_id).ok().and_then(|id| {
-                        let focus = windows::focus(&self.conn).ok()?;
-                        windows::record(&self.conn, self.root, &self.atoms, id, focus).ok()
-                    });
-                    listed.is_some_and(|r| r.is_some() == *exists)
+                    u32::try_from(*window_id)
+                        .ok()
+                        .and_then(|id| windows::shown_by_server(&self.conn, id))
+                        .is_some_and(|shown| shown == *exists)
                 };
                 let deadline = Instant::now() + FILE_WAIT;
                 let mut verified = holds();
@@ -139,7 +140,7 @@ impl X11Desktop {
                 }
                 EffectCheck {
                     verified,
-                    method: "x11_window_list",
+                    method: "x11_window_state",
                     checks: 1,
                 }
             }

@@ -145,6 +145,11 @@ pub struct X11Desktop {
     written_elements: Vec<crate::desktop::atspi::Node>,
     /// The last mutation was an element action (nothing to restore).
     acted_by_element: bool,
+    /// Where the caret of a window was, as its application said at the
+    /// last full check that found the window's pixels changed: inside the
+    /// server grab the application cannot be asked (see
+    /// [`tolerance`]).
+    caret_seen: Mutex<Option<(XWindow, screen::Changed)>>,
 }
 
 /// The server's end: when asked to
@@ -273,7 +278,33 @@ impl X11Desktop {
             watch: None,
             written_elements: Vec::new(),
             acted_by_element: false,
+            caret_seen: Mutex::new(None),
         })
+    }
+
+    /// With the server held: every field the evidence states is checked
+    /// again (identity, title, bounds, geometry tree, pixels), as the
+    /// engine checked it just before, so nothing another client did in
+    /// between (a move, a new title, a repaint) reaches the input. Only
+    /// the element tree is not read again here (see
+    /// [`revalidate::Tree::Geometry`]).
+    fn still_current(&self, target: Option<&TargetEvidence>) -> Result<(), ApplyError> {
+        let Some(target) = target else {
+            return Ok(());
+        };
+        match self.current_reading(
+            target,
+            Revalidation::BeforeEffect,
+            revalidate::Tree::Geometry,
+        ) {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(ApplyError::NothingSent(Refusal::with_details(
+                "stale_target",
+                "target evidence no longer matches the desktop",
+                json!({ "observationId": target.observation_id }),
+            ))),
+            Err(refusal) => Err(ApplyError::NothingSent(refusal)),
+        }
     }
 
     fn frames(&self) -> std::sync::MutexGuard<'_, screen::Frames> {
@@ -523,7 +554,9 @@ impl DesktopBackend for X11Desktop {
         self.conn.grab_server().map_err(|e| {
             ApplyError::NothingSent(Refusal::plain(format!("GrabServer failed: {e}")))
         })?;
-        let sent = self.send_checked(tool, args, target);
+        let sent = self
+            .still_current(target)
+            .and_then(|()| self.send_checked(tool, args, target));
         let ungrabbed = self
             .conn
             .ungrab_server()

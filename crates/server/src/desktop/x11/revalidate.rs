@@ -10,11 +10,34 @@ use super::*;
 /// A window's element tree, or why it could not be read.
 type ElementTree = Result<crate::desktop::atspi::Tree, Refusal>;
 
+/// How much of the window's revision a check reads.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Tree {
+    /// Its geometry tree and the application's element tree.
+    Whole,
+    /// Its geometry tree only: inside the server grab, where an
+    /// application asked for its elements could not answer (GTK asks the X
+    /// server where its widgets are, and the grab holds every other
+    /// client's request). The element tree was compared just before.
+    Geometry,
+}
+
 impl X11Desktop {
     pub(super) fn current(
         &self,
         target: &TargetEvidence,
         round: Revalidation,
+    ) -> Result<bool, Refusal> {
+        self.current_reading(target, round, Tree::Whole)
+    }
+
+    /// [`Self::current`], reading as much of the window's revision as
+    /// `tree` says.
+    pub(super) fn current_reading(
+        &self,
+        target: &TargetEvidence,
+        round: Revalidation,
+        tree: Tree,
     ) -> Result<bool, Refusal> {
         let now = match self.window_now(target) {
             Ok(now) => now,
@@ -47,16 +70,21 @@ impl X11Desktop {
         {
             return Ok(false);
         }
-        if let Some(revision) = &target.ui_tree_revision
-            && *revision != self.window_revision(&now)?.0
-        {
-            return Ok(false);
+        if let Some(revision) = &target.ui_tree_revision {
+            let same = match tree {
+                Tree::Whole => *revision == self.window_revision(&now)?.0,
+                // The geometry part: what precedes the `+` that joins the
+                // two (`{geometry}+{elements}`).
+                Tree::Geometry => {
+                    revision.split('+').next() == Some(self.tree_revision(now.id)?.0.as_str())
+                }
+            };
+            if !same {
+                return Ok(false);
+            }
         }
         if let Some(stated) = &target.screenshot_hash
-            && matches!(
-                round,
-                Revalidation::BeforeEffect | Revalidation::BeforeEffectAt(_)
-            )
+            && round == Revalidation::BeforeEffect
         {
             // The frame must show the target: the whole screen, or the
             // target window's own part of it. A frame this server handed
@@ -64,9 +92,9 @@ impl X11Desktop {
             // by its raw pixels; a frame of another region (another
             // window's, even one that looks the same) does not vouch for
             // the target; a digest it never handed out is compared with
-            // the whole screen, encoded. For an action at one point, a
-            // small change far from it is not a changed window (see
-            // `tolerance`).
+            // the whole screen, encoded. A change only where the
+            // application says its caret is does not make the window
+            // another (see `tolerance`).
             let regions = [Some(self.whole()), screen::clip(now.bounds, self.size)];
             let handed_out = regions
                 .into_iter()
@@ -74,24 +102,10 @@ impl X11Desktop {
                 .find_map(|region| Some((region, self.frames().raw_of(stated, region)?)));
             let same = match handed_out {
                 Some((region, raw)) => {
-                    let now = screen::capture(&self.conn, self.root, region)?;
-                    now.raw_digest == raw
-                        || match round {
-                            Revalidation::BeforeEffectAt(point) => {
-                                let changed = self.frames().changed_since(stated, region, &now);
-                                let tolerated = matches!(
-                                    changed,
-                                    Some(Some(changed)) if tolerance::tolerable(changed, point)
-                                );
-                                if tolerated {
-                                    tracing::debug!(
-                                        ?changed,
-                                        ?point,
-                                        "a small change far from the point is tolerated"
-                                    );
-                                }
-                                tolerated
-                            }
+                    let capture = screen::capture(&self.conn, self.root, region)?;
+                    capture.raw_digest == raw
+                        || match self.frames().changed_since(stated, region, &capture) {
+                            Some(Some(changed)) => self.only_the_caret(&now, changed, tree),
                             _ => false,
                         }
                 }
@@ -106,6 +120,49 @@ impl X11Desktop {
             }
         }
         Ok(true)
+    }
+
+    /// Whether `changed` (the box around every pixel of `record` that
+    /// changed since the frame) lies where the window's application says
+    /// its caret is. A full check asks the application, and remembers the
+    /// answer for the check inside the server grab, which cannot ask.
+    fn only_the_caret(
+        &self,
+        record: &windows::WindowRecord,
+        changed: screen::Changed,
+        tree: Tree,
+    ) -> bool {
+        let seen = || self.caret_seen.lock().unwrap_or_else(|p| p.into_inner());
+        let caret = match tree {
+            Tree::Whole => {
+                let caret = self.caret_now(record);
+                *seen() = caret.map(|caret| (record.id, caret));
+                caret
+            }
+            Tree::Geometry => seen().filter(|(id, _)| *id == record.id).map(|(_, c)| c),
+        };
+        let tolerated = caret.is_some_and(|caret| tolerance::tolerable(changed, caret));
+        if tolerated {
+            tracing::debug!(?changed, ?caret, "only the caret changed: tolerated");
+        }
+        tolerated
+    }
+
+    /// Where the caret of the window's focused text element is drawn, as
+    /// its application reports it; `None` when it reports none (or is not
+    /// on the accessibility bus).
+    fn caret_now(&self, record: &windows::WindowRecord) -> Option<screen::Changed> {
+        let bus = self.accessibility()?;
+        let pid = record.pid?;
+        let tree = self.element_tree(record).ok()?;
+        // The deepest focused node: typed text, and the caret, are there.
+        let node = tree
+            .nodes
+            .iter()
+            .filter(|n| n.states.iter().any(|s| s == "focused"))
+            .max_by_key(|n| n.path.len())?;
+        let extents = bus.caret(pid, &record.title, record.bounds, node).ok()??;
+        Some(tolerance::caret_box(extents))
     }
 
     /// The window the evidence names, as the display shows it now; a

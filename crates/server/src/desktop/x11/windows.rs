@@ -232,6 +232,22 @@ fn viewable(conn: &RustConnection, window: XWindow) -> Result<bool, Refusal> {
     }))
 }
 
+/// Whether the X server itself shows `window`, by what only it keeps: the
+/// window exists and is viewable (mapped, under mapped ancestors).
+/// `Some(false)` when it was destroyed or is not viewable, `None` when the
+/// X server could not be asked. No property enters: any client may delete
+/// another's `WM_CLASS` or title, but the window stays on the screen.
+pub(super) fn shown_by_server(conn: &RustConnection, window: XWindow) -> Option<bool> {
+    use x11rb::errors::ReplyError;
+    use x11rb::protocol::ErrorKind;
+    let cookie = conn.get_window_attributes(window).ok()?;
+    match cookie.reply() {
+        Ok(attributes) => Some(attributes.map_state == MapState::VIEWABLE),
+        Err(ReplyError::X11Error(error)) if error.error_kind == ErrorKind::Window => Some(false),
+        Err(_) => None,
+    }
+}
+
 /// `WM_CLASS` as (instance, class).
 fn wm_class(conn: &RustConnection, window: XWindow) -> Result<Option<(String, String)>, Refusal> {
     let Some((_, 8, bytes)) = property(conn, window, AtomEnum::WM_CLASS.into())? else {
