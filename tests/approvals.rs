@@ -908,10 +908,69 @@ async fn each_decided_action_reports_how_it_ended_beside_its_checkpoint() {
         let ran = rig.session.run(action("report-none")).await.unwrap();
         assert!(matches!(ran, ChainOutcome::Completed(_)));
         assert_eq!(store.reported().unwrap().len(), before);
+
+        // A resumed action whose stage is dropped owes its report still;
+        // another action under the same id (another text) does not pay it.
+        rig.runtime.script().route = Some(PreviewRoute::NeedsApproval);
+        let dropped = suspended(&rig, "report-dropped").await;
+        approve(&dropped);
+        drop(
+            rig.session
+                .resume_decided(&dropped, &public())
+                .await
+                .unwrap(),
+        );
+        rig.runtime.script().route = None;
+        let imposter = adk_computer_use::ProposedAction::new(
+            "write_clipboard",
+            serde_json::json!({ "text": "another text" }),
+            adk_computer_use::ExecutionMode::Background,
+        )
+        .with_action_id("report-dropped");
+        if let Ok(ChainOutcome::Completed(_)) = rig.session.run(imposter).await {}
+        assert!(
+            reports_of(&*store, &dropped).unwrap().is_empty(),
+            "reported for another action under the same id"
+        );
+
+        // An action labelled as handling a credential: how it ended, with
+        // its reason withheld.
+        rig.runtime.script().route = Some(PreviewRoute::NeedsApproval);
+        let secret = match rig
+            .session
+            .run(
+                action("report-secret")
+                    .with_data_labels([adk_computer_use::contracts::DataLabel::Credential]),
+            )
+            .await
+            .unwrap()
+        {
+            ChainOutcome::NeedsApproval(pending) => pending.suspend().await.unwrap(),
+            _ => panic!("expected approval to be required"),
+        };
+        approve(&secret);
+        rig.runtime
+            .script()
+            .fail
+            .insert(Call::Reserve, refusal("reserve_target", "target_reserved"));
+        let resumed = rig.session.resume_decided(&secret, &public()).await;
+        resumed.unwrap().complete().await.err().unwrap();
+        rig.runtime.script().fail.clear();
+        let withheld = reports_of(&*store, &secret).unwrap();
+        assert!(
+            matches!(&withheld[..], [r] if r.outcome.reason().is_some_and(|w| w.contains("withheld") && !w.contains("target_reserved"))),
+            "{withheld:?}"
+        );
     }
 
     // A report put in the directory by someone without the store's key.
-    let id = file.reported().unwrap()[0].clone();
+    // The checkpoint with two reports (refused, then done).
+    let id = file
+        .reported()
+        .unwrap()
+        .into_iter()
+        .find(|id| reports_of(&*file, id).is_ok_and(|r| r.len() == 2))
+        .unwrap();
     let forged = serde_json::json!({
         "report": {
             "checkpointId": id.as_str(), "actionId": "report-retried",
@@ -930,4 +989,21 @@ async fn each_decided_action_reports_how_it_ended_beside_its_checkpoint() {
     assert!(err.to_string().contains("seal"), "{err}");
     let listed = reported(&*file, 10).unwrap();
     assert!(listed.iter().any(|(i, r)| i == &id && r.is_err()));
+    std::fs::remove_file(dir.path().join(format!("{id}.outcome.{next}"))).unwrap();
+    assert_eq!(reports_of(&*file, &id).unwrap().len(), next);
+
+    // Reports swapped, or the first removed, by someone who can write the
+    // directory: each is sealed with its place, and a gap shows.
+    let at = |n: usize| dir.path().join(format!("{id}.outcome.{n}"));
+    let (first, second) = (
+        std::fs::read_to_string(at(0)).unwrap(),
+        std::fs::read_to_string(at(1)).unwrap(),
+    );
+    std::fs::write(at(0), &second).unwrap();
+    std::fs::write(at(1), &first).unwrap();
+    let err = reports_of(&*file, &id).unwrap_err();
+    assert!(err.to_string().contains("expected report 0"), "{err}");
+    std::fs::remove_file(at(0)).unwrap();
+    let err = reports_of(&*file, &id).unwrap_err();
+    assert!(err.to_string().contains("report 0 is missing"), "{err}");
 }

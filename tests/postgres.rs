@@ -398,10 +398,33 @@ async fn a_refusal_before_any_effect_gives_a_postgres_checkpoint_back_for_one_mo
     assert_eq!(reports.len(), 2, "{reports:?}");
     assert!(reports[1].outcome.status() != "refused", "{reports:?}");
     assert_eq!(page.reported().unwrap()[0], id);
+    // A report is written only at the place it was sealed for.
+    let err = page.record_outcome(&id, 0, "{}").unwrap_err();
+    assert!(
+        err.to_string().contains("another report holds that place"),
+        "{err}"
+    );
+    // An element written as SQL NULL by someone with the database but not
+    // the key: the reports do not open, and the store still answers.
+    let (db, key) = (url.clone(), id.to_string());
+    tokio::task::spawn_blocking(move || {
+        let mut client = postgres::Client::connect(&db, postgres::NoTls).unwrap();
+        client
+            .execute(
+                "UPDATE adk_checkpoints SET outcomes = array_append(outcomes, NULL) WHERE id = $1",
+                &[&key],
+            )
+            .unwrap();
+    })
+    .await
+    .unwrap();
+    assert!(adk_computer_use::chain::reports_of(&page, &id).is_err());
+    assert!(page.ids().is_ok(), "the store still answers");
     // Past the most kept, a report is refused with the reason.
-    for _ in reports.len()..adk_computer_use::chain::MOST_REPORTS {
-        page.record_outcome(&id, "{}").unwrap();
+    for n in page.outcomes(&id).unwrap().len()..adk_computer_use::chain::MOST_REPORTS {
+        page.record_outcome(&id, n, "{}").unwrap();
     }
-    let err = page.record_outcome(&id, "{}").unwrap_err();
+    let most = adk_computer_use::chain::MOST_REPORTS;
+    let err = page.record_outcome(&id, most, "{}").unwrap_err();
     assert!(err.to_string().contains("the most it keeps"), "{err}");
 }

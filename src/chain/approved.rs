@@ -66,8 +66,16 @@ impl<R: ComputerUseRuntime> Approved<R> {
     pub async fn reserve(self) -> Result<Reserved<R>, ComputerUseError> {
         // An approval that could not be journaled does not run.
         let (approved, journaled) = self.detach();
-        if let Some(journaled) = journaled {
-            journaled.wait().await?;
+        if let Some(journaled) = journaled
+            && let Err(err) = journaled.wait().await
+        {
+            // Nothing was done: a resumed checkpoint is given back, and
+            // its report says so.
+            approved
+                .core
+                .failed(approved.preview.envelope(), &err)
+                .await;
+            return Err(err);
         }
         approved.reserve_now().await
     }
@@ -96,7 +104,7 @@ impl<R: ComputerUseRuntime> Approved<R> {
             Ok(answer) => answer,
             Err(err) => {
                 self.core.recorder.refusal(&envelope.action_id, &err);
-                self.core.failed(&envelope.action_id, &err).await;
+                self.core.failed(envelope, &err).await;
                 return Err(err);
             }
         };
@@ -137,7 +145,7 @@ impl<R: ComputerUseRuntime> Approved<R> {
             )),
             Err(err) => {
                 let err = guard.fail(&envelope.action_id, err).await;
-                self.core.failed(&envelope.action_id, &err).await;
+                self.core.failed(envelope, &err).await;
                 Err(err)
             }
         }

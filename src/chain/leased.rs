@@ -96,7 +96,7 @@ impl<R: ComputerUseRuntime> Leased<R> {
         };
         if let Err(err) = ready {
             let err = self.guard.fail(&envelope.action_id, err).await;
-            self.core.failed(&envelope.action_id, &err).await;
+            self.core.failed(envelope, &err).await;
             return Err(err);
         }
         // From here the mutating call is made: a resumed checkpoint is
@@ -130,8 +130,13 @@ impl<R: ComputerUseRuntime> Leased<R> {
             // refusal then reads like one made before it.)
             Err(err) => {
                 let err = self.guard.fail(&envelope.action_id, err).await;
-                let outcome = super::ReportedOutcome::of_error(&err, false);
-                self.core.report(&envelope.action_id, outcome).await;
+                // The mutating call was made: whatever came back (a refusal
+                // too, which a server may send after acting), the report
+                // cannot say it did not happen.
+                let outcome = super::ReportedOutcome::OutcomeUnknown {
+                    reason: format!("the call that acts was made, then: {err}"),
+                };
+                self.core.report(envelope, outcome).await;
                 return Err(err);
             }
         };

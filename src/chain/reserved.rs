@@ -74,7 +74,7 @@ impl<R: ComputerUseRuntime> Reserved<R> {
             Ok(lease) => guard.hold_lease(lease),
             Err(err) => {
                 let err = guard.fail(&envelope.action_id, err).await;
-                core.failed(&envelope.action_id, &err).await;
+                core.failed(envelope, &err).await;
                 return Err(err);
             }
         };
@@ -100,7 +100,7 @@ impl<R: ComputerUseRuntime> Reserved<R> {
             )),
             Err(err) => {
                 let err = guard.fail(&envelope.action_id, err).await;
-                core.failed(&envelope.action_id, &err).await;
+                core.failed(envelope, &err).await;
                 Err(err)
             }
         }

@@ -70,7 +70,12 @@ impl<R: ComputerUseRuntime> Core<R> {
     /// `action_id` failed with `err`: a checkpoint its resume consumed is
     /// given back when nothing was performed (see
     /// [`give_back`](super::approvals::give_back)), and journaled so.
-    pub(crate) async fn failed(&self, action_id: &str, err: &ComputerUseError) {
+    pub(crate) async fn failed(
+        &self,
+        envelope: &crate::contracts::ActionEnvelope,
+        err: &ComputerUseError,
+    ) {
+        let action_id = envelope.action_id.as_str();
         let returned = self.returnable.failed(action_id, err).await;
         if let Some(id) = &returned {
             self.resumed
@@ -84,17 +89,22 @@ impl<R: ComputerUseRuntime> Core<R> {
             );
         }
         self.report(
-            action_id,
+            envelope,
             super::ReportedOutcome::of_error(err, returned.is_some()),
         )
         .await;
     }
 
-    /// Writes the report `action_id` owes its checkpoint, if it was
-    /// resumed from one (see [`report`](super::approvals::report)).
-    pub(crate) async fn report(&self, action_id: &str, outcome: super::ReportedOutcome) {
+    /// Writes the report the action `envelope` describes owes its
+    /// checkpoint, if it was resumed from one (see
+    /// [`report`](super::approvals::report)).
+    pub(crate) async fn report(
+        &self,
+        envelope: &crate::contracts::ActionEnvelope,
+        outcome: super::ReportedOutcome,
+    ) {
         let at = crate::clock::display(self.clock().now());
-        self.reports.report(action_id, outcome, at).await;
+        self.reports.report(envelope, outcome, at).await;
     }
 
     /// Refuses `operation` once the session was shut down.

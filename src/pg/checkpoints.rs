@@ -251,24 +251,36 @@ impl CheckpointStore for PostgresCheckpointStore {
         }
     }
 
-    /// One statement: appended while the row holds fewer than the most
-    /// reports kept.
-    fn record_outcome(&self, id: &CheckpointId, record: &str) -> Result<(), ComputerUseError> {
+    /// One statement: appended only while the row holds exactly
+    /// `sequence` reports, fewer than the most kept.
+    fn record_outcome(
+        &self,
+        id: &CheckpointId,
+        sequence: usize,
+        record: &str,
+    ) -> Result<(), ComputerUseError> {
+        if sequence >= crate::chain::MOST_REPORTS {
+            return Err(crate::chain::approvals::stores::too_many_reports(id));
+        }
         let (key, record) = (id.to_string(), record.to_owned());
-        let most = i32::try_from(crate::chain::MOST_REPORTS).unwrap_or(i32::MAX);
+        let held = i32::try_from(sequence).unwrap_or(i32::MAX);
         let changed = self.connection.run("record an outcome report", move |client| {
             client.execute(
-                "UPDATE adk_checkpoints SET outcomes = array_append(outcomes, $2), reported_at = clock_timestamp() WHERE id = $1 AND cardinality(outcomes) < $3",
-                &[&key, &record, &most],
+                "UPDATE adk_checkpoints SET outcomes = array_append(outcomes, $2), reported_at = clock_timestamp() WHERE id = $1 AND cardinality(outcomes) = $3",
+                &[&key, &record, &held],
             )
         })?;
         match (changed, self.state(id)?) {
             (1, _) => Ok(()),
             (_, None) => Err(refused(id, CheckpointRefusal::Missing)),
-            (_, Some(_)) => Err(crate::chain::approvals::stores::too_many_reports(id)),
+            (_, Some(_)) => Err(crate::chain::approvals::stores::report_place_taken(
+                id, sequence,
+            )),
         }
     }
 
+    /// An element written outside this store as SQL `NULL` reads as a
+    /// report that does not open, never as an error of the connection.
     fn outcomes(&self, id: &CheckpointId) -> Result<Vec<String>, ComputerUseError> {
         let key = id.to_string();
         self.connection.run("read outcome reports", move |client| {
@@ -277,7 +289,10 @@ impl CheckpointStore for PostgresCheckpointStore {
                     "SELECT outcomes FROM adk_checkpoints WHERE id = $1",
                     &[&key],
                 )?
-                .map(|row| row.get::<_, Vec<String>>(0))
+                .map(|row| match row.try_get::<_, Vec<Option<String>>>(0) {
+                    Ok(held) => held.into_iter().map(Option::unwrap_or_default).collect(),
+                    Err(_) => vec![String::new()],
+                })
                 .unwrap_or_default())
         })
     }

@@ -18,7 +18,7 @@ impl CheckpointStore for Forged {
     fn decision(&self, _: &CheckpointId) -> Result<Option<String>, ComputerUseError> { Ok(None) }
     fn claimed_without_decision(&self, _: &CheckpointId) -> Result<bool, ComputerUseError> { Ok(false) }
     fn give_back(&self, _: &CheckpointId, _: &ClaimBasis) -> Result<(), ComputerUseError> { Ok(()) }
-    fn record_outcome(&self, _: &CheckpointId, _: &str) -> Result<(), ComputerUseError> { Ok(()) }
+    fn record_outcome(&self, _: &CheckpointId, _: usize, _: &str) -> Result<(), ComputerUseError> { Ok(()) }
     fn outcomes(&self, _: &CheckpointId) -> Result<Vec<String>, ComputerUseError> { Ok(Vec::new()) }
     fn reported(&self) -> Result<Vec<CheckpointId>, ComputerUseError> { Ok(Vec::new()) }
 }

@@ -127,14 +127,17 @@ impl Claim<'_> {
     pub(crate) async fn take_returnable<R: ComputerUseRuntime>(
         self,
         core: &Core<R>,
-        action_id: &str,
-        tool: &str,
+        envelope: &crate::contracts::ActionEnvelope,
         basis: ClaimBasis,
     ) -> Result<(), ComputerUseError> {
+        let action_id = envelope.action_id.as_str();
         let (store, id) = (Arc::clone(&self.store), self.id.clone());
         self.take(core, action_id, basis.clone()).await?;
-        core.reports
-            .owe(action_id, Arc::clone(&store), id.clone(), tool);
+        core.reports.owe(
+            &super::report::Resumed::of(envelope),
+            Arc::clone(&store),
+            id.clone(),
+        );
         core.returnable.hold(action_id, store, id, basis);
         Ok(())
     }

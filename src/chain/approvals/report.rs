@@ -96,6 +96,23 @@ impl ReportedOutcome {
         }
     }
 
+    /// The outcome with every reason replaced by a word that it is
+    /// withheld: for an action that handles secrets, whose messages could
+    /// quote them (a character with no key, say).
+    pub(crate) fn without_words(self) -> Self {
+        let withheld = || "the reason is withheld: the action handles secrets".to_owned();
+        match self {
+            Self::Verified => Self::Verified,
+            Self::CommittedUnverified { .. } => Self::CommittedUnverified { reason: withheld() },
+            Self::Failed { .. } => Self::Failed { reason: withheld() },
+            Self::OutcomeUnknown { .. } => Self::OutcomeUnknown { reason: withheld() },
+            Self::Refused { approval_kept, .. } => Self::Refused {
+                reason: withheld(),
+                approval_kept,
+            },
+        }
+    }
+
     /// A short name: `verified`, `committed_unverified`, `failed`,
     /// `outcome_unknown` or `refused`.
     pub fn status(&self) -> &'static str {
@@ -124,8 +141,14 @@ impl ReportedOutcome {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ActionReport {
+    /// The store it was written to (sealed in, so a report copied from
+    /// another store under the same key does not open here).
+    pub store_id: String,
     /// The checkpoint the action was resumed from.
     pub checkpoint_id: String,
+    /// Its place among the checkpoint's reports, from 0 (sealed in, so
+    /// reports cannot be reordered, and one dropped from the middle shows).
+    pub sequence: u32,
     /// The action's id, as the checkpoint (and the page's card) named it.
     pub action_id: String,
     /// The tool.
@@ -153,11 +176,12 @@ fn seal(store: &dyn CheckpointStore, report: &ActionReport) -> Result<String, Co
         .map_err(|err| ComputerUseError::decode("outcome report", err))
 }
 
-/// Opens one stored report of `id`: its seal under the store's key, and
-/// the checkpoint it names.
+/// Opens the `sequence`th stored report of `id`: its seal under the
+/// store's key, and the store, checkpoint and place it names.
 fn open(
     store: &dyn CheckpointStore,
     id: &CheckpointId,
+    sequence: usize,
     record: &str,
 ) -> Result<ActionReport, ComputerUseError> {
     let broken = |detail: String| ComputerUseError::InvalidRequest {
@@ -179,6 +203,15 @@ fn open(
     if report.checkpoint_id != id.as_str() {
         return Err(broken("it names another checkpoint".into()));
     }
+    if report.store_id != store.store_id() {
+        return Err(broken("it was written to another store".into()));
+    }
+    if usize::try_from(report.sequence).ok() != Some(sequence) {
+        return Err(broken(format!(
+            "expected report {sequence} of the checkpoint, found report {}",
+            report.sequence
+        )));
+    }
     Ok(report)
 }
 
@@ -192,7 +225,8 @@ pub fn reports_of(
     store
         .outcomes(id)?
         .iter()
-        .map(|record| open(store, id, record))
+        .enumerate()
+        .map(|(sequence, record)| open(store, id, sequence, record))
         .collect()
 }
 
@@ -220,8 +254,46 @@ pub fn reported(
 struct Owed {
     store: Arc<dyn CheckpointStore>,
     id: CheckpointId,
+    /// The resumed action's digest: another action that happens to carry
+    /// the same id does not report for it.
+    action_digest: String,
     tool: String,
+    /// The action handles secrets (labelled credential or payment): its
+    /// report says how it ended, never a message that could quote them.
+    secret: bool,
 }
+
+/// What a report needs to know of the action it is for.
+pub(crate) struct Resumed<'a> {
+    /// The action's id.
+    pub(crate) action_id: &'a str,
+    /// Its digest (the envelope's `argsDigest`).
+    pub(crate) action_digest: &'a str,
+    /// Its tool.
+    pub(crate) tool: &'a str,
+    /// Whether it is labelled as handling secrets.
+    pub(crate) secret: bool,
+}
+
+impl<'a> Resumed<'a> {
+    /// The action `envelope` describes.
+    pub(crate) fn of(envelope: &'a crate::contracts::ActionEnvelope) -> Self {
+        use crate::contracts::DataLabel;
+        Self {
+            action_id: &envelope.action_id,
+            action_digest: &envelope.args_digest,
+            tool: &envelope.tool,
+            secret: envelope
+                .data_labels
+                .iter()
+                .any(|l| matches!(l, DataLabel::Credential | DataLabel::Payment)),
+        }
+    }
+}
+
+/// How many times a report is tried when another writer took its place
+/// among the checkpoint's reports first.
+const TRIES: usize = 3;
 
 /// The reports a session's resumed actions owe, by action id.
 #[derive(Default)]
@@ -233,14 +305,15 @@ pub(crate) struct Reports {
 }
 
 impl Reports {
-    /// `action_id`, resumed from `id` in `store`, will report there.
+    /// The action `resumed`, resumed from `id` in `store`, will report
+    /// there.
     pub(crate) fn owe(
         &self,
-        action_id: &str,
+        resumed: &Resumed<'_>,
         store: Arc<dyn CheckpointStore>,
         id: CheckpointId,
-        tool: &str,
     ) {
+        let action_id = resumed.action_id;
         let mut owed = self.owed.lock().unwrap_or_else(|p| p.into_inner());
         let mut shared = self.shared.lock().unwrap_or_else(|p| p.into_inner());
         if shared.contains(action_id) {
@@ -255,37 +328,76 @@ impl Reports {
             Owed {
                 store,
                 id,
-                tool: tool.to_owned(),
+                action_digest: resumed.action_digest.to_owned(),
+                tool: resumed.tool.to_owned(),
+                secret: resumed.secret,
             },
         );
     }
 
-    /// Writes the report `action_id` owes, if it owes one: `outcome`, at
-    /// `at`. A report that cannot be written is logged, never raised: the
-    /// action's own result is what the caller gets.
-    pub(crate) async fn report(&self, action_id: &str, outcome: ReportedOutcome, at: String) {
-        let owed = self
-            .owed
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(action_id);
-        let Some(Owed { store, id, tool }) = owed else {
+    /// Writes the report the action `envelope` describes owes, if it was
+    /// resumed and owes one: `outcome`, at `at`. A report that cannot be
+    /// written is logged, never raised: the action's own result is what
+    /// the caller gets.
+    pub(crate) async fn report(
+        &self,
+        envelope: &crate::contracts::ActionEnvelope,
+        outcome: ReportedOutcome,
+        at: String,
+    ) {
+        let owed = {
+            let mut owed = self.owed.lock().unwrap_or_else(|p| p.into_inner());
+            match owed.get(&envelope.action_id) {
+                Some(o) if o.action_digest == envelope.args_digest => {
+                    owed.remove(&envelope.action_id)
+                }
+                _ => None,
+            }
+        };
+        let Some(Owed {
+            store,
+            id,
+            tool,
+            secret,
+            ..
+        }) = owed
+        else {
             return;
         };
-        let report = ActionReport {
+        let outcome = if secret {
+            outcome.without_words()
+        } else {
+            outcome
+        };
+        let mut report = ActionReport {
+            store_id: store.store_id().to_owned(),
             checkpoint_id: id.to_string(),
-            action_id: action_id.to_owned(),
+            sequence: 0,
+            action_id: envelope.action_id.clone(),
             tool,
             outcome,
             reported_at: at,
         };
+        let action_id = envelope.action_id.clone();
         let written = offload(&store, "report an action's outcome", move |store| {
-            let record = seal(store, &report)?;
-            store.record_outcome(&id, &record)
+            // Sealed with its place among the checkpoint's reports, and
+            // written only there: a writer that took the place first makes
+            // this one try the next.
+            let mut last = None;
+            for _ in 0..TRIES {
+                let sequence = store.outcomes(&id)?.len();
+                report.sequence = u32::try_from(sequence).unwrap_or(u32::MAX);
+                let record = seal(store, &report)?;
+                match store.record_outcome(&id, sequence, &record) {
+                    Ok(()) => return Ok(()),
+                    Err(err) => last = Some(err),
+                }
+            }
+            Err(last.unwrap_or_else(|| super::stores::too_many_reports(&id)))
         })
         .await;
         if let Err(err) = written {
-            tracing::warn!(action = action_id, error = %err, "the outcome of a resumed action could not be reported beside its checkpoint");
+            tracing::warn!(action = %action_id, error = %err, "the outcome of a resumed action could not be reported beside its checkpoint");
         }
     }
 }
@@ -302,7 +414,9 @@ mod tests {
 
     fn report(id: &CheckpointId) -> ActionReport {
         ActionReport {
+            store_id: String::new(),
             checkpoint_id: id.to_string(),
+            sequence: 0,
             action_id: "act-1".into(),
             tool: "left_click".into(),
             outcome: ReportedOutcome::Verified,
@@ -316,11 +430,30 @@ mod tests {
         let theirs = store(&[8; 32]);
         let id: CheckpointId = "a".repeat(32).parse().unwrap();
         let other: CheckpointId = "b".repeat(32).parse().unwrap();
-        let record = seal(&ours, &report(&id)).unwrap();
-        assert_eq!(open(&ours, &id, &record).unwrap(), report(&id));
-        assert!(open(&theirs, &id, &record).is_err(), "another key");
-        assert!(open(&ours, &other, &record).is_err(), "another checkpoint");
+        let mine = ActionReport {
+            store_id: ours.store_id().to_owned(),
+            ..report(&id)
+        };
+        let record = seal(&ours, &mine).unwrap();
+        assert_eq!(open(&ours, &id, 0, &record).unwrap(), mine);
+        assert!(open(&theirs, &id, 0, &record).is_err(), "another key");
+        assert!(
+            open(&ours, &other, 0, &record).is_err(),
+            "another checkpoint"
+        );
+        assert!(open(&ours, &id, 1, &record).is_err(), "another place");
         let altered = record.replace("verified", "failed");
-        assert!(open(&ours, &id, &altered).is_err(), "an altered outcome");
+        assert!(open(&ours, &id, 0, &altered).is_err(), "an altered outcome");
+        // Another store under the same key.
+        let same_key = store(&[7; 32]);
+        let copied = seal(
+            &same_key,
+            &ActionReport {
+                store_id: same_key.store_id().to_owned(),
+                ..report(&id)
+            },
+        )
+        .unwrap();
+        assert!(open(&ours, &id, 0, &copied).is_err(), "another store");
     }
 }

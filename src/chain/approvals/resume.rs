@@ -29,10 +29,8 @@ pub(crate) async fn with_approval<R: ComputerUseRuntime>(
     claim.undecided().await?;
     let body = claim.open(core).await?;
     let approved = carried(core, id, body, approval, false).await?;
-    let action_id = approved.preview().envelope.action_id.clone();
-    let tool = approved.preview().envelope.tool.clone();
     claim
-        .take_returnable(core, &action_id, &tool, ClaimBasis::Undecided)
+        .take_returnable(core, &approved.preview().envelope, ClaimBasis::Undecided)
         .await?;
     Ok(approved)
 }
@@ -49,10 +47,8 @@ pub(crate) async fn refreshing<R: ComputerUseRuntime>(
     claim.undecided().await?;
     let body = claim.open(core).await?;
     let approved = carried(core, id, body, approval, true).await?;
-    let action_id = approved.preview().envelope.action_id.clone();
-    let tool = approved.preview().envelope.tool.clone();
     claim
-        .take_returnable(core, &action_id, &tool, ClaimBasis::Undecided)
+        .take_returnable(core, &approved.preview().envelope, ClaimBasis::Undecided)
         .await?;
     Ok(approved)
 }
@@ -101,10 +97,12 @@ pub(crate) async fn by_decision<R: ComputerUseRuntime>(
     match decision {
         Decision::Approve(approval) => {
             let approved = carried(core, id, body, approval, true).await?;
-            let action_id = approved.preview().envelope.action_id.clone();
-            let tool = approved.preview().envelope.tool.clone();
             claim
-                .take_returnable(core, &action_id, &tool, ClaimBasis::Decision(record))
+                .take_returnable(
+                    core,
+                    &approved.preview().envelope,
+                    ClaimBasis::Decision(record),
+                )
                 .await?;
             Ok(approved)
         }

@@ -31,7 +31,7 @@ pub(super) fn section(reported: &[Reported]) -> String {
                         id = attr(id.as_str()),
                         action = text(&super::super::safe(&report.action_id)),
                         tool = text(&super::super::safe(&report.tool)),
-                        words = text(&super::super::safe(&words(&report.outcome))),
+                        words = sentence(&report.outcome),
                         at = text(&super::super::safe(&report.reported_at)),
                     ));
                 }
@@ -46,26 +46,39 @@ pub(super) fn section(reported: &[Reported]) -> String {
     out
 }
 
-/// The outcome in a sentence.
-fn words(outcome: &ReportedOutcome) -> String {
+/// The outcome in a sentence: the page's words before and after, and the
+/// reason the agent reported (shown quoted: its words, which may come from
+/// the runtime, never the page's).
+fn words(outcome: &ReportedOutcome) -> (&'static str, Option<&str>, &'static str) {
     match outcome {
-        ReportedOutcome::Verified => "Done, and verified: the check proved the effect.".into(),
+        ReportedOutcome::Verified => ("Done, and verified: the check proved the effect.", None, ""),
         ReportedOutcome::CommittedUnverified { reason } => {
-            format!("Done, but not verified: {reason}")
+            ("Done, but not verified: ", Some(reason), "")
         }
-        ReportedOutcome::Failed { reason } => format!("Failed: {reason}"),
+        ReportedOutcome::Failed { reason } => ("Failed: ", Some(reason), ""),
         ReportedOutcome::OutcomeUnknown { reason } => {
-            format!("Unknown whether it happened: {reason}")
+            ("Unknown whether it happened: ", Some(reason), "")
         }
         ReportedOutcome::Refused {
             reason,
             approval_kept: true,
-        } => format!(
-            "Refused before anything was done: {reason}. The approval was kept: the agent may try again until it expires."
+        } => (
+            "Refused before anything was done: ",
+            Some(reason),
+            " The approval was kept: the agent may try again until it expires.",
         ),
         ReportedOutcome::Refused {
             reason,
             approval_kept: false,
-        } => format!("Refused: {reason}. The approval was spent."),
+        } => ("Refused: ", Some(reason), " The approval was spent."),
     }
+}
+
+/// [`words`] as HTML, everything escaped.
+fn sentence(outcome: &ReportedOutcome) -> String {
+    let (lead, reason, tail) = words(outcome);
+    let reason = reason.map_or_else(String::new, |r| {
+        format!("<q class=\"reason\">{}</q>", text(&super::super::safe(r)))
+    });
+    format!("{}{reason}{}", text(lead), text(tail))
 }

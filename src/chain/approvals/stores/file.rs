@@ -391,32 +391,59 @@ impl CheckpointStore for FileCheckpointStore {
     /// Each report is a file of its own, `ID.outcome.N`, written like a
     /// checkpoint (linked to a name that must not exist), so two writers
     /// never share a number and none is overwritten.
-    fn record_outcome(&self, id: &CheckpointId, record: &str) -> Result<(), ComputerUseError> {
+    fn record_outcome(
+        &self,
+        id: &CheckpointId,
+        sequence: usize,
+        record: &str,
+    ) -> Result<(), ComputerUseError> {
         if !self.path_of(id).exists() && !self.consumed_path_of(id).exists() {
             return Err(refused(id, CheckpointRefusal::Missing));
         }
-        for n in 0..crate::chain::MOST_REPORTS {
-            let target = self.outcome_path_of(id, n);
-            match self.write_new(id.as_str(), &target, record) {
-                Ok(()) => return Ok(()),
-                Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => continue,
-                Err(err) => return Err(io_error(&target, "write an outcome report", err)),
-            }
+        if sequence >= crate::chain::MOST_REPORTS {
+            return Err(super::too_many_reports(id));
         }
-        Err(super::too_many_reports(id))
+        if self.outcomes(id)?.len() != sequence {
+            return Err(super::report_place_taken(id, sequence));
+        }
+        let target = self.outcome_path_of(id, sequence);
+        match self.write_new(id.as_str(), &target, record) {
+            Ok(()) => Ok(()),
+            Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => {
+                Err(super::report_place_taken(id, sequence))
+            }
+            Err(err) => Err(io_error(&target, "write an outcome report", err)),
+        }
     }
 
+    /// Every numbered report file is read: one missing below a later one
+    /// (a report removed from the middle, or the first) is an error, not
+    /// an end.
     fn outcomes(&self, id: &CheckpointId) -> Result<Vec<String>, ComputerUseError> {
-        let mut found = Vec::new();
+        let mut slots = Vec::new();
         for n in 0..crate::chain::MOST_REPORTS {
             let path = self.outcome_path_of(id, n);
             match std::fs::read_to_string(&path) {
-                Ok(text) => found.push(text.trim().to_owned()),
-                Err(err) if err.kind() == std::io::ErrorKind::NotFound => break,
+                Ok(text) => slots.push(Some(text.trim().to_owned())),
+                Err(err) if err.kind() == std::io::ErrorKind::NotFound => slots.push(None),
                 Err(err) => return Err(io_error(&path, "read an outcome report", err)),
             }
         }
-        Ok(found)
+        while slots.last().is_some_and(Option::is_none) {
+            slots.pop();
+        }
+        slots
+            .into_iter()
+            .enumerate()
+            .map(|(n, slot)| {
+                slot.ok_or_else(|| ComputerUseError::InvalidRequest {
+                    field: "outcomeReport".into(),
+                    message: format!(
+                        "checkpoint {id}: report {n} is missing while a later one is there"
+                    ),
+                })
+            })
+            .collect()
     }
 
     /// Ordered by when each checkpoint's latest report was written (its

@@ -169,7 +169,12 @@ impl CheckpointStore for MemoryCheckpointStore {
         Ok(())
     }
 
-    fn record_outcome(&self, id: &CheckpointId, record: &str) -> Result<(), ComputerUseError> {
+    fn record_outcome(
+        &self,
+        id: &CheckpointId,
+        sequence: usize,
+        record: &str,
+    ) -> Result<(), ComputerUseError> {
         let mut state = self.state();
         if !state.records.contains_key(id) && !state.claimed.contains(id) {
             return Err(refused(id, CheckpointRefusal::Missing));
@@ -177,6 +182,9 @@ impl CheckpointStore for MemoryCheckpointStore {
         let kept = state.outcomes.entry(id.clone()).or_default();
         if kept.len() >= crate::chain::MOST_REPORTS {
             return Err(too_many_reports(id));
+        }
+        if kept.len() != sequence {
+            return Err(super::report_place_taken(id, sequence));
         }
         kept.push(record.to_owned());
         state.reported.retain(|r| r != id);

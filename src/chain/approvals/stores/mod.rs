@@ -88,17 +88,35 @@ pub trait CheckpointStore: Send + Sync + sealed::Sealed {
     /// [`CheckpointRefusal::ResumedWithoutDecision`]).
     fn claimed_without_decision(&self, id: &CheckpointId) -> Result<bool, ComputerUseError>;
 
-    /// Adds the sealed report of how `id`'s action ended (see
-    /// [`report`](crate::chain::approvals)); refused for a checkpoint this
-    /// store never held, and past [`MOST_REPORTS`](crate::chain::MOST_REPORTS)
-    /// reports for one checkpoint.
-    fn record_outcome(&self, id: &CheckpointId, record: &str) -> Result<(), ComputerUseError>;
+    /// Adds the sealed report of how `id`'s action ended as its
+    /// `sequence`th (from 0), in one atomic step: refused unless exactly
+    /// `sequence` reports are held (another writer came first), for a
+    /// checkpoint this store never held, and past
+    /// [`MOST_REPORTS`](crate::chain::MOST_REPORTS) reports for one
+    /// checkpoint.
+    fn record_outcome(
+        &self,
+        id: &CheckpointId,
+        sequence: usize,
+        record: &str,
+    ) -> Result<(), ComputerUseError>;
 
     /// The reports recorded beside `id`, oldest first.
     fn outcomes(&self, id: &CheckpointId) -> Result<Vec<String>, ComputerUseError>;
 
     /// The checkpoints with at least one report, the latest reported first.
     fn reported(&self) -> Result<Vec<CheckpointId>, ComputerUseError>;
+}
+
+/// The refusal of a report whose place among the checkpoint's reports
+/// another writer took first.
+pub(crate) fn report_place_taken(id: &CheckpointId, sequence: usize) -> ComputerUseError {
+    ComputerUseError::InvalidRequest {
+        field: "outcomeReport".into(),
+        message: format!(
+            "checkpoint {id}: expected to write report {sequence}, but another report holds that place"
+        ),
+    }
 }
 
 /// The refusal of a report past the most one checkpoint keeps.
