@@ -204,35 +204,63 @@ fn io(path: &str, doing: &str, err: std::io::Error) -> ComputerUseError {
 }
 
 impl FileJournal {
-    /// Opens `path` for appending, creating it if needed.
+    /// Opens `path` for a new chain, creating it if needed. A file that
+    /// already holds entries is refused: whoever can write it between two
+    /// sessions can replace them with a consistent forgery, and a session
+    /// that continued it would then vouch for the forgery with its own
+    /// head. Continue such a file with [`FileJournal::continue_from`] and
+    /// the head its last session recorded apart.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, ComputerUseError> {
-        let display = path.as_ref().display().to_string();
+        let (journal, existing) = Self::opened(path.as_ref())?;
+        if !existing.is_empty() {
+            return Err(ComputerUseError::Storage {
+                operation: "open the journal for a new chain".into(),
+                path: journal.path,
+                message: format!(
+                    "it holds {} entries already; a journal continues only from the head its last session recorded apart (Journal::head() when it ended): open it with FileJournal::continue_from(path, HEAD), or start a new file",
+                    existing.len()
+                ),
+            });
+        }
+        Ok(journal)
+    }
+
+    /// Opens `path` to continue its chain from `head`, the head its last
+    /// session recorded apart from the file (`Journal::head()` when that
+    /// session ended): the entries must verify and end exactly there, so a
+    /// chain rewritten or cut short since is refused, never continued.
+    pub fn continue_from(path: impl AsRef<Path>, head: &str) -> Result<Self, ComputerUseError> {
+        let (mut journal, existing) = Self::opened(path.as_ref())?;
+        let verified = verify_journal(&existing, Some(head)).map_err(|err| {
+            ComputerUseError::Storage {
+                operation: "continue the journal".into(),
+                path: journal.path.clone(),
+                message: format!(
+                    "the entries already in the file do not verify up to the head given ({err}); nothing is appended to a chain that does not end where its last session said: move the file aside and start a new one"
+                ),
+            }
+        })?;
+        journal.end = existing.last().map(|last| (last.event.sequence, verified));
+        Ok(journal)
+    }
+
+    /// The file, open for appending, and the entries it holds.
+    fn opened(path: &Path) -> Result<(Self, Vec<JournalEntry>), ComputerUseError> {
+        let display = path.display().to_string();
         let file = OpenOptions::new()
             .create(true)
             .append(true)
-            .open(&path)
+            .open(path)
             .map_err(|e| io(&display, "open", e))?;
-        let existing = read_journal(&path)?;
-        let end = match existing.last() {
-            None => None,
-            Some(last) => {
-                let head = verify_journal(&existing, None).map_err(|err| {
-                    ComputerUseError::Storage {
-                        operation: "continue the journal".into(),
-                        path: display.clone(),
-                        message: format!(
-                            "the entries already in the file do not verify ({err}); nothing is appended to a broken chain: move the file aside and start a new one"
-                        ),
-                    }
-                })?;
-                Some((last.event.sequence, head))
-            }
-        };
-        Ok(Self {
-            file: Mutex::new(file),
-            path: display,
-            end,
-        })
+        let existing = read_journal(path)?;
+        Ok((
+            Self {
+                file: Mutex::new(file),
+                path: display,
+                end: None,
+            },
+            existing,
+        ))
     }
 }
 
@@ -320,6 +348,43 @@ pub fn verify_journal(
     Ok(previous)
 }
 
+/// Checks the chain as [`verify_journal`] does, and that it passes
+/// through each of `heads` in turn: each must be the digest of an entry,
+/// each later than the one before (the head a session recorded when it
+/// ended is an earlier entry's once another session continued the file).
+/// Returns, for each head, the position of its entry (from 1). Entries
+/// after the last head's are consistent with the chain but anchored by
+/// nothing given.
+pub fn verify_journal_through(
+    entries: &[JournalEntry],
+    heads: &[&str],
+) -> Result<Vec<usize>, ComputerUseError> {
+    verify_journal(entries, None)?;
+    let mut positions = Vec::with_capacity(heads.len());
+    let mut from = 0;
+    for head in heads {
+        let found = entries[from..]
+            .iter()
+            .position(|entry| entry.digest == *head)
+            .map(|at| from + at + 1);
+        let Some(position) = found else {
+            return Err(ComputerUseError::Integrity {
+                object: "Journal",
+                field: "head",
+                expected: (*head).to_owned(),
+                actual: if from == 0 {
+                    "no entry of the chain has this digest".to_owned()
+                } else {
+                    format!("no entry after entry {from} has this digest")
+                },
+            });
+        };
+        positions.push(position);
+        from = position;
+    }
+    Ok(positions)
+}
+
 /// The events of `entries`, for the evaluator.
 pub fn journal_events(entries: &[JournalEntry]) -> Vec<SessionEvent> {
     entries.iter().map(|e| e.event.clone()).collect()
@@ -356,12 +421,15 @@ impl Journal {
         }
     }
 
-    /// Continues the chain of `existing` (verified first) in `sink`.
+    /// Continues the chain of `existing` in `sink`, from `head`, the head
+    /// its last session recorded apart: `existing` must verify and end
+    /// exactly there.
     pub fn continuing(
         sink: Arc<dyn JournalSink>,
         existing: &[JournalEntry],
+        head: &str,
     ) -> Result<Self, ComputerUseError> {
-        let head = verify_journal(existing, None)?;
+        let head = verify_journal(existing, Some(head))?;
         Ok(Self {
             sink,
             state: Mutex::new(ChainState {

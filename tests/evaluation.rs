@@ -348,8 +348,12 @@ async fn a_file_journal_appends_and_the_command_checks_it() {
     assert_eq!(verify_journal(&entries, None).unwrap(), journal.head());
 
     // Reopening continues the same chain.
-    let continued =
-        Journal::continuing(Arc::new(FileJournal::open(&path).unwrap()), &entries).unwrap();
+    let continued = Journal::continuing(
+        Arc::new(FileJournal::continue_from(&path, &journal.head()).unwrap()),
+        &entries,
+        &journal.head(),
+    )
+    .unwrap();
     continued
         .record(
             SESSION,

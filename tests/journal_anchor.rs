@@ -229,7 +229,7 @@ fn a_journal_file_reopened_continues_its_chain() {
     use adk_computer_use::journal::{read_journal, verify_journal};
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("journal.jsonl");
-    {
+    let first_head = {
         let journal = Journal::new(Arc::new(FileJournal::open(&path).unwrap()));
         for n in 0..2 {
             journal
@@ -243,9 +243,13 @@ fn a_journal_file_reopened_continues_its_chain() {
                 )
                 .unwrap();
         }
-    }
-    // The process restarts and opens the same file.
-    let journal = Journal::new(Arc::new(FileJournal::open(&path).unwrap()));
+        journal.head()
+    };
+    // The process restarts and opens the same file, from the head it
+    // recorded when it ended.
+    let journal = Journal::new(Arc::new(
+        FileJournal::continue_from(&path, &first_head).unwrap(),
+    ));
     journal
         .record(
             "s-2",
@@ -277,6 +281,110 @@ fn a_journal_file_reopened_continues_its_chain() {
     let mut lines: Vec<&str> = text.lines().collect();
     lines.remove(1);
     std::fs::write(&path, lines.join("\n") + "\n").unwrap();
-    let err = FileJournal::open(&path).unwrap_err();
+    let err = FileJournal::continue_from(&path, &head).unwrap_err();
     assert!(err.to_string().contains("do not verify"), "{err}");
+}
+
+/// Issue 28, item 3, from the attacker's side. Someone who can write the
+/// journal between two sessions replaces session 1's part with a
+/// consistent forgery: its first action's commit entry dropped, every
+/// later digest recomputed (by the library itself). Session 2 cannot
+/// continue the file without a head, and refuses the forgery given the
+/// head session 1 recorded; so the forgery never gets session 2's head to
+/// vouch for it. On the true file, session 2 continues from that head, and
+/// the command checks the whole file against both recorded heads, or
+/// against session 1's alone (saying what after it is unanchored); a
+/// forgery of session 1's part made after session 2 wrote (every digest
+/// recomputed again) does not pass through session 1's head.
+#[test]
+fn a_forged_first_session_is_neither_continued_nor_vouched_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let true_file = dir.path().join("journal.jsonl");
+    let forged_file = dir.path().join("forged.jsonl");
+    let head_1 = write(
+        &true_file,
+        &[("a-1", action_events("a-1")), ("a-2", action_events("a-2"))],
+    );
+    let without_commit: Vec<_> = action_events("a-1")
+        .into_iter()
+        .filter(|(t, _)| *t != events::COMMITTED)
+        .collect();
+    write(
+        &forged_file,
+        &[
+            ("a-1", without_commit.clone()),
+            ("a-2", action_events("a-2")),
+        ],
+    );
+    // Session 2 over the forgery: without a head, refused; with session
+    // 1's, refused too.
+    let err = FileJournal::open(&forged_file).unwrap_err();
+    assert!(err.to_string().contains("continue_from"), "{err}");
+    let err = FileJournal::continue_from(&forged_file, &head_1).unwrap_err();
+    assert!(err.to_string().contains("do not verify"), "{err}");
+
+    // Session 2 over the true file, from session 1's head.
+    let journal = Journal::new(Arc::new(
+        FileJournal::continue_from(&true_file, &head_1).unwrap(),
+    ));
+    for (event_type, payload) in action_events("a-3") {
+        journal
+            .record("s-2", "alice", Some("a-3"), event_type, AT.into(), payload)
+            .unwrap();
+    }
+    let head_2 = journal.head();
+    let file = true_file.to_str().unwrap();
+    let both = run(&[file, "--head", &head_1, "--head", &head_2]);
+    assert_eq!(both.status.code(), Some(0), "{}", text(&both));
+    assert!(
+        String::from_utf8_lossy(&both.stdout)
+            .contains(&format!("passes through {head_1} at entry 16")),
+        "{}",
+        text(&both)
+    );
+    let first_only = run(&[file, "--head", &head_1]);
+    assert_eq!(first_only.status.code(), Some(0), "{}", text(&first_only));
+    let said = String::from_utf8_lossy(&first_only.stdout);
+    assert!(
+        said.contains("intact through entry 16"),
+        "{}",
+        text(&first_only)
+    );
+    assert!(
+        said.contains("UNANCHORED AFTER: the 8 entries"),
+        "{}",
+        text(&first_only)
+    );
+    // The heads out of order do not pass.
+    let swapped = run(&[file, "--head", &head_2, "--head", &head_1]);
+    assert_eq!(swapped.status.code(), Some(1), "{}", text(&swapped));
+
+    // After session 2, the whole file forged: session 1's part without its
+    // commit, session 2's part appended, every digest recomputed.
+    let laundered = dir.path().join("laundered.jsonl");
+    let forged_head_2 = write(
+        &laundered,
+        &[
+            ("a-1", without_commit),
+            ("a-2", action_events("a-2")),
+            ("a-3", action_events("a-3")),
+        ],
+    );
+    let laundered = laundered.to_str().unwrap();
+    for heads in [
+        vec![head_1.as_str()],
+        vec![head_1.as_str(), forged_head_2.as_str()],
+    ] {
+        let mut args = vec![laundered];
+        for head in &heads {
+            args.extend(["--head", head]);
+        }
+        let out = run(&args);
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("TAMPERED"),
+            "{}",
+            text(&out)
+        );
+    }
 }

@@ -1,7 +1,7 @@
 //! `computer-use-journal`: verifies an audit journal file and evaluates it.
 //!
 //! ```text
-//! computer-use-journal FILE --head DIGEST
+//! computer-use-journal FILE --head DIGEST [--head DIGEST]...
 //! computer-use-journal FILE --unanchored
 //! computer-use-journal --postgres URL --session ID --head DIGEST
 //! computer-use-journal --postgres URL --session ID --unanchored
@@ -16,7 +16,14 @@
 //! unless `--unanchored` says only internal consistency is wanted, which
 //! it then checks and says so on a line starting `UNANCHORED:`.
 //!
-//! Exits 0 when the hash chain holds (and ends at `DIGEST`, when given) and
+//! A file that several sessions wrote in turn has several recorded heads:
+//! each session's, taken when it ended. Any of them may be given, and as
+//! many as are known (in the order they were recorded): the chain must
+//! pass through each, in turn. Entries after the last head given are
+//! consistent with the chain but anchored by nothing, and the command says
+//! so on a line starting `UNANCHORED AFTER:`.
+//!
+//! Exits 0 when the hash chain holds (and passes through every `DIGEST`) and
 //! the evaluator finds no violation; 1 when the journal was tampered with or
 //! shows a violation; 2 on a usage or read error, or when neither `--head`
 //! nor `--unanchored` was given.
@@ -24,15 +31,17 @@
 use std::process::ExitCode;
 
 use adk_computer_use::eval::ComputerUseEvaluator;
-use adk_computer_use::journal::{journal_events, read_journal, verify_journal};
+use adk_computer_use::journal::{
+    journal_events, read_journal, verify_journal, verify_journal_through,
+};
 
-const USAGE: &str = "usage: computer-use-journal FILE (--head DIGEST | --unanchored)\n       computer-use-journal --postgres URL --session ID (--head DIGEST | --unanchored)";
+const USAGE: &str = "usage: computer-use-journal FILE (--head DIGEST [--head DIGEST]... | --unanchored)\n       computer-use-journal --postgres URL --session ID (--head DIGEST [--head DIGEST]... | --unanchored)";
 
 /// What the command line asks for.
 #[derive(Default)]
 struct Args {
     file: Option<String>,
-    head: Option<String>,
+    heads: Vec<String>,
     postgres: Option<String>,
     session: Option<String>,
     unanchored: bool,
@@ -49,7 +58,11 @@ fn parse(args: &[String]) -> Result<Args, String> {
                 .ok_or_else(|| format!("{name} needs a value"))
         };
         let slot = match arg.as_str() {
-            "--head" => Some((&mut parsed.head, value("--head")?)),
+            "--head" => {
+                let head = value("--head")?;
+                parsed.heads.push(head);
+                None
+            }
             "--postgres" => Some((&mut parsed.postgres, value("--postgres")?)),
             "--session" => Some((&mut parsed.session, value("--session")?)),
             "--unanchored" => {
@@ -66,7 +79,7 @@ fn parse(args: &[String]) -> Result<Args, String> {
             *slot = Some(value);
         }
     }
-    if parsed.head.is_some() && parsed.unanchored {
+    if !parsed.heads.is_empty() && parsed.unanchored {
         return Err("--head and --unanchored exclude each other".into());
     }
     match (&parsed.file, &parsed.postgres, &parsed.session) {
@@ -84,7 +97,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    if args.head.is_none() && !args.unanchored {
+    if args.heads.is_empty() && !args.unanchored {
         eprintln!(
             "refused: the journal is unanchored. Its hash chain alone cannot show that an entry \
              was dropped (with every later digest recomputed) or that the end was cut off. \
@@ -93,7 +106,7 @@ fn main() -> ExitCode {
         );
         return ExitCode::from(2);
     }
-    let head = args.head.as_deref();
+    let heads: Vec<&str> = args.heads.iter().map(String::as_str).collect();
     let (path, read) = match (&args.postgres, &args.session, &args.file) {
         (Some(url), Some(session), _) => {
             (format!("session {session}"), read_postgres(url, session))
@@ -112,17 +125,43 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match verify_journal(&entries, head) {
-        Ok(head) => println!(
-            "{path}: {} entries, hash chain intact, head {head}",
-            entries.len()
-        ),
+    let verified = if heads.is_empty() {
+        verify_journal(&entries, None).map(|_| Vec::new())
+    } else {
+        verify_journal_through(&entries, &heads)
+    };
+    let positions = match verified {
+        Ok(positions) => positions,
         Err(err) => {
             println!("{path}: TAMPERED: {err}");
             return ExitCode::from(1);
         }
+    };
+    let last = positions.last().copied();
+    match last {
+        Some(position) if position < entries.len() => println!(
+            "{path}: {} entries, hash chain intact through entry {position} (head {})",
+            entries.len(),
+            heads.last().copied().unwrap_or_default()
+        ),
+        _ => println!(
+            "{path}: {} entries, hash chain intact, head {}",
+            entries.len(),
+            entries.last().map_or("(none)", |e| e.digest.as_str())
+        ),
     }
-    if head.is_none() {
+    for (head, position) in heads.iter().zip(&positions) {
+        println!("passes through {head} at entry {position}");
+    }
+    if let Some(position) = last
+        && position < entries.len()
+    {
+        println!(
+            "UNANCHORED AFTER: the {} entries after entry {position} are anchored by no head given; a rewrite of them, or a cut-off end, would pass. Give the latest recorded head too.",
+            entries.len() - position
+        );
+    }
+    if heads.is_empty() {
         println!(
             "UNANCHORED: only internal consistency was checked; a dropped entry with later \
              digests recomputed, or a cut-off end, would pass. Verify with --head DIGEST."
