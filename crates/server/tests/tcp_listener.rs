@@ -699,3 +699,69 @@ async fn a_session_without_a_group_is_joined_by_its_id() {
     let _ = session.shutdown().await;
     sim.child.kill().await.unwrap();
 }
+
+/// Issue 28, item 2, from the attacker's side: a local process with no
+/// credential holds 64 silent connections (every place the server keeps
+/// for connections that have not authenticated) and reopens each one the
+/// moment it is closed. The agent and the approver, with their
+/// credentials, still get in every time: the server closes the oldest
+/// silent connection to make room, never the newcomer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stranger_holding_every_unauthenticated_place_cannot_lock_the_agents_out() {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use tokio::io::AsyncReadExt;
+    let mut sim = listen(&[]).await;
+    let opened = Arc::new(AtomicUsize::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut attackers = Vec::new();
+    for _ in 0..64 {
+        let (address, opened, stop) = (sim.address.clone(), opened.clone(), stop.clone());
+        attackers.push(tokio::spawn(async move {
+            while !stop.load(Ordering::SeqCst) {
+                let Ok(mut stream) = tokio::net::TcpStream::connect(&address).await else {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                    continue;
+                };
+                opened.fetch_add(1, Ordering::SeqCst);
+                // Silent until the server closes it; then at once again.
+                let mut buf = [0u8; 64];
+                while !matches!(stream.read(&mut buf).await, Ok(0) | Err(_)) {}
+            }
+        }));
+    }
+    // Every place taken.
+    while opened.load(Ordering::SeqCst) < 64 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    for attempt in 0..6 {
+        let credential = if attempt % 3 == 2 {
+            &sim.approver
+        } else {
+            &sim.agent
+        };
+        let stream = tokio::net::TcpStream::connect(&sim.address).await.unwrap();
+        let runtime = tokio::time::timeout(
+            Duration::from_secs(30),
+            ComputerUseMcpRuntime::connect(
+                stream,
+                McpRuntimeConfig::new("alice").with_credential(credential),
+            ),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("attempt {attempt}: no answer within 30 s"))
+        .unwrap_or_else(|err| panic!("attempt {attempt}: locked out: {err}"));
+        let started = runtime.start_session(Some("under siege"), None).await;
+        assert!(started.is_ok(), "attempt {attempt}: {started:?}");
+        tokio::time::sleep(Duration::from_millis(400)).await;
+    }
+    assert!(
+        opened.load(Ordering::SeqCst) > 64,
+        "the attacker reopened what was closed"
+    );
+    stop.store(true, Ordering::SeqCst);
+    for attacker in attackers {
+        attacker.abort();
+    }
+    sim.child.kill().await.unwrap();
+}

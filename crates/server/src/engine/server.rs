@@ -67,6 +67,44 @@ fn refused(error: Refusal) -> CallToolResult {
 /// How many connections may wait to authenticate at once.
 const PRE_AUTH_CONNECTIONS: usize = 64;
 
+/// The connections waiting to authenticate, oldest first. When one more
+/// arrives and every place is taken, the oldest is closed to make room:
+/// a process holding every place with silent connections (and reopening
+/// each as it closes) only ever closes its own, while a client that
+/// authenticates at once does so long before 64 newer ones arrive.
+#[derive(Default)]
+struct PreAuth {
+    next: std::sync::atomic::AtomicU64,
+    waiting: std::sync::Mutex<std::collections::VecDeque<(u64, Arc<tokio::sync::Notify>)>>,
+}
+
+impl PreAuth {
+    /// Takes a place for a new connection, closing the oldest waiting one
+    /// when every place is taken; the new one's ticket and the signal that
+    /// closes it.
+    fn admit(&self) -> (u64, Arc<tokio::sync::Notify>) {
+        let ticket = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let evict = Arc::new(tokio::sync::Notify::new());
+        let mut waiting = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
+        while waiting.len() >= PRE_AUTH_CONNECTIONS {
+            if let Some((_, oldest)) = waiting.pop_front() {
+                // A permit is kept if the connection is not waiting yet.
+                oldest.notify_one();
+            }
+        }
+        waiting.push_back((ticket, Arc::clone(&evict)));
+        (ticket, evict)
+    }
+
+    /// The connection `ticket` authenticated or ended: its place is free.
+    fn leave(&self, ticket: u64) {
+        self.waiting
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|(t, _)| *t != ticket);
+    }
+}
+
 /// How long a connection has to authenticate (its `initialize`).
 const HANDSHAKE_DEADLINE: std::time::Duration = std::time::Duration::from_secs(5);
 
@@ -312,8 +350,9 @@ impl Server {
         let credentials = Arc::new(credentials);
         // Connections that have not authenticated yet: bounded in number
         // and in time, so nobody without a credential can hold the server's
-        // file descriptors or memory.
-        let unauthenticated = Arc::new(tokio::sync::Semaphore::new(PRE_AUTH_CONNECTIONS));
+        // file descriptors or memory, and the oldest is closed first, so
+        // nobody can keep a credentialed client out by holding them all.
+        let pre_auth = Arc::new(PreAuth::default());
         loop {
             let stream = match listener.accept().await {
                 Ok((stream, _)) => stream,
@@ -325,11 +364,8 @@ impl Server {
                     continue;
                 }
             };
-            let Ok(permit) = Arc::clone(&unauthenticated).try_acquire_owned() else {
-                tracing::warn!("too many connections waiting to authenticate: one refused");
-                drop(stream);
-                continue;
-            };
+            let (ticket, evicted) = pre_auth.admit();
+            let pre_auth = Arc::clone(&pre_auth);
             let server = self.clone();
             let credentials = Arc::clone(&credentials);
             tokio::spawn(async move {
@@ -362,10 +398,9 @@ impl Server {
                 // slot is given back.
                 let deadline = async {
                     let started = tokio::time::Instant::now();
-                    let mut permit = Some(permit);
                     loop {
                         if connection.role().is_some() {
-                            permit.take();
+                            pre_auth.leave(ticket);
                             std::future::pending::<()>().await;
                         }
                         if started.elapsed() >= HANDSHAKE_DEADLINE {
@@ -374,12 +409,23 @@ impl Server {
                         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
                     }
                 };
+                // Closed to make room only while it has not authenticated.
+                let closed_for_room = async {
+                    evicted.notified().await;
+                    if connection.role().is_some() {
+                        std::future::pending::<()>().await;
+                    }
+                };
                 tokio::select! {
                     () = served => {}
                     () = deadline => {
                         tracing::warn!("a client did not authenticate in time: closed");
                     }
+                    () = closed_for_room => {
+                        tracing::warn!("a client still not authenticated was closed to make room for a newer one");
+                    }
                 }
+                pre_auth.leave(ticket);
                 // Whatever it still holds, nobody holds now.
                 let leases = connection.take_leases();
                 if !leases.is_empty() {
