@@ -804,6 +804,17 @@ async fn a_fresh_target_approval_for_another_target_is_refused_at_decide() {
     decide(&*store, &id, &Decision::Approve(fresh), &approver()).unwrap();
 }
 
+/// [`suspended`], for an action labelled public (whose reports may quote
+/// their reasons).
+async fn suspended_public(rig: &Rig, id: &str) -> CheckpointId {
+    rig.runtime.script().route = Some(PreviewRoute::NeedsApproval);
+    let public = action(id).with_data_labels([adk_computer_use::contracts::DataLabel::Public]);
+    match rig.session.run(public).await.unwrap() {
+        ChainOutcome::NeedsApproval(pending) => pending.suspend().await.unwrap(),
+        _ => panic!("expected approval to be required"),
+    }
+}
+
 /// What the page shows after a decision: each decided action, once the
 /// agent has run it, reports how it ended beside its checkpoint, sealed
 /// with the store's key. A refusal before any effect says the approval was
@@ -831,7 +842,7 @@ async fn each_decided_action_reports_how_it_ended_beside_its_checkpoint() {
         assert!(store.reported().unwrap().is_empty());
 
         // Approved, resumed, run: its outcome, as the chain judged it.
-        let done_id = suspended(&rig, "report-done").await;
+        let done_id = suspended_public(&rig, "report-done").await;
         approve(&done_id);
         let done = rig
             .session
@@ -861,7 +872,7 @@ async fn each_decided_action_reports_how_it_ended_beside_its_checkpoint() {
 
         // Refused before any effect: reported, the approval kept; the run
         // that follows reports too, latest last.
-        let retried = suspended(&rig, "report-retried").await;
+        let retried = suspended_public(&rig, "report-retried").await;
         approve(&retried);
         rig.runtime
             .script()
@@ -884,7 +895,7 @@ async fn each_decided_action_reports_how_it_ended_beside_its_checkpoint() {
         assert_eq!(reported(&*store, 10).unwrap()[0].0, retried, "latest first");
 
         // The answer to the mutating call is lost: in doubt, and said so.
-        let lost = suspended(&rig, "report-lost").await;
+        let lost = suspended_public(&rig, "report-lost").await;
         approve(&lost);
         rig.runtime.script().fail.insert(
             Call::Execute,
@@ -910,9 +921,10 @@ async fn each_decided_action_reports_how_it_ended_beside_its_checkpoint() {
         assert_eq!(store.reported().unwrap().len(), before);
 
         // A resumed action whose stage is dropped owes its report still;
-        // another action under the same id (another text) does not pay it.
+        // another action under the same id (even with the same arguments)
+        // does not pay it.
         rig.runtime.script().route = Some(PreviewRoute::NeedsApproval);
-        let dropped = suspended(&rig, "report-dropped").await;
+        let dropped = suspended_public(&rig, "report-dropped").await;
         approve(&dropped);
         drop(
             rig.session
@@ -921,12 +933,13 @@ async fn each_decided_action_reports_how_it_ended_beside_its_checkpoint() {
                 .unwrap(),
         );
         rig.runtime.script().route = None;
-        let imposter = adk_computer_use::ProposedAction::new(
-            "write_clipboard",
-            serde_json::json!({ "text": "another text" }),
-            adk_computer_use::ExecutionMode::Background,
-        )
-        .with_action_id("report-dropped");
+        // The same tool, arguments and labels, on another observation.
+        let imposter = action("report-dropped")
+            .with_target(adk_computer_use::contracts::TargetEvidence {
+                observation_id: "another-observation".into(),
+                ..target()
+            })
+            .with_data_labels([adk_computer_use::contracts::DataLabel::Public]);
         if let Ok(ChainOutcome::Completed(_)) = rig.session.run(imposter).await {}
         assert!(
             reports_of(&*store, &dropped).unwrap().is_empty(),
@@ -1006,4 +1019,49 @@ async fn each_decided_action_reports_how_it_ended_beside_its_checkpoint() {
     std::fs::remove_file(at(0)).unwrap();
     let err = reports_of(&*file, &id).unwrap_err();
     assert!(err.to_string().contains("report 0 is missing"), "{err}");
+}
+
+/// One approval runs once, whatever another action claims to be. The
+/// agent resumes a decided checkpoint and holds the stage; then it runs a
+/// second action under the same action id (another observation), which
+/// the runtime refuses before any effect. That refusal must not give the
+/// first action's checkpoint back: the held stage runs, and resuming the
+/// checkpoint again is refused. (Before, the claim was found by the action
+/// id alone, and the checkpoint ran twice.)
+#[tokio::test]
+async fn another_action_under_the_same_id_cannot_give_a_resumed_checkpoint_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(&dir);
+    let rig = rig_on(store.clone());
+    let id = suspended(&rig, "twice").await;
+    let view = inspect(&*store, &id).unwrap();
+    let approval = granted(&rig, &view);
+    decide(&*store, &id, &Decision::Approve(approval), &approver()).unwrap();
+    let held = rig.session.resume_decided(&id, &public()).await.unwrap();
+
+    rig.runtime.script().route = None;
+    rig.runtime
+        .script()
+        .fail
+        .insert(Call::Reserve, refusal("reserve_target", "target_reserved"));
+    let imposter = action("twice").with_target(adk_computer_use::contracts::TargetEvidence {
+        observation_id: "another-observation".into(),
+        ..target()
+    });
+    assert!(
+        rig.session.run(imposter).await.is_err(),
+        "refused before any effect"
+    );
+    rig.runtime.script().fail.clear();
+    assert!(
+        !store.ids().unwrap().contains(&id),
+        "the imposter's refusal gave the checkpoint back"
+    );
+
+    assert!(held.complete().await.unwrap().performed());
+    assert!(
+        rig.session.resume_decided(&id, &public()).await.is_err(),
+        "the checkpoint resumed a second time"
+    );
+    assert_eq!(rig.runtime.mutations(), 1, "one approval, one effect");
 }

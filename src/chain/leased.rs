@@ -101,7 +101,7 @@ impl<R: ComputerUseRuntime> Leased<R> {
         }
         // From here the mutating call is made: a resumed checkpoint is
         // never given back again.
-        self.core.returnable.settle(&envelope.action_id);
+        self.core.returnable.settle(envelope);
         // While the mutation is in flight, what the action holds is in use:
         // a shutdown at this moment leaves it to this call.
         self.guard.in_use(true);

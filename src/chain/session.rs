@@ -76,7 +76,7 @@ impl<R: ComputerUseRuntime> Core<R> {
         err: &ComputerUseError,
     ) {
         let action_id = envelope.action_id.as_str();
-        let returned = self.returnable.failed(action_id, err).await;
+        let returned = self.returnable.failed(envelope, err).await;
         if let Some(id) = &returned {
             self.resumed
                 .lock()

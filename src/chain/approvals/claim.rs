@@ -138,7 +138,7 @@ impl Claim<'_> {
             Arc::clone(&store),
             id.clone(),
         );
-        core.returnable.hold(action_id, store, id, basis);
+        core.returnable.hold(envelope, store, id, basis);
         Ok(())
     }
 }

@@ -32,6 +32,20 @@ struct Held {
     store: Arc<dyn CheckpointStore>,
     id: CheckpointId,
     basis: ClaimBasis,
+    /// The resumed action's whole envelope, as a digest: its id is the
+    /// agent's to choose, so another action under the same id must not
+    /// give this claim back (nor settle it).
+    envelope: String,
+}
+
+/// A digest of the whole `envelope` (its target's observation, its times,
+/// everything): what tells the resumed action from another that carries
+/// the same id. `None` only when it cannot be written, which then matches
+/// nothing.
+pub(crate) fn envelope_digest(envelope: &crate::contracts::ActionEnvelope) -> Option<String> {
+    crate::digest::canonical_json_of(envelope)
+        .ok()
+        .map(crate::digest::sha256_hex)
 }
 
 /// The claims of a session's actions that have not reached an effect.
@@ -46,11 +60,15 @@ impl Returnable {
     /// Remembers that `action_id` rests on the claim of `id` on `basis`.
     pub(crate) fn hold(
         &self,
-        action_id: &str,
+        envelope: &crate::contracts::ActionEnvelope,
         store: Arc<dyn CheckpointStore>,
         id: CheckpointId,
         basis: ClaimBasis,
     ) {
+        let action_id = envelope.action_id.as_str();
+        let Some(digest) = envelope_digest(envelope) else {
+            return;
+        };
         let mut held = self.lock();
         if held.contains_key(action_id) || self.twice(action_id) {
             // A second resumed action under the same id: neither is held.
@@ -61,7 +79,15 @@ impl Returnable {
                 .insert(action_id.to_owned());
             return;
         }
-        held.insert(action_id.to_owned(), Held { store, id, basis });
+        held.insert(
+            action_id.to_owned(),
+            Held {
+                store,
+                id,
+                basis,
+                envelope: digest,
+            },
+        );
     }
 
     /// Whether `action_id` was ever held twice in this session.
@@ -72,26 +98,45 @@ impl Returnable {
             .contains(action_id)
     }
 
-    /// `action_id` is about to make the mutating call: its claim stays
-    /// consumed whatever happens next.
-    pub(crate) fn settle(&self, action_id: &str) {
-        self.lock().remove(action_id);
+    /// The action `envelope` describes is about to make the mutating
+    /// call: its claim stays consumed whatever happens next.
+    pub(crate) fn settle(&self, envelope: &crate::contracts::ActionEnvelope) {
+        let mut held = self.lock();
+        if Self::is_for(&held, envelope) {
+            held.remove(&envelope.action_id);
+        }
     }
 
-    /// `action_id` failed with `err`: when nothing was performed, its
+    /// Whether the claim held under `envelope`'s action id is that very
+    /// action's.
+    fn is_for(held: &HashMap<String, Held>, envelope: &crate::contracts::ActionEnvelope) -> bool {
+        held.get(&envelope.action_id)
+            .is_some_and(|h| envelope_digest(envelope).is_some_and(|digest| digest == h.envelope))
+    }
+
+    /// The action `envelope` describes failed with `err`: when nothing was
+    /// performed, its
     /// claim is given back to the store, and the checkpoint's id returned
     /// (for the session to forget it resumed it). Otherwise, or when the
     /// store refuses, nothing is given back.
     pub(crate) async fn failed(
         &self,
-        action_id: &str,
+        envelope: &crate::contracts::ActionEnvelope,
         err: &ComputerUseError,
     ) -> Option<CheckpointId> {
-        let held = self.lock().remove(action_id)?;
+        let held = {
+            let mut held = self.lock();
+            if !Self::is_for(&held, envelope) {
+                return None;
+            }
+            held.remove(&envelope.action_id)?
+        };
         if !left_no_effect(err) {
             return None;
         }
-        let Held { store, id, basis } = held;
+        let Held {
+            store, id, basis, ..
+        } = held;
         let given = {
             let id = id.clone();
             offload::run(&store, "give a checkpoint back", move |store| {

@@ -97,10 +97,10 @@ impl ReportedOutcome {
     }
 
     /// The outcome with every reason replaced by a word that it is
-    /// withheld: for an action that handles secrets, whose messages could
-    /// quote them (a character with no key, say).
+    /// withheld: for an action not labelled public only, whose messages
+    /// could quote what it handled (a character with no key, say).
     pub(crate) fn without_words(self) -> Self {
-        let withheld = || "the reason is withheld: the action handles secrets".to_owned();
+        let withheld = || "the reason is withheld: the action is not labelled public".to_owned();
         match self {
             Self::Verified => Self::Verified,
             Self::CommittedUnverified { .. } => Self::CommittedUnverified { reason: withheld() },
@@ -254,12 +254,13 @@ pub fn reported(
 struct Owed {
     store: Arc<dyn CheckpointStore>,
     id: CheckpointId,
-    /// The resumed action's digest: another action that happens to carry
-    /// the same id does not report for it.
-    action_digest: String,
+    /// The resumed action's whole envelope, as a digest: another action
+    /// that carries the same id (even with the same arguments) does not
+    /// report for it.
+    envelope: String,
     tool: String,
-    /// The action handles secrets (labelled credential or payment): its
-    /// report says how it ended, never a message that could quote them.
+    /// The action is not labelled public only: its report says how it
+    /// ended, never a message that could quote what it handled.
     secret: bool,
 }
 
@@ -267,11 +268,11 @@ struct Owed {
 pub(crate) struct Resumed<'a> {
     /// The action's id.
     pub(crate) action_id: &'a str,
-    /// Its digest (the envelope's `argsDigest`).
-    pub(crate) action_digest: &'a str,
+    /// Its whole envelope, as a digest.
+    pub(crate) envelope: Option<String>,
     /// Its tool.
     pub(crate) tool: &'a str,
-    /// Whether it is labelled as handling secrets.
+    /// Whether it is labelled anything but public (or nothing).
     pub(crate) secret: bool,
 }
 
@@ -281,12 +282,12 @@ impl<'a> Resumed<'a> {
         use crate::contracts::DataLabel;
         Self {
             action_id: &envelope.action_id,
-            action_digest: &envelope.args_digest,
+            envelope: super::give_back::envelope_digest(envelope),
             tool: &envelope.tool,
-            secret: envelope
-                .data_labels
-                .iter()
-                .any(|l| matches!(l, DataLabel::Credential | DataLabel::Payment)),
+            // Reasons are quoted only for an action labelled public, and
+            // public only: a message may quote what an action typed.
+            secret: envelope.data_labels.is_empty()
+                || envelope.data_labels.iter().any(|l| *l != DataLabel::Public),
         }
     }
 }
@@ -323,12 +324,15 @@ impl Reports {
             shared.insert(action_id.to_owned());
             return;
         }
+        let Some(envelope) = resumed.envelope.clone() else {
+            return;
+        };
         owed.insert(
             action_id.to_owned(),
             Owed {
                 store,
                 id,
-                action_digest: resumed.action_digest.to_owned(),
+                envelope,
                 tool: resumed.tool.to_owned(),
                 secret: resumed.secret,
             },
@@ -347,8 +351,9 @@ impl Reports {
     ) {
         let owed = {
             let mut owed = self.owed.lock().unwrap_or_else(|p| p.into_inner());
+            let digest = super::give_back::envelope_digest(envelope);
             match owed.get(&envelope.action_id) {
-                Some(o) if o.action_digest == envelope.args_digest => {
+                Some(o) if digest.as_deref() == Some(o.envelope.as_str()) => {
                     owed.remove(&envelope.action_id)
                 }
                 _ => None,
