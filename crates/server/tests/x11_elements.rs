@@ -814,3 +814,110 @@ async fn a_blinking_caret_leaves_the_window_current_and_nothing_else_is_tolerate
     session.shutdown().await;
     assert_eq!(printed(&mut zenity).trim_end(), "Ada Lovelace||");
 }
+
+/// The caret tolerated is the one the frame was taken with, where it still
+/// is. The preview's frame of zenity's form shows the Name field's caret
+/// at the end of "Ada"; then the caret moves to the start of the field
+/// (Home, sent from outside, as any client on the bus could move it with
+/// SetCaretOffset), and the check comes while it is hidden there. The only
+/// pixels that changed are the caret's old ones, inside the frame's caret
+/// box, and still the window is not current: typed text would land at the
+/// start, not where the person saw the caret.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[needs(display, accessibility)]
+async fn a_caret_that_moved_since_the_frame_is_not_tolerated() {
+    use base64::Engine as _;
+    use computer_use_server::DesktopBackend as _;
+    let _display = DISPLAY_LOCK.lock().await;
+    let title = format!("Moved caret {}", std::process::id());
+    let _zenity = form(&title);
+    let sim = runtime().await;
+    let (id, _) = shown(&sim, &title).await;
+    tool("xdotool", &["windowfocus", "--sync", &id.to_string()]);
+    tool("xdotool", &["type", "--delay", "30", "Ada"]);
+    std::thread::sleep(Duration::from_millis(300));
+    let desktop = computer_use_server::desktop::x11::X11Desktop::connect_unwatched().unwrap();
+    // The two states of the blink, told apart by their pixels: where they
+    // differ, the caret's are the darker.
+    let frame = || {
+        let frame = desktop.snapshot(Some(id)).unwrap();
+        let png_bytes = base64::engine::general_purpose::STANDARD
+            .decode(&frame.png_base64)
+            .unwrap();
+        (frame.digest, pixels(&png_bytes).0)
+    };
+    let first = frame();
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    let second = loop {
+        let now = frame();
+        if now.0 != first.0 {
+            break now;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the caret does not blink"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let darkness = |pixels: &[u8], other: &[u8]| -> u64 {
+        pixels
+            .iter()
+            .zip(other)
+            .filter(|(a, b)| a != b)
+            .map(|(a, _)| u64::from(255 - *a))
+            .sum()
+    };
+    let (caret_shown, hidden) = if darkness(&first.1, &second.1) < darkness(&second.1, &first.1) {
+        (second.0, first.0)
+    } else {
+        (first.0, second.0)
+    };
+    // Taken again the moment the caret shows: the preview's frame.
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while frame().0 != caret_shown {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the caret never showed again"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let record = sim.observe_semantic(&scope(&sim)).await.unwrap().structured["windows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["windowId"] == id)
+        .cloned()
+        .unwrap();
+    let evidence = adk_computer_use::contracts::TargetEvidence {
+        platform: std::env::consts::OS.into(),
+        app_id: "Zenity".into(),
+        pid: None,
+        window_id: Some(WindowId::Number(id)),
+        window_title_digest: None,
+        display_id: None,
+        role: None,
+        label_digest: None,
+        bounds: Some(serde_json::from_value(record["bounds"].clone()).unwrap()),
+        observation_id: "o".into(),
+        screenshot_hash: Some(caret_shown),
+        ui_tree_revision: None,
+        confidence: 1.0,
+        captured_at: adk_computer_use::clock::format_rfc3339(time::OffsetDateTime::now_utc())
+            .unwrap(),
+    };
+    // The caret moves to the start; the check comes once it is hidden
+    // there (the field's pixels then are the hidden frame's).
+    tool("xdotool", &["key", "Home"]);
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while frame().0 != hidden {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the moved caret never hid"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(
+        !desktop.is_current(&evidence, computer_use_server::Revalidation::BeforeEffect),
+        "a caret that moved since the frame was tolerated"
+    );
+}

@@ -559,92 +559,108 @@ async fn only_the_announced_clipboard_check_is_judged_on_the_clipboard() {
 }
 
 /// "The window is gone" is judged by what the X server keeps, never by a
-/// property any client may delete. Another client watches the terminal
-/// the governed typing goes to and, the moment the server focuses it,
-/// deletes its `WM_CLASS`. The typing closes nothing and the terminal is
+/// property any client may delete, and it must stay so. Another client
+/// watches the terminal the governed typing goes to and, the moment the
+/// server focuses it, either deletes its `WM_CLASS`, or unmaps it for a
+/// moment and maps it again. The typing closes nothing and the terminal is
 /// still on the screen (`xwininfo`, outside this crate, says so): a check
-/// for "window W exists: false" is not verified.
+/// for "window W exists: false" is not verified either way.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[needs(display)]
-async fn a_window_whose_class_another_client_deletes_is_not_gone() {
+async fn a_window_another_client_hides_or_strips_is_not_gone() {
     let _display = DISPLAY_LOCK.lock().await;
-    let terminal = terminal("60x8+420+60");
+    type Attack = fn(&RustConnection, Window);
+    let attacks: [(&str, Attack); 2] = [
+        ("WM_CLASS deleted", |conn, window| {
+            conn.delete_property(window, Atom::from(AtomEnum::WM_CLASS))
+                .unwrap();
+        }),
+        ("unmapped for a moment", |conn, window| {
+            conn.unmap_window(window).unwrap();
+            conn.sync().unwrap();
+            std::thread::sleep(Duration::from_millis(60));
+            conn.map_window(window).unwrap();
+        }),
+    ];
     let runtime = runtime().await;
-    let id = window_of(&runtime, "XTerm").await["windowId"]
-        .as_u64()
-        .unwrap();
-    let window = Window::try_from(id).unwrap();
-    let hostile = Hostile::new();
-    hostile
-        .conn
-        .change_window_attributes(
-            window,
-            &ChangeWindowAttributesAux::new().event_mask(EventMask::FOCUS_CHANGE),
-        )
-        .unwrap();
-    hostile.conn.sync().unwrap();
-    let deleted = Arc::new(AtomicBool::new(false));
-    let (conn, done) = (hostile.conn.clone(), deleted.clone());
-    std::thread::spawn(move || {
-        let deadline = std::time::Instant::now() + Duration::from_secs(20);
-        while std::time::Instant::now() < deadline {
-            match conn.poll_for_event() {
-                Ok(Some(Event::FocusIn(focus))) if focus.event == window => {
-                    conn.delete_property(window, Atom::from(AtomEnum::WM_CLASS))
-                        .unwrap();
-                    conn.sync().unwrap();
-                    done.store(true, Ordering::SeqCst);
-                    return;
+    for (how, attack) in attacks {
+        let terminal = terminal("60x8+420+60");
+        let id = window_of(&runtime, "XTerm").await["windowId"]
+            .as_u64()
+            .unwrap();
+        let window = Window::try_from(id).unwrap();
+        let hostile = Hostile::new();
+        hostile
+            .conn
+            .change_window_attributes(
+                window,
+                &ChangeWindowAttributesAux::new().event_mask(EventMask::FOCUS_CHANGE),
+            )
+            .unwrap();
+        hostile.conn.sync().unwrap();
+        let attacked = Arc::new(AtomicBool::new(false));
+        let (conn, done) = (hostile.conn.clone(), attacked.clone());
+        std::thread::spawn(move || {
+            let deadline = std::time::Instant::now() + Duration::from_secs(20);
+            while std::time::Instant::now() < deadline {
+                match conn.poll_for_event() {
+                    Ok(Some(Event::FocusIn(focus))) if focus.event == window => {
+                        attack(&conn, window);
+                        conn.sync().unwrap();
+                        done.store(true, Ordering::SeqCst);
+                        return;
+                    }
+                    Ok(Some(_)) => {}
+                    Ok(None) => std::thread::sleep(Duration::from_millis(1)),
+                    Err(_) => return,
                 }
-                Ok(Some(_)) => {}
-                Ok(None) => std::thread::sleep(Duration::from_millis(1)),
-                Err(_) => return,
             }
+        });
+        let session = adk_computer_use_testkit::child::session_on(
+            &runtime,
+            "x11-hostile",
+            "XTerm",
+            Some(WindowId::Number(id)),
+        );
+        let gone = ActionPostcondition::try_from(PostconditionFields::Window {
+            window_id: id,
+            exists: false,
+        })
+        .unwrap();
+        let action = typing("still here\n").with_postcondition(gone);
+        let approved = adk_computer_use_testkit::child::approved(&runtime, &session, &action).await;
+        let leased = approved.reserve().await.unwrap().lease().await.unwrap();
+        // The server's check finds the window still shown: it answers that
+        // the check failed (`indeterminate`), or the chain judges it
+        // unverified.
+        match leased.execute().await {
+            Ok(executed) => {
+                let done = executed.verify().await.unwrap();
+                assert!(
+                    !done.outcome().is_verified(),
+                    "{how}: verified gone: {}",
+                    done.outcome()
+                );
+            }
+            Err(err) => assert!(
+                matches!(
+                    err,
+                    adk_computer_use::ComputerUseError::OutcomeUnknown { .. }
+                ) && err
+                    .to_string()
+                    .contains("postcondition verification failed"),
+                "{how}: {err}"
+            ),
         }
-    });
-    let session = adk_computer_use_testkit::child::session_on(
-        &runtime,
-        "x11-hostile",
-        "XTerm",
-        Some(WindowId::Number(id)),
-    );
-    let gone = ActionPostcondition::try_from(PostconditionFields::Window {
-        window_id: id,
-        exists: false,
-    })
-    .unwrap();
-    let action = typing("still here\n").with_postcondition(gone);
-    let approved = adk_computer_use_testkit::child::approved(&runtime, &session, &action).await;
-    let leased = approved.reserve().await.unwrap().lease().await.unwrap();
-    // The server's check finds the window still shown: it answers that the
-    // check failed (`indeterminate`), or the chain judges it unverified.
-    match leased.execute().await {
-        Ok(executed) => {
-            let done = executed.verify().await.unwrap();
-            assert!(
-                !done.outcome().is_verified(),
-                "verified gone on a deleted property: {}",
-                done.outcome()
-            );
-        }
-        Err(err) => assert!(
-            matches!(
-                err,
-                adk_computer_use::ComputerUseError::OutcomeUnknown { .. }
-            ) && err
-                .to_string()
-                .contains("postcondition verification failed"),
-            "{err}"
-        ),
+        assert!(
+            attacked.load(Ordering::SeqCst),
+            "{how}: the attack was made"
+        );
+        let shown = tool("xwininfo", &["-id", &id.to_string()]);
+        assert!(shown.contains("IsViewable"), "{how}: {shown}");
+        assert_eq!(settled(&terminal.file, "still here\n"), "still here\n");
+        session.shutdown().await;
     }
-    assert!(
-        deleted.load(Ordering::SeqCst),
-        "the attacker deleted WM_CLASS"
-    );
-    let shown = tool("xwininfo", &["-id", &id.to_string()]);
-    assert!(shown.contains("IsViewable"), "{shown}");
-    assert_eq!(settled(&terminal.file, "still here\n"), "still here\n");
-    session.shutdown().await;
 }
 
 /// Check and send are one step. The desktop's send, which runs inside the

@@ -44,6 +44,9 @@ fn file_content(path: &str) -> Result<Option<Vec<u8>>, String> {
     Ok(Some(content))
 }
 
+/// How long after a window check first holds it is looked at again.
+const STILL_HOLDS: Duration = Duration::from_millis(200);
+
 /// Whether the file check holds now: a path that cannot be read as a file
 /// satisfies neither `exists: true` nor `exists: false`.
 pub(super) fn file_holds(path: &str, exists: bool, digest: Option<&str>) -> bool {
@@ -136,6 +139,12 @@ impl X11Desktop {
                 let mut verified = holds();
                 while !verified && Instant::now() < deadline {
                     std::thread::sleep(Duration::from_millis(25));
+                    verified = holds();
+                }
+                // And it stays so: a window another client unmapped for a
+                // moment (any client may) is back by the second look.
+                if verified {
+                    std::thread::sleep(STILL_HOLDS);
                     verified = holds();
                 }
                 EffectCheck {

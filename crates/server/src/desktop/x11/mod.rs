@@ -145,11 +145,6 @@ pub struct X11Desktop {
     written_elements: Vec<crate::desktop::atspi::Node>,
     /// The last mutation was an element action (nothing to restore).
     acted_by_element: bool,
-    /// Where the caret of a window was, as its application said at the
-    /// last full check that found the window's pixels changed: inside the
-    /// server grab the application cannot be asked (see
-    /// [`tolerance`]).
-    caret_seen: Mutex<Option<(XWindow, screen::Changed)>>,
 }
 
 /// The server's end: when asked to
@@ -278,7 +273,6 @@ impl X11Desktop {
             watch: None,
             written_elements: Vec::new(),
             acted_by_element: false,
-            caret_seen: Mutex::new(None),
         })
     }
 
@@ -420,8 +414,13 @@ impl DesktopBackend for X11Desktop {
     }
 
     fn snapshot(&self, window: Option<u64>) -> Result<Frame, Refusal> {
+        // A window's frame remembers where its application says the caret
+        // is: the one change tolerated later (see `tolerance`).
+        let caret = window
+            .and_then(|id| self.window_record(id).ok())
+            .and_then(|record| self.caret_now(&record));
         let capture = screen::capture(&self.conn, self.root, self.region(window)?)?;
-        self.frames().frame(capture, self.layout)
+        self.frames().frame(capture, self.layout, caret)
     }
 
     fn snapshot_fields(&self, window: Option<u64>) -> Value {

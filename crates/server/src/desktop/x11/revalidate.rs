@@ -103,11 +103,16 @@ impl X11Desktop {
             let same = match handed_out {
                 Some((region, raw)) => {
                     let capture = screen::capture(&self.conn, self.root, region)?;
-                    capture.raw_digest == raw
-                        || match self.frames().changed_since(stated, region, &capture) {
-                            Some(Some(changed)) => self.only_the_caret(&now, changed, tree),
+                    capture.raw_digest == raw || {
+                        let since = self.frames().changed_since(stated, region, &capture);
+                        match since {
+                            Some(screen::Since {
+                                changed: Some(changed),
+                                caret: Some(caret),
+                            }) => self.only_the_caret(&now, changed, caret, tree),
                             _ => false,
                         }
+                    }
                 }
                 None if self.frames().known(stated) => false,
                 None => {
@@ -123,25 +128,24 @@ impl X11Desktop {
     }
 
     /// Whether `changed` (the box around every pixel of `record` that
-    /// changed since the frame) lies where the window's application says
-    /// its caret is. A full check asks the application, and remembers the
-    /// answer for the check inside the server grab, which cannot ask.
+    /// changed since the frame) lies in `caret`, where the application
+    /// said its caret was when the frame was taken, and the caret has not
+    /// moved since: a full check asks the application again, and a caret
+    /// now elsewhere (moved by any client on the accessibility bus) is no
+    /// caret to tolerate. Inside the server grab the application cannot
+    /// be asked; the full check just before did.
     fn only_the_caret(
         &self,
         record: &windows::WindowRecord,
         changed: screen::Changed,
+        caret: screen::Changed,
         tree: Tree,
     ) -> bool {
-        let seen = || self.caret_seen.lock().unwrap_or_else(|p| p.into_inner());
-        let caret = match tree {
-            Tree::Whole => {
-                let caret = self.caret_now(record);
-                *seen() = caret.map(|caret| (record.id, caret));
-                caret
-            }
-            Tree::Geometry => seen().filter(|(id, _)| *id == record.id).map(|(_, c)| c),
+        let unmoved = match tree {
+            Tree::Whole => self.caret_now(record) == Some(caret),
+            Tree::Geometry => true,
         };
-        let tolerated = caret.is_some_and(|caret| tolerance::tolerable(changed, caret));
+        let tolerated = unmoved && tolerance::tolerable(changed, caret);
         if tolerated {
             tracing::debug!(?changed, ?caret, "only the caret changed: tolerated");
         }
@@ -150,8 +154,9 @@ impl X11Desktop {
 
     /// Where the caret of the window's focused text element is drawn, as
     /// its application reports it; `None` when it reports none (or is not
-    /// on the accessibility bus).
-    fn caret_now(&self, record: &windows::WindowRecord) -> Option<screen::Changed> {
+    /// on the accessibility bus), or reports one no caret could be: taller
+    /// than [`tolerance::MOST_HEIGHT`], or outside its element or window.
+    pub(super) fn caret_now(&self, record: &windows::WindowRecord) -> Option<screen::Changed> {
         let bus = self.accessibility()?;
         let pid = record.pid?;
         let tree = self.element_tree(record).ok()?;
@@ -162,7 +167,16 @@ impl X11Desktop {
             .filter(|n| n.states.iter().any(|s| s == "focused"))
             .max_by_key(|n| n.path.len())?;
         let extents = bus.caret(pid, &record.title, record.bounds, node).ok()??;
-        Some(tolerance::caret_box(extents))
+        let (nx, ny, nw, nh) = node.bounds;
+        let element = (
+            i64::from(nx),
+            i64::from(ny),
+            i64::from(nx) + i64::from(nw) - 1,
+            i64::from(ny) + i64::from(nh) - 1,
+        );
+        let (wx, wy, ww, wh) = record.bounds;
+        let window = (wx, wy, wx + i64::from(ww) - 1, wy + i64::from(wh) - 1);
+        tolerance::caret_within(extents, element, window)
     }
 
     /// The window the evidence names, as the display shows it now; a

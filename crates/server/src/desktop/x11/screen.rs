@@ -178,6 +178,17 @@ struct Seen {
     raw_digest: [u8; 32],
     digest: String,
     pixels: Option<Vec<u8>>,
+    /// Where the window's application said its caret was when the frame
+    /// was taken (see [`super::tolerance`]).
+    caret: Option<Changed>,
+}
+
+/// How a fresh capture compares with a frame handed out.
+pub(super) struct Since {
+    /// The box around every pixel that changed, `None` when none did.
+    pub changed: Option<Changed>,
+    /// The caret the frame was taken with.
+    pub caret: Option<Changed>,
 }
 
 /// The smallest box holding every pixel that differs between two captures
@@ -193,21 +204,33 @@ pub(super) struct Frames {
 
 impl Frames {
     /// A frame of `capture`, remembered.
-    pub(super) fn frame(&mut self, capture: Capture, layout: Layout) -> Result<Frame, Refusal> {
+    pub(super) fn frame(
+        &mut self,
+        capture: Capture,
+        layout: Layout,
+        caret: Option<Changed>,
+    ) -> Result<Frame, Refusal> {
         let png = capture.encode(layout)?;
         let digest = sha256_prefixed(&png);
         // Two regions can look the same (two identical dialogs): each is
         // remembered, so a frame is always checked against what it showed.
-        if !self
+        if let Some(seen) = self
             .seen
-            .iter()
-            .any(|s| s.digest == digest && s.region == capture.region)
+            .iter_mut()
+            .find(|s| s.digest == digest && s.region == capture.region)
         {
+            // The same pixels with the caret said to be elsewhere: which
+            // caret they show is not known, so none is tolerated.
+            if seen.caret != caret {
+                seen.caret = None;
+            }
+        } else {
             self.seen.push_back(Seen {
                 region: capture.region,
                 raw_digest: capture.raw_digest,
                 digest: digest.clone(),
                 pixels: Some(capture.pixels),
+                caret,
             });
             while self.seen.len() > REMEMBERED {
                 self.seen.pop_front();
@@ -244,15 +267,15 @@ impl Frames {
     }
 
     /// Where `now`, a fresh capture of `region`, differs from the frame
-    /// handed out under `digest` for that region: `Some(None)` when it
-    /// does not, `Some(Some(changed))` when it does, and `None` when that
-    /// frame's pixels are no longer kept (or it never showed `region`).
+    /// handed out under `digest` for that region, and the caret that frame
+    /// was taken with; `None` when that frame's pixels are no longer kept
+    /// (or it never showed `region`).
     pub(super) fn changed_since(
         &self,
         digest: &str,
         region: Region,
         now: &Capture,
-    ) -> Option<Option<Changed>> {
+    ) -> Option<Since> {
         let seen = self
             .seen
             .iter()
@@ -261,7 +284,10 @@ impl Frames {
         if now.region != region {
             return None;
         }
-        Some(changed_box(before, &now.pixels, region))
+        Some(Since {
+            changed: changed_box(before, &now.pixels, region),
+            caret: seen.caret,
+        })
     }
 }
 

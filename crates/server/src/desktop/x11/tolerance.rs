@@ -13,8 +13,12 @@
 //! change (a toggled box, a character typed, a repainted label, however
 //! small) is a changed window: `stale_target`.
 //!
-//! An application that is not on the accessibility bus tells nothing of a
-//! caret, and its frames are compared whole.
+//! The caret is asked for when a window's frame is taken and again at the
+//! check: a caret that moved in between (any client on the bus may move
+//! it, or move the focus) is no caret to tolerate, nor one taller than
+//! [`MOST_HEIGHT`] or outside its element or window. An application that
+//! is not on the bus tells nothing of a caret, and a frame of the whole
+//! screen has none: those frames are compared whole.
 
 use super::screen::Changed;
 
@@ -23,12 +27,39 @@ use super::screen::Changed;
 /// side of the character's edge.
 pub(super) const SLACK: i64 = 2;
 
+/// The tallest caret believed, in pixels: a line of very large text. An
+/// application that says its caret is taller is not believed.
+pub(super) const MOST_HEIGHT: i64 = 96;
+
 /// The box in which a change is the caret's, from the screen extents of
 /// the character at the caret (`(x, y, width, height)`).
 pub(super) fn caret_box(extents: (i32, i32, i32, i32)) -> Changed {
     let (x, y, _, height) = extents;
     let (x, y, height) = (i64::from(x), i64::from(y), i64::from(height));
     (x - SLACK, y - SLACK, x + SLACK, y + height - 1 + SLACK)
+}
+
+/// [`caret_box`], for a caret no taller than [`MOST_HEIGHT`] whose line
+/// lies inside its `element` and its `window` (boxes as
+/// `(left, top, right, bottom)`); `None` for any other claim.
+pub(super) fn caret_within(
+    extents: (i32, i32, i32, i32),
+    element: Changed,
+    window: Changed,
+) -> Option<Changed> {
+    let (x, y, _, height) = extents;
+    let (x, y, height) = (i64::from(x), i64::from(y), i64::from(height));
+    let line = (x, y, x, y + height - 1);
+    let inside = |outer: Changed| tolerable(line, widened(outer));
+    (height > 0 && height <= MOST_HEIGHT && inside(element) && inside(window))
+        .then(|| caret_box(extents))
+}
+
+/// `outer`, [`SLACK`] pixels larger on every side (a caret at the end of
+/// a field's text may sit on its edge).
+fn widened(outer: Changed) -> Changed {
+    let (left, top, right, bottom) = outer;
+    (left - SLACK, top - SLACK, right + SLACK, bottom + SLACK)
 }
 
 /// Whether every changed pixel (all inside `changed`) lies in `caret`.
@@ -53,6 +84,26 @@ mod tests {
         assert!(tolerable(DRAWN, caret_box(REPORTED)));
         // Two pixels wide, either side of the edge.
         assert!(tolerable((615, 476, 619, 492), caret_box(REPORTED)));
+    }
+
+    #[test]
+    fn a_caret_is_believed_only_where_a_caret_could_be() {
+        // zenity's Name field, and its window.
+        let field = (583, 468, 750, 501);
+        let window = (514, 431, 934, 630);
+        assert_eq!(
+            caret_within(REPORTED, field, window),
+            Some(caret_box(REPORTED))
+        );
+        // Taller than any line.
+        assert_eq!(caret_within((617, 0, 0, 10_000), field, window), None);
+        // Outside its field, or its window.
+        assert_eq!(caret_within((300, 476, 0, 17), field, window), None);
+        assert_eq!(
+            caret_within((617, 476, 0, 17), field, (0, 0, 100, 100)),
+            None
+        );
+        assert_eq!(caret_within((617, 476, 0, 0), field, window), None);
     }
 
     #[test]

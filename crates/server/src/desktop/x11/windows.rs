@@ -233,7 +233,8 @@ fn viewable(conn: &RustConnection, window: XWindow) -> Result<bool, Refusal> {
 }
 
 /// Whether the X server itself shows `window`, by what only it keeps: the
-/// window exists and is viewable (mapped, under mapped ancestors).
+/// window exists, is viewable (mapped, under mapped ancestors) and can be
+/// drawn in (not input-only).
 /// `Some(false)` when it was destroyed or is not viewable, `None` when the
 /// X server could not be asked. No property enters: any client may delete
 /// another's `WM_CLASS` or title, but the window stays on the screen.
@@ -242,7 +243,10 @@ pub(super) fn shown_by_server(conn: &RustConnection, window: XWindow) -> Option<
     use x11rb::protocol::ErrorKind;
     let cookie = conn.get_window_attributes(window).ok()?;
     match cookie.reply() {
-        Ok(attributes) => Some(attributes.map_state == MapState::VIEWABLE),
+        Ok(attributes) => Some(
+            attributes.map_state == MapState::VIEWABLE
+                && attributes.class == WindowClass::INPUT_OUTPUT,
+        ),
         Err(ReplyError::X11Error(error)) if error.error_kind == ErrorKind::Window => Some(false),
         Err(_) => None,
     }
