@@ -27,7 +27,8 @@ pub use desktop::simulated::{
     SimulatedDesktop, Window,
 };
 pub use engine::{
-    APPROVER_CREDENTIAL_REQUIRED, Answer, ApplyError, BOUNDS_TOLERANCE_PX, CREDENTIAL_CAPABILITY,
-    ConnectionService, Credentials, DesktopBackend, EffectCheck, Frame, PointerAndFocus, Refusal,
-    Revalidation, Role, Server, State,
+    AGENT_NOT_OWNER, APPROVER_CREDENTIAL_REQUIRED, Answer, ApplyError, BOUNDS_TOLERANCE_PX,
+    CREDENTIAL_CAPABILITY, ConnectionService, Credentials, DEFAULT_AGENT, DesktopBackend,
+    EffectCheck, Frame, HOST_CREDENTIAL_REQUIRED, PointerAndFocus, Refusal, Revalidation, Role,
+    Server, State,
 };

@@ -8,7 +8,10 @@
 //! listening on 127.0.0.1:PORT
 //! agent-credential HEX
 //! approver-credential HEX
+//! host-credential HEX
 //! ```
+//!
+//! and then `agent-credential NAME HEX` for each `--agent NAME`.
 
 use computer_use_server::{
     Config, Credentials, DesktopBackend, Fault, Faults, Server, SimulatedDesktop,
@@ -24,8 +27,9 @@ usage: computer-use-server [--desktop simulated|x11] [--principal ID]
                            [--credential-app APP]... [--slow-ms N] [--stats]
                            [--max-target-age-ms N]
                            [--fault NAME]...
-                           [--listen ADDR [--allow-remote]
-                            [--agent-credential-file F --approver-credential-file F]]
+                           [--listen ADDR [--allow-remote] [--agent NAME]...
+                            [--agent-credential-file F --approver-credential-file F
+                             [--host-credential-file F]]]
 
   --desktop simulated   act on a deterministic simulated desktop, in memory
                         (the default)
@@ -52,17 +56,29 @@ usage: computer-use-server [--desktop simulated|x11] [--principal ID]
                         instead of on stdin/stdout. Each connection presents a
                         credential in its initialize request
                         (capabilities.experimental[\"adk/credential\"] =
-                        {{\"token\": ...}}): the agent's (every tool but
-                        approve_action) or the approver's (every tool). It
+                        {{\"token\": ...}}): an agent's (what it started,
+                        and nothing of another agent's; never
+                        approve_action or emergency_stop), the approver's
+                        (every tool) or the host's (every tool but the
+                        person's approve_action and resume_session). It
                         prints `listening on ADDR`, then, unless the files
-                        below give them, two fresh random credentials:
-                        `agent-credential HEX` and `approver-credential HEX`
+                        below give them, fresh random credentials:
+                        `agent-credential HEX` (the agent named `agent`),
+                        `approver-credential HEX`, `host-credential HEX`
   --allow-remote        let --listen take an address that is not loopback
                         (refused by default)
+  --agent NAME          one more agent, with a credential of its own minted
+                        here and printed as `agent-credential NAME HEX`
+                        (repeatable)
   --agent-credential-file F, --approver-credential-file F
-                        read the two credentials from files (both or
-                        neither; surrounding whitespace is ignored) instead
-                        of generating them; nothing is printed for them
+                        read the agent's and the approver's credentials from
+                        files (both or neither; surrounding whitespace is
+                        ignored) instead of generating them; nothing is
+                        printed for them
+  --host-credential-file F
+                        with the two files, the host's credential too
+                        (without it there is no host credential: the
+                        approver stops the server)
   --help                print this and exit
 
 It speaks MCP on stdin/stdout until the client closes the connection; there
@@ -106,11 +122,21 @@ async fn main() -> std::process::ExitCode {
     };
     let allow_remote = args.iter().any(|a| a == "--allow-remote");
     args.retain(|a| a != "--allow-remote");
-    let mut files = [None, None];
-    for (slot, flag) in files
-        .iter_mut()
-        .zip(["--agent-credential-file", "--approver-credential-file"])
-    {
+    let mut agents = Vec::new();
+    while let Some(at) = args.iter().position(|a| a == "--agent") {
+        if at + 1 >= args.len() {
+            eprintln!("computer-use-server: --agent needs a name");
+            return std::process::ExitCode::from(2);
+        }
+        agents.push(args.remove(at + 1));
+        args.remove(at);
+    }
+    let mut files = [None, None, None];
+    for (slot, flag) in files.iter_mut().zip([
+        "--agent-credential-file",
+        "--approver-credential-file",
+        "--host-credential-file",
+    ]) {
         match args.iter().position(|a| a == flag) {
             Some(at) if at + 1 < args.len() => {
                 *slot = Some(args.remove(at + 1));
@@ -123,9 +149,10 @@ async fn main() -> std::process::ExitCode {
             None => {}
         }
     }
-    if listen.is_none() && (allow_remote || files.iter().any(Option::is_some)) {
+    if listen.is_none() && (allow_remote || !agents.is_empty() || files.iter().any(Option::is_some))
+    {
         eprintln!(
-            "computer-use-server: --allow-remote and the credential files apply only with --listen"
+            "computer-use-server: --allow-remote, --agent and the credential files apply only with --listen"
         );
         return std::process::ExitCode::from(2);
     }
@@ -153,18 +180,26 @@ async fn main() -> std::process::ExitCode {
     let served = match listen {
         Some(address) => {
             let (listener, credentials, generated) =
-                match listen_on(&address, allow_remote, files).await {
+                match listen_on(&address, allow_remote, files, &agents).await {
                     Ok(listening) => listening,
                     Err((code, message)) => {
                         eprintln!("computer-use-server: {message}");
                         return std::process::ExitCode::from(code);
                     }
                 };
+            // The one place a credential is ever shown: to the host that
+            // started the simulator, on its stdout.
             if generated {
-                // The one place a credential is ever shown: to the host
-                // that started the simulator, on its stdout.
                 println!("agent-credential {}", credentials.agent());
                 println!("approver-credential {}", credentials.approver());
+                if let Some(host) = credentials.host() {
+                    println!("host-credential {host}");
+                }
+            }
+            for name in &agents {
+                if let Some(token) = credentials.agent_named(name) {
+                    println!("agent-credential {name} {token}");
+                }
             }
             server.serve_tcp(listener, credentials).await
         }
@@ -186,7 +221,8 @@ async fn main() -> std::process::ExitCode {
 async fn listen_on(
     address: &str,
     allow_remote: bool,
-    files: [Option<String>; 2],
+    files: [Option<String>; 3],
+    agents: &[String],
 ) -> Result<(tokio::net::TcpListener, Credentials, bool), (u8, String)> {
     let resolved: Vec<std::net::SocketAddr> = tokio::net::lookup_host(address)
         .await
@@ -203,29 +239,38 @@ async fn listen_on(
             ),
         ));
     }
-    let (credentials, generated) = match files {
-        [None, None] => (
+    let (mut credentials, generated) = match files {
+        [None, None, None] => (
             Credentials::generate().map_err(|err| (1, err.to_string()))?,
             true,
         ),
-        [Some(agent), Some(approver)] => {
+        [Some(agent), Some(approver), host] => {
             let read = |path: &str| {
                 std::fs::read_to_string(path)
                     .map_err(|err| (1, format!("cannot read credential file {path}: {err}")))
             };
-            (
-                Credentials::new(read(&agent)?, read(&approver)?)
-                    .map_err(|err| (2, err.to_string()))?,
-                false,
-            )
+            let mut credentials = Credentials::new(read(&agent)?, read(&approver)?)
+                .map_err(|err| (2, err.to_string()))?;
+            if let Some(host) = host {
+                credentials = credentials
+                    .with_host(read(&host)?)
+                    .map_err(|err| (2, err.to_string()))?;
+            }
+            (credentials, false)
         }
         _ => {
             return Err((
                 2,
-                "--agent-credential-file and --approver-credential-file go together".into(),
+                "--agent-credential-file and --approver-credential-file go together, and --host-credential-file only with them".into(),
             ));
         }
     };
+    // Each agent the host names gets a credential of its own, minted here.
+    for name in agents {
+        credentials = credentials
+            .mint_agent(name)
+            .map_err(|err| (2, err.to_string()))?;
+    }
     let listener = tokio::net::TcpListener::bind(&resolved[..])
         .await
         .map_err(|err| (1, format!("cannot listen on {address}: {err}")))?;

@@ -53,6 +53,9 @@ struct Sim {
     address: String,
     agent: String,
     approver: String,
+    host: String,
+    /// The credentials of the agents `--agent NAME` named, by name.
+    named: Vec<(String, String)>,
 }
 
 async fn listen(extra: &[&str]) -> Sim {
@@ -93,14 +96,27 @@ async fn listen_with(files: Option<u32>, extra: &[&str]) -> Sim {
     let address = next("listening on ").await;
     let agent = next("agent-credential ").await;
     let approver = next("approver-credential ").await;
+    let host = next("host-credential ").await;
+    let mut named = Vec::new();
+    for pair in extra.windows(2).filter(|pair| pair[0] == "--agent") {
+        let name = pair[1];
+        named.push((
+            name.to_owned(),
+            next(&format!("agent-credential {name} ")).await,
+        ));
+    }
     assert_eq!(agent.len(), 64);
     assert_eq!(approver.len(), 64);
+    assert_eq!(host.len(), 64);
     assert_ne!(agent, approver);
+    assert_ne!(host, approver);
     Sim {
         child,
         address,
         agent,
         approver,
+        host,
+        named,
     }
 }
 
@@ -763,5 +779,115 @@ async fn a_stranger_holding_every_unauthenticated_place_cannot_lock_the_agents_o
     for attacker in attackers {
         attacker.abort();
     }
+    sim.child.kill().await.unwrap();
+}
+
+/// Issue 28, item 1, from the attacker's side: two agents of one server,
+/// each with a credential of its own that the host minted (`--agent bob`).
+/// The first agent takes its target's reservation and the one-writer
+/// lease through the chain, and holds them. The second, on its own
+/// connection, knows every id and tries: releasing the lease, releasing
+/// the reservation (naming its own session, then the first's), taking a
+/// lease or executing in the first's session, reading its events, and the
+/// emergency stop. Each is refused before anything changes, and the first
+/// agent's action runs on the lease it holds. The host's credential, not
+/// an agent's, stops the server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_agent_cannot_touch_what_another_holds_nor_stop_the_server() {
+    let mut sim = listen(&["--agent", "bob"]).await;
+    let bob = sim.named[0].1.clone();
+    assert_ne!(bob, sim.agent);
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(FileCheckpointStore::new(dir.path(), key()).unwrap());
+    let alice = connect(
+        &sim.address,
+        McpRuntimeConfig::new("alice").with_credential(&sim.agent),
+    )
+    .await;
+    let alice_session = alice.start_session(Some("alice's"), None).await.unwrap();
+    let chain = session(&alice, &store);
+    let action = ProposedAction::new(
+        "write_clipboard",
+        json!({ "text": "alice's own" }),
+        ExecutionMode::Background,
+    )
+    .with_data_labels([DataLabel::Public]);
+    let approved = match chain
+        .observe()
+        .await
+        .unwrap()
+        .preview(&action)
+        .await
+        .unwrap()
+        .route()
+    {
+        adk_computer_use::chain::Route::Allowed(approved) => approved,
+        _ => panic!("the write is allowed by the server's policy"),
+    };
+    let reserved = approved.reserve().await.unwrap();
+    let reservation = reserved.reservation().unwrap().reservation_id.clone();
+    let leased = reserved.lease().await.unwrap();
+    let lease = leased.lease().lease_id.clone();
+
+    let mut intruder = Raw::open(&sim.address, Some(&bob)).await.ok().unwrap();
+    let own = intruder
+        .ok("start_session", json!({ "objective": "bob's" }))
+        .await;
+    let own_session = own["session"]["sessionId"].as_str().unwrap().to_owned();
+    let theirs = alice_session.session_id.clone();
+    let refusal = |answer: &Option<Value>| {
+        let answer = answer.as_ref().unwrap();
+        assert_eq!(answer["result"]["isError"], true, "{answer}");
+        answer["result"]["structuredContent"]["error"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let tries = [
+        ("release_control_lease", json!({ "lease_id": lease })),
+        (
+            "release_target_reservation",
+            json!({ "session_id": theirs, "reservation_id": reservation }),
+        ),
+        ("acquire_control_lease", lease_request(&theirs, 60_000, 0)),
+        (
+            "execute_action",
+            json!({ "session_id": theirs, "action_id": "bob-1", "tool": "write_clipboard",
+                    "arguments": { "text": "bob's" }, "mode": "background", "lease_id": lease }),
+        ),
+        ("get_session_events", json!({ "session_id": theirs })),
+        ("pause_session", json!({ "session_id": theirs })),
+    ];
+    for (tool, arguments) in tries {
+        let answer = intruder.call(tool, arguments).await;
+        assert_eq!(refusal(&answer), "agent_not_owner", "{tool}: {answer:?}");
+    }
+    // Naming its own session with the first agent's reservation.
+    let answer = intruder
+        .call(
+            "release_target_reservation",
+            json!({ "session_id": own_session, "reservation_id": reservation }),
+        )
+        .await;
+    assert!(!succeeded(&answer), "{answer:?}");
+    let answer = intruder.call("emergency_stop", json!({})).await;
+    assert_eq!(refusal(&answer), "host_credential_required", "{answer:?}");
+
+    // The first agent's lease and reservation were never let go.
+    let done = leased
+        .execute()
+        .await
+        .expect("the lease and the reservation are still the first agent's")
+        .verify()
+        .await
+        .unwrap();
+    assert!(done.performed());
+    // The host stops the server.
+    let mut host = Raw::open(&sim.address, Some(&sim.host)).await.ok().unwrap();
+    let stopped = host
+        .ok("emergency_stop", json!({ "reason": "the host" }))
+        .await;
+    assert_eq!(stopped["stopped"], true, "{stopped}");
+    let _ = chain.shutdown().await;
     sim.child.kill().await.unwrap();
 }

@@ -3,12 +3,22 @@
 //! Over TCP any local process can reach the port, so every connection
 //! presents a credential in MCP's own handshake: the `initialize`
 //! request's `capabilities.experimental["adk/credential"]`, an object
-//! `{"token": "..."}`. Two credentials exist, one per role:
+//! `{"token": "..."}`. Each credential is one capability, and no two share
+//! a token:
 //!
-//! - [`Role::Agent`]: every tool except `approve_action`, which is
-//!   refused `approver_credential_required` (the agent must never approve
-//!   its own action);
-//! - [`Role::Approver`]: every tool, `approve_action` included.
+//! - [`Role::Agent`]: one per agent, each minted by the host that started
+//!   the server (never by an agent) and named. An agent reaches the tools
+//!   that act, but only on what is its own: the sessions it started, and
+//!   the leases and reservations taken in them. Another agent's session,
+//!   lease or reservation is refused (`agent_not_owner`) whatever ids it
+//!   knows. `approve_action` is refused (`approver_credential_required`),
+//!   and so is `emergency_stop` (`host_credential_required`): one agent
+//!   cannot stop the server for all.
+//! - [`Role::Approver`]: the person's. Every tool, `approve_action` and
+//!   `resume_session` included, on every session.
+//! - [`Role::Host`]: the host's, who started the server. Every tool but
+//!   `approve_action` and `resume_session` (the person's), on every
+//!   session; it stops the server with `emergency_stop`.
 //!
 //! An `initialize` with no credential or a wrong one is answered with a
 //! JSON-RPC error and the connection is closed: the handshake fails. A
@@ -36,75 +46,168 @@ pub use adk_computer_use::contracts::CREDENTIAL_CAPABILITY;
 /// agent credential with.
 pub const APPROVER_CREDENTIAL_REQUIRED: &str = "approver_credential_required";
 
+/// The refusal code `emergency_stop` answers an agent's connection with.
+pub const HOST_CREDENTIAL_REQUIRED: &str = "host_credential_required";
+
+/// The refusal code an agent gets for another agent's session, lease or
+/// reservation.
+pub const AGENT_NOT_OWNER: &str = "agent_not_owner";
+
+/// The name of the agent [`Credentials::generate`] and [`Credentials::new`]
+/// make.
+pub const DEFAULT_AGENT: &str = "agent";
+
 /// The role a TCP connection authenticated as.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Role {
-    /// The agent: every tool but `approve_action`.
-    Agent,
-    /// The host's approver: every tool, `approve_action` included.
+    /// One agent, by the name the host gave its credential: what it
+    /// started is its own, and nothing else.
+    Agent(String),
+    /// The person's approver: every tool, on every session.
     Approver,
+    /// The host that started the server: every tool but the person's
+    /// (`approve_action`, `resume_session`), on every session.
+    Host,
 }
 
-/// The two credentials a simulator served over TCP accepts. Its `Debug`
-/// never shows a token.
+/// The credentials a simulator served over TCP accepts: one per agent,
+/// the approver's, and the host's when one was given. Its `Debug` never
+/// shows a token.
 #[derive(Clone)]
 pub struct Credentials {
-    agent: String,
+    agents: Vec<(String, String)>,
     approver: String,
+    host: Option<String>,
 }
 
 impl fmt::Debug for Credentials {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let agents: Vec<&str> = self.agents.iter().map(|(name, _)| name.as_str()).collect();
         f.debug_struct("Credentials")
-            .field("agent", &"<redacted>")
+            .field("agents", &agents)
             .field("approver", &"<redacted>")
+            .field("host", &self.host.as_ref().map(|_| "<redacted>"))
             .finish()
     }
 }
 
+fn fresh() -> Result<String, ComputerUseError> {
+    adk_computer_use::auth::secret::random_token()
+}
+
 impl Credentials {
-    /// Two fresh random credentials (32 bytes from `/dev/urandom` each,
-    /// as hex).
+    /// Fresh random credentials (32 bytes from `/dev/urandom` each, as
+    /// hex): one agent's, named [`DEFAULT_AGENT`], the approver's and the
+    /// host's.
     pub fn generate() -> Result<Self, ComputerUseError> {
-        Self::new(
-            adk_computer_use::auth::secret::random_token()?,
-            adk_computer_use::auth::secret::random_token()?,
-        )
+        Self::new(fresh()?, fresh()?)?.with_host(fresh()?)
     }
 
-    /// The credentials given: `agent` for the agent role, `approver` for
-    /// the approver role. Each is trimmed of surrounding whitespace (a
-    /// file's final newline); an empty one, or the same token for both
-    /// roles, is refused.
+    /// The credentials given: `agent` for one agent named
+    /// [`DEFAULT_AGENT`], `approver` for the approver, and no host's. Each
+    /// is trimmed of surrounding whitespace (a file's final newline); an
+    /// empty one, or the same token for two roles, is refused.
     pub fn new(
         agent: impl Into<String>,
         approver: impl Into<String>,
     ) -> Result<Self, ComputerUseError> {
-        let agent = agent.into().trim().to_owned();
         let approver = approver.into().trim().to_owned();
-        for (field, token) in [
-            ("agentCredential", &agent),
-            ("approverCredential", &approver),
-        ] {
-            if token.is_empty() {
-                return Err(ComputerUseError::InvalidRequest {
-                    field: field.into(),
-                    message: "expected a credential, got an empty one".into(),
-                });
-            }
-        }
-        if adk_computer_use::auth::secret::same_secret(&agent, &approver) {
+        if approver.is_empty() {
             return Err(ComputerUseError::InvalidRequest {
                 field: "approverCredential".into(),
-                message: "expected a credential other than the agent's".into(),
+                message: "expected a credential, got an empty one".into(),
             });
         }
-        Ok(Self { agent, approver })
+        Self {
+            agents: Vec::new(),
+            approver,
+            host: None,
+        }
+        .with_agent(DEFAULT_AGENT, agent)
     }
 
-    /// The agent's credential.
+    /// Adds the credential `token` of the agent `name` (letters, digits,
+    /// `-`, `_` and `.`, at most 64). Refused for a name already given or
+    /// a token another role holds.
+    pub fn with_agent(
+        mut self,
+        name: &str,
+        token: impl Into<String>,
+    ) -> Result<Self, ComputerUseError> {
+        let valid = !name.is_empty()
+            && name.len() <= 64
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+        if !valid {
+            return Err(ComputerUseError::InvalidRequest {
+                field: "agentName".into(),
+                message: format!(
+                    "expected 1 to 64 letters, digits, '-', '_' or '.', got {:?}",
+                    name.chars().take(80).collect::<String>()
+                ),
+            });
+        }
+        if self.agents.iter().any(|(given, _)| given == name) {
+            return Err(ComputerUseError::InvalidRequest {
+                field: "agentName".into(),
+                message: format!("expected a name no other agent has, got {name:?} twice"),
+            });
+        }
+        let token = self.distinct("agentCredential", token.into())?;
+        self.agents.push((name.to_owned(), token));
+        Ok(self)
+    }
+
+    /// Adds a fresh random credential for the agent `name`, minted here,
+    /// by the host.
+    pub fn mint_agent(self, name: &str) -> Result<Self, ComputerUseError> {
+        self.with_agent(name, fresh()?)
+    }
+
+    /// Sets the host's credential. Refused for a token another role
+    /// holds.
+    pub fn with_host(mut self, token: impl Into<String>) -> Result<Self, ComputerUseError> {
+        let token = self.distinct("hostCredential", token.into())?;
+        self.host = Some(token);
+        Ok(self)
+    }
+
+    /// `token`, trimmed, when it is not empty and no role holds it yet.
+    fn distinct(&self, field: &str, token: String) -> Result<String, ComputerUseError> {
+        let token = token.trim().to_owned();
+        if token.is_empty() {
+            return Err(ComputerUseError::InvalidRequest {
+                field: field.into(),
+                message: "expected a credential, got an empty one".into(),
+            });
+        }
+        if self.role_of(&token).is_some() {
+            return Err(ComputerUseError::InvalidRequest {
+                field: field.into(),
+                message: "expected a credential no other role holds".into(),
+            });
+        }
+        Ok(token)
+    }
+
+    /// The credential of the agent named [`DEFAULT_AGENT`] (empty when
+    /// there is none).
     pub fn agent(&self) -> &str {
-        &self.agent
+        self.agent_named(DEFAULT_AGENT).unwrap_or_default()
+    }
+
+    /// The credential of the agent `name`.
+    pub fn agent_named(&self, name: &str) -> Option<&str> {
+        self.agents
+            .iter()
+            .find(|(given, _)| given == name)
+            .map(|(_, token)| token.as_str())
+    }
+
+    /// Every agent's name and credential, in the order given.
+    pub fn agents(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.agents.iter().map(|(n, t)| (n.as_str(), t.as_str()))
     }
 
     /// The approver's credential.
@@ -112,16 +215,31 @@ impl Credentials {
         &self.approver
     }
 
-    /// The role `token` is the credential of, if any. Both comparisons
-    /// are always made, each in constant time.
+    /// The host's credential, when one was given.
+    pub fn host(&self) -> Option<&str> {
+        self.host.as_deref()
+    }
+
+    /// The role `token` is the credential of, if any. Every credential is
+    /// compared, each in constant time.
     pub fn role_of(&self, token: &str) -> Option<Role> {
-        let agent = adk_computer_use::auth::secret::same_secret(token, &self.agent);
-        let approver = adk_computer_use::auth::secret::same_secret(token, &self.approver);
-        match (agent, approver) {
-            (true, _) => Some(Role::Agent),
-            (_, true) => Some(Role::Approver),
-            _ => None,
+        let same = |held: &str| adk_computer_use::auth::secret::same_secret(token, held);
+        let mut role = None;
+        for (name, held) in &self.agents {
+            if same(held) && role.is_none() {
+                role = Some(Role::Agent(name.clone()));
+            }
         }
+        if same(&self.approver) && role.is_none() {
+            role = Some(Role::Approver);
+        }
+        if let Some(host) = &self.host
+            && same(host)
+            && role.is_none()
+        {
+            role = Some(Role::Host);
+        }
+        role
     }
 }
 
@@ -182,7 +300,7 @@ impl Connection {
 
     /// The role, once authenticated.
     pub(crate) fn role(&self) -> Option<Role> {
-        self.role.get().copied()
+        self.role.get().cloned()
     }
 
     /// The refusal of any request before authentication.

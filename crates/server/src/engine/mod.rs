@@ -11,6 +11,7 @@
 
 mod access;
 mod actuate;
+mod authority;
 mod backend;
 mod control;
 mod execute;
@@ -38,7 +39,10 @@ mod wire;
 
 use serde_json::{Map, Value, json};
 
-pub use access::{APPROVER_CREDENTIAL_REQUIRED, CREDENTIAL_CAPABILITY, Credentials, Role};
+pub use access::{
+    AGENT_NOT_OWNER, APPROVER_CREDENTIAL_REQUIRED, CREDENTIAL_CAPABILITY, Credentials,
+    DEFAULT_AGENT, HOST_CREDENTIAL_REQUIRED, Role,
+};
 pub use backend::{
     ApplyError, BOUNDS_TOLERANCE_PX, DesktopBackend, EffectCheck, Frame, PointerAndFocus,
     Revalidation,

@@ -200,6 +200,9 @@ impl Server {
         if let Err(error) = State::check(tool, &arguments) {
             return refused(error);
         }
+        // Who asks: an agent is admitted only to what is its own (see
+        // `authority`), checked under the same lock as the call.
+        let caller = connection.as_ref().and_then(|c| c.role());
         // Handing back a machine the person took over is the person's:
         // only the approver's credential over TCP does it. The check and
         // the resume are one step under the state's lock, after the
@@ -218,7 +221,12 @@ impl Server {
             // Two phases, with the server free between them (see
             // `State::begin_execution`).
             let begun = self
-                .on_state(move |state| state.begin_execution(&arguments))
+                .on_state(move |state| {
+                    match state.admit(caller.as_ref(), protocol::EXECUTE_ACTION, &arguments) {
+                        Ok(()) => state.begin_execution(&arguments),
+                        Err(refusal) => Execution::Answered(Err(refusal)),
+                    }
+                })
                 .await;
             let outcome = match begun {
                 Err(error) => Err(error),
@@ -247,7 +255,14 @@ impl Server {
         if tool != protocol::ACQUIRE_CONTROL_LEASE {
             let tool = tool.to_owned();
             let outcome = self
-                .on_state(move |state| state.dispatch(&tool, &arguments))
+                .on_state(move |state| {
+                    state.admit(caller.as_ref(), &tool, &arguments)?;
+                    let answer = state.dispatch(&tool, &arguments)?;
+                    if tool == protocol::START_SESSION {
+                        state.own_started(&answer, caller.as_ref());
+                    }
+                    Ok(answer)
+                })
                 .await
                 .and_then(|answer| answer);
             return outcome.map_or_else(refused, success);
@@ -256,7 +271,10 @@ impl Server {
         // the request waits for its turn (and, over a desktop that blocks,
         // never on an executor thread).
         let started = self
-            .on_state(move |state| state.acquire_lease(&arguments))
+            .on_state(move |state| {
+                state.admit(caller.as_ref(), protocol::ACQUIRE_CONTROL_LEASE, &arguments)?;
+                state.acquire_lease(&arguments)
+            })
             .await
             .and_then(|answer| answer);
         let (ticket, mut wait) = match started {

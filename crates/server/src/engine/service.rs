@@ -66,7 +66,7 @@ impl ConnectionService {
         {
             let refusal = Server::refusal(Refusal::new(
                 APPROVER_CREDENTIAL_REQUIRED,
-                "approve_action needs the approver credential; this connection holds the agent's",
+                "approve_action needs the approver credential; this connection holds another role's",
             ));
             return Ok(Some(CallToolResponse::from(refusal).into()));
         }

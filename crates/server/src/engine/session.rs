@@ -76,6 +76,10 @@ pub(crate) struct Session {
     pub waiting_reason: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub completion: Option<Value>,
+    /// The agent that started it, by its credential's name (over TCP);
+    /// `None` when a trusted caller (stdio, the host, the approver) did.
+    #[serde(skip)]
+    pub owner: Option<String>,
 }
 
 impl Session {
@@ -142,6 +146,7 @@ impl State {
             updated: Some(at),
             waiting_reason: None,
             completion: None,
+            owner: None,
         };
         self.sessions.insert(id.clone(), session);
         self.publish(
