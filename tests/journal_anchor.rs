@@ -355,6 +355,40 @@ fn a_forged_first_session_is_neither_continued_nor_vouched_for() {
         "{}",
         text(&first_only)
     );
+    // A session that ended with a commit it never verified: checked
+    // through its head, that is a violation. An entry appended after the
+    // head (a `verified` chained from it, by whoever can write the file)
+    // is not evaluated, so it cannot cover the violation.
+    let unverified_file = dir.path().join("unverified.jsonl");
+    let without_verified: Vec<_> = action_events("a-9")
+        .into_iter()
+        .filter(|(t, _)| *t != events::VERIFIED)
+        .collect();
+    let unverified_head = write(&unverified_file, &[("a-9", without_verified)]);
+    let unverified = unverified_file.to_str().unwrap();
+    let out = run(&[unverified, "--head", &unverified_head]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let covering = Journal::new(Arc::new(
+        FileJournal::continue_from(&unverified_file, &unverified_head).unwrap(),
+    ));
+    covering
+        .record(
+            "s-1",
+            "alice",
+            Some("a-9"),
+            events::VERIFIED,
+            AT.into(),
+            json!({ "status": "verified", "verified": true, "committed": true, "receiptId": "receipt-a-9" }),
+        )
+        .unwrap();
+    let out = run(&[unverified, "--head", &unverified_head]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("violation"),
+        "{}",
+        text(&out)
+    );
+
     // The heads out of order do not pass.
     let swapped = run(&[file, "--head", &head_2, "--head", &head_1]);
     assert_eq!(swapped.status.code(), Some(1), "{}", text(&swapped));

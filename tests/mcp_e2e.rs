@@ -1311,3 +1311,33 @@ async fn a_malformed_argument_is_a_refusal_not_an_unknown_outcome() {
     assert_eq!(stats(&runtime).await["totalEffects"], 0);
     runtime.shutdown().await.unwrap();
 }
+
+/// "Window W is gone" where W is not shown before the action (it never
+/// existed) can show nothing the action did: refused, and nothing done,
+/// whether the server refuses the check as unbound at the preview or as
+/// holding before the effect.
+#[tokio::test]
+async fn a_window_check_that_holds_before_the_action_is_refused_with_nothing_done() {
+    let runtime = spawn_sim(&[]).await;
+    let session = session(&runtime, "agent-a");
+    let action = file_action("held-window", "write_clipboard", json!({ "text": "t" }))
+        .with_data_labels([adk_computer_use::contracts::DataLabel::Public])
+        .with_postcondition(
+            adk_computer_use::contracts::ActionPostcondition::try_from(
+                adk_computer_use::contracts::PostconditionFields::Window {
+                    window_id: 0x3f_ffff,
+                    exists: false,
+                },
+            )
+            .unwrap(),
+        );
+    let err = session.run(action).await.err().unwrap();
+    assert_eq!(err.refusal_code(), Some("policy_denied"), "{err:?}");
+    assert!(
+        matches!(err, ComputerUseError::Refused { .. }),
+        "refused before anything was sent: {err:?}"
+    );
+    let stats = adk_computer_use_testkit::child::stats(&runtime).await;
+    assert_eq!(stats["totalEffects"], 0, "{stats}");
+    runtime.shutdown().await.unwrap();
+}

@@ -188,18 +188,27 @@ async fn main() -> std::process::ExitCode {
                     }
                 };
             // The one place a credential is ever shown: to the host that
-            // started the simulator, on its stdout.
+            // started the simulator, on its stdout. All of it in one write:
+            // a host that reads only the lines it needs and then closes
+            // the pipe must not make a later line fail (nor this process
+            // with it).
+            let mut shown = String::new();
             if generated {
-                println!("agent-credential {}", credentials.agent());
-                println!("approver-credential {}", credentials.approver());
+                shown.push_str(&format!("agent-credential {}\n", credentials.agent()));
+                shown.push_str(&format!("approver-credential {}\n", credentials.approver()));
                 if let Some(host) = credentials.host() {
-                    println!("host-credential {host}");
+                    shown.push_str(&format!("host-credential {host}\n"));
                 }
             }
             for name in &agents {
                 if let Some(token) = credentials.agent_named(name) {
-                    println!("agent-credential {name} {token}");
+                    shown.push_str(&format!("agent-credential {name} {token}\n"));
                 }
+            }
+            {
+                use std::io::Write as _;
+                let mut out = std::io::stdout().lock();
+                let _ = out.write_all(shown.as_bytes()).and_then(|()| out.flush());
             }
             server.serve_tcp(listener, credentials).await
         }
@@ -278,7 +287,11 @@ async fn listen_on(
         .local_addr()
         .map_err(|err| (1, format!("cannot listen on {address}: {err}")))?;
     // The first line a caller reads: where to connect.
-    println!("listening on {bound}");
+    {
+        use std::io::Write as _;
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "listening on {bound}").and_then(|()| out.flush());
+    }
     Ok((listener, credentials, generated))
 }
 

@@ -102,3 +102,25 @@ fn faults_reach_a_server_only_through_the_simulated_desktops_own_door() {
     );
     assert!(State::new(Config::default()).faults().is_empty());
 }
+
+/// A host that reads none of what the server prints (its output closed
+/// before the server starts, so every line it writes fails) does not take
+/// the server down: it keeps listening. Before, the first line printed
+/// into the closed pipe ended the process, and a host that read only the
+/// lines it needed raced the later ones.
+#[test]
+fn a_host_that_closes_the_servers_output_does_not_take_it_down() {
+    let (reader, writer) = std::io::pipe().expect("a pipe");
+    drop(reader);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_computer-use-server"))
+        .args(["--listen", "127.0.0.1:0", "--agent", "bob"])
+        .stdout(writer)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("computer-use-server starts");
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    let exited = child.try_wait().expect("the child can be asked");
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(exited.is_none(), "the server exited: {exited:?}");
+}

@@ -882,6 +882,23 @@ async fn one_agent_cannot_touch_what_another_holds_nor_stop_the_server() {
         .await
         .unwrap();
     assert!(done.performed());
+    // Paused by its own agent, the session is not the other agent's to
+    // resume.
+    let mut own_connection = Raw::open(&sim.address, Some(&sim.agent))
+        .await
+        .ok()
+        .unwrap();
+    own_connection
+        .ok("pause_session", json!({ "session_id": theirs }))
+        .await;
+    let answer = intruder
+        .call("resume_session", json!({ "session_id": theirs }))
+        .await;
+    assert_eq!(refusal(&answer), "agent_not_owner", "{answer:?}");
+    let state = own_connection
+        .ok("get_session", json!({ "session_id": theirs }))
+        .await;
+    assert_ne!(state["session"]["state"], "running", "{state}");
     // The host stops the server.
     let mut host = Raw::open(&sim.address, Some(&sim.host)).await.ok().unwrap();
     let stopped = host
@@ -889,5 +906,107 @@ async fn one_agent_cannot_touch_what_another_holds_nor_stop_the_server() {
         .await;
     assert_eq!(stopped["stopped"], true, "{stopped}");
     let _ = chain.shutdown().await;
+    sim.child.kill().await.unwrap();
+}
+
+/// Issue 28, item 1: between agents, the one-writer lease goes first come,
+/// first served. One agent holds the lease and, on a second connection,
+/// queues for it again at the highest priority the schema takes, behind
+/// the other agent's request at priority 0. When it releases, the other
+/// agent gets the lease: an agent cannot raise itself over the others and
+/// take the desktop back at every release.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_cannot_jump_the_lease_queue_over_another() {
+    let mut sim = listen(&["--agent", "bob"]).await;
+    let bob = sim.named[0].1.clone();
+    let mut bob_holds = Raw::open(&sim.address, Some(&bob)).await.ok().unwrap();
+    let bob_session = bob_holds
+        .ok("start_session", json!({ "objective": "bob" }))
+        .await["session"]["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let held = bob_holds
+        .ok(
+            "acquire_control_lease",
+            lease_request(&bob_session, 60_000, 0),
+        )
+        .await;
+    let lease = held["lease"]["leaseId"].as_str().unwrap().to_owned();
+
+    let mut alice = Raw::open(&sim.address, Some(&sim.agent))
+        .await
+        .ok()
+        .unwrap();
+    let alice_session = alice
+        .ok("start_session", json!({ "objective": "alice" }))
+        .await["session"]["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let alice_waits = alice
+        .start(
+            "tools/call",
+            json!({ "name": "acquire_control_lease",
+                    "arguments": lease_request(&alice_session, 60_000, 0) }),
+        )
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut bob_again = Raw::open(&sim.address, Some(&bob)).await.ok().unwrap();
+    let _bob_waits = bob_again
+        .start(
+            "tools/call",
+            json!({ "name": "acquire_control_lease",
+                    "arguments": lease_request(&bob_session, 60_000, 9_007_199_254_740_991) }),
+        )
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    bob_holds
+        .ok("release_control_lease", json!({ "lease_id": lease }))
+        .await;
+    let granted = tokio::time::timeout(Duration::from_secs(10), alice.answer(alice_waits))
+        .await
+        .expect("the agent that queued first got the lease");
+    assert!(succeeded(&granted), "{granted:?}");
+    let granted = granted.unwrap();
+    assert_eq!(
+        granted["result"]["structuredContent"]["lease"]["sessionId"], alice_session,
+        "{granted}"
+    );
+    sim.child.kill().await.unwrap();
+}
+
+/// Issue 28, item 2: one agent's credential holds at most 32 connections
+/// at once, so an agent that opens many more cannot take the descriptors
+/// the approver needs: past its share, its connections are closed, and
+/// the approver still connects and is answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_agent_holding_many_connections_leaves_room_for_the_approver() {
+    let mut sim = listen(&[]).await;
+    let mut held = Vec::new();
+    for _ in 0..40 {
+        if let Ok(raw) = Raw::open(&sim.address, Some(&sim.agent)).await {
+            held.push(raw);
+        }
+    }
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let mut answered = 0;
+    let listed = |answer: Option<Value>| answer.is_some_and(|a| a.get("result").is_some());
+    for raw in &mut held {
+        if listed(raw.request("tools/list", json!({})).await) {
+            answered += 1;
+        }
+    }
+    assert!(
+        (1..=32).contains(&answered),
+        "{answered} of 40 connections of one agent still answered"
+    );
+    let mut approver = Raw::open(&sim.address, Some(&sim.approver))
+        .await
+        .ok()
+        .expect("the approver connects");
+    assert!(listed(approver.request("tools/list", json!({})).await));
     sim.child.kill().await.unwrap();
 }

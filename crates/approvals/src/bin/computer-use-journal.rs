@@ -20,8 +20,9 @@
 //! each session's, taken when it ended. Any of them may be given, and as
 //! many as are known (in the order they were recorded): the chain must
 //! pass through each, in turn. Entries after the last head given are
-//! consistent with the chain but anchored by nothing, and the command says
-//! so on a line starting `UNANCHORED AFTER:`.
+//! consistent with the chain but anchored by nothing: the command says so
+//! on a line starting `UNANCHORED AFTER:`, and evaluates only the entries
+//! up to the last head given.
 //!
 //! Exits 0 when the hash chain holds (and passes through every `DIGEST`) and
 //! the evaluator finds no violation; 1 when the journal was tampered with or
@@ -153,13 +154,18 @@ fn main() -> ExitCode {
     for (head, position) in heads.iter().zip(&positions) {
         println!("passes through {head} at entry {position}");
     }
+    // Only what a head anchors is evaluated: entries after the last head
+    // given could be anyone's (one appended `verified` would cover a
+    // commit the session never verified).
+    let mut anchored = &entries[..];
     if let Some(position) = last
         && position < entries.len()
     {
         println!(
-            "UNANCHORED AFTER: the {} entries after entry {position} are anchored by no head given; a rewrite of them, or a cut-off end, would pass. Give the latest recorded head too.",
+            "UNANCHORED AFTER: the {} entries after entry {position} are anchored by no head given; a rewrite of them, or a cut-off end, would pass, and they are not evaluated. Give the latest recorded head too.",
             entries.len() - position
         );
+        anchored = &entries[..position];
     }
     if heads.is_empty() {
         println!(
@@ -167,7 +173,7 @@ fn main() -> ExitCode {
              digests recomputed, or a cut-off end, would pass. Verify with --head DIGEST."
         );
     }
-    let report = ComputerUseEvaluator::new().evaluate(&journal_events(&entries));
+    let report = ComputerUseEvaluator::new().evaluate(&journal_events(anchored));
     if report.violations.is_empty() {
         println!("no violations");
         ExitCode::SUCCESS

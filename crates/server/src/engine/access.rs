@@ -58,7 +58,7 @@ pub const AGENT_NOT_OWNER: &str = "agent_not_owner";
 pub const DEFAULT_AGENT: &str = "agent";
 
 /// The role a TCP connection authenticated as.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Role {
     /// One agent, by the name the host gave its credential: what it
     /// started is its own, and nothing else.

@@ -203,6 +203,14 @@ pub trait DesktopBackend: Send + 'static {
     /// file that already holds (it could not show the action's effect).
     fn file_holds_now(&self, path: &str, exists: bool, content_digest: Option<&str>) -> bool;
 
+    /// Whether the window `window_id` is shown right now, looked at once
+    /// without waiting: the engine refuses, before the effect, a check
+    /// that a window is gone when it is gone already. `None` when this
+    /// desktop cannot tell.
+    fn window_shown_now(&self, _window_id: u64) -> Option<bool> {
+        None
+    }
+
     /// The server's own check of the effect of `tool` with `args`, against
     /// the postcondition the envelope declared (as JSON: one it cannot read
     /// fails the check).

@@ -383,9 +383,11 @@ impl State {
     /// once more (the capture came between) before the one-shot lease is
     /// spent; a lease released or revoked since the first phase is
     /// `lease_revoked` here.
-    /// A file check on a file the action only named (not a file tool's
-    /// own path) that already holds could not show the action's effect:
-    /// refused before anything is sent, on every desktop.
+    /// A check that already holds before the action could not show the
+    /// action's effect: a file check on a file the action only named (not
+    /// a file tool's own path), or a check that a window is gone when it
+    /// is gone already (or never was). Refused before anything is sent, on
+    /// every desktop that can tell.
     fn refuse_held_before(&self, request: &ActionRequest, envelope: &Value) -> Result<(), Refusal> {
         if request.is_file_tool() {
             return Ok(());
@@ -412,6 +414,17 @@ impl State {
                     ),
                 ))
             }
+            // A window that is gone (or never was) before the action: its
+            // being gone afterwards shows nothing the action did.
+            PostconditionFields::Window {
+                window_id,
+                exists: false,
+            } if self.desktop.window_shown_now(*window_id) == Some(false) => Err(Refusal::new(
+                "policy_denied",
+                format!(
+                    "the check that window {window_id} is gone holds before the action, so it could not show the action's effect: name a window that is shown now"
+                ),
+            )),
             _ => Ok(()),
         }
     }

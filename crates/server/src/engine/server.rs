@@ -6,8 +6,8 @@ use adk_computer_use::contracts::catalogue::protocol::name as protocol;
 use std::borrow::Cow;
 use std::sync::{Arc, Mutex};
 
+use rmcp::ServiceExt;
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, MetaObject, Tool, ToolAnnotations};
-use rmcp::{RoleServer, ServiceExt};
 use serde_json::Value;
 
 use super::Refusal;
@@ -104,6 +104,55 @@ impl PreAuth {
             .retain(|(t, _)| *t != ticket);
     }
 }
+
+/// How long a connection chosen to make room may still finish a
+/// handshake it has begun.
+const EVICTION_GRACE: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// The most connections one authenticated role (one agent, the approver,
+/// the host) holds at once.
+const MOST_PER_ROLE: usize = 32;
+
+/// The connections each authenticated role holds.
+#[derive(Default)]
+struct Shares {
+    held: std::sync::Mutex<std::collections::HashMap<super::access::Role, usize>>,
+}
+
+impl Shares {
+    /// Takes one of `role`'s places; `false` when it holds its most.
+    fn take(&self, role: &super::access::Role) -> bool {
+        let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        let count = held.entry(role.clone()).or_default();
+        if *count >= MOST_PER_ROLE {
+            return false;
+        }
+        *count += 1;
+        true
+    }
+
+    /// Gives one of `role`'s places back.
+    fn give(&self, role: &super::access::Role) {
+        let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(count) = held.get_mut(role) {
+            *count = count.saturating_sub(1);
+        }
+    }
+}
+
+/// A place taken in [`Shares`], given back when the connection ends.
+struct Share<'a>(&'a Shares, super::access::Role);
+
+impl Drop for Share<'_> {
+    fn drop(&mut self) {
+        self.0.give(&self.1);
+    }
+}
+
+/// The longest message a TCP client may send, in bytes: far more than any
+/// request needs (a clipboard write is at most 64 KiB of text), far less
+/// than rmcp's default of 16 MiB.
+const MOST_LINE: usize = 1 << 20;
 
 /// How long a connection has to authenticate (its `initialize`).
 const HANDSHAKE_DEADLINE: std::time::Duration = std::time::Duration::from_secs(5);
@@ -212,7 +261,10 @@ impl Server {
                 .as_ref()
                 .is_some_and(|c| c.role() == Some(super::access::Role::Approver));
             let outcome = self
-                .on_state(move |state| state.resume_as(&arguments, approver))
+                .on_state(move |state| {
+                    state.admit(caller.as_ref(), protocol::RESUME_SESSION, &arguments)?;
+                    state.resume_as(&arguments, approver)
+                })
                 .await
                 .and_then(|answer| answer);
             return outcome.map_or_else(refused, success);
@@ -266,6 +318,16 @@ impl Server {
                 .await
                 .and_then(|answer| answer);
             return outcome.map_or_else(refused, success);
+        }
+        // Between agents the queue is first come, first served: an agent's
+        // priority is not its own to raise (one at the top would take the
+        // desktop back at every release). The host's and the approver's
+        // priorities stand.
+        let mut arguments = arguments;
+        if matches!(caller, Some(super::access::Role::Agent(_)))
+            && let Some(map) = arguments.as_object_mut()
+        {
+            map.insert("priority".into(), serde_json::json!(0));
         }
         // The state is locked only to queue and to settle, never while
         // the request waits for its turn (and, over a desktop that blocks,
@@ -371,6 +433,7 @@ impl Server {
         // file descriptors or memory, and the oldest is closed first, so
         // nobody can keep a credentialed client out by holding them all.
         let pre_auth = Arc::new(PreAuth::default());
+        let shares = Arc::new(Shares::default());
         loop {
             let stream = match listener.accept().await {
                 Ok((stream, _)) => stream,
@@ -384,17 +447,18 @@ impl Server {
             };
             let (ticket, evicted) = pre_auth.admit();
             let pre_auth = Arc::clone(&pre_auth);
+            let shares = Arc::clone(&shares);
             let server = self.clone();
             let credentials = Arc::clone(&credentials);
             tokio::spawn(async move {
                 let (gone, watch) = tokio::sync::watch::channel(false);
                 let connection = Arc::new(Connection::new(credentials, watch));
+                // One message is at most `MOST_LINE` bytes: 64 waiting
+                // connections hold at most 64 of them, not rmcp's 16 MiB each.
+                let (read, write) = tokio::io::split(stream);
                 let transport = Watched::new(
-                    rmcp::transport::IntoTransport::<
-                        RoleServer,
-                        std::io::Error,
-                        rmcp::transport::async_rw::TransportAdapterAsyncCombinedRW,
-                    >::into_transport(stream),
+                    rmcp::transport::async_rw::AsyncRwTransport::new_server(read, write)
+                        .with_max_line_length(MOST_LINE),
                     gone,
                 );
                 let service = super::service::ConnectionService::authenticated(
@@ -427,15 +491,37 @@ impl Server {
                         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
                     }
                 };
-                // Closed to make room only while it has not authenticated.
+                // Closed to make room only while it has not authenticated:
+                // a connection chosen in the middle of its handshake (its
+                // `initialize` already sent) is given a moment to finish.
                 let closed_for_room = async {
                     evicted.notified().await;
+                    tokio::time::sleep(EVICTION_GRACE).await;
                     if connection.role().is_some() {
                         std::future::pending::<()>().await;
                     }
                 };
+                // An authenticated role holds at most `MOST_PER_ROLE`
+                // connections: one agent opening thousands cannot take the
+                // descriptors the approver and the host need.
+                let within_share = async {
+                    loop {
+                        if let Some(role) = connection.role() {
+                            if shares.take(&role) {
+                                let _taken = Share(&shares, role);
+                                return std::future::pending::<()>().await;
+                            }
+                            return;
+                        }
+                        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                    }
+                };
                 tokio::select! {
+                    biased;
                     () = served => {}
+                    () = within_share => {
+                        tracing::warn!("a role already holds its most connections: one more closed");
+                    }
                     () = deadline => {
                         tracing::warn!("a client did not authenticate in time: closed");
                     }

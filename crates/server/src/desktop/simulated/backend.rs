@@ -27,6 +27,14 @@ impl crate::engine::DesktopBackend for SimulatedDesktop {
         )
     }
 
+    fn window_shown_now(&self, window_id: u64) -> Option<bool> {
+        Some(
+            self.apps
+                .iter()
+                .any(|app| app.windows.iter().any(|w| w.id == window_id)),
+        )
+    }
+
     fn file_holds_now(&self, path: &str, exists: bool, content_digest: Option<&str>) -> bool {
         let content = self.files.get(path);
         content.is_some() == exists

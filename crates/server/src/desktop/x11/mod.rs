@@ -582,6 +582,10 @@ impl DesktopBackend for X11Desktop {
         Ok(())
     }
 
+    fn window_shown_now(&self, window_id: u64) -> Option<bool> {
+        windows::shown_by_server(&self.conn, u32::try_from(window_id).ok()?)
+    }
+
     fn file_holds_now(&self, path: &str, exists: bool, content_digest: Option<&str>) -> bool {
         checks::file_holds(path, exists, content_digest)
     }
