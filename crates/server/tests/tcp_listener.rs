@@ -899,6 +899,22 @@ async fn one_agent_cannot_touch_what_another_holds_nor_stop_the_server() {
         .ok("get_session", json!({ "session_id": theirs }))
         .await;
     assert_ne!(state["session"]["state"], "running", "{state}");
+    // An onboarding run is its starter's too: not the other agent's to
+    // acknowledge the emergency stop in.
+    let run = own_connection
+        .ok("onboarding", json!({ "action": "start" }))
+        .await;
+    let run = run["onboarding"]["onboardingId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let answer = intruder
+        .call(
+            "onboarding",
+            json!({ "action": "acknowledge_emergency", "onboarding_id": run }),
+        )
+        .await;
+    assert_eq!(refusal(&answer), "agent_not_owner", "{answer:?}");
     // The host stops the server.
     let mut host = Raw::open(&sim.address, Some(&sim.host)).await.ok().unwrap();
     let stopped = host

@@ -7,7 +7,8 @@
 //! agent makes is admitted here first, under the same lock as the call
 //! itself: a session, lease or reservation it names must be its own, and
 //! the tools that act on every agent at once (`emergency_stop`,
-//! `prune_sessions`) are not an agent's at all.
+//! `prune_sessions`) are not an agent's at all. An onboarding run is its
+//! starter's too.
 
 use serde_json::{Value, json};
 
@@ -56,6 +57,18 @@ impl State {
         {
             sessions.push(("reservation", held.session_id));
         }
+        // An onboarding run, like a session, is its starter's.
+        if tool == protocol::ONBOARDING
+            && let Some(run) = text(args, "onboarding_id")
+            && self.onboarding.has(run)
+            && self.onboarding.owners.get(run) != Some(agent)
+        {
+            return Err(Refusal::with_details(
+                AGENT_NOT_OWNER,
+                "the onboarding run belongs to another agent; an agent acts only on what it started",
+                json!({ "what": "onboarding" }),
+            ));
+        }
         for (what, session) in sessions {
             // A session that does not exist is refused by the call itself.
             let Some(found) = self.sessions.get(&session) else {
@@ -74,12 +87,22 @@ impl State {
         Ok(())
     }
 
-    /// The session `answer` (a started session) names becomes `caller`'s
-    /// own, when the caller is an agent.
+    /// The session or onboarding run `answer` (of a call that started
+    /// one) names becomes `caller`'s own, when the caller is an agent.
     pub(super) fn own_started(&mut self, answer: &Answer, caller: Option<&Role>) {
         let Some(Role::Agent(agent)) = caller else {
             return;
         };
+        if let Some(run) = answer
+            .structured
+            .pointer("/onboarding/onboardingId")
+            .and_then(Value::as_str)
+            .filter(|run| self.onboarding.has(run))
+            .map(str::to_owned)
+        {
+            self.onboarding.owners.insert(run, agent.clone());
+            return;
+        }
         let id = answer
             .structured
             .pointer("/session/sessionId")

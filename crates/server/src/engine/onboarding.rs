@@ -18,6 +18,16 @@ const DEFAULT_CHORD: &str = "ctrl+alt+shift+escape";
 #[derive(Default)]
 pub(crate) struct Onboarding {
     runs: BTreeMap<String, Value>,
+    /// The agent that started each run, by its credential's name (over
+    /// TCP): a run is its own, as a session is.
+    pub(crate) owners: BTreeMap<String, String>,
+}
+
+impl Onboarding {
+    /// Whether the run `id` exists.
+    pub(crate) fn has(&self, id: &str) -> bool {
+        self.runs.contains_key(id)
+    }
 }
 
 fn missing(what: &str) -> Refusal {

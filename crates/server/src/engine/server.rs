@@ -310,7 +310,7 @@ impl Server {
                 .on_state(move |state| {
                     state.admit(caller.as_ref(), &tool, &arguments)?;
                     let answer = state.dispatch(&tool, &arguments)?;
-                    if tool == protocol::START_SESSION {
+                    if tool == protocol::START_SESSION || tool == protocol::ONBOARDING {
                         state.own_started(&answer, caller.as_ref());
                     }
                     Ok(answer)
