@@ -84,7 +84,7 @@ impl<R: ComputerUseRuntime> Executed<R> {
             };
         // The action's entries are written before its end is reported.
         core.recorder.flush().await;
-        core.report(preview.envelope(), super::ReportedOutcome::of(&outcome))
+        core.report(preview.envelope(), || super::ReportedOutcome::of(&outcome))
             .await;
         if let Err(cleanup) = released {
             let receipt = receipt.get();

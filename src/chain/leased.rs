@@ -133,10 +133,11 @@ impl<R: ComputerUseRuntime> Leased<R> {
                 // The mutating call was made: whatever came back (a refusal
                 // too, which a server may send after acting), the report
                 // cannot say it did not happen.
-                let outcome = super::ReportedOutcome::OutcomeUnknown {
-                    reason: format!("the call that acts was made, then: {err}"),
-                };
-                self.core.report(envelope, outcome).await;
+                self.core
+                    .report(envelope, || super::ReportedOutcome::OutcomeUnknown {
+                        reason: format!("the call that acts was made, then: {err}"),
+                    })
+                    .await;
                 return Err(err);
             }
         };

@@ -88,23 +88,27 @@ impl<R: ComputerUseRuntime> Core<R> {
                 || serde_json::json!({ "checkpointId": id.as_str() }),
             );
         }
-        self.report(
-            envelope,
-            super::ReportedOutcome::of_error(err, returned.is_some()),
-        )
+        self.report(envelope, || {
+            super::ReportedOutcome::of_error(err, returned.is_some())
+        })
         .await;
     }
 
     /// Writes the report the action `envelope` describes owes its
     /// checkpoint, if it was resumed from one (see
     /// [`report`](super::approvals::report)).
+    /// The outcome is made only for an action that owes a report: every
+    /// action ends here, few were resumed.
     pub(crate) async fn report(
         &self,
         envelope: &crate::contracts::ActionEnvelope,
-        outcome: super::ReportedOutcome,
+        outcome: impl FnOnce() -> super::ReportedOutcome,
     ) {
+        let Some(owed) = self.reports.take(envelope) else {
+            return;
+        };
         let at = crate::clock::display(self.clock().now());
-        self.reports.report(envelope, outcome, at).await;
+        super::approvals::report::Reports::write(owed, envelope, outcome(), at).await;
     }
 
     /// Refuses `operation` once the session was shut down.

@@ -66,6 +66,22 @@ impl PostgresCheckpointStore {
         })
     }
 
+    /// The checkpoint ids `query` (one `id` column) answers, in its order;
+    /// a row that is not a checkpoint id is left out.
+    fn listed(
+        &self,
+        doing: &'static str,
+        query: &'static str,
+    ) -> Result<Vec<CheckpointId>, ComputerUseError> {
+        let rows = self
+            .connection
+            .run(doing, move |client| client.query(query, &[]))?;
+        Ok(rows
+            .iter()
+            .filter_map(|row| row.get::<_, String>(0).parse().ok())
+            .collect())
+    }
+
     /// The state of `id`: `None` when absent, else whether it was consumed,
     /// whether without a decision, and whether a decision is recorded.
     fn state(&self, id: &CheckpointId) -> Result<Option<RowState>, ComputerUseError> {
@@ -174,16 +190,10 @@ impl CheckpointStore for PostgresCheckpointStore {
     }
 
     fn ids(&self) -> Result<Vec<CheckpointId>, ComputerUseError> {
-        let rows = self.connection.run("list checkpoints", |client| {
-            client.query(
-                "SELECT id FROM adk_checkpoints WHERE NOT consumed ORDER BY id",
-                &[],
-            )
-        })?;
-        Ok(rows
-            .iter()
-            .filter_map(|row| row.get::<_, String>(0).parse().ok())
-            .collect())
+        self.listed(
+            "list checkpoints",
+            "SELECT id FROM adk_checkpoints WHERE NOT consumed ORDER BY id",
+        )
     }
 
     fn record_decision(&self, id: &CheckpointId, record: &str) -> Result<(), ComputerUseError> {
@@ -298,15 +308,9 @@ impl CheckpointStore for PostgresCheckpointStore {
     }
 
     fn reported(&self) -> Result<Vec<CheckpointId>, ComputerUseError> {
-        let rows = self.connection.run("list reported checkpoints", |client| {
-            client.query(
-                "SELECT id FROM adk_checkpoints WHERE cardinality(outcomes) > 0 ORDER BY reported_at DESC, id",
-                &[],
-            )
-        })?;
-        Ok(rows
-            .iter()
-            .filter_map(|row| row.get::<_, String>(0).parse().ok())
-            .collect())
+        self.listed(
+            "list reported checkpoints",
+            "SELECT id FROM adk_checkpoints WHERE cardinality(outcomes) > 0 ORDER BY reported_at DESC, id",
+        )
     }
 }

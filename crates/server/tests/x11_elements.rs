@@ -889,21 +889,8 @@ async fn a_caret_that_moved_since_the_frame_is_not_tolerated() {
         .cloned()
         .unwrap();
     let evidence = adk_computer_use::contracts::TargetEvidence {
-        platform: std::env::consts::OS.into(),
-        app_id: "Zenity".into(),
-        pid: None,
-        window_id: Some(WindowId::Number(id)),
-        window_title_digest: None,
-        display_id: None,
-        role: None,
-        label_digest: None,
         bounds: Some(serde_json::from_value(record["bounds"].clone()).unwrap()),
-        observation_id: "o".into(),
-        screenshot_hash: Some(caret_shown),
-        ui_tree_revision: None,
-        confidence: 1.0,
-        captured_at: adk_computer_use::clock::format_rfc3339(time::OffsetDateTime::now_utc())
-            .unwrap(),
+        ..evidence_for("Zenity", id, caret_shown)
     };
     // The caret moves to the start; the check comes once it is hidden
     // there (the field's pixels then are the hidden frame's).

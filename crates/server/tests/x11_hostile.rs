@@ -492,23 +492,8 @@ async fn evidence_citing_another_windows_frame_does_not_vouch_for_the_target() {
     let term = window_of(&runtime, "XTerm").await;
     let dialog = window_of(&runtime, "Xmessage").await;
     let desktop = X11Desktop::connect().unwrap();
-    let evidence = |screenshot_hash: String| TargetEvidence {
-        platform: std::env::consts::OS.into(),
-        app_id: "XTerm".into(),
-        pid: None,
-        window_id: Some(WindowId::Number(term["windowId"].as_u64().unwrap())),
-        window_title_digest: None,
-        display_id: None,
-        role: None,
-        label_digest: None,
-        bounds: None,
-        observation_id: "o".into(),
-        screenshot_hash: Some(screenshot_hash),
-        ui_tree_revision: None,
-        confidence: 1.0,
-        captured_at: adk_computer_use::clock::format_rfc3339(time::OffsetDateTime::now_utc())
-            .unwrap(),
-    };
+    let term_id = term["windowId"].as_u64().unwrap();
+    let evidence = |screenshot_hash: String| evidence_for("XTerm", term_id, screenshot_hash);
     let own = desktop.snapshot(term["windowId"].as_u64()).unwrap().digest;
     let other = desktop
         .snapshot(dialog["windowId"].as_u64())
@@ -701,23 +686,12 @@ async fn the_check_inside_the_grab_is_as_complete_as_the_check_before() {
         let record = window_of(&runtime, "XTerm").await;
         let id = record["windowId"].as_u64().unwrap();
         let evidence = TargetEvidence {
-            platform: std::env::consts::OS.into(),
-            app_id: "XTerm".into(),
             pid: record["pid"].as_u64().and_then(|p| u32::try_from(p).ok()),
-            window_id: Some(WindowId::Number(id)),
             window_title_digest: Some(adk_computer_use::digest::sha256_hex(
                 record["title"].as_str().unwrap(),
             )),
-            display_id: None,
-            role: None,
-            label_digest: None,
             bounds: Some(serde_json::from_value(record["bounds"].clone()).unwrap()),
-            observation_id: "o".into(),
-            screenshot_hash: Some(desktop.snapshot(Some(id)).unwrap().digest),
-            ui_tree_revision: None,
-            confidence: 1.0,
-            captured_at: adk_computer_use::clock::format_rfc3339(time::OffsetDateTime::now_utc())
-                .unwrap(),
+            ..evidence_for("XTerm", id, desktop.snapshot(Some(id)).unwrap().digest)
         };
         assert!(
             desktop.is_current(&evidence, sim::Revalidation::BeforeEffect),

@@ -251,7 +251,7 @@ pub fn reported(
 }
 
 /// A resumed action that owes its checkpoint a report.
-struct Owed {
+pub(crate) struct Owed {
     store: Arc<dyn CheckpointStore>,
     id: CheckpointId,
     /// The resumed action's whole envelope, as a digest: another action
@@ -339,36 +339,36 @@ impl Reports {
         );
     }
 
-    /// Writes the report the action `envelope` describes owes, if it was
-    /// resumed and owes one: `outcome`, at `at`. A report that cannot be
-    /// written is logged, never raised: the action's own result is what
-    /// the caller gets.
-    pub(crate) async fn report(
-        &self,
+    /// The report the action `envelope` describes owes, taken, if it was
+    /// resumed and owes one. Looked up by id first: the envelope's digest
+    /// is made only for an action that owes a report.
+    pub(crate) fn take(&self, envelope: &crate::contracts::ActionEnvelope) -> Option<Owed> {
+        let mut owed = self.owed.lock().unwrap_or_else(|p| p.into_inner());
+        let held = owed.get(&envelope.action_id)?;
+        let digest = super::give_back::envelope_digest(envelope)?;
+        if digest != held.envelope {
+            return None;
+        }
+        owed.remove(&envelope.action_id)
+    }
+
+    /// Writes the report `owed` (taken for the action `envelope`
+    /// describes): `outcome`, at `at`. A report that cannot be written is
+    /// logged, never raised: the action's own result is what the caller
+    /// gets.
+    pub(crate) async fn write(
+        owed: Owed,
         envelope: &crate::contracts::ActionEnvelope,
         outcome: ReportedOutcome,
         at: String,
     ) {
-        let owed = {
-            let mut owed = self.owed.lock().unwrap_or_else(|p| p.into_inner());
-            let digest = super::give_back::envelope_digest(envelope);
-            match owed.get(&envelope.action_id) {
-                Some(o) if digest.as_deref() == Some(o.envelope.as_str()) => {
-                    owed.remove(&envelope.action_id)
-                }
-                _ => None,
-            }
-        };
-        let Some(Owed {
+        let Owed {
             store,
             id,
             tool,
             secret,
             ..
-        }) = owed
-        else {
-            return;
-        };
+        } = owed;
         let outcome = if secret {
             outcome.without_words()
         } else {

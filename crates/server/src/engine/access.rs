@@ -372,3 +372,51 @@ impl<T: rmcp::transport::Transport<RoleServer>> rmcp::transport::Transport<RoleS
         self.inner.close().await
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    /// Each credential is one capability: no token opens two roles, no
+    /// name two agents, and each token is known as its own role only.
+    #[test]
+    fn every_credential_is_a_capability_of_its_own() {
+        let credentials = Credentials::new("a".repeat(64), "b".repeat(64))
+            .unwrap()
+            .with_agent("bob", "c".repeat(64))
+            .unwrap()
+            .with_host("d".repeat(64))
+            .unwrap();
+        assert_eq!(
+            credentials.role_of(&"a".repeat(64)),
+            Some(Role::Agent(DEFAULT_AGENT.into()))
+        );
+        assert_eq!(
+            credentials.role_of(&"c".repeat(64)),
+            Some(Role::Agent("bob".into()))
+        );
+        assert_eq!(credentials.role_of(&"b".repeat(64)), Some(Role::Approver));
+        assert_eq!(credentials.role_of(&"d".repeat(64)), Some(Role::Host));
+        assert_eq!(credentials.role_of(&"e".repeat(64)), None);
+        // A token another role holds, a name given twice, a bad name, an
+        // empty token: refused.
+        let again = || credentials.clone();
+        assert!(again().with_agent("carol", "b".repeat(64)).is_err());
+        assert!(again().with_agent("carol", "c".repeat(64)).is_err());
+        assert!(again().with_host("a".repeat(64)).is_err());
+        assert!(again().with_agent("bob", "f".repeat(64)).is_err());
+        assert!(again().with_agent("a b", "f".repeat(64)).is_err());
+        assert!(again().with_agent("", "f".repeat(64)).is_err());
+        assert!(again().with_agent("carol", "  ").is_err());
+        assert!(Credentials::new("x".repeat(64), "x".repeat(64)).is_err());
+        // Minted ones are fresh and distinct.
+        let minted = again().mint_agent("carol").unwrap();
+        let carol = minted.agent_named("carol").unwrap().to_owned();
+        assert_eq!(minted.role_of(&carol), Some(Role::Agent("carol".into())));
+        assert!(
+            !format!("{minted:?}").contains(&carol),
+            "Debug shows no token"
+        );
+    }
+}

@@ -229,3 +229,25 @@ pub fn assert_refused(err: &ComputerUseError, code: &str) {
         "refused before anything was sent, not an unknown outcome: {err:?}"
     );
 }
+
+/// Target evidence for window `id` of `app` on this machine, stating only
+/// the frame `screenshot_hash` (callers add what else they bind).
+pub fn evidence_for(app: &str, id: u64, screenshot_hash: String) -> TargetEvidence {
+    TargetEvidence {
+        platform: std::env::consts::OS.into(),
+        app_id: app.into(),
+        pid: None,
+        window_id: Some(WindowId::Number(id)),
+        window_title_digest: None,
+        display_id: None,
+        role: None,
+        label_digest: None,
+        bounds: None,
+        observation_id: "o".into(),
+        screenshot_hash: Some(screenshot_hash),
+        ui_tree_revision: None,
+        confidence: 1.0,
+        captured_at: adk_computer_use::clock::format_rfc3339(time::OffsetDateTime::now_utc())
+            .unwrap(),
+    }
+}

@@ -415,9 +415,12 @@ impl DesktopBackend for X11Desktop {
 
     fn snapshot(&self, window: Option<u64>) -> Result<Frame, Refusal> {
         // A window's frame remembers where its application says the caret
-        // is: the one change tolerated later (see `tolerance`).
+        // is: the one change tolerated later (see `tolerance`). Only the
+        // focused window draws a caret, so only its application is asked
+        // (a walk of its element tree, as long as the capture itself).
         let caret = window
             .and_then(|id| self.window_record(id).ok())
+            .filter(|record| record.focused)
             .and_then(|record| self.caret_now(&record));
         let capture = screen::capture(&self.conn, self.root, self.region(window)?)?;
         self.frames().frame(capture, self.layout, caret)
