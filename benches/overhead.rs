@@ -16,7 +16,10 @@
 //!    round on the real display (the frame's bytes, `snapshot` and
 //!    `get_ui_tree` times), then governed clipboard writes against the same
 //!    calls made raw, through `computer-use-server --desktop x11` (`OVERHEAD_PART=x11`
-//!    runs only this part).
+//!    runs only this part). With `--features wayland` and a compositor
+//!    (`$WAYLAND_DISPLAY`, a wlroots one with `$SWAYSOCK`): the same,
+//!    through `computer-use-server --desktop wayland`, on a native Wayland
+//!    zenity window (`OVERHEAD_PART=wayland` runs only this part).
 //! 5. With `OVERHEAD_SERVER` (upstream's `serve.sh`): the round trips of one
 //!    governed action counted on the wire, governed against raw on that
 //!    server, and with `OVERHEAD_REFBENCH=<refbench-mcp>` (built from
@@ -285,7 +288,9 @@ fn observed_target(visual: &Value, semantic: &Value) -> Value {
         "window_id": window["windowId"],
         "pid": window["pid"],
         "window_title_digest": window["title"].as_str().map(adk_computer_use::digest::sha256_hex),
-        "display_id": window["displayId"].to_string(),
+        // A display id the window gives as a string is that string; a
+        // number is written out.
+        "display_id": window["displayId"].as_str().map_or_else(|| window["displayId"].to_string(), str::to_owned),
         "bounds": window["bounds"],
         "observation_id": semantic["observationId"],
         "screenshot_hash": visual["screenshotHash"],
@@ -310,6 +315,10 @@ enum Server {
     /// window with this id (an `xmessage` the benchmark shows).
     #[cfg_attr(not(feature = "x11"), allow(dead_code))]
     X11(u64),
+    /// The bundled server on the Wayland compositor (`--desktop wayland`),
+    /// acting on the window with this id (a zenity the benchmark shows).
+    #[cfg_attr(not(feature = "wayland"), allow(dead_code))]
+    Wayland(u64),
 }
 
 impl Server {
@@ -334,6 +343,19 @@ impl Server {
                     .args(["--desktop", "x11"]);
                 command
             }
+            Self::Wayland(_) => {
+                let mut command =
+                    tokio::process::Command::new(adk_computer_use_testkit::binary::path(
+                        adk_computer_use_testkit::binary::SERVER,
+                    ));
+                command
+                    .arg("--principal")
+                    .arg(PRINCIPAL)
+                    .args(["--desktop", "wayland"])
+                    // Nothing is kept on the clipboard past the benchmark.
+                    .env("COMPUTER_USE_CLIPBOARD_KEEPER", "off");
+                command
+            }
             Self::Upstream(parts) => {
                 let mut command = tokio::process::Command::new(&parts[0]);
                 command
@@ -348,7 +370,7 @@ impl Server {
 
     fn principal(&self) -> &'static str {
         match self {
-            Self::Sim | Self::X11(_) => PRINCIPAL,
+            Self::Sim | Self::X11(_) | Self::Wayland(_) => PRINCIPAL,
             Self::Upstream(_) => UPSTREAM_PRINCIPAL,
         }
     }
@@ -358,6 +380,7 @@ impl Server {
             Self::Sim => CLIPBOARD_APP,
             Self::Upstream(_) => "app.fake",
             Self::X11(_) => X11_APP,
+            Self::Wayland(_) => WAYLAND_APP,
         }
     }
 
@@ -365,7 +388,7 @@ impl Server {
         match self {
             Self::Sim => CLIPBOARD_WINDOW,
             Self::Upstream(_) => 7,
-            Self::X11(window) => *window,
+            Self::X11(window) | Self::Wayland(window) => *window,
         }
     }
 
@@ -373,7 +396,7 @@ impl Server {
     /// at the server's own desktop.
     fn action(&self, id: &str) -> ProposedAction {
         let mut action = adk_computer_use_testkit::child::write_clipboard(id, id, true);
-        if let Self::X11(_) = self {
+        if let Self::X11(_) | Self::Wayland(_) = self {
             // The session derives the evidence from what it observed.
             action.target = None;
         }
@@ -436,7 +459,7 @@ fn over_mcp(rt: &tokio::runtime::Runtime, server: &Server) -> f64 {
     // A real display is slower per action (frames are captured and encoded):
     // fewer actions, the same alternation.
     let (n, rounds) = match server {
-        Server::X11(_) => (20, 15),
+        Server::X11(_) | Server::Wayland(_) => (20, 15),
         _ => (100, 21),
     };
     let (runtime, governed_session) = rt.block_on(server.governed());
@@ -488,6 +511,7 @@ fn over_mcp(rt: &tokio::runtime::Runtime, server: &Server) -> f64 {
         Server::Sim => "over MCP   ",
         Server::Upstream(_) => "upstream   ",
         Server::X11(_) => "x11        ",
+        Server::Wayland(_) => "wayland    ",
     };
     println!(
         "{label} | governed chain {:>9.1} µs/action | raw calls {:>9.1} µs/action | ratio {ratio:.3}x",
@@ -610,10 +634,13 @@ fn versus_upstream_crate(rt: &tokio::runtime::Runtime, parts: &[String], refbenc
     ratio
 }
 
-// ---- 4. on a real X11 display ----------------------------------------------------
+// ---- 4. on a real desktop: an X11 display, a Wayland compositor ------------------
 
 /// The app of the window the X11 part acts on.
 const X11_APP: &str = "Xmessage";
+
+/// The app of the window the Wayland part acts on.
+const WAYLAND_APP: &str = "zenity";
 
 /// The real display `$DISPLAY` names, through `computer-use-server --desktop x11`:
 /// what one observation round costs (the frame's bytes and the time of
@@ -621,6 +648,39 @@ const X11_APP: &str = "Xmessage";
 /// writes, as over MCP.
 #[cfg(feature = "x11")]
 fn on_x11(rt: &tokio::runtime::Runtime) {
+    let dialog = std::process::Command::new("xmessage")
+        .args(["-geometry", "+40+560", "benchmark target"])
+        .spawn()
+        .expect("xmessage (x11-utils) shows the window the benchmark acts on");
+    on_desktop(rt, dialog, "x11", Server::X11);
+}
+
+/// The compositor `$WAYLAND_DISPLAY` names, through `computer-use-server
+/// --desktop wayland`, on a native Wayland window: as [`on_x11`].
+#[cfg(feature = "wayland")]
+fn on_wayland(rt: &tokio::runtime::Runtime) {
+    let dialog = std::process::Command::new("zenity")
+        .args([
+            "--info",
+            "--title",
+            "benchmark target",
+            "--text",
+            "benchmark target",
+        ])
+        .env("GDK_BACKEND", "wayland")
+        .env_remove("DISPLAY")
+        .spawn()
+        .expect("zenity shows the window the benchmark acts on");
+    on_desktop(rt, dialog, "wayland", Server::Wayland);
+}
+
+#[cfg(any(feature = "x11", feature = "wayland"))]
+fn on_desktop(
+    rt: &tokio::runtime::Runtime,
+    dialog: std::process::Child,
+    name: &str,
+    server: fn(u64) -> Server,
+) {
     struct Shown(std::process::Child);
     impl Drop for Shown {
         fn drop(&mut self) {
@@ -628,13 +688,9 @@ fn on_x11(rt: &tokio::runtime::Runtime) {
             let _ = self.0.wait();
         }
     }
-    let _dialog = Shown(
-        std::process::Command::new("xmessage")
-            .args(["-geometry", "+40+560", "benchmark target"])
-            .spawn()
-            .expect("xmessage (x11-utils) shows the window the benchmark acts on"),
-    );
-    let client = rt.block_on(RawClient::spawn(&Server::X11(0)));
+    let _dialog = Shown(dialog);
+    let app = server(0).app();
+    let client = rt.block_on(RawClient::spawn(&server(0)));
     let mut n = 0;
     let mut observe = |tool: &'static str, arguments: Value| {
         n += 1;
@@ -651,7 +707,7 @@ fn on_x11(rt: &tokio::runtime::Runtime) {
             listed["windows"]
                 .as_array()?
                 .iter()
-                .find(|w| w["bundleId"] == X11_APP)?["windowId"]
+                .find(|w| w["bundleId"] == app)?["windowId"]
                 .as_u64()
         });
         let (frame, _, _) = observe("snapshot", json!({}));
@@ -661,32 +717,33 @@ fn on_x11(rt: &tokio::runtime::Runtime) {
         last = Some(frame["screenshotHash"].clone());
         std::thread::sleep(Duration::from_millis(200));
     }
-    let window = window.expect("the xmessage window appeared on the display");
+    let window =
+        window.unwrap_or_else(|| panic!("the {app} window appeared on the {name} desktop"));
     let (mut frames, mut trees, mut png_bytes) = (Vec::new(), Vec::new(), 0);
     for _ in 0..21 {
         let (_, bytes, took) = observe("snapshot", json!({}));
         frames.push(took);
         png_bytes = bytes;
-        let tree = json!({ "window_id": window, "app_id": X11_APP });
+        let tree = json!({ "window_id": window, "app_id": app });
         trees.push(observe("get_ui_tree", tree).2);
     }
     println!(
-        "x11 round  | snapshot {:>6.1} ms ({png_bytes} PNG bytes) | get_ui_tree {:>5.1} ms",
+        "{name:<7} round | snapshot {:>6.1} ms ({png_bytes} PNG bytes) | get_ui_tree {:>5.1} ms",
         median(frames),
         median(trees)
     );
     rt.block_on(client.service.cancel()).unwrap();
-    let ratio = over_mcp(rt, &Server::X11(window));
-    println!("aim         | x11 <= 1.05x: {}", ratio <= 1.05);
+    let ratio = over_mcp(rt, &server(window));
+    println!("aim         | {name} <= 1.05x: {}", ratio <= 1.05);
 }
 
 /// One shadow observation through the raw client: its output, and the
 /// bytes of the images beside it (the PNG a client receives).
-#[cfg(feature = "x11")]
+#[cfg(any(feature = "x11", feature = "wayland"))]
 async fn shadow(client: &RawClient, n: usize, tool: &str, arguments: Value) -> (Value, usize) {
     use base64::Engine as _;
     let params = rmcp::model::CallToolRequestParams::new("execute_action").with_arguments(obj(
-        json!({ "session_id": client.session_id, "action_id": format!("x11-observe-{n}"),
+        json!({ "session_id": client.session_id, "action_id": format!("desktop-observe-{n}"),
                 "tool": tool, "arguments": arguments, "mode": "shadow" }),
     ));
     let result = client.service.peer().call_tool(params).await.unwrap();
@@ -799,6 +856,10 @@ fn main() {
     #[cfg(feature = "x11")]
     if part == "x11" || (part.is_empty() && std::env::var_os("DISPLAY").is_some()) {
         on_x11(&rt);
+    }
+    #[cfg(feature = "wayland")]
+    if part == "wayland" || (part.is_empty() && std::env::var_os("WAYLAND_DISPLAY").is_some()) {
+        on_wayland(&rt);
     }
     if !part.is_empty() {
         return;

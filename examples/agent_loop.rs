@@ -6,6 +6,7 @@
 //! cargo run --example agent_loop -- --server <command> [args...]
 //! cargo run --features openai --example agent_loop -- --model [--server ...]
 //! cargo run --features x11 --example agent_loop -- --x11
+//! cargo run --features x11,wayland --example agent_loop -- --wayland
 //! ```
 //!
 //! With `--x11` the recorded plans drive real programs no one here wrote,
@@ -18,6 +19,13 @@
 //! then read). Those three readings, made outside this crate, are what the
 //! example prints and checks. The form needs the session's accessibility
 //! bus (a D-Bus session; `at-spi2-core` and `libatk-adaptor`).
+//!
+//! With `--wayland` the form's plan runs on the Wayland compositor
+//! `$WAYLAND_DISPLAY` names (a wlroots one: sway, with `$SWAYSOCK`): the
+//! same zenity form as a native Wayland window, filled by element and sent
+//! with its OK button, and zenity's printout is the check. (xmessage and
+//! xterm are X11 programs; on Wayland they would run under XWayland, which
+//! this desktop lists without their app ids.)
 //!
 //! With `--model` the planner is a model behind any OpenAI-compatible
 //! endpoint: `OPENAI_BASE_URL` (default `https://api.openai.com/v1`),
@@ -57,6 +65,9 @@ async fn main() -> Result<(), Error> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.iter().any(|a| a == "--x11") {
         return x11::run().await;
+    }
+    if args.iter().any(|a| a == "--wayland") {
+        return x11::run_wayland().await;
     }
     let server = args
         .iter()
@@ -381,51 +392,7 @@ mod x11 {
             return Err("xmessage did not report the Approve button".into());
         }
 
-        // A form, by element: the plan names fields by role and label and
-        // the server writes them through the application (no key typed,
-        // no focus taken); zenity's own output is the check.
-        let mut form = Reaped(
-            Command::new("zenity")
-                .args([
-                    "--forms",
-                    "--title",
-                    "Sign up",
-                    "--add-entry=Name",
-                    "--add-entry=Email",
-                ])
-                .stdout(Stdio::piped())
-                .spawn()
-                .map_err(|e| {
-                    format!("zenity could not be started (apt-get install zenity): {e}")
-                })?,
-        );
-        super::x11_support::windows_when(&runtime, &started.session_id, |windows| {
-            windows.iter().any(|w| w["bundleId"] == "Zenity")
-        })
-        .await?;
-        accessible(&runtime, &started.session_id, "Zenity").await?;
-        drive_settled(
-            &runtime,
-            &approver,
-            &started.session_id,
-            "Zenity",
-            &["fill_form", "press_button"],
-            FORM,
-        )
-        .await?;
-        let status = wait_exit(&mut form.0)?;
-        let mut printed = String::new();
-        if let Some(out) = form.0.stdout.as_mut() {
-            use std::io::Read;
-            out.read_to_string(&mut printed)?;
-        }
-        println!(
-            "zenity printed {:?} and exited with {status:?}",
-            printed.trim_end()
-        );
-        if printed.trim_end() != FORM_LINE || status != Some(0) {
-            return Err("zenity did not print the form's values".into());
-        }
+        form(&runtime, &approver, &started.session_id, "Zenity", false).await?;
 
         // The dialog's window went away: the screen settles again first.
         shown(&runtime, &started.session_id, &["XTerm"]).await?;
@@ -452,6 +419,87 @@ mod x11 {
         }
         let _ = std::fs::remove_dir_all(&dir);
         Ok(())
+    }
+
+    /// A form, by element: the plan names fields by role and label and
+    /// the server writes them through the application (no key typed, no
+    /// focus taken); zenity's own output is the check. `app` is the id the
+    /// desktop gives zenity's window; on Wayland zenity shows a native
+    /// window.
+    async fn form(
+        runtime: &Arc<ComputerUseMcpRuntime>,
+        approver: &McpApprover,
+        session: &str,
+        app: &str,
+        wayland: bool,
+    ) -> Result<(), Error> {
+        let mut command = Command::new("zenity");
+        if wayland {
+            command.env("GDK_BACKEND", "wayland").env_remove("DISPLAY");
+        }
+        let mut form = Reaped(
+            command
+                .args([
+                    "--forms",
+                    "--title",
+                    "Sign up",
+                    "--add-entry=Name",
+                    "--add-entry=Email",
+                ])
+                .stdout(Stdio::piped())
+                .spawn()
+                .map_err(|e| {
+                    format!("zenity could not be started (apt-get install zenity): {e}")
+                })?,
+        );
+        shown(runtime, session, &[app]).await?;
+        accessible(runtime, session, app).await?;
+        drive_settled(
+            runtime,
+            approver,
+            session,
+            app,
+            &["fill_form", "press_button"],
+            FORM,
+        )
+        .await?;
+        let status = wait_exit(&mut form.0)?;
+        let mut printed = String::new();
+        if let Some(out) = form.0.stdout.as_mut() {
+            use std::io::Read;
+            out.read_to_string(&mut printed)?;
+        }
+        println!(
+            "zenity printed {:?} and exited with {status:?}",
+            printed.trim_end()
+        );
+        if printed.trim_end() != FORM_LINE || status != Some(0) {
+            return Err("zenity did not print the form's values".into());
+        }
+        Ok(())
+    }
+
+    /// The form's plan on a Wayland compositor.
+    #[cfg(feature = "wayland")]
+    pub(super) async fn run_wayland() -> Result<(), Error> {
+        let desktop = computer_use_server::desktop::wayland::WaylandDesktop::connect()?;
+        println!("the compositor offers: {}", desktop.protocols());
+        let (runtime, approver) = adk_computer_use_testkit::spawn_on(
+            Config::for_principal(PRINCIPAL),
+            Box::new(desktop),
+            McpRuntimeConfig::new(PRINCIPAL),
+        )
+        .await?;
+        let runtime = Arc::new(runtime);
+        let started = runtime
+            .start_session(Some("drive a native Wayland window"), None)
+            .await?;
+        form(&runtime, &approver, &started.session_id, "zenity", true).await
+    }
+
+    #[cfg(not(feature = "wayland"))]
+    pub(super) async fn run_wayland() -> Result<(), Error> {
+        Err("--wayland needs the wayland feature: cargo run --features x11,wayland --example agent_loop -- --wayland".into())
     }
 
     /// Waits until `app`'s window answers on the accessibility bus (a GTK
@@ -512,5 +560,9 @@ mod x11 {
             "--x11 needs the x11 feature: cargo run --features x11 --example agent_loop -- --x11"
                 .into(),
         )
+    }
+
+    pub(super) async fn run_wayland() -> Result<(), super::Error> {
+        Err("--wayland needs the x11 and wayland features: cargo run --features x11,wayland --example agent_loop -- --wayland".into())
     }
 }

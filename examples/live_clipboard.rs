@@ -8,6 +8,7 @@
 //! cargo run --example live_clipboard -- "..." --server <command> [args...]
 //! cargo run --features openai --example live_clipboard -- "..." --planner model
 //! cargo run --features x11 --example live_clipboard -- "..." --x11
+//! cargo run --features wayland --example live_clipboard -- "..." --wayland
 //! ```
 //!
 //! With `--x11` the same rules act on the real X11 display `$DISPLAY` names:
@@ -17,6 +18,13 @@
 //! both are printed. The write is bound to a window the display shows (the
 //! one whose `WM_CLASS` is `COMPUTER_USE_CLIPBOARD_APP`, else the focused
 //! one, else the first).
+//!
+//! With `--wayland` they act on the Wayland compositor `$WAYLAND_DISPLAY`
+//! names (a wlroots one: sway, with `$SWAYSOCK` for its layout): the text
+//! goes onto its clipboard through wlr-data-control, the server reads it
+//! back, and `wl-paste` reads it again. The write is bound to a window the
+//! compositor shows, chosen as on X11 (`COMPUTER_USE_CLIPBOARD_APP` is an
+//! app id there).
 //!
 //! With `--planner model` a model behind any OpenAI-compatible endpoint
 //! (`OPENAI_BASE_URL`, `OPENAI_API_KEY`, `OPENAI_MODEL`) plans the write
@@ -118,7 +126,11 @@ async fn main() -> Result<(), Error> {
         None => "rules".to_owned(),
     };
     let x11 = args.iter().any(|a| a == "--x11");
-    args.retain(|a| a != "--x11");
+    let wayland = args.iter().any(|a| a == "--wayland");
+    args.retain(|a| a != "--x11" && a != "--wayland");
+    if x11 && wayland {
+        return Err("--x11 and --wayland name two desktops: choose one".into());
+    }
     let (request, server) = match args.iter().position(|a| a == "--server") {
         Some(at) => (args[..at].first().cloned(), Some(args[at + 1..].to_vec())),
         None => (args.first().cloned(), None),
@@ -160,6 +172,7 @@ async fn main() -> Result<(), Error> {
         }
         Some(_) => return Err("--server needs a command".into()),
         None if x11 => x11_desktop(Config::for_principal(&principal), config).await?,
+        None if wayland => wayland_desktop(Config::for_principal(&principal), config).await?,
         None => adk_computer_use_testkit::spawn(Config::for_principal(&principal), config).await?,
     };
     let runtime = Arc::new(runtime);
@@ -168,8 +181,8 @@ async fn main() -> Result<(), Error> {
         "session {} started for {}",
         started.session_id, started.principal_id
     );
-    if x11 {
-        (app, window) = x11_window(&runtime, &started.session_id).await?;
+    if x11 || wayland {
+        (app, window) = desktop_window(&runtime, &started.session_id).await?;
         println!("the write is bound to window {window:?} of {app}");
     }
 
@@ -216,7 +229,10 @@ async fn main() -> Result<(), Error> {
             );
             read_back(&session, &approver, target.clone(), &text).await?;
             if x11 {
-                xclip_reads(&text)?;
+                outside_reads("xclip", &["-o", "-selection", "clipboard"], &text)?;
+            }
+            if wayland {
+                outside_reads("wl-paste", &["--no-newline"], &text)?;
             }
             if let Some(why) = done.outcome().detail() {
                 println!("why not verified: {why}");
@@ -296,8 +312,29 @@ async fn x11_desktop(
     Err("--x11 needs the x11 feature: cargo run --features x11 --example live_clipboard -- \"...\" --x11".into())
 }
 
-/// The window the write is bound to, from what the display shows.
-async fn x11_window(
+/// The real Wayland compositor under the same rules, served in this process.
+#[cfg(feature = "wayland")]
+async fn wayland_desktop(
+    sim: Config,
+    config: McpRuntimeConfig,
+) -> Result<(ComputerUseMcpRuntime, McpApprover), Error> {
+    // The text stays on the clipboard after this example exits.
+    let desktop = computer_use_server::desktop::wayland::WaylandDesktop::connect()?
+        .keeping_clipboard_after_exit();
+    eprintln!("the compositor offers: {}", desktop.protocols());
+    Ok(adk_computer_use_testkit::spawn_on(sim, Box::new(desktop), config).await?)
+}
+
+#[cfg(not(feature = "wayland"))]
+async fn wayland_desktop(
+    _sim: Config,
+    _config: McpRuntimeConfig,
+) -> Result<(ComputerUseMcpRuntime, McpApprover), Error> {
+    Err("--wayland needs the wayland feature: cargo run --features wayland --example live_clipboard -- \"...\" --wayland".into())
+}
+
+/// The window the write is bound to, from what the desktop shows.
+async fn desktop_window(
     runtime: &ComputerUseMcpRuntime,
     session_id: &str,
 ) -> Result<(String, WindowId), Error> {
@@ -305,14 +342,14 @@ async fn x11_window(
     // painting: wait for one, and for the screen to settle.
     let windows = x11_support::windows_when(runtime, session_id, |ws| !ws.is_empty())
         .await
-        .map_err(|e| format!("{e}: the write needs a window to bind to; start one (xterm, say)"))?;
+        .map_err(|e| format!("{e}: the write needs a window to bind to; start one"))?;
     let wanted = std::env::var("COMPUTER_USE_CLIPBOARD_APP").ok();
     let chosen = windows
         .iter()
         .find(|w| wanted.as_deref().is_some_and(|a| w["bundleId"] == a))
         .or_else(|| windows.iter().find(|w| w["isFocused"] == true))
         .or_else(|| windows.first())
-        .ok_or("the X11 display shows no window to bind the write to; start one (xterm, say)")?;
+        .ok_or("the desktop shows no window to bind the write to; start one")?;
     let app = chosen["bundleId"]
         .as_str()
         .ok_or("the window record has no app id")?;
@@ -322,17 +359,21 @@ async fn x11_window(
     Ok((app.to_owned(), WindowId::Number(id)))
 }
 
-/// Reads the clipboard with `xclip`, a program outside this crate.
-fn xclip_reads(expected: &str) -> Result<(), Error> {
-    let output = std::process::Command::new("xclip")
-        .args(["-o", "-selection", "clipboard"])
+/// Reads the clipboard with `program` (`xclip`, `wl-paste`), a program
+/// outside this crate, and prints what it read beside the request.
+fn outside_reads(program: &str, args: &[&str], expected: &str) -> Result<(), Error> {
+    let output = std::process::Command::new(program)
+        .args(args)
         .output()
-        .map_err(|e| format!("xclip could not be run (install it: apt-get install xclip): {e}"))?;
+        .map_err(|e| format!("{program} could not be run (is it installed?): {e}"))?;
     let read = String::from_utf8_lossy(&output.stdout);
     println!("requested:       {expected:?}");
-    println!("xclip read back: {read:?} (matches: {})", read == expected);
+    println!(
+        "{program} read back: {read:?} (matches: {})",
+        read == expected
+    );
     if read != expected {
-        return Err("xclip read back another text than the one requested".into());
+        return Err(format!("{program} read back another text than the one requested").into());
     }
     Ok(())
 }

@@ -4,6 +4,7 @@
 //! cargo run --features x11 --example live_form
 //! cargo run --features x11 --example live_form -- --page
 //! cargo run --features x11 --example live_form -- --page --browser
+//! cargo run --all-features --example live_form -- --wayland [--page [--browser]]
 //! ```
 //!
 //! It needs an X server (`$DISPLAY`), a D-Bus session with the
@@ -31,6 +32,11 @@
 //! names the field and that the password is nowhere in it, and clicks
 //! Approve. Either way the agent resumes only on the decision the
 //! approver signed.
+//!
+//! With `--wayland` the form is a native Wayland window (zenity with
+//! `GDK_BACKEND=wayland`) on the compositor `$WAYLAND_DISPLAY` names (a
+//! wlroots one, sway with `$SWAYSOCK`), and the server is its Wayland
+//! desktop; the elements are reached the same way, through AT-SPI.
 //!
 //! The outside check is zenity's own output, printed beside the server's
 //! read-back of each field.
@@ -66,9 +72,12 @@ async fn main() -> Result<(), Error> {
 
 async fn run() -> Result<(), Error> {
     use computer_use_server::Config;
-    use computer_use_server::desktop::x11::X11Desktop;
 
     let args: Vec<String> = std::env::args().skip(1).collect();
+    let wayland = args.iter().any(|a| a == "--wayland");
+    let desktop = if wayland { "wayland" } else { "x11" };
+    // The application id the desktop gives zenity's window.
+    let app = if wayland { "zenity" } else { "Zenity" };
     let on_page = args.iter().any(|a| a == "--page");
     let by_browser = args.iter().any(|a| a == "--browser");
     if by_browser && !on_page {
@@ -76,8 +85,13 @@ async fn run() -> Result<(), Error> {
     }
 
     let title = format!("Sign up ({})", std::process::id());
+    let mut command = Command::new("zenity");
+    if wayland {
+        // A native Wayland window, not one on an X server (XWayland).
+        command.env("GDK_BACKEND", "wayland").env_remove("DISPLAY");
+    }
     let mut zenity = Reaped(
-        Command::new("zenity")
+        command
             .args(["--forms", "--title", &title])
             .args([
                 "--add-entry=Name",
@@ -90,19 +104,19 @@ async fn run() -> Result<(), Error> {
     );
     // The host's approver (in-process), or the page's (its own processes).
     let (runtime, approvals) = if on_page {
-        let (runtime, page) = page::start(PRINCIPAL, by_browser).await?;
+        let (runtime, page) = page::start(PRINCIPAL, desktop, by_browser).await?;
         (runtime, Approvals::Page(Box::new(page)))
     } else {
         let (runtime, approver) = adk_computer_use_testkit::spawn_on(
             Config::for_principal(PRINCIPAL),
-            Box::new(X11Desktop::connect()?),
+            in_process(wayland)?,
             McpRuntimeConfig::new(PRINCIPAL),
         )
         .await?;
         (Arc::new(runtime), Approvals::Host(approver))
     };
     let started = runtime.start_session(Some("fill a form"), None).await?;
-    let (window, tree) = shown(&runtime, &started.session_id, &title).await?;
+    let (window, tree) = shown(&runtime, &started.session_id, app, &title).await?;
     let fields: Vec<String> = nodes(&tree["tree"])
         .iter()
         .filter(|n| n["role"] == "AXTextField" || n["role"] == "AXSecureTextField")
@@ -125,7 +139,7 @@ async fn run() -> Result<(), Error> {
         ScopeAuthorizer::new(identity, ["computer:plan", "computer:execute:foreground"])?;
     let mut builder = Session::builder(Arc::clone(&runtime), authorizer)
         .agent_id("live-form")
-        .target("Zenity", Some(WindowId::Number(window)));
+        .target(app, Some(WindowId::Number(window)));
     if let Approvals::Page(page) = &approvals {
         builder = builder.checkpoints(page.store());
     }
@@ -170,6 +184,25 @@ async fn run() -> Result<(), Error> {
         return Err("zenity did not print the values asked for".into());
     }
     Ok(())
+}
+
+/// The desktop served in this process: X11, or Wayland with `--wayland`.
+fn in_process(wayland: bool) -> Result<Box<dyn computer_use_server::DesktopBackend>, Error> {
+    if !wayland {
+        return Ok(Box::new(
+            computer_use_server::desktop::x11::X11Desktop::connect()?,
+        ));
+    }
+    #[cfg(feature = "wayland")]
+    {
+        Ok(Box::new(
+            computer_use_server::desktop::wayland::WaylandDesktop::connect()?,
+        ))
+    }
+    #[cfg(not(feature = "wayland"))]
+    {
+        Err("--wayland needs the wayland feature: cargo run --features x11,wayland --example live_form -- --wayland".into())
+    }
 }
 
 /// Who approves what the policy sends to a person.
@@ -226,6 +259,7 @@ async fn governed(
 async fn shown(
     runtime: &ComputerUseMcpRuntime,
     session: &str,
+    app: &str,
     title: &str,
 ) -> Result<(u64, Value), Error> {
     let scope = |app: Option<&str>, window: Option<u64>| ObservationScope {
@@ -243,7 +277,7 @@ async fn shown(
             .and_then(|w| w["windowId"].as_u64());
         if let Some(id) = id {
             let tree = runtime
-                .observe_semantic(&scope(Some("Zenity"), Some(id)))
+                .observe_semantic(&scope(Some(app), Some(id)))
                 .await?
                 .structured;
             if tree["accessibility"] == "atspi" {

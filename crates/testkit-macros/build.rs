@@ -3,6 +3,8 @@
 //! when `ADK_UPSTREAM_SERVER` is, `has_display` when `DISPLAY` is,
 //! `has_accessibility` when `DBUS_SESSION_BUS_ADDRESS` is (a session bus,
 //! through which the accessibility bus is found or started),
+//! `has_compositor` when `ADK_WAYLAND_DISPLAY` is (a Wayland compositor's
+//! socket, with sway's IPC socket in `ADK_SWAYSOCK`),
 //! `has_browser` when `chromium` and `chromedriver` are on the `PATH`.
 //!
 //! Only this test-support crate reads them: the library, the server and the
@@ -15,6 +17,7 @@ fn main() {
         ("has_upstream", "ADK_UPSTREAM_SERVER"),
         ("has_display", "DISPLAY"),
         ("has_accessibility", "DBUS_SESSION_BUS_ADDRESS"),
+        ("has_compositor", "ADK_WAYLAND_DISPLAY"),
     ] {
         println!("cargo::rustc-check-cfg=cfg({cfg})");
         println!("cargo::rerun-if-env-changed={variable}");

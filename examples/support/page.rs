@@ -1,5 +1,6 @@
 //! The approval page as a deployment runs it, for the examples: the desktop
-//! server as its own process (`computer-use-server --desktop x11`), a
+//! server as its own process (`computer-use-server --desktop x11`, or
+//! `wayland`), a
 //! checkpoint store the agent suspends to, and `computer-use-approvals
 //! serve` over that store with the approver's key and credential. A person
 //! decides on the page; with `--browser`, headless Chromium stands in for
@@ -63,12 +64,13 @@ fn secret(purpose: &str) -> String {
 /// credential, not the approver's) and the page.
 pub async fn start(
     principal: &str,
+    desktop: &str,
     browser: bool,
 ) -> Result<(Arc<ComputerUseMcpRuntime>, Page), Error> {
     let mut server = Command::new(binary::path(binary::SERVER))
         .args([
             "--desktop",
-            "x11",
+            desktop,
             "--principal",
             principal,
             "--listen",

@@ -1,4 +1,5 @@
-//! Waiting on a real X11 display before an example binds evidence to it.
+//! Waiting on a real desktop (an X11 display, a Wayland compositor) before
+//! an example binds evidence to it.
 //!
 //! A program started just before an example takes a moment to map its
 //! window and to paint it; evidence taken while it paints is stale by the

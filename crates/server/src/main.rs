@@ -22,7 +22,7 @@ fn usage() -> String {
     format!(
         "computer-use-server: a computer-use-mcp v8 server over a desktop, on stdio
 
-usage: computer-use-server [--desktop simulated|x11] [--principal ID]
+usage: computer-use-server [--desktop simulated|x11|wayland] [--principal ID]
                            [--confirm-tool TOOL]... [--allow-destructive]
                            [--credential-app APP]... [--slow-ms N] [--stats]
                            [--max-target-age-ms N]
@@ -36,6 +36,9 @@ usage: computer-use-server [--desktop simulated|x11] [--principal ID]
   --desktop x11         act on the real X11 display $DISPLAY names: real
                         windows, XTEST input, the real CLIPBOARD selection
                         (built with the x11 feature)
+  --desktop wayland     act on the Wayland compositor $WAYLAND_DISPLAY names
+                        (wlroots protocols; the layout from sway's IPC,
+                        $SWAYSOCK), built with the wayland feature
   --principal ID        the principal every caller is authenticated as
                         (default: $COMPUTER_USE_PRINCIPAL_ID, else principal-local)
   --confirm-tool TOOL   actions of TOOL always need an approval
@@ -299,6 +302,7 @@ async fn listen_on(
 enum Chosen {
     Simulated(Faults),
     X11,
+    Wayland,
 }
 
 /// Reads `--desktop` and `--fault`: faults are the simulated desktop's
@@ -321,12 +325,13 @@ fn desktop_and_faults(args: &mut Vec<String>) -> Result<Chosen, String> {
             Ok(Chosen::Simulated(chosen))
         }
         "x11" if faults.is_empty() => Ok(Chosen::X11),
-        "x11" => Err(format!(
-            "--fault {} was asked of the x11 desktop: faults exist only in the simulated desktop (--desktop simulated)",
+        "wayland" if faults.is_empty() => Ok(Chosen::Wayland),
+        real @ ("x11" | "wayland") => Err(format!(
+            "--fault {} was asked of the {real} desktop: faults exist only in the simulated desktop (--desktop simulated)",
             faults.join(", --fault ")
         )),
         other => Err(format!(
-            "--desktop expected simulated or x11, got {other:?}"
+            "--desktop expected simulated, x11 or wayland, got {other:?}"
         )),
     }
 }
@@ -339,7 +344,27 @@ fn open(config: Config, chosen: Chosen) -> Result<Server, String> {
             SimulatedDesktop::default().with_faults(faults),
         )),
         Chosen::X11 => Ok(Server::on(config, x11()?)),
+        Chosen::Wayland => Ok(Server::on(config, wayland()?)),
     }
+}
+
+#[cfg(feature = "wayland")]
+fn wayland() -> Result<Box<dyn DesktopBackend>, String> {
+    let desktop = computer_use_server::desktop::wayland::WaylandDesktop::connect()
+        .map_err(|e| e.to_string())?
+        .keeping_clipboard_after_exit();
+    // What the compositor offers, said once at the start (standard error:
+    // standard output carries the protocol or the listening line).
+    eprintln!(
+        "computer-use-server: wayland desktop: {}",
+        desktop.protocols()
+    );
+    Ok(Box::new(desktop))
+}
+
+#[cfg(not(feature = "wayland"))]
+fn wayland() -> Result<Box<dyn DesktopBackend>, String> {
+    Err("--desktop wayland needs the wayland feature: cargo build -p computer-use-server --features wayland".into())
 }
 
 #[cfg(feature = "x11")]

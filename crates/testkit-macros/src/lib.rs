@@ -24,7 +24,7 @@ struct Outside {
     how: &'static str,
 }
 
-const OUTSIDE: [Outside; 5] = [
+const OUTSIDE: [Outside; 6] = [
     Outside {
         name: "postgres",
         reached: cfg!(has_postgres),
@@ -46,6 +46,11 @@ const OUTSIDE: [Outside; 5] = [
         how: "a D-Bus session with the accessibility bus: set DBUS_SESSION_BUS_ADDRESS",
     },
     Outside {
+        name: "compositor",
+        reached: cfg!(has_compositor),
+        how: "a Wayland compositor (sway): set ADK_WAYLAND_DISPLAY to its socket and ADK_SWAYSOCK to its IPC socket",
+    },
+    Outside {
         name: "browser",
         reached: cfg!(has_browser),
         how: "chromium and chromedriver on the PATH",
@@ -53,7 +58,7 @@ const OUTSIDE: [Outside; 5] = [
 ];
 
 /// Marks a test as needing outside servers (`postgres`, `upstream`,
-/// `display`, `accessibility`, `browser`, comma-separated): when this build reaches none or
+/// `display`, `accessibility`, `compositor`, `browser`, comma-separated): when this build reaches none or
 /// only some of them, the test is ignored, and the reason names each one
 /// missing and how to provide it (`.ci/run` provides them all).
 #[proc_macro_attribute]
@@ -87,7 +92,7 @@ fn collect(attr: TokenStream, missing: &mut Vec<&'static str>) -> Result<(), Str
                     Some(_) => {}
                     None => {
                         return Err(format!(
-                            "#[needs] expected one of postgres, upstream, display, accessibility, browser, got `{name}`"
+                            "#[needs] expected one of postgres, upstream, display, accessibility, compositor, browser, got `{name}`"
                         ));
                     }
                 }

@@ -11,10 +11,19 @@
 //!   XTEST;
 //! - `atspi` (feature `atspi`): the accessibility layer of the Linux
 //!   desktops, applications and their elements over AT-SPI2 (D-Bus), which
-//!   the X11 desktop uses for element observation and actions.
+//!   the X11 and Wayland desktops use for element observation and actions;
+//! - `wayland` (feature `wayland`): a Wayland compositor's desktop, through
+//!   the wlroots protocols (screencopy, foreign toplevels, the virtual
+//!   keyboard and pointer, data control) and, for the layout, sway's IPC.
 
 #[cfg(feature = "atspi")]
 pub mod atspi;
+#[cfg(any(feature = "x11", feature = "wayland"))]
+pub mod files;
+#[cfg(any(feature = "x11", feature = "wayland"))]
+pub mod keys;
 pub mod simulated;
+#[cfg(feature = "wayland")]
+pub mod wayland;
 #[cfg(feature = "x11")]
 pub mod x11;

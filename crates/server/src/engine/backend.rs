@@ -109,6 +109,14 @@ pub trait DesktopBackend: Send + 'static {
     /// Whether this desktop can perform the (mutating or observing) tool.
     fn performs(&self, tool: &str) -> bool;
 
+    /// What this desktop found of its platform, for
+    /// `get_execution_capabilities` and the server's start: the protocols
+    /// a compositor offers and the tools they allow. `None` where there is
+    /// nothing to report beyond [`DesktopBackend::performs`].
+    fn report(&self) -> Option<Value> {
+        None
+    }
+
     /// The simulated desktop, when this is it (for tests that inspect it).
     fn simulated(&self) -> Option<&crate::desktop::simulated::SimulatedDesktop> {
         None

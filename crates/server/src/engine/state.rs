@@ -280,8 +280,19 @@ impl State {
             return Err(Refusal::bare("unknown_tool", json!({ "tool": tool })));
         };
         let app = super::wire::text(args, "app_id").unwrap_or("*");
-        let capability = super::policy::capability(tool, meta, app);
-        Ok(Answer::of(json!({ "capabilities": [capability] })))
+        let mut capability = super::policy::capability(tool, meta, app);
+        // A desktop that reports what it found of its platform (a
+        // compositor's protocols) says it, and whether it can carry this
+        // tool out at all; the others answer exactly as upstream does.
+        let report = self.desktop.report();
+        if report.is_some() {
+            capability["performedHere"] = json!(self.desktop.performs(tool));
+        }
+        let mut answer = json!({ "capabilities": [capability] });
+        if let Some(report) = report {
+            answer["desktop"] = report;
+        }
+        Ok(Answer::of(answer))
     }
 
     /// The session `id`, or upstream's refusal for a missing one.

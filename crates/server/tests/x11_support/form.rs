@@ -22,6 +22,12 @@ impl Form {
     /// Starts a form titled `title` with `fields` (`Label`,
     /// `Label:secret`, `Label:upper`).
     pub fn start(title: &str, fields: &[&str]) -> Self {
+        Self::start_in(title, fields, &[])
+    }
+
+    /// [`Form::start`], with `env` added to the program's environment (a
+    /// Wayland compositor's socket, say).
+    pub fn start_in(title: &str, fields: &[&str], env: &[(&str, &str)]) -> Self {
         let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/x11_support/form_app.py");
         // The distribution's Python, which has GTK's bindings
         // (python3-gi, gir1.2-gtk-3.0: `.ci/run` installs them).
@@ -29,6 +35,7 @@ impl Form {
             .arg(script)
             .arg(title)
             .args(fields)
+            .envs(env.iter().copied())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()

@@ -12,6 +12,8 @@ answered with "ack <command>" once GTK has applied it:
     insensitive LABEL  the field can no longer be edited or acted on
     rows N             N more labelled rows (a form larger than a walk's caps)
     values             prints "values A=a|B=b|..." (every field, in order)
+    title NEW          the window's title reads NEW
+    fill LABEL TEXT    the field LABEL holds TEXT, put there by the program
 
 Usage: form_app.py TITLE FIELD... where a field is LABEL, or LABEL:secret
 (a password entry), or LABEL:upper (the application rewrites what is put
@@ -147,6 +149,10 @@ class Form:
             self.layout()
         elif verb == "values":
             print(self.values(), flush=True)
+        elif verb == "title":
+            self.window.set_title(" ".join(args))
+        elif verb == "fill":
+            self.row(args[0])[1].set_text(" ".join(args[1:]))
         # Let GTK apply the change (and its bridge tell the bus) first.
         GLib.idle_add(self.ack, line.strip(), priority=GLib.PRIORITY_LOW)
         return True

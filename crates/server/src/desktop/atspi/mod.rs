@@ -14,6 +14,9 @@
 //! found again by that path at execute, where its role and label must still
 //! be what the preview saw.
 
+// The element tools a desktop serves; only a desktop (X11, Wayland) uses them.
+#[cfg(any(feature = "x11", feature = "wayland"))]
+pub(crate) mod actions;
 mod roles;
 mod tree;
 

@@ -23,7 +23,7 @@ pub(super) const MOST_TYPED: usize = 4096;
 /// Most wheel steps one `scroll` sends.
 const MOST_STEPS: u64 = 100;
 
-const SHIFT_L: Keysym = 0xffe1;
+use crate::desktop::keys::{SHIFT_L, char_keysym, named_keysym};
 
 /// One event to send.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -145,56 +145,6 @@ impl Keymap {
         events.extend(codes.iter().rev().map(|c| Event::Key(*c, false)));
         Ok(events)
     }
-}
-
-/// The keysym of a character: Latin-1 maps to itself, the rest to
-/// `0x0100_0000 + code point`; newline and tab to their keys.
-fn char_keysym(ch: char) -> Keysym {
-    match ch {
-        '\n' | '\r' => 0xff0d,
-        '\t' => 0xff09,
-        ' '..='~' | '\u{a0}'..='\u{ff}' => u32::from(ch),
-        other => 0x0100_0000 + u32::from(other),
-    }
-}
-
-/// The keysym of a key name, case-insensitively for the usual names.
-fn named_keysym(name: &str) -> Option<Keysym> {
-    let lower = name.to_ascii_lowercase();
-    let sym = match lower.as_str() {
-        "ctrl" | "control" | "control_l" => 0xffe3,
-        "shift" | "shift_l" => SHIFT_L,
-        "alt" | "alt_l" | "option" => 0xffe9,
-        "super" | "super_l" | "meta" | "cmd" | "command" | "win" => 0xffeb,
-        "return" | "enter" => 0xff0d,
-        "tab" => 0xff09,
-        "escape" | "esc" => 0xff1b,
-        "backspace" => 0xff08,
-        "delete" | "del" => 0xffff,
-        "home" => 0xff50,
-        "end" => 0xff57,
-        "page_up" | "pageup" | "prior" => 0xff55,
-        "page_down" | "pagedown" | "next" => 0xff56,
-        "left" => 0xff51,
-        "up" => 0xff52,
-        "right" => 0xff53,
-        "down" => 0xff54,
-        "space" => 0x20,
-        "insert" => 0xff63,
-        _ => {
-            if let Some(n) = lower.strip_prefix('f').and_then(|n| n.parse::<u32>().ok())
-                && (1..=12).contains(&n)
-            {
-                return Some(0xffbd + n);
-            }
-            let mut chars = name.chars();
-            return match (chars.next(), chars.next()) {
-                (Some(ch), None) => Some(char_keysym(ch.to_ascii_lowercase())),
-                _ => None,
-            };
-        }
-    };
-    Some(sym)
 }
 
 /// A point from `coordinate: [x, y]` (or `key`), as whole pixels.

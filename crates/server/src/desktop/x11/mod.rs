@@ -75,6 +75,7 @@ use x11rb::protocol::xproto::{
 use x11rb::protocol::xtest::ConnectionExt as _;
 use x11rb::rust_connection::RustConnection;
 
+use crate::desktop::atspi::actions::ElementHost as _;
 use crate::desktop::simulated::Element;
 use crate::engine::{
     ApplyError, DesktopBackend, EffectCheck, Frame, PointerAndFocus, Refusal, Revalidation,
@@ -481,7 +482,7 @@ impl DesktopBackend for X11Desktop {
         let revision = tree.as_ref().map(|t| t.revision.clone()).ok();
         let tree = match max_depth {
             Some(depth) if depth != crate::desktop::atspi::DEFAULT_DEPTH && tree.is_ok() => {
-                self.element_tree_to(record, depth)
+                self.element_tree_to(&record.for_elements(), depth)
             }
             _ => tree,
         };
@@ -522,7 +523,7 @@ impl DesktopBackend for X11Desktop {
         let record = records
             .iter()
             .find(|r| r.app_id == app_id && u64::from(r.id) == window_id)?;
-        self.elements_of(record)
+        self.elements_of(&record.for_elements())
     }
 
     fn read_clipboard(&self) -> Result<String, Refusal> {

@@ -159,7 +159,7 @@ impl X11Desktop {
     pub(super) fn caret_now(&self, record: &windows::WindowRecord) -> Option<screen::Changed> {
         let bus = self.accessibility()?;
         let pid = record.pid?;
-        let tree = self.element_tree(record).ok()?;
+        let tree = self.element_tree(&record.for_elements()).ok()?;
         // The deepest focused node: typed text, and the caret, are there.
         let node = tree
             .nodes
@@ -384,7 +384,7 @@ impl X11Desktop {
         record: &windows::WindowRecord,
     ) -> Result<(String, Vec<Value>, ElementTree), Refusal> {
         let (geometry, nodes) = self.tree_revision(record.id)?;
-        let tree = self.element_tree(record);
+        let tree = self.element_tree(&record.for_elements());
         let elements = tree.as_ref().map_or("no-elements", |t| t.revision.as_str());
         Ok((format!("{geometry}+{elements}"), nodes, tree))
     }
