@@ -64,7 +64,10 @@ fn an_unknown_desktop_or_fault_is_refused_with_what_was_expected() {
     let out = server(&["--desktop", "wayland-someday"]);
     assert_eq!(out.status.code(), Some(2));
     let text = String::from_utf8_lossy(&out.stderr);
-    assert!(text.contains("expected simulated, x11 or wayland"), "{text}");
+    assert!(
+        text.contains("expected simulated, x11 or wayland"),
+        "{text}"
+    );
 
     let out = server(&["--fault", "no.such.fault"]);
     assert_eq!(out.status.code(), Some(2));
