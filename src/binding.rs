@@ -13,7 +13,7 @@ use time::OffsetDateTime;
 use crate::ComputerUseError;
 use crate::clock::{Clock, FixedClock, SystemClock, display};
 use crate::contracts::{
-    ActionEnvelope, ControlLease, ExecutionReceipt, LeaseState, ReservationState,
+    ActionEnvelope, ControlLease, ExecutionMode, ExecutionReceipt, LeaseState, ReservationState,
     TargetReservation, WindowId, WireTime,
 };
 
@@ -190,6 +190,18 @@ pub(crate) fn lease_checks(
     envelope: &ActionEnvelope,
     clock: &dyn Clock,
 ) -> Result<(), ComputerUseError> {
+    lease_checks_used(lease, lease.actions_used, envelope, clock)
+}
+
+/// Every lease rule, with `used` actions counted against the budget: the
+/// lease's own `actionsUsed`, or more when actions were spent from it since
+/// the server reported it (a task lease).
+pub(crate) fn lease_checks_used(
+    lease: &ControlLease,
+    used: u32,
+    envelope: &ActionEnvelope,
+    clock: &dyn Clock,
+) -> Result<(), ComputerUseError> {
     bind(LEASE, "sessionId", &envelope.session_id, &lease.session_id)?;
     bind(
         LEASE,
@@ -211,12 +223,20 @@ pub(crate) fn lease_checks(
     )?;
     require_state(LEASE, LeaseState::Active, lease.state)?;
     check_unexpired(LEASE, &lease.expires_at, clock)?;
-    if lease.actions_used >= lease.action_budget {
+    if used >= lease.action_budget {
         return Err(ComputerUseError::invalid(
             LEASE,
             "actionsUsed",
             format!("fewer than actionBudget ({})", lease.action_budget),
-            lease.actions_used.to_string(),
+            if used == lease.actions_used {
+                used.to_string()
+            } else {
+                format!(
+                    "{used} ({} as reported, {} spent since)",
+                    lease.actions_used,
+                    used.saturating_sub(lease.actions_used)
+                )
+            },
         ));
     }
     let target = envelope.target.as_ref();
@@ -256,6 +276,86 @@ pub(crate) fn lease_checks(
                     .join(", ")
             ),
         ));
+    }
+    Ok(())
+}
+
+/// What a session asked of a task lease: who for, in which mode, how many
+/// mutations, and the one target it is bounded to.
+pub(crate) struct TaskAsk<'a> {
+    pub(crate) session_id: &'a str,
+    pub(crate) principal_id: &'a str,
+    pub(crate) agent_id: Option<&'a str>,
+    pub(crate) mode: ExecutionMode,
+    pub(crate) budget: u32,
+    pub(crate) app_id: &'a str,
+    pub(crate) window_id: Option<&'a WindowId>,
+}
+
+/// A task lease as acquired: the session's, principal's and agent's, in the
+/// mode asked for, active, unexpired, with budget left; and no wider than
+/// asked: a budget no larger, boundaries that name the session's target
+/// application (and window, when it names one) and nothing else. An
+/// unscoped answer (empty boundaries) would authorize any target, so it is
+/// refused here, where a per-action lease's is not.
+pub(crate) fn task_lease_checks(
+    lease: &ControlLease,
+    ask: &TaskAsk<'_>,
+    clock: &dyn Clock,
+) -> Result<(), ComputerUseError> {
+    bind(LEASE, "sessionId", ask.session_id, &lease.session_id)?;
+    bind(LEASE, "principalId", ask.principal_id, &lease.principal_id)?;
+    bind_optional(LEASE, "agentId", ask.agent_id, lease.agent_id.as_deref())?;
+    bind(
+        LEASE,
+        "executionMode",
+        ask.mode.as_str(),
+        lease.execution_mode.as_str(),
+    )?;
+    require_state(LEASE, LeaseState::Active, lease.state)?;
+    check_unexpired(LEASE, &lease.expires_at, clock)?;
+    if lease.action_budget > ask.budget {
+        return Err(ComputerUseError::invalid(
+            LEASE,
+            "actionBudget",
+            format!("at most the {} asked for", ask.budget),
+            lease.action_budget.to_string(),
+        ));
+    }
+    if lease.actions_used >= lease.action_budget {
+        return Err(ComputerUseError::invalid(
+            LEASE,
+            "actionsUsed",
+            format!("fewer than actionBudget ({})", lease.action_budget),
+            lease.actions_used.to_string(),
+        ));
+    }
+    let apps = &lease.boundaries.app_ids;
+    if apps.is_empty() || apps.iter().any(|app| app != ask.app_id) {
+        return Err(ComputerUseError::invalid(
+            LEASE,
+            "boundaries.appIds",
+            format!("[{}] (the session's target)", ask.app_id),
+            format!("{apps:?}"),
+        ));
+    }
+    if let Some(window) = ask.window_id {
+        let windows = &lease.boundaries.window_ids;
+        if windows.is_empty() || windows.iter().any(|w| w != window) {
+            return Err(ComputerUseError::invalid(
+                LEASE,
+                "boundaries.windowIds",
+                format!("[{window}] (the session's target)"),
+                format!(
+                    "[{}]",
+                    windows
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            ));
+        }
     }
     Ok(())
 }

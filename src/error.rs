@@ -211,6 +211,17 @@ pub enum ComputerUseError {
         reason: String,
     },
 
+    /// A task lease cannot be spent (or an action spent from it cannot
+    /// run): it was released or dropped, belongs to another session, or an
+    /// earlier action spent from it has not ended. Nothing was sent.
+    #[error("task lease {lease_id} cannot be used: {refusal}")]
+    TaskLease {
+        /// The task lease.
+        lease_id: String,
+        /// Why it cannot be used.
+        refusal: crate::chain::TaskLeaseRefusal,
+    },
+
     /// The session was shut down: its stages can take no further step, and
     /// what they held was released by the shutdown.
     #[error("the session was shut down; {operation} is refused")]
@@ -313,6 +324,7 @@ impl ComputerUseError {
             Self::CleanupAfterSuccess { .. } => "cleanup_after_success",
             Self::OutcomeUnknown { .. } => "outcome_unknown",
             Self::SessionClosed { .. } => "session_closed",
+            Self::TaskLease { .. } => "task_lease",
             Self::TimedOut { .. } => "timed_out",
             Self::TargetNotObserved { .. } => "target_not_observed",
         }
@@ -367,6 +379,7 @@ impl ComputerUseError {
             | Self::Unsupported { .. }
             | Self::InvalidRequest { .. }
             | Self::SessionClosed { .. }
+            | Self::TaskLease { .. }
             | Self::OutcomeUnknown { .. } => err,
             // The answer broke in transit, could not be read, or is about
             // something else (a receipt bound elsewhere, a status that

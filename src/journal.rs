@@ -56,6 +56,12 @@ pub mod events {
     pub const RESERVED: &str = "target.reserved";
     /// The one-writer lease was bound.
     pub const LEASED: &str = "lease.acquired";
+    /// An action spent one action of its session's task lease.
+    pub const LEASE_SPENT: &str = "lease.spent";
+    /// A session took a control lease for a task (journaled under its lease id).
+    pub const TASK_LEASE_ACQUIRED: &str = "lease.task_acquired";
+    /// A task lease was released (journaled under its lease id).
+    pub const TASK_LEASE_RELEASED: &str = "lease.task_released";
     /// The single mutation is about to run; the payload carries `leaseId`.
     pub const STARTED: &str = "action.started";
     /// The runtime committed the mutation; the payload carries `receiptId`.

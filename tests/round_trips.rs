@@ -146,3 +146,69 @@ async fn a_refused_action_makes_the_next_observation_ask_for_capabilities_again(
         "{rounds:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn under_a_task_lease_an_action_waits_for_three_calls_alone_and_the_task_for_one_acquire_and_one_release()
+ {
+    use adk_computer_use::chain::TaskLeaseTerms;
+    let (runtime, trips) = counted_sim().await;
+    let session = session(&runtime, "agent-task");
+    // The capabilities are asked for once per session, before the task.
+    let _ = session
+        .run(write_clipboard("warm", "warm", false))
+        .await
+        .unwrap();
+    trips.reset();
+    let terms = TaskLeaseTerms::background(3, std::time::Duration::from_secs(60)).unwrap();
+    let mut task = session.lease_task(terms).await.unwrap();
+    assert_eq!(trips.rounds(), [["acquire_control_lease"]]);
+    for n in 0..3 {
+        trips.reset();
+        match session
+            .run_under(
+                &mut task,
+                write_clipboard(&format!("task-{n}"), "counted", false),
+            )
+            .await
+            .unwrap()
+        {
+            ChainOutcome::Completed(done) => {
+                assert_eq!(done.outcome(), &VerificationOutcome::Verified)
+            }
+            _ => panic!("the simulator runs a public clipboard write"),
+        }
+        let rounds = trips.rounds();
+        eprintln!("action {n} under the task lease: {rounds:?}");
+        let all = rounds.concat();
+        assert!(
+            !all.iter().any(|c| c.contains("control_lease")),
+            "no lease call on an action's path: {rounds:?}"
+        );
+        let lone = ["preview_action", "reserve_target", "execute_action"];
+        let spots: Vec<usize> = lone
+            .iter()
+            .map(|name| {
+                rounds
+                    .iter()
+                    .position(|r| r == &[*name])
+                    .unwrap_or_else(|| panic!("{name} alone in {rounds:?}"))
+            })
+            .collect();
+        assert!(spots.windows(2).all(|w| w[0] + 1 == w[1]), "{rounds:?}");
+        assert_eq!(
+            sorted(&rounds[..spots[0]].concat()),
+            ["execute_action:get_ui_tree", "execute_action:snapshot"],
+            "{rounds:?}"
+        );
+        assert_eq!(
+            sorted(&rounds[spots[2] + 1..].concat()),
+            ["get_session_events", "release_target_reservation"],
+            "{rounds:?}"
+        );
+        assert_eq!(trips.calls(), 7, "{rounds:?}");
+    }
+    trips.reset();
+    task.release().await.unwrap();
+    assert_eq!(trips.rounds(), [["release_control_lease"]]);
+    assert_eq!(session.shutdown().await.leaked(), 0);
+}

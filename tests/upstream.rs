@@ -297,3 +297,162 @@ async fn a_second_writer_waits_a_bounded_time_and_its_cancelled_request_leaves_t
     }
     runtime.shutdown().await.unwrap();
 }
+
+/// `spawn`, with every call counted on the wire into `trips`.
+async fn spawn_counted(
+    parts: &[String],
+    config: McpRuntimeConfig,
+    trips: &adk_computer_use::mcp::RoundTrips,
+) -> Arc<ComputerUseMcpRuntime> {
+    let mut command = tokio::process::Command::new(&parts[0]);
+    command
+        .args(&parts[1..])
+        .env("COMPUTER_USE_PRINCIPAL_ID", PRINCIPAL)
+        .env("COMPUTER_USE_ACTIVE_PROFILE", "v8-safe")
+        .env("V8_PEER_QUIET", "1");
+    let child = adk_computer_use::mcp::rmcp::transport::TokioChildProcess::new(command).unwrap();
+    let runtime = ComputerUseMcpRuntime::connect(
+        adk_computer_use::mcp::CountedTransport::new(child, trips.clone()),
+        config,
+    )
+    .await
+    .expect("ADK_UPSTREAM_SERVER is set, and the server must answer");
+    runtime
+        .start_session(Some("adk-computer-use task lease"), None)
+        .await
+        .unwrap();
+    Arc::new(runtime)
+}
+
+#[tokio::test]
+#[needs(upstream)]
+async fn a_task_lease_on_upstreams_server_is_one_acquire_and_one_release_for_the_whole_task() {
+    use adk_computer_use::chain::TaskLeaseTerms;
+    use adk_computer_use::eval::{ComputerUseEvaluator, ViolationClass};
+    let parts =
+        server().expect("ADK_UPSTREAM_SERVER is not set: this test needs upstream's server");
+    let trips = adk_computer_use::mcp::RoundTrips::new();
+    let runtime = spawn_counted(&parts, long_leases(300), &trips).await;
+    let session = session(&runtime);
+    let other = session_of(&runtime, "other-agent");
+    let terms = TaskLeaseTerms::background(30, std::time::Duration::from_secs(120)).unwrap();
+    let mut task = session.lease_task(terms).await.unwrap();
+    assert_eq!(task.lease().action_budget, 30);
+    assert_eq!(task.lease().boundaries.app_ids, [FAKE_APP]);
+    for n in 0..30 {
+        let id = format!("task-{n}");
+        match session
+            .run_under(&mut task, write_clipboard(&id, &id))
+            .await
+        {
+            Ok(ChainOutcome::Completed(done)) => {
+                assert_eq!(done.outcome(), &VerificationOutcome::Verified, "{id}");
+                assert_eq!(done.lease_id(), task.lease().lease_id, "{id}");
+            }
+            Ok(_) => panic!("{id}: not allowed"),
+            Err(err) => panic!("{id}: {err}"),
+        }
+        if n == 0 {
+            // Another writer waits for the task, not for each action.
+            let err = other.run(untargeted("other-during")).await.err().unwrap();
+            assert!(
+                matches!(&err, ComputerUseError::TimedOut { operation, .. } if operation == "acquire_control_lease"),
+                "{err}"
+            );
+        }
+    }
+    // The budget is spent: the next action is refused before execute_action
+    // is sent, and the server revokes nothing.
+    let sent = |trips: &adk_computer_use::mcp::RoundTrips, tool: &str| {
+        trips
+            .rounds()
+            .concat()
+            .iter()
+            .filter(|c| *c == tool)
+            .count()
+    };
+    let executes = sent(&trips, "execute_action");
+    let err = session
+        .run_under(&mut task, write_clipboard("task-30", "task-30"))
+        .await
+        .err()
+        .unwrap();
+    assert_eq!(err.field(), Some("actionsUsed"), "{err}");
+    assert_eq!(sent(&trips, "execute_action"), executes, "nothing executed");
+    task.release().await.unwrap();
+    assert_eq!(
+        sent(&trips, "acquire_control_lease"),
+        2,
+        "the task's and the waiter's"
+    );
+    assert_eq!(sent(&trips, "release_control_lease"), 1, "the task's alone");
+    // The desktop is free again for the other writer.
+    match other.run(untargeted("other-after")).await {
+        Ok(ChainOutcome::Completed(done)) => assert!(done.performed()),
+        Ok(_) => panic!("not allowed"),
+        Err(err) => panic!("the other writer did not get the lease: {err}"),
+    }
+    // Upstream's own record: every mutation ran under a lease, none twice,
+    // each verified.
+    let events = runtime.all_session_events().await.unwrap();
+    let report = ComputerUseEvaluator::new().evaluate(&events);
+    assert!(
+        report
+            .of_class(ViolationClass::MutationWithoutLease)
+            .is_empty(),
+        "{:?}",
+        report.violations
+    );
+    assert!(report.violations.is_empty(), "{:?}", report.violations);
+    let task_lease = events
+        .iter()
+        .filter(|e| e.event_type == "action.started")
+        .filter(|e| {
+            e.action_id
+                .as_deref()
+                .is_some_and(|id| id.starts_with("task-"))
+        })
+        .filter_map(|e| {
+            e.payload
+                .as_ref()?
+                .get("leaseId")?
+                .as_str()
+                .map(str::to_owned)
+        })
+        .collect::<std::collections::BTreeSet<_>>();
+    assert_eq!(
+        task_lease.len(),
+        1,
+        "one lease for the whole task: {task_lease:?}"
+    );
+    let stats = session.shutdown().await;
+    assert_eq!(stats.leases.explicit_released, 1, "{stats:?}");
+    assert_eq!(stats.reservations.explicit_released, 31, "{stats:?}");
+    assert_eq!(stats.leaked(), 0, "{stats:?}");
+    assert_eq!(other.shutdown().await.leaked(), 0);
+    runtime.shutdown().await.unwrap();
+}
+
+/// A session like [`session`], acting as `agent`.
+fn session_of(runtime: &Arc<ComputerUseMcpRuntime>, agent: &str) -> Session<ComputerUseMcpRuntime> {
+    let identity = VerifiedIdentity::new(PRINCIPAL, "tenant-upstream").unwrap();
+    let authorizer =
+        ScopeAuthorizer::new(identity, ["computer:plan", "computer:execute:background"]).unwrap();
+    Session::builder(Arc::clone(runtime), authorizer)
+        .agent_id(agent)
+        .target(FAKE_APP, Some(WindowId::Number(FAKE_WINDOW)))
+        .build()
+        .unwrap()
+}
+
+/// A clipboard write with no target: no reservation stands in its way, so
+/// it waits for the lease alone.
+fn untargeted(id: &str) -> ProposedAction {
+    ProposedAction::new(
+        "write_clipboard",
+        json!({ "text": id }),
+        ExecutionMode::Background,
+    )
+    .with_action_id(id)
+    .with_data_labels([DataLabel::Public])
+}

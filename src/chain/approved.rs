@@ -162,4 +162,21 @@ impl<R: ComputerUseRuntime> Approved<R> {
             .verify()
             .await
     }
+
+    /// Runs the rest of the chain under `task`: reserve, spend one action
+    /// of the task lease, execute, verify. No lease is acquired or released
+    /// for the action; its reservation is released when it ends.
+    pub async fn complete_under(
+        self,
+        task: &mut super::TaskLease<R>,
+    ) -> Result<super::Verified, ComputerUseError> {
+        self.reserve()
+            .await?
+            .spend(task)
+            .await?
+            .execute()
+            .await?
+            .verify()
+            .await
+    }
 }

@@ -1,7 +1,7 @@
 //! The whole chain for one proposed action: the typed counterpart of the
 //! seeds' reference graph.
 
-use super::{Blocked, PendingApproval, Route, Session, Verified};
+use super::{Blocked, PendingApproval, Route, Session, TaskLease, Verified};
 use crate::ComputerUseError;
 use crate::runtime::{ComputerUseRuntime, ProposedAction};
 
@@ -23,6 +23,25 @@ impl<R: ComputerUseRuntime> Session<R> {
         let previewed = self.observe().await?.preview(&action).await?;
         Ok(match previewed.route() {
             Route::Allowed(approved) => ChainOutcome::Completed(approved.complete().await?),
+            Route::NeedsApproval(pending) => ChainOutcome::NeedsApproval(pending),
+            Route::Blocked(blocked) => ChainOutcome::Blocked(blocked),
+        })
+    }
+
+    /// [`Session::run`], spending one action of `task` instead of taking a
+    /// lease for the action (see [`TaskLease`]). An action that needs
+    /// approval comes back pending, as from `run`; once approved, finish it
+    /// with [`Approved::complete_under`](super::Approved::complete_under).
+    pub async fn run_under(
+        &self,
+        task: &mut TaskLease<R>,
+        action: ProposedAction,
+    ) -> Result<ChainOutcome<R>, ComputerUseError> {
+        let previewed = self.observe().await?.preview(&action).await?;
+        Ok(match previewed.route() {
+            Route::Allowed(approved) => {
+                ChainOutcome::Completed(approved.complete_under(task).await?)
+            }
             Route::NeedsApproval(pending) => ChainOutcome::NeedsApproval(pending),
             Route::Blocked(blocked) => ChainOutcome::Blocked(blocked),
         })

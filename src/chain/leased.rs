@@ -64,6 +64,9 @@ impl<R: ComputerUseRuntime> Leased<R> {
         let clock = self.core.clock();
         self.preview.recheck(clock)?;
         self.lease.recheck(clock)?;
+        if let Some(spend) = self.guard.spend() {
+            spend.check(clock)?;
+        }
         self.reservation.recheck(self.guard.reservation(), clock)?;
         self.authority.check(self.preview.get())?;
         self.core.authorize(self.preview.envelope().requested_mode)
@@ -78,22 +81,24 @@ impl<R: ComputerUseRuntime> Leased<R> {
     /// connection broke, or the answer could not be read), the error is
     /// [`ComputerUseError::OutcomeUnknown`], carrying the action id: a retry
     /// must reuse it so the runtime replays instead of acting twice.
-    pub async fn execute(self) -> Result<Executed<R>, ComputerUseError> {
-        let envelope = self.preview.envelope();
-        let lease = self.lease.get();
+    pub async fn execute(mut self) -> Result<Executed<R>, ComputerUseError> {
+        let lease = self.lease.handle();
         // The start is recorded before the call: if it cannot be, the
-        // mutation does not happen.
+        // mutation does not happen. An action spent from a task lease marks
+        // its call as begun last, so a task released meanwhile stops it.
         let ready = match self.revalidate() {
             Ok(()) => {
                 let payload = || json!({ "leaseId": lease.lease_id });
                 self.core
                     .recorder
-                    .record(&envelope.action_id, events::STARTED, payload)
+                    .record(&self.preview.envelope().action_id, events::STARTED, payload)
                     .wait()
                     .await
             }
             Err(err) => Err(err),
-        };
+        }
+        .and_then(|()| self.guard.begin_call());
+        let envelope = self.preview.envelope();
         if let Err(err) = ready {
             let err = self.guard.fail(&envelope.action_id, err).await;
             self.core.failed(envelope, &err).await;
@@ -108,13 +113,14 @@ impl<R: ComputerUseRuntime> Leased<R> {
         let answer = {
             let proof = ExecuteProof::new(
                 envelope,
-                lease,
+                &lease,
                 self.authority.grant_id(),
                 self.preview.retained(),
             );
             self.core.runtime.execute_action(&proof).await
         };
         self.guard.in_use(false);
+        self.guard.end_call();
         // Past this point the runtime may have acted: anything but a clean
         // refusal, or a receipt that says it failed, leaves the outcome in
         // doubt, and the error says so.
@@ -152,7 +158,6 @@ impl<R: ComputerUseRuntime> Leased<R> {
             event_type,
             || json!({ "receiptId": bound.receipt_id, "leaseId": lease.lease_id, "status": bound.status }),
         );
-        let lease = self.lease.handle();
         Ok(Executed::new(
             self.core,
             self.preview,

@@ -6,7 +6,12 @@
 //!                                                                 │      └ suspend() → sealed checkpoint → Session::resume()
 //!                                                                 └→ Blocked
 //! Approved ─reserve()→ Reserved ─lease()→ Leased ─execute()→ Executed ─verify()→ Verified
+//!                              └─spend(&mut TaskLease)→ Leased
 //! ```
+//!
+//! `lease()` takes a control lease for the one action and gives it back
+//! when the action ends; `spend()` spends one action of a [`TaskLease`] the
+//! session took for several (see [`TaskLease`] for the trade-off).
 //!
 //! Every stage is its own type with private fields and no public
 //! constructor, `Clone` or `Default`. Each transition takes `self`, so a stage
@@ -29,6 +34,7 @@ mod recorder;
 mod reserved;
 mod route;
 mod session;
+mod task;
 mod verified;
 mod witness;
 
@@ -51,4 +57,5 @@ pub use previewed::Previewed;
 pub use reserved::Reserved;
 pub use route::{Blocked, Route};
 pub use session::{Session, SessionBuilder};
+pub use task::{TaskLease, TaskLeaseRefusal, TaskLeaseTerms};
 pub use verified::Verified;

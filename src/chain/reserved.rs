@@ -2,11 +2,11 @@
 
 use std::sync::Arc;
 
-use super::Leased;
 use super::approvals::Authority;
 use super::guard::ActionGuard;
 use super::session::Core;
 use super::witness::{BoundLease, BoundReservation, FreshPreview};
+use super::{Leased, TaskLease};
 use serde_json::json;
 
 use crate::ComputerUseError;
@@ -83,6 +83,66 @@ impl<R: ComputerUseRuntime> Reserved<R> {
                 let payload = || json!({ "leaseId": bound.get().lease_id });
                 core.recorder
                     .record(&envelope.action_id, events::LEASED, payload)
+                    .wait()
+                    .await
+                    .map(|()| bound)
+            }
+            Err(err) => Err(err),
+        };
+        match bound {
+            Ok(bound) => Ok(Leased::new(
+                core,
+                preview,
+                authority,
+                guard,
+                reservation,
+                bound,
+            )),
+            Err(err) => {
+                let err = guard.fail(&envelope.action_id, err).await;
+                core.failed(envelope, &err).await;
+                Err(err)
+            }
+        }
+    }
+
+    /// Spends one action of `task` instead of taking a lease of its own:
+    /// no call is made. Every lease check of the seeds runs against the
+    /// task's lease as the server reported it, with the actions already
+    /// spent from it counted against its budget (identity, mode, active
+    /// state, remaining budget, expiry, boundaries), and the task must be
+    /// this session's, not released, within its TTL, and not held by an
+    /// earlier action that has not ended. A refusal releases what the
+    /// action holds, and nothing is sent to the runtime.
+    ///
+    /// The reserved action is consumed, so one action spends once. The
+    /// task gives its lease back, never the action: when the action ends,
+    /// only its reservation is released.
+    pub async fn spend(self, task: &mut TaskLease<R>) -> Result<Leased<R>, ComputerUseError> {
+        let Self {
+            core,
+            preview,
+            authority,
+            mut guard,
+            reservation,
+        } = self;
+        let envelope = preview.envelope();
+        let spent = core
+            .ensure_open("spend")
+            .and_then(|()| task.spend(&core, envelope));
+        let bound = match spent {
+            Ok((spend, bound)) => {
+                guard.hold_spend(spend);
+                let lease = bound.get();
+                let payload = || {
+                    json!({
+                        "leaseId": lease.lease_id,
+                        "actionBudget": lease.action_budget,
+                        "spent": task.spent(),
+                    })
+                };
+                core.recorder
+                    .record(&envelope.action_id, events::LEASE_SPENT, payload)
                     .wait()
                     .await
                     .map(|()| bound)

@@ -325,6 +325,11 @@ impl<R: ComputerUseRuntime> Session<R> {
         }
     }
 
+    /// What every stage of this session shares.
+    pub(crate) fn core(&self) -> &Arc<Core<R>> {
+        &self.core
+    }
+
     /// The runtime session id.
     pub fn session_id(&self) -> &str {
         &self.core.session_id

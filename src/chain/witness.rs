@@ -214,6 +214,26 @@ impl BoundLease {
         Ok(Self { lease })
     }
 
+    /// Binds a task lease to one action spending from it: every lease
+    /// check, with `used` actions counted against its budget (the lease's
+    /// own `actionsUsed` and the actions spent from it since).
+    pub(crate) fn spend(
+        lease: Arc<ControlLease>,
+        used: u32,
+        envelope: &ActionEnvelope,
+        acting: &Acting<'_>,
+        clock: &dyn Clock,
+    ) -> Result<Self, ComputerUseError> {
+        binding::bind_optional(
+            "ControlLease",
+            "agentId",
+            acting.agent_id,
+            lease.agent_id.as_deref(),
+        )?;
+        binding::lease_checks_used(&lease, used, envelope, clock)?;
+        Ok(Self { lease })
+    }
+
     /// Checks what time can change (the expiry) again, at a later time.
     pub(crate) fn recheck(&self, clock: &dyn Clock) -> Result<(), ComputerUseError> {
         binding::recheck_expiry("ControlLease", &self.lease.expires_at, clock)

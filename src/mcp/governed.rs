@@ -14,9 +14,56 @@ use crate::contracts::*;
 use crate::runtime::{
     ActionRequest, ComputerUseRuntime, ExecuteProof, LeaseProof, LeaseReleaseProof, NamedEffect,
     Observation, ObservationScope, PreviewAnswer, ReleaseProof, ReserveProof, SessionContext,
+    TaskLeaseProof,
 };
 
+/// What one `acquire_control_lease` asks for.
+struct LeaseAsk<'a> {
+    session_id: &'a str,
+    mode: ExecutionMode,
+    ttl_ms: u64,
+    budget: u32,
+    agent_id: Option<&'a str>,
+    app_id: Option<&'a str>,
+    window_id: Option<&'a WindowId>,
+}
+
 impl ComputerUseMcpRuntime {
+    /// Acquires a control lease: for one action, or for a task. A second
+    /// acquire waits in the server's queue, bounded here: when the wait
+    /// runs out the call is dropped, and rmcp tells the server the request
+    /// was cancelled, so it leaves the queue.
+    async fn acquire(&self, ask: LeaseAsk<'_>) -> Result<ControlLease, ComputerUseError> {
+        let kind = if ask.mode == ExecutionMode::Foreground {
+            "exclusive"
+        } else {
+            "cooperative"
+        };
+        let wait = std::time::Duration::from_millis(self.config.lease_wait_ms);
+        let call = self.send_within(
+            protocol::ACQUIRE_CONTROL_LEASE,
+            object(json!({
+                "session_id": ask.session_id,
+                "kind": kind,
+                "mode": ask.mode,
+                "ttl_ms": ask.ttl_ms,
+                "action_budget": ask.budget,
+                "agent_id": ask.agent_id,
+                "app_ids": ask.app_id.map(|app| vec![app]),
+                "window_ids": ask.window_id.map(|w| vec![w]),
+            })),
+            None,
+        );
+        let (mut answer, _) =
+            tokio::time::timeout(wait, call)
+                .await
+                .map_err(|_| ComputerUseError::TimedOut {
+                    operation: protocol::ACQUIRE_CONTROL_LEASE.into(),
+                    waited_ms: self.config.lease_wait_ms,
+                })??;
+        decode(protocol::ACQUIRE_CONTROL_LEASE, "lease", &mut answer)
+    }
+
     /// Drops the capabilities kept from the last discovery: the next
     /// observation asks the server again.
     fn forget_capabilities(&self) {
@@ -218,38 +265,37 @@ impl ComputerUseRuntime for ComputerUseMcpRuntime {
         proof: &LeaseProof<'_>,
     ) -> Result<ControlLease, ComputerUseError> {
         let envelope = proof.envelope();
-        let kind = if envelope.requested_mode == ExecutionMode::Foreground {
-            "exclusive"
-        } else {
-            "cooperative"
-        };
         let target = envelope.target.as_ref();
-        let wait = std::time::Duration::from_millis(self.config.lease_wait_ms);
-        // A second acquire waits in the server's queue. Bounded here: when
-        // the wait runs out the call is dropped, and rmcp tells the server
-        // the request was cancelled, so it leaves the queue.
-        let call = self.send_within(
-            protocol::ACQUIRE_CONTROL_LEASE,
-            object(json!({
-                "session_id": envelope.session_id,
-                "kind": kind,
-                "mode": envelope.requested_mode,
-                "ttl_ms": self.config.lease_ttl_ms,
-                "action_budget": 1,
-                "agent_id": envelope.agent_id,
-                "app_ids": target.map(|t| vec![t.app_id.clone()]),
-                "window_ids": target.and_then(|t| t.window_id.clone()).map(|w| vec![w]),
-            })),
-            None,
-        );
-        let (mut answer, _) =
-            tokio::time::timeout(wait, call)
-                .await
-                .map_err(|_| ComputerUseError::TimedOut {
-                    operation: protocol::ACQUIRE_CONTROL_LEASE.into(),
-                    waited_ms: self.config.lease_wait_ms,
-                })??;
-        decode(protocol::ACQUIRE_CONTROL_LEASE, "lease", &mut answer)
+        self.acquire(LeaseAsk {
+            session_id: &envelope.session_id,
+            mode: envelope.requested_mode,
+            ttl_ms: self.config.lease_ttl_ms,
+            budget: 1,
+            agent_id: envelope.agent_id.as_deref(),
+            app_id: target.map(|t| t.app_id.as_str()),
+            window_id: target.and_then(|t| t.window_id.as_ref()),
+        })
+        .await
+    }
+
+    async fn acquire_task_lease(
+        &self,
+        proof: &TaskLeaseProof<'_>,
+    ) -> Result<ControlLease, ComputerUseError> {
+        self.acquire(LeaseAsk {
+            session_id: proof.session_id(),
+            mode: proof.mode(),
+            // Whole milliseconds, at least one: the terms were checked
+            // against the protocol's bounds when they were made.
+            ttl_ms: u64::try_from(proof.ttl().as_millis())
+                .unwrap_or(u64::MAX)
+                .max(1),
+            budget: proof.budget(),
+            agent_id: proof.agent_id(),
+            app_id: Some(proof.app_id()),
+            window_id: proof.window_id(),
+        })
+        .await
     }
 
     async fn release_lease(&self, proof: &LeaseReleaseProof<'_>) -> Result<(), ComputerUseError> {

@@ -44,9 +44,11 @@ pub struct RoundTrips(Arc<Mutex<Log>>);
 
 #[derive(Debug, Default)]
 struct Log {
-    in_flight: HashMap<RequestId, String>,
+    in_flight: HashMap<RequestId, (String, std::time::Instant)>,
     rounds: Vec<Vec<String>>,
     open: bool,
+    /// Per call name: how many answered, and their time in flight in all.
+    waited: std::collections::BTreeMap<String, (u64, std::time::Duration)>,
 }
 
 impl RoundTrips {
@@ -67,6 +69,17 @@ impl RoundTrips {
         log.rounds.clear();
         log.in_flight.clear();
         log.open = false;
+        log.waited.clear();
+    }
+
+    /// Per call name, how many calls were answered and how long they were
+    /// in flight in all, from the request's send to its answer's arrival.
+    pub fn waited(&self) -> Vec<(String, u64, std::time::Duration)> {
+        self.log()
+            .waited
+            .iter()
+            .map(|(name, (count, total))| (name.clone(), *count, *total))
+            .collect()
     }
 
     /// The rounds so far: each the names of the calls that were in flight
@@ -91,13 +104,18 @@ impl RoundTrips {
         if let Some(round) = log.rounds.last_mut() {
             round.push(name.clone());
         }
-        log.in_flight.insert(id, name);
+        log.in_flight.insert(id, (name, std::time::Instant::now()));
     }
 
     fn answered(&self, id: &RequestId) {
         let mut log = self.log();
-        if log.in_flight.remove(id).is_some() && log.in_flight.is_empty() {
-            log.open = false;
+        if let Some((name, sent)) = log.in_flight.remove(id) {
+            let entry = log.waited.entry(name).or_default();
+            entry.0 += 1;
+            entry.1 += sent.elapsed();
+            if log.in_flight.is_empty() {
+                log.open = false;
+            }
         }
     }
 }

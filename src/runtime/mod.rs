@@ -39,7 +39,9 @@ pub use evidence::{
     VerificationOutcome, evaluate_evidence, evaluate_with, proves_nothing, receipt_verification,
 };
 pub use offer::ToolOffer;
-pub use proof::{ExecuteProof, LeaseProof, LeaseReleaseProof, ReleaseProof, ReserveProof};
+pub use proof::{
+    ExecuteProof, LeaseProof, LeaseReleaseProof, ReleaseProof, ReserveProof, TaskLeaseProof,
+};
 pub use request::{
     ActionRequest, ImageContent, Observation, ObservationScope, PreviewAnswer, ProposedAction,
 };
@@ -150,9 +152,22 @@ pub trait ComputerUseRuntime: Send + Sync + 'static {
         proof: &LeaseProof<'_>,
     ) -> impl Future<Output = Result<ControlLease, ComputerUseError>> + Send;
 
-    /// Releases the proof's lease. Called once the action that held it has
-    /// ended, on every path, so the next writer is not kept waiting until
-    /// the lease's TTL.
+    /// Acquires one control lease for a task: the proof's budget of
+    /// mutations, bounded to the session's target, for at most its TTL
+    /// (see [`crate::chain::TaskLease`]). The default refuses: a runtime
+    /// that offers no such lease still runs every action under a lease of
+    /// its own.
+    fn acquire_task_lease(
+        &self,
+        proof: &TaskLeaseProof<'_>,
+    ) -> impl Future<Output = Result<ControlLease, ComputerUseError>> + Send {
+        let _ = proof;
+        async { Err(unsupported("acquire_control_lease for a task")) }
+    }
+
+    /// Releases the proof's lease. Called once the action (or the task)
+    /// that held it has ended, on every path, so the next writer is not
+    /// kept waiting until the lease's TTL.
     fn release_lease(
         &self,
         proof: &LeaseReleaseProof<'_>,

@@ -34,7 +34,7 @@ use std::fmt;
 
 use serde_json::Value;
 
-use crate::contracts::{ActionEnvelope, ControlLease, TargetReservation};
+use crate::contracts::{ActionEnvelope, ControlLease, ExecutionMode, TargetReservation, WindowId};
 
 /// The key to [`super::ComputerUseRuntime::reserve_target`]: an approved,
 /// fresh preview whose identity the chain has bound.
@@ -79,6 +79,87 @@ impl<'a> LeaseProof<'a> {
     /// The reservation the action holds, when the runtime made one.
     pub fn reservation(&self) -> Option<&TargetReservation> {
         self.reservation
+    }
+}
+
+/// The key to [`super::ComputerUseRuntime::acquire_task_lease`]: a session
+/// asking for one control lease for a task, bounded by its own target. Made
+/// only by [`crate::chain::Session::lease_task`], from terms it checked.
+pub struct TaskLeaseProof<'a> {
+    session_id: &'a str,
+    agent_id: Option<&'a str>,
+    execution_group_id: Option<&'a str>,
+    mode: ExecutionMode,
+    budget: u32,
+    ttl: std::time::Duration,
+    app_id: &'a str,
+    window_id: Option<&'a WindowId>,
+}
+
+impl<'a> TaskLeaseProof<'a> {
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        session_id: &'a str,
+        agent_id: Option<&'a str>,
+        execution_group_id: Option<&'a str>,
+        mode: ExecutionMode,
+        budget: u32,
+        ttl: std::time::Duration,
+        app_id: &'a str,
+        window_id: Option<&'a WindowId>,
+    ) -> Self {
+        Self {
+            session_id,
+            agent_id,
+            execution_group_id,
+            mode,
+            budget,
+            ttl,
+            app_id,
+            window_id,
+        }
+    }
+
+    /// The runtime session the lease is for.
+    pub fn session_id(&self) -> &str {
+        self.session_id
+    }
+
+    /// The agent that will hold it, when the session acts as one.
+    pub fn agent_id(&self) -> Option<&str> {
+        self.agent_id
+    }
+
+    /// The execution group the session acts in.
+    pub fn execution_group_id(&self) -> Option<&str> {
+        self.execution_group_id
+    }
+
+    /// The mode every action under the lease runs in (`background` or
+    /// `foreground`).
+    pub fn mode(&self) -> ExecutionMode {
+        self.mode
+    }
+
+    /// How many mutations the lease authorizes in all.
+    pub fn budget(&self) -> u32 {
+        self.budget
+    }
+
+    /// How long the lease may last.
+    pub fn ttl(&self) -> std::time::Duration {
+        self.ttl
+    }
+
+    /// The one application the lease is bounded to: the session's target.
+    pub fn app_id(&self) -> &str {
+        self.app_id
+    }
+
+    /// The one window the lease is bounded to, when the session's target
+    /// names one.
+    pub fn window_id(&self) -> Option<&WindowId> {
+        self.window_id
     }
 }
 
@@ -189,6 +270,7 @@ macro_rules! opaque_debug {
 opaque_debug!(
     ReserveProof,
     LeaseProof,
+    TaskLeaseProof,
     ExecuteProof,
     ReleaseProof,
     LeaseReleaseProof

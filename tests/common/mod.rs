@@ -45,6 +45,7 @@ pub enum Call {
     Verify,
     Release,
     ReleaseLease,
+    TaskLease,
 }
 
 /// A crash injected into `execute_action`.
@@ -114,6 +115,12 @@ pub struct Truth {
     pub lease_releases: Vec<String>,
     /// What each `execute_action` call's proof carried as retained state.
     pub retained_seen: Vec<Option<Value>>,
+    /// Task leases granted, by id: their budget, and the executions that
+    /// ran under each.
+    pub task_budgets: BTreeMap<String, u32>,
+    pub task_uses: BTreeMap<String, u32>,
+    /// Each task lease proof, as the session sent it.
+    pub task_asks: Vec<Value>,
 }
 
 pub struct FakeRuntime {
@@ -409,6 +416,56 @@ impl ComputerUseRuntime for FakeRuntime {
         Ok(lease)
     }
 
+    async fn acquire_task_lease(
+        &self,
+        proof: &TaskLeaseProof<'_>,
+    ) -> Result<ControlLease, ComputerUseError> {
+        self.truth().task_asks.push(json!({
+            "sessionId": proof.session_id(),
+            "agentId": proof.agent_id(),
+            "mode": proof.mode(),
+            "budget": proof.budget(),
+            "ttlMs": proof.ttl().as_millis() as u64,
+            "appId": proof.app_id(),
+            "windowId": proof.window_id(),
+        }));
+        self.enter(Call::TaskLease).await?;
+        let lease_id = {
+            let mut truth = self.truth();
+            truth.leases_granted += 1;
+            let id = format!("task-lease-{}", truth.leases_granted);
+            truth.active_leases.insert(id.clone());
+            truth.task_budgets.insert(id.clone(), proof.budget());
+            id
+        };
+        let now = self.clock.now();
+        let ttl = Duration::try_from(proof.ttl()).unwrap();
+        let mut lease = ControlLease {
+            lease_id,
+            revision: 1,
+            session_id: proof.session_id().into(),
+            principal_id: PRINCIPAL.into(),
+            agent_id: proof.agent_id().map(str::to_owned),
+            kind: LeaseKind::Cooperative,
+            execution_mode: proof.mode(),
+            state: LeaseState::Active,
+            acquired_at: format_rfc3339(now).unwrap(),
+            expires_at: format_rfc3339(now + ttl).unwrap().into(),
+            action_budget: proof.budget(),
+            actions_used: 0,
+            boundaries: LeaseBoundaries {
+                app_ids: vec![proof.app_id().into()],
+                window_ids: proof.window_id().cloned().into_iter().collect(),
+                display_ids: vec![],
+            },
+            terminal_reason: None,
+        };
+        if let Some(tweak) = self.script().lease.clone() {
+            tweak(&mut lease);
+        }
+        Ok(lease)
+    }
+
     async fn release_lease(&self, proof: &LeaseReleaseProof<'_>) -> Result<(), ComputerUseError> {
         self.enter(Call::ReleaseLease).await?;
         let mut truth = self.truth();
@@ -440,6 +497,18 @@ impl ComputerUseRuntime for FakeRuntime {
                 .is_ok();
         self.truth().executes_with_valid_lease.push(valid_at_call);
         self.enter(Call::Execute).await?;
+        {
+            // A server's own rules for a task lease: active, budget left.
+            let mut truth = self.truth();
+            let id = _lease.lease_id.clone();
+            if let Some(budget) = truth.task_budgets.get(&id).copied() {
+                let used = truth.task_uses.get(&id).copied().unwrap_or(0);
+                if !truth.active_leases.contains(&id) || used >= budget {
+                    return Err(refusal("execute_action", "lease_revoked"));
+                }
+                truth.task_uses.insert(id, used + 1);
+            }
+        }
         self.truth()
             .grant_ids_seen
             .push(approval_grant_id.map(str::to_owned));
@@ -547,6 +616,34 @@ pub struct Rig {
 
 pub fn rig() -> Rig {
     rig_with(full_authorizer())
+}
+
+/// A rig whose session acts on [`APP`]'s window [`WINDOW`] (the target a
+/// task lease is bounded to).
+pub fn rig_targeted() -> Rig {
+    rig_aimed(Some(WindowId::Number(WINDOW)))
+}
+
+/// A rig whose session acts on [`APP`], on `window` when given.
+pub fn rig_aimed(window: Option<WindowId>) -> Rig {
+    let clock = ManualClock::new(start());
+    let runtime = FakeRuntime::new(clock.clone());
+    let store: Arc<dyn CheckpointStore> =
+        Arc::new(adk_computer_use::chain::MemoryCheckpointStore::new(key()));
+    let session = Session::builder(Arc::clone(&runtime), full_authorizer())
+        .clock(Arc::new(clock.clone()))
+        .agent_id("executor")
+        .checkpoints(Arc::clone(&store))
+        .target_evidence_max_age(ANY_AGE)
+        .target(APP, window)
+        .build()
+        .unwrap();
+    Rig {
+        runtime,
+        clock,
+        session,
+        store,
+    }
 }
 
 pub fn rig_with(authorizer: ScopeAuthorizer) -> Rig {

@@ -38,6 +38,7 @@ use crate::ComputerUseError;
 use crate::contracts::{ControlLease, TargetReservation};
 use crate::runtime::ComputerUseRuntime;
 
+use super::task::TaskSpend;
 pub(crate) use held::Held;
 use held::{give_back, release_note, release_operation};
 pub(crate) use ledger::LedgerId;
@@ -168,6 +169,9 @@ pub(crate) struct ActionGuard<R: ComputerUseRuntime> {
     handle: Arc<ReleaseHandle<R>>,
     reservation: Option<Slot<TargetReservation>>,
     lease: Option<Slot<ControlLease>>,
+    /// The action's share of a task lease it spent from: the task gives
+    /// that lease back, never the action.
+    task: Option<TaskSpend<R>>,
 }
 
 impl<R: ComputerUseRuntime> ActionGuard<R> {
@@ -177,6 +181,38 @@ impl<R: ComputerUseRuntime> ActionGuard<R> {
             handle,
             reservation: None,
             lease: None,
+            task: None,
+        }
+    }
+
+    /// Holds the action's share of a task lease, from its spend to its end.
+    pub(crate) fn hold_spend(&mut self, spend: TaskSpend<R>) {
+        self.task = Some(spend);
+    }
+
+    /// The ledger entry of the lease this guard holds itself.
+    pub(crate) fn lease_id(&self) -> Option<LedgerId> {
+        self.lease.as_ref().map(|slot| slot.id)
+    }
+
+    /// The task lease the action spent from, when it did.
+    pub(crate) fn spend(&self) -> Option<&TaskSpend<R>> {
+        self.task.as_ref()
+    }
+
+    /// [`TaskSpend::begin`] for the task lease the action spent from; a
+    /// no-op for an action with a lease of its own.
+    pub(crate) fn begin_call(&mut self) -> Result<(), ComputerUseError> {
+        match &mut self.task {
+            Some(spend) => spend.begin(),
+            None => Ok(()),
+        }
+    }
+
+    /// [`TaskSpend::finish`], when the action spent from a task lease.
+    pub(crate) fn end_call(&self) {
+        if let Some(spend) = &self.task {
+            spend.finish();
         }
     }
 
@@ -219,6 +255,7 @@ impl<R: ComputerUseRuntime> ActionGuard<R> {
         let ids = [
             self.reservation.as_ref().map(|slot| slot.id),
             self.lease.as_ref().map(|slot| slot.id),
+            self.task.as_ref().map(TaskSpend::ledger_id),
         ];
         self.handle
             .releaser

@@ -1,0 +1,515 @@
+//! A lease for a task, against a scriptable runtime that enforces a
+//! server's lease rules itself: one acquire and one release for many
+//! actions, every lease check at every spend, refusals before anything is
+//! sent, and the release paths (explicit, dropped, reclaimed at shutdown).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration as StdDuration;
+
+use adk_computer_use::ComputerUseError;
+use adk_computer_use::chain::*;
+use adk_computer_use::contracts::*;
+use common::*;
+use time::Duration;
+
+fn terms(budget: u32) -> TaskLeaseTerms {
+    TaskLeaseTerms::background(budget, StdDuration::from_secs(60)).unwrap()
+}
+
+/// The action reserved and ready to spend.
+async fn reserved(rig: &Rig, id: &str) -> Reserved<FakeRuntime> {
+    let previewed = rig
+        .session
+        .observe()
+        .await
+        .unwrap()
+        .preview(&action(id))
+        .await
+        .unwrap();
+    match previewed.route() {
+        Route::Allowed(approved) => approved.reserve().await.unwrap(),
+        _ => panic!("the fake allows a public clipboard write"),
+    }
+}
+
+fn task_refusal(err: &ComputerUseError) -> &TaskLeaseRefusal {
+    match err {
+        ComputerUseError::TaskLease { refusal, .. } => refusal,
+        other => panic!("expected a task lease refusal, got {other}"),
+    }
+}
+
+#[tokio::test]
+async fn one_acquire_and_one_release_for_a_whole_task() {
+    let rig = rig_targeted();
+    let mut task = rig.session.lease_task(terms(5)).await.unwrap();
+    // The lease is asked for exactly the session's target.
+    let ask = rig.runtime.truth().task_asks[0].clone();
+    assert_eq!(ask["appId"], APP);
+    assert_eq!(ask["windowId"], WINDOW);
+    assert_eq!(ask["budget"], 5);
+    assert_eq!(ask["ttlMs"], 60_000);
+    assert_eq!(ask["agentId"], "executor");
+    for n in 0..5 {
+        let done = completed(
+            rig.session
+                .run_under(&mut task, action(&format!("t-{n}")))
+                .await
+                .unwrap(),
+        );
+        assert!(done.performed());
+        assert_eq!(done.lease_id(), task.lease().lease_id);
+    }
+    assert_eq!(task.spent(), 5);
+    assert_eq!(task.remaining(), 0);
+    assert_eq!(rig.runtime.count(Call::TaskLease), 1);
+    assert_eq!(rig.runtime.count(Call::Lease), 0, "no lease per action");
+    assert_eq!(rig.runtime.count(Call::ReleaseLease), 0);
+    assert_eq!(rig.runtime.mutations(), 5);
+    // Each action's reservation went back when it ended; the lease stays.
+    assert_eq!(rig.runtime.active_reservations(), 0);
+    assert_eq!(rig.session.held_resources(), 1);
+    let id = task.lease().lease_id.clone();
+    task.release().await.unwrap();
+    assert_eq!(rig.runtime.truth().lease_releases, vec![id]);
+    assert_eq!(rig.runtime.count(Call::ReleaseLease), 1);
+    let stats = rig.session.shutdown().await;
+    assert_eq!(stats.leases.explicit_released, 1);
+    assert_eq!(stats.reservations.explicit_released, 5);
+    assert_eq!(stats.leaked(), 0);
+}
+
+#[tokio::test]
+async fn past_the_budget_nothing_is_sent_and_the_reservation_goes_back() {
+    let rig = rig_targeted();
+    let mut task = rig.session.lease_task(terms(2)).await.unwrap();
+    for id in ["b-1", "b-2"] {
+        assert!(completed(rig.session.run_under(&mut task, action(id)).await.unwrap()).performed());
+    }
+    let executes = rig.runtime.count(Call::Execute);
+    let err = reserved(&rig, "b-3")
+        .await
+        .spend(&mut task)
+        .await
+        .err()
+        .unwrap();
+    assert!(
+        matches!(&err, ComputerUseError::InvalidField { object: "ControlLease", field: "actionsUsed", actual, .. } if actual.contains("2 spent since")),
+        "{err}"
+    );
+    assert_eq!(rig.runtime.count(Call::Execute), executes, "nothing sent");
+    assert_eq!(rig.runtime.mutations(), 2);
+    assert_eq!(rig.runtime.active_reservations(), 0);
+    task.release().await.unwrap();
+}
+
+#[tokio::test]
+async fn after_the_servers_expiry_nothing_is_sent() {
+    let rig = rig_targeted();
+    // A server that grants less time than asked: its expiry is the one.
+    let sooner = adk_computer_use::clock::format_rfc3339(start() + Duration::seconds(30)).unwrap();
+    rig.runtime.script().lease = Some(Arc::new(move |lease: &mut ControlLease| {
+        lease.expires_at = sooner.clone().into();
+    }));
+    let mut task = rig.session.lease_task(terms(5)).await.unwrap();
+    let spent = reserved(&rig, "e-1").await;
+    rig.clock.advance(Duration::seconds(31));
+    let err = spent.spend(&mut task).await.err().unwrap();
+    assert!(
+        matches!(
+            &err,
+            ComputerUseError::Expired {
+                object: "ControlLease",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert_eq!(rig.runtime.count(Call::Execute), 0);
+    assert_eq!(rig.runtime.active_reservations(), 0);
+    task.release().await.unwrap();
+}
+
+#[tokio::test]
+async fn our_own_ttl_bounds_a_lease_the_server_let_run_longer() {
+    let rig = rig_targeted();
+    // A server that grants an hour for a minute asked.
+    let later = adk_computer_use::clock::format_rfc3339(start() + Duration::hours(1)).unwrap();
+    rig.runtime.script().lease = Some(Arc::new(move |lease: &mut ControlLease| {
+        lease.expires_at = later.clone().into();
+    }));
+    let mut task = rig.session.lease_task(terms(5)).await.unwrap();
+    assert!(
+        completed(
+            rig.session
+                .run_under(&mut task, action("ttl-1"))
+                .await
+                .unwrap()
+        )
+        .performed()
+    );
+    rig.clock.advance(Duration::seconds(61));
+    let err = reserved(&rig, "ttl-2")
+        .await
+        .spend(&mut task)
+        .await
+        .err()
+        .unwrap();
+    assert!(
+        matches!(
+            &err,
+            ComputerUseError::Expired {
+                object: "TaskLease",
+                field: "ttl",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert_eq!(rig.runtime.count(Call::Execute), 1);
+    task.release().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_spent_action_whose_time_runs_out_before_execute_is_refused_at_execute() {
+    let rig = rig_targeted();
+    let mut task = rig.session.lease_task(terms(5)).await.unwrap();
+    let leased = reserved(&rig, "late-1")
+        .await
+        .spend(&mut task)
+        .await
+        .unwrap();
+    rig.clock.advance(Duration::seconds(61));
+    let err = leased.execute().await.err().unwrap();
+    assert!(matches!(&err, ComputerUseError::Expired { .. }), "{err}");
+    assert_eq!(rig.runtime.count(Call::Execute), 0);
+    // Refused before the call: the action is given back to the budget.
+    assert_eq!(task.spent(), 0);
+    task.release().await.unwrap();
+}
+
+#[tokio::test]
+async fn an_action_outside_a_narrower_boundary_is_refused_before_anything_is_sent() {
+    // The session acts on the app, any window; the server bounded the lease
+    // to window 7 only. An action on window 8 is outside it.
+    let rig = rig_aimed(None);
+    rig.runtime.script().lease = Some(Arc::new(|lease: &mut ControlLease| {
+        lease.boundaries.window_ids = vec![WindowId::Number(WINDOW)];
+    }));
+    let mut task = rig.session.lease_task(terms(5)).await.unwrap();
+    assert_eq!(
+        rig.runtime.truth().task_asks[0]["windowId"],
+        serde_json::Value::Null
+    );
+    let mut elsewhere = target();
+    elsewhere.window_id = Some(WindowId::Number(8));
+    let previewed = rig
+        .session
+        .observe()
+        .await
+        .unwrap()
+        .preview(&action("w-8").with_target(elsewhere))
+        .await
+        .unwrap();
+    let Route::Allowed(approved) = previewed.route() else {
+        panic!("allowed by policy");
+    };
+    let err = approved.complete_under(&mut task).await.err().unwrap();
+    assert_eq!(err.field(), Some("boundaries.windowIds"), "{err}");
+    assert_eq!(rig.runtime.count(Call::Execute), 0);
+    assert_eq!(rig.runtime.active_reservations(), 0);
+    // The task goes on for its own window.
+    assert!(
+        completed(
+            rig.session
+                .run_under(&mut task, action("w-7"))
+                .await
+                .unwrap()
+        )
+        .performed()
+    );
+    task.release().await.unwrap();
+}
+
+#[tokio::test]
+async fn an_action_in_another_mode_is_refused_at_its_spend() {
+    let rig = rig_targeted();
+    let mut task = rig.session.lease_task(terms(5)).await.unwrap();
+    let mut foreground = action("m-1");
+    foreground.mode = ExecutionMode::Foreground;
+    let previewed = rig
+        .session
+        .observe()
+        .await
+        .unwrap()
+        .preview(&foreground)
+        .await
+        .unwrap();
+    let Route::Allowed(approved) = previewed.route() else {
+        panic!("allowed by policy");
+    };
+    let err = approved.complete_under(&mut task).await.err().unwrap();
+    assert!(
+        matches!(
+            &err,
+            ComputerUseError::IdentityMismatch {
+                field: "executionMode",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert_eq!(rig.runtime.count(Call::Execute), 0);
+    task.release().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_hostile_task_lease_is_refused_and_given_back_at_once() {
+    type Tweak = Arc<dyn Fn(&mut ControlLease) + Send + Sync>;
+    let cases: Vec<(&str, Tweak)> = vec![
+        ("sessionId", Arc::new(|l| l.session_id = "session-2".into())),
+        (
+            "principalId",
+            Arc::new(|l| l.principal_id = "mallory".into()),
+        ),
+        (
+            "agentId",
+            Arc::new(|l| l.agent_id = Some("other-agent".into())),
+        ),
+        (
+            "executionMode",
+            Arc::new(|l| l.execution_mode = ExecutionMode::Foreground),
+        ),
+        ("state", Arc::new(|l| l.state = LeaseState::Revoked)),
+        (
+            "expiresAt",
+            Arc::new(|l| l.expires_at = "2026-07-13T09:00:00Z".to_owned().into()),
+        ),
+        ("actionBudget", Arc::new(|l| l.action_budget = 6)),
+        ("actionsUsed", Arc::new(|l| l.actions_used = 5)),
+        // Unscoped (wider than the session's target), or another app.
+        (
+            "boundaries.appIds",
+            Arc::new(|l| l.boundaries.app_ids.clear()),
+        ),
+        (
+            "boundaries.appIds",
+            Arc::new(|l| l.boundaries.app_ids.push("com.example.Other".into())),
+        ),
+        (
+            "boundaries.windowIds",
+            Arc::new(|l| l.boundaries.window_ids.clear()),
+        ),
+        (
+            "boundaries.windowIds",
+            Arc::new(|l| l.boundaries.window_ids = vec![WindowId::Number(8)]),
+        ),
+    ];
+    for (field, tweak) in cases {
+        let rig = rig_targeted();
+        rig.runtime.script().lease = Some(tweak);
+        let err = rig.session.lease_task(terms(5)).await.err().unwrap();
+        assert_eq!(err.field(), Some(field), "{field}: {err}");
+        // What was granted went back at once, and nothing else was sent.
+        assert_eq!(rig.runtime.count(Call::ReleaseLease), 1, "{field}");
+        assert!(rig.runtime.truth().active_leases.is_empty(), "{field}");
+        let stats = rig.session.shutdown().await;
+        assert_eq!(stats.leaked(), 0, "{field}");
+    }
+}
+
+#[tokio::test]
+async fn a_session_without_a_target_or_scope_takes_no_task_lease() {
+    let rig = rig();
+    let err = rig.session.lease_task(terms(5)).await.err().unwrap();
+    assert_eq!(err.field(), Some("target"), "{err}");
+    let rig = rig_targeted();
+    drop(rig.session);
+    let session = adk_computer_use::chain::Session::builder(
+        Arc::clone(&rig.runtime),
+        authorizer(&["computer:plan", "computer:execute:background"]),
+    )
+    .target(APP, None)
+    .build()
+    .unwrap();
+    let foreground = TaskLeaseTerms::foreground(5, StdDuration::from_secs(60)).unwrap();
+    let err = session.lease_task(foreground).await.err().unwrap();
+    assert!(
+        matches!(err, ComputerUseError::Unauthorized { .. }),
+        "{err}"
+    );
+    assert_eq!(rig.runtime.count(Call::TaskLease), 0, "nothing was sent");
+}
+
+#[test]
+fn terms_outside_the_protocols_bounds_are_refused() {
+    let ttl = StdDuration::from_secs(60);
+    assert!(TaskLeaseTerms::background(0, ttl).is_err());
+    assert!(TaskLeaseTerms::background(10_001, ttl).is_err());
+    assert!(TaskLeaseTerms::background(10_000, ttl).is_ok());
+    assert!(TaskLeaseTerms::background(1, StdDuration::ZERO).is_err());
+    assert!(TaskLeaseTerms::background(1, StdDuration::from_millis(300_001)).is_err());
+    assert!(TaskLeaseTerms::background(1, TaskLeaseTerms::MAX_TTL).is_ok());
+}
+
+#[tokio::test]
+async fn a_spend_while_an_earlier_action_has_not_ended_is_refused() {
+    let rig = rig_targeted();
+    let mut task = rig.session.lease_task(terms(5)).await.unwrap();
+    let first = reserved(&rig, "u-1").await.spend(&mut task).await.unwrap();
+    let err = reserved(&rig, "u-2")
+        .await
+        .spend(&mut task)
+        .await
+        .err()
+        .unwrap();
+    assert_eq!(
+        task_refusal(&err),
+        &TaskLeaseRefusal::InUse {
+            action_id: "u-1".into()
+        }
+    );
+    assert!(first.execute().await.unwrap().verify().await.is_ok());
+    // The first has ended: the task goes on.
+    assert!(
+        completed(
+            rig.session
+                .run_under(&mut task, action("u-3"))
+                .await
+                .unwrap()
+        )
+        .performed()
+    );
+    assert_eq!(rig.runtime.mutations(), 2);
+    task.release().await.unwrap();
+}
+
+#[tokio::test]
+async fn an_action_that_ends_before_its_mutation_gives_its_action_back() {
+    let rig = rig_targeted();
+    let mut task = rig.session.lease_task(terms(1)).await.unwrap();
+    let leased = reserved(&rig, "g-1").await.spend(&mut task).await.unwrap();
+    assert_eq!(task.spent(), 1);
+    drop(leased);
+    assert_eq!(task.spent(), 0);
+    assert_eq!(task.remaining(), 1);
+    assert!(
+        completed(
+            rig.session
+                .run_under(&mut task, action("g-2"))
+                .await
+                .unwrap()
+        )
+        .performed()
+    );
+    assert_eq!(task.remaining(), 0);
+    task.release().await.unwrap();
+    let stats = rig.session.shutdown().await;
+    // The dropped action's reservation went to the reaper; the lease did not.
+    assert_eq!(stats.reservations.reaped, 1);
+    assert_eq!(stats.leases.reaped, 0);
+    assert_eq!(stats.leaked(), 0);
+}
+
+#[tokio::test]
+async fn an_action_spent_before_the_release_is_refused_at_execute() {
+    let rig = rig_targeted();
+    let mut task = rig.session.lease_task(terms(5)).await.unwrap();
+    let leased = reserved(&rig, "r-1").await.spend(&mut task).await.unwrap();
+    task.release().await.unwrap();
+    let err = leased.execute().await.err().unwrap();
+    assert_eq!(task_refusal(&err), &TaskLeaseRefusal::Released);
+    assert_eq!(rig.runtime.count(Call::Execute), 0);
+    assert_eq!(rig.runtime.active_reservations(), 0);
+}
+
+#[tokio::test]
+async fn a_dropped_task_lease_is_released_by_the_reaper_and_spends_nothing_more() {
+    let rig = rig_targeted();
+    let mut task = rig.session.lease_task(terms(5)).await.unwrap();
+    let leased = reserved(&rig, "d-1").await.spend(&mut task).await.unwrap();
+    let id = task.lease().lease_id.clone();
+    drop(task);
+    let err = leased.execute().await.err().unwrap();
+    assert_eq!(task_refusal(&err), &TaskLeaseRefusal::Dropped);
+    let stats = rig.session.shutdown().await;
+    assert_eq!(stats.leases.queued, 1);
+    assert_eq!(stats.leases.reaped, 1);
+    assert_eq!(stats.leaked(), 0);
+    assert_eq!(rig.runtime.truth().lease_releases, vec![id]);
+    assert_eq!(rig.runtime.count(Call::Execute), 0);
+}
+
+#[tokio::test]
+async fn shutdown_reclaims_a_task_lease_still_held_and_a_late_release_sends_nothing_twice() {
+    let rig = rig_targeted();
+    let Rig {
+        runtime, session, ..
+    } = rig;
+    let task = session.lease_task(terms(5)).await.unwrap();
+    let stats = session.shutdown().await;
+    assert_eq!(stats.leases.reclaimed, 1);
+    assert_eq!(stats.leaked(), 0);
+    task.release().await.unwrap();
+    assert_eq!(runtime.count(Call::ReleaseLease), 1);
+}
+
+#[tokio::test]
+async fn a_task_lease_is_spent_only_by_the_session_that_took_it() {
+    let rig = rig_targeted();
+    let other = Session::builder(Arc::clone(&rig.runtime), full_authorizer())
+        .clock(Arc::new(rig.clock.clone()))
+        .agent_id("executor")
+        .target(APP, Some(WindowId::Number(WINDOW)))
+        .build()
+        .unwrap();
+    let mut theirs = other.lease_task(terms(5)).await.unwrap();
+    let err = reserved(&rig, "o-1")
+        .await
+        .spend(&mut theirs)
+        .await
+        .err()
+        .unwrap();
+    assert_eq!(task_refusal(&err), &TaskLeaseRefusal::OfAnotherSession);
+    assert_eq!(rig.runtime.count(Call::Execute), 0);
+    assert_eq!(rig.runtime.active_reservations(), 0);
+    theirs.release().await.unwrap();
+    assert_eq!(other.shutdown().await.leaked(), 0);
+}
+
+#[tokio::test]
+async fn a_failed_release_is_returned() {
+    let rig = rig_targeted();
+    let task = rig.session.lease_task(terms(5)).await.unwrap();
+    rig.runtime.script().fail.insert(
+        Call::ReleaseLease,
+        refusal("release_control_lease", "unavailable"),
+    );
+    let err = task.release().await.err().unwrap();
+    assert_eq!(err.refusal_code(), Some("unavailable"), "{err}");
+    let stats = rig.session.shutdown().await;
+    assert_eq!(stats.leases.explicit_failed, 1);
+    assert_eq!(stats.leaked(), 1, "a failed release is counted, not hidden");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_waits_for_the_mutation_in_flight() {
+    let rig = rig_targeted();
+    let mut task = rig.session.lease_task(terms(5)).await.unwrap();
+    let leased = reserved(&rig, "f-1").await.spend(&mut task).await.unwrap();
+    rig.runtime.script().hold.insert(Call::Execute);
+    let running = tokio::spawn(async move { leased.execute().await.map(|_| ()) });
+    rig.runtime.held.notified().await;
+    let released = tokio::spawn(task.release());
+    // The release does not go out while the mutation is in flight.
+    tokio::time::sleep(StdDuration::from_millis(50)).await;
+    assert_eq!(rig.runtime.count(Call::ReleaseLease), 0);
+    rig.runtime.gate.notify_one();
+    running.await.unwrap().unwrap();
+    released.await.unwrap().unwrap();
+    assert_eq!(rig.runtime.count(Call::ReleaseLease), 1);
+    assert_eq!(rig.runtime.mutations(), 1);
+}
