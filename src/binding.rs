@@ -13,8 +13,8 @@ use time::OffsetDateTime;
 use crate::ComputerUseError;
 use crate::clock::{Clock, FixedClock, SystemClock, display};
 use crate::contracts::{
-    ActionEnvelope, ControlLease, ExecutionMode, ExecutionReceipt, LeaseState, ReservationState,
-    TargetReservation, WindowId, WireTime,
+    ActionEnvelope, ControlLease, ExecutionMode, ExecutionReceipt, LeaseKind, LeaseState,
+    ReservationState, TargetReservation, WindowId, WireTime,
 };
 
 const LEASE: &str = "ControlLease";
@@ -305,13 +305,37 @@ pub(crate) fn task_lease_checks(
 ) -> Result<(), ComputerUseError> {
     bind(LEASE, "sessionId", ask.session_id, &lease.session_id)?;
     bind(LEASE, "principalId", ask.principal_id, &lease.principal_id)?;
-    bind_optional(LEASE, "agentId", ask.agent_id, lease.agent_id.as_deref())?;
+    // Held for many actions, a task lease must name the agent it was asked
+    // for: one that names none is not taken for it.
+    if let Some(agent) = ask.agent_id {
+        bind(
+            LEASE,
+            "agentId",
+            agent,
+            lease.agent_id.as_deref().unwrap_or(""),
+        )?;
+    }
     bind(
         LEASE,
         "executionMode",
         ask.mode.as_str(),
         lease.execution_mode.as_str(),
     )?;
+    // Foreground work takes the desktop: the lease must be the exclusive
+    // one asked for, not a cooperative one the person's input revokes.
+    let kind = if ask.mode == ExecutionMode::Foreground {
+        LeaseKind::Exclusive
+    } else {
+        LeaseKind::Cooperative
+    };
+    if lease.kind != kind {
+        return Err(ComputerUseError::invalid(
+            LEASE,
+            "kind",
+            format!("{kind:?}").to_lowercase(),
+            format!("{:?}", lease.kind).to_lowercase(),
+        ));
+    }
     require_state(LEASE, LeaseState::Active, lease.state)?;
     check_unexpired(LEASE, &lease.expires_at, clock)?;
     if lease.action_budget > ask.budget {

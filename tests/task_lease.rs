@@ -513,3 +513,130 @@ async fn a_release_waits_for_the_mutation_in_flight() {
     assert_eq!(rig.runtime.count(Call::ReleaseLease), 1);
     assert_eq!(rig.runtime.mutations(), 1);
 }
+
+/// An action's execute cancelled mid-call (its task aborted), the task
+/// lease then forgotten or kept.
+async fn cancelled_mid_call(rig: &Rig, task: &mut TaskLease<FakeRuntime>) {
+    let leased = reserved(rig, "c-1").await.spend(task).await.unwrap();
+    rig.runtime.script().hold.insert(Call::Execute);
+    let running = tokio::spawn(async move { leased.execute().await.map(|_| ()) });
+    rig.runtime.held.notified().await;
+    running.abort();
+    let _ = running.await;
+    rig.runtime.script().hold.clear();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_reclaims_a_task_lease_whose_action_was_cancelled_mid_call() {
+    for forget in [false, true] {
+        let rig = rig_targeted();
+        let mut task = rig.session.lease_task(terms(5)).await.unwrap();
+        cancelled_mid_call(&rig, &mut task).await;
+        let kept = if forget {
+            std::mem::forget(task);
+            None
+        } else {
+            Some(task)
+        };
+        let runtime = Arc::clone(&rig.runtime);
+        let stats = rig.session.shutdown().await;
+        assert_eq!(stats.leases.reclaimed, 1, "forget {forget}: {stats:?}");
+        assert_eq!(stats.outstanding, 0, "forget {forget}: {stats:?}");
+        assert!(runtime.truth().active_leases.is_empty(), "forget {forget}");
+        drop(kept);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_is_bounded_when_a_mutation_under_it_never_answers() {
+    let clock = adk_computer_use::clock::ManualClock::new(start());
+    let runtime = FakeRuntime::new(clock.clone());
+    let session = Session::builder(Arc::clone(&runtime), full_authorizer())
+        .clock(Arc::new(clock))
+        .agent_id("executor")
+        .target(APP, Some(WindowId::Number(WINDOW)))
+        .release_timeout(StdDuration::from_millis(200))
+        .build()
+        .unwrap();
+    let mut task = session.lease_task(terms(5)).await.unwrap();
+    let previewed = session
+        .observe()
+        .await
+        .unwrap()
+        .preview(&action("n-1"))
+        .await
+        .unwrap();
+    let Route::Allowed(approved) = previewed.route() else {
+        panic!("allowed by policy");
+    };
+    let leased = approved
+        .reserve()
+        .await
+        .unwrap()
+        .spend(&mut task)
+        .await
+        .unwrap();
+    runtime.script().hold.insert(Call::Execute);
+    // The mutation's future is forgotten mid-call: it never answers.
+    let mut call = Box::pin(leased.execute());
+    assert!(
+        tokio::time::timeout(StdDuration::from_millis(50), &mut call)
+            .await
+            .is_err()
+    );
+    std::mem::forget(call);
+    let released = tokio::time::timeout(StdDuration::from_secs(30), task.release()).await;
+    assert!(matches!(released, Ok(Ok(()))), "{released:?}");
+    assert!(runtime.truth().active_leases.is_empty());
+}
+
+#[tokio::test]
+async fn a_task_lease_of_another_kind_or_naming_no_agent_is_refused() {
+    let rig = rig_targeted();
+    rig.runtime.script().lease = Some(Arc::new(|l: &mut ControlLease| {
+        l.kind = LeaseKind::Cooperative;
+    }));
+    let foreground = TaskLeaseTerms::foreground(5, StdDuration::from_secs(60)).unwrap();
+    let err = rig.session.lease_task(foreground).await.err().unwrap();
+    assert_eq!(err.field(), Some("kind"), "{err}");
+    let rig = rig_targeted();
+    rig.runtime.script().lease = Some(Arc::new(|l: &mut ControlLease| l.agent_id = None));
+    let err = rig.session.lease_task(terms(5)).await.err().unwrap();
+    assert_eq!(err.field(), Some("agentId"), "{err}");
+    assert_eq!(rig.runtime.count(Call::ReleaseLease), 1, "given back");
+}
+
+#[tokio::test]
+async fn a_lease_granted_again_under_the_task_leases_id_is_refused_and_left_to_the_task() {
+    let rig = rig_targeted();
+    let mut task = rig.session.lease_task(terms(5)).await.unwrap();
+    let id = task.lease().lease_id.clone();
+    let same = id.clone();
+    // A hostile runtime answers an action's own acquire with the task's
+    // lease, and a second task lease too.
+    rig.runtime.script().lease = Some(Arc::new(move |l: &mut ControlLease| {
+        l.lease_id = same.clone();
+    }));
+    let err = rig.session.run(action("per-action")).await.err().unwrap();
+    assert_eq!(err.field(), Some("leaseId"), "{err}");
+    let err = rig.session.lease_task(terms(5)).await.err().unwrap();
+    assert_eq!(err.field(), Some("leaseId"), "{err}");
+    assert!(
+        rig.runtime.truth().lease_releases.is_empty(),
+        "nobody released the task's lease"
+    );
+    rig.runtime.script().lease = None;
+    assert!(
+        completed(
+            rig.session
+                .run_under(&mut task, action("after"))
+                .await
+                .unwrap()
+        )
+        .performed()
+    );
+    task.release().await.unwrap();
+    assert_eq!(rig.runtime.truth().lease_releases, vec![id]);
+    let stats = rig.session.shutdown().await;
+    assert_eq!(stats.leases.explicit_released, 1, "{stats:?}");
+}

@@ -210,3 +210,42 @@
 //! same value is E0382 (`ui-tests/fail/*_twice.rs`). No stage is `Clone`
 //! (`ui-tests/fail/clone_stage.rs`), and witnesses cannot be forged
 //! (`ui-tests/fail/forge_*.rs`, `hidden_constructor.rs`).
+//!
+//! # A lease for a task
+//!
+//! ## Spending one task lease twice for one action, or after its release
+//!
+//! [`super::Reserved::spend`] consumes the reserved action, so one action
+//! spends once (`ui-tests/fail/spend_task_lease_twice.rs`, E0382);
+//! [`super::TaskLease::release`] consumes the task lease, so nothing spends
+//! from it afterwards (`spend_after_task_release.rs`, E0382). It is not
+//! `Clone` (`clone_task_lease.rs`, E0599) and has no `execute`
+//! (`execute_on_task_lease.rs`, E0599): `Leased` stays the only stage that
+//! mutates. An action spent before the release, or before the task lease
+//! was dropped, is refused at `execute` with nothing sent
+//! (`tests/task_lease.rs`: `an_action_spent_before_the_release_is_refused_at_execute`,
+//! `a_dropped_task_lease_is_released_by_the_reaper_and_spends_nothing_more`).
+//!
+//! ## Past the budget, past the expiry, outside the boundaries
+//!
+//! Each spend runs every lease rule against the lease as the server
+//! reported it, with the actions already spent counted against the budget,
+//! and refuses before anything is sent; the session's own TTL bounds a
+//! lease the server let run longer. The lease itself is refused when it is
+//! wider than asked (a larger budget, no boundaries, another app or
+//! window), and given back at once (`tests/task_lease.rs`:
+//! `past_the_budget_*`, `after_the_servers_expiry_*`, `our_own_ttl_*`,
+//! `an_action_outside_a_narrower_boundary_*`, `an_action_in_another_mode_*`,
+//! `a_hostile_task_lease_is_refused_and_given_back_at_once`; on upstream's
+//! server, `tests/upstream.rs`:
+//! `a_task_lease_on_upstreams_server_is_one_acquire_and_one_release_for_the_whole_task`).
+//!
+//! ## Another session's task lease, or two actions at once
+//!
+//! A task lease is spent only by the session that took it, and by one
+//! action at a time: a spend while an earlier action has not ended is
+//! refused ([`super::TaskLeaseRefusal`]). A release waits for a mutation
+//! in flight under the lease before it is sent (`tests/task_lease.rs`:
+//! `a_task_lease_is_spent_only_by_the_session_that_took_it`,
+//! `a_spend_while_an_earlier_action_has_not_ended_is_refused`,
+//! `a_release_waits_for_the_mutation_in_flight`).

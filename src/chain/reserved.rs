@@ -70,8 +70,8 @@ impl<R: ComputerUseRuntime> Reserved<R> {
             }
             Err(err) => Err(err),
         };
-        let lease = match answer {
-            Ok(lease) => guard.hold_lease(lease),
+        let lease = match answer.and_then(|lease| guard.hold_lease(lease)) {
+            Ok(lease) => lease,
             Err(err) => {
                 let err = guard.fail(&envelope.action_id, err).await;
                 core.failed(envelope, &err).await;

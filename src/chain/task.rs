@@ -353,7 +353,9 @@ impl<R: ComputerUseRuntime> TaskLease<R> {
 
     /// Ends the task: no action spends from it any more, and an action
     /// spent and not yet executed is refused at `execute`. A mutation
-    /// under it that is in flight right now is waited for, then the lease
+    /// under it that is in flight right now is waited for (at most the
+    /// session's release timeout, after which the lease goes back all the
+    /// same: the server then decides that call's fate), then the lease
     /// is given back and the result returned: a failed release is an
     /// error, never hidden. (A lease the server already let expire counts
     /// as released.)
@@ -363,14 +365,27 @@ impl<R: ComputerUseRuntime> TaskLease<R> {
             let mut state = shared.state();
             state.ended.get_or_insert(TaskEnd::Released);
         }
-        loop {
-            let notified = shared.idle.notified();
-            let mut notified = std::pin::pin!(notified);
-            notified.as_mut().enable();
-            if !shared.state().executing {
-                break;
+        // Bounded as every release is: a mutating call that never answers,
+        // or whose future was forgotten mid-call, does not hold the task's
+        // end (nor the desktop) past the release timeout.
+        let bound = self.core.release.releaser.timeout;
+        let idle = async {
+            loop {
+                let notified = shared.idle.notified();
+                let mut notified = std::pin::pin!(notified);
+                notified.as_mut().enable();
+                if !shared.state().executing {
+                    break;
+                }
+                notified.await;
             }
-            notified.await;
+        };
+        if tokio::time::timeout(bound, idle).await.is_err() {
+            tracing::warn!(
+                lease = shared.lease.lease_id.as_str(),
+                ?bound,
+                "a mutation under the task lease did not answer; releasing it anyway"
+            );
         }
         let result = match self.guard.take() {
             Some(guard) => guard.release().await,
@@ -427,8 +442,12 @@ impl<R: ComputerUseRuntime> Session<R> {
     /// shut down, or when the identity lacks the scope for the mode. The
     /// lease that comes back is checked as every lease is (session,
     /// principal, agent, mode, active, unexpired, budget left), and more:
-    /// its budget is no larger than asked, and its boundaries are no wider
-    /// than the session's target; one that fails is given back at once.
+    /// it names the session's agent, it is of the kind asked for (exclusive
+    /// for foreground work), its budget is no larger than asked, and its
+    /// boundaries are no wider than the session's target; one that fails
+    /// is given back at once. A lease the runtime grants under the id of a
+    /// task lease this session already holds is refused and left to that
+    /// task.
     ///
     /// ```no_run
     /// # async fn demo<R: adk_computer_use::runtime::ComputerUseRuntime>(
@@ -476,7 +495,7 @@ impl<R: ComputerUseRuntime> Session<R> {
         );
         let lease = core.runtime.acquire_task_lease(&proof).await?;
         let mut guard = ActionGuard::new(Arc::clone(&core.release));
-        let lease = guard.hold_lease(lease);
+        let lease = guard.hold_task_lease(lease)?;
         let Some(ledger_id) = guard.lease_id() else {
             return Err(ComputerUseError::InvalidRequest {
                 field: "lease".into(),

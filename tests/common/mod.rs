@@ -446,7 +446,11 @@ impl ComputerUseRuntime for FakeRuntime {
             session_id: proof.session_id().into(),
             principal_id: PRINCIPAL.into(),
             agent_id: proof.agent_id().map(str::to_owned),
-            kind: LeaseKind::Cooperative,
+            kind: if proof.mode() == ExecutionMode::Foreground {
+                LeaseKind::Exclusive
+            } else {
+                LeaseKind::Cooperative
+            },
             execution_mode: proof.mode(),
             state: LeaseState::Active,
             acquired_at: format_rfc3339(now).unwrap(),

@@ -20,6 +20,8 @@ struct Entry {
     generation: u64,
     held: Option<Held>,
     busy: bool,
+    /// A task lease: held for many actions, never one action's to release.
+    task: bool,
 }
 
 #[derive(Default)]
@@ -46,6 +48,28 @@ impl Ledger {
     /// so exactly one guard, the live one, ever releases it, and a reaper
     /// working for the stale chain finds nothing to free.
     pub(super) fn register(&self, held: Held) -> LedgerId {
+        self.enter(held, false)
+    }
+
+    /// Enters a task lease, as [`Ledger::register`] does.
+    pub(super) fn register_task(&self, held: Held) -> LedgerId {
+        self.enter(held, true)
+    }
+
+    /// Whether a task lease with this id is held right now: a lease the
+    /// runtime grants again under that id belongs to the task, and no
+    /// action or second task may take it over (and release it).
+    pub(super) fn holds_task_lease(&self, lease_id: &str) -> bool {
+        self.lock().entries.iter().any(|entry| {
+            entry.task
+                && entry
+                    .held
+                    .as_ref()
+                    .is_some_and(|held| held.resource_id() == lease_id)
+        })
+    }
+
+    fn enter(&self, held: Held, task: bool) -> LedgerId {
         let mut slots = self.lock();
         let kind = held.kind();
         let stale = slots.entries.iter().position(|entry| {
@@ -56,6 +80,7 @@ impl Ledger {
         if let Some(slot) = stale {
             slots.entries[slot].held = None;
             slots.entries[slot].busy = false;
+            slots.entries[slot].task = false;
             slots.free.push(slot);
             slots.held -= 1;
         }
@@ -66,6 +91,7 @@ impl Ledger {
                 entry.generation += 1;
                 entry.held = Some(held);
                 entry.busy = false;
+                entry.task = task;
                 LedgerId {
                     slot,
                     generation: entry.generation,
@@ -76,6 +102,7 @@ impl Ledger {
                     generation: 0,
                     held: Some(held),
                     busy: false,
+                    task,
                 });
                 LedgerId {
                     slot: slots.entries.len() - 1,

@@ -229,19 +229,50 @@ impl<R: ComputerUseRuntime> ActionGuard<R> {
     }
 
     /// Takes charge of a lease the runtime granted, before it is checked,
-    /// and shares it back for the stage's witness.
-    pub(crate) fn hold_lease(&mut self, lease: ControlLease) -> Arc<ControlLease> {
+    /// and shares it back for the stage's witness. A lease whose id a task
+    /// lease of this session holds is the task's: it is refused, not taken
+    /// over, so no action ends up releasing the task's lease.
+    pub(crate) fn hold_lease(
+        &mut self,
+        lease: ControlLease,
+    ) -> Result<Arc<ControlLease>, ComputerUseError> {
+        self.hold_lease_as(lease, false)
+    }
+
+    /// [`ActionGuard::hold_lease`] for a task lease.
+    pub(crate) fn hold_task_lease(
+        &mut self,
+        lease: ControlLease,
+    ) -> Result<Arc<ControlLease>, ComputerUseError> {
+        self.hold_lease_as(lease, true)
+    }
+
+    fn hold_lease_as(
+        &mut self,
+        lease: ControlLease,
+        task: bool,
+    ) -> Result<Arc<ControlLease>, ComputerUseError> {
+        let ledger = &self.handle.releaser.ledger;
+        if ledger.holds_task_lease(&lease.lease_id) {
+            return Err(ComputerUseError::invalid(
+                "ControlLease",
+                "leaseId",
+                "a lease this session's task lease does not already hold",
+                lease.lease_id,
+            ));
+        }
         let value = Arc::new(lease);
-        let id = self
-            .handle
-            .releaser
-            .ledger
-            .register(Held::Lease(Arc::clone(&value)));
+        let held = Held::Lease(Arc::clone(&value));
+        let id = if task {
+            ledger.register_task(held)
+        } else {
+            ledger.register(held)
+        };
         self.lease = Some(Slot {
             id,
             value: Arc::clone(&value),
         });
-        value
+        Ok(value)
     }
 
     pub(crate) fn reservation(&self) -> Option<&TargetReservation> {
@@ -379,6 +410,15 @@ impl<R: ComputerUseRuntime> ActionGuard<R> {
 
 impl<R: ComputerUseRuntime> Drop for ActionGuard<R> {
     fn drop(&mut self) {
+        // A mutation under a task lease that never came back (its future
+        // was dropped mid-call) no longer uses the task's lease: shutdown
+        // may reclaim it again.
+        if let Some(spend) = &self.task {
+            self.handle
+                .releaser
+                .ledger
+                .set_busy(spend.ledger_id(), false);
+        }
         // The lease first, then the reservation, each queued to the reaper.
         if let Some(slot) = self.lease.take()
             && let Some(held) = self.handle.releaser.ledger.take(slot.id)
