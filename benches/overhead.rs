@@ -26,7 +26,14 @@
 //!    `../shared/refbench`) upstream's crate and ours on the same server
 //!    command, taking turns, with their ratio.
 //!
-//! Knobs, all optional: `OVERHEAD_PART=in-process` (or `mcp`) runs one part;
+//! Every MCP part against the simulator and upstream's server measures both
+//! lease shapes: a lease per action (`Session::run`) and one task lease for
+//! a stretch of actions (`Session::run_under`), each against the same calls
+//! made raw in the same shape; against upstream's crate, both shapes take
+//! turns with it.
+//!
+//! Knobs, all optional: `OVERHEAD_CALL_TIMES=1` prints how long each kind of
+//! call was in flight on both sides; `OVERHEAD_PART=in-process` (or `mcp`) runs one part;
 //! `OVERHEAD_ONE_SIDE=governed` (or `raw`) runs one side of each timed part
 //! once and exits, for an instruction-counting profiler such as
 //! `valgrind --tool=callgrind`; `OVERHEAD_SHOW_ROUNDS=1` prints every round.
@@ -505,6 +512,111 @@ fn task_terms(actions: usize) -> TaskLeaseTerms {
     TaskLeaseTerms::background(actions as u32, TaskLeaseTerms::MAX_TTL).unwrap()
 }
 
+/// Both sides of an MCP measurement: a governed session and a raw client,
+/// each on a server of its own, and, under a task lease, the lease each
+/// side holds for the current stretch of actions.
+struct Pair<'a> {
+    rt: &'a tokio::runtime::Runtime,
+    server: &'a Server,
+    shape: Shape,
+    runtime: Arc<ComputerUseMcpRuntime>,
+    session: Session<ComputerUseMcpRuntime>,
+    client: RawClient,
+    task: Option<TaskLease<ComputerUseMcpRuntime>>,
+    raw_task: Option<Value>,
+}
+
+impl<'a> Pair<'a> {
+    fn spawn(
+        rt: &'a tokio::runtime::Runtime,
+        server: &'a Server,
+        shape: Shape,
+        trips: Option<(&RoundTrips, &RoundTrips)>,
+    ) -> Self {
+        let (runtime, session) = rt.block_on(server.governed_on(trips.map(|t| t.0)));
+        let client = rt.block_on(RawClient::spawn_on(server, trips.map(|t| t.1)));
+        Self {
+            rt,
+            server,
+            shape,
+            runtime,
+            session,
+            client,
+            task: None,
+            raw_task: None,
+        }
+    }
+
+    /// Under a task lease, both sides take one lease for the next
+    /// `actions` actions, outside the timed part.
+    fn begin(&mut self, actions: usize) {
+        if self.shape == Shape::Task {
+            let lease = self
+                .rt
+                .block_on(self.session.lease_task(task_terms(actions)))
+                .unwrap();
+            self.task = Some(lease);
+            self.raw_task = Some(
+                self.rt
+                    .block_on(raw_lease(&self.client, self.server, actions)),
+            );
+        }
+    }
+
+    /// Gives back what [`Pair::begin`] took.
+    fn end(&mut self) {
+        if let Some(lease) = self.task.take() {
+            self.rt.block_on(lease.release()).unwrap();
+        }
+        if let Some(lease_id) = self.raw_task.take() {
+            self.rt.block_on(
+                self.client
+                    .tool("release_control_lease", json!({ "lease_id": lease_id })),
+            );
+        }
+    }
+
+    fn governed(&mut self, id: &str) -> f64 {
+        let action = self.server.action(id);
+        let start = Instant::now();
+        let outcome = match self.task.as_mut() {
+            Some(lease) => self.rt.block_on(self.session.run_under(lease, action)),
+            None => self.rt.block_on(self.session.run(action)),
+        };
+        let elapsed = start.elapsed().as_nanos() as f64;
+        match outcome.unwrap() {
+            ChainOutcome::Completed(done) => assert!(done.outcome().is_verified()),
+            _ => unreachable!(),
+        }
+        elapsed
+    }
+
+    fn raw(&mut self, id: &str) -> f64 {
+        let start = Instant::now();
+        self.rt.block_on(raw_mcp(
+            &self.client,
+            self.server,
+            id,
+            self.raw_task.as_ref(),
+        ));
+        start.elapsed().as_nanos() as f64
+    }
+
+    fn close(mut self) {
+        self.end();
+        let Self {
+            rt,
+            runtime,
+            session,
+            client,
+            ..
+        } = self;
+        drop(session);
+        rt.block_on(runtime.shutdown()).unwrap();
+        rt.block_on(client.service.cancel()).unwrap();
+    }
+}
+
 fn over_mcp(rt: &tokio::runtime::Runtime, server: &Server, shape: Shape) -> f64 {
     // A real display is slower per action (frames are captured and encoded):
     // fewer actions, the same alternation.
@@ -512,80 +624,65 @@ fn over_mcp(rt: &tokio::runtime::Runtime, server: &Server, shape: Shape) -> f64 
         Server::X11(_) | Server::Wayland(_) => (20, 15),
         _ => (100, 21),
     };
+    // Upstream's server (a Node process) runs faster or slower for a whole
+    // run by how its process happened to warm up: each round there spawns
+    // both sides' servers afresh (and warms them), so no side keeps a lucky
+    // process for the whole measurement.
+    let fresh = matches!(server, Server::Upstream(_));
+    const WARM: usize = 30;
     // OVERHEAD_CALL_TIMES: every call of both sides timed on the wire.
     let timed = std::env::var_os("OVERHEAD_CALL_TIMES").is_some();
     let (governed_trips, raw_trips) = (RoundTrips::new(), RoundTrips::new());
-    let (runtime, governed_session) =
-        rt.block_on(server.governed_on(timed.then_some(&governed_trips)));
-    let client = rt.block_on(RawClient::spawn_on(server, timed.then_some(&raw_trips)));
-    // Under a task lease, both sides take one lease per stretch of `n`
-    // actions, outside the timed part, and release it after.
-    let task: std::cell::RefCell<Option<TaskLease<ComputerUseMcpRuntime>>> = Default::default();
-    let raw_task: std::cell::RefCell<Option<Value>> = Default::default();
-    let begin = || {
-        if shape == Shape::Task {
-            let lease = rt
-                .block_on(governed_session.lease_task(task_terms(n)))
-                .unwrap();
-            *task.borrow_mut() = Some(lease);
-            *raw_task.borrow_mut() = Some(rt.block_on(raw_lease(&client, server, n)));
-        }
-    };
-    let end = || {
-        if let Some(lease) = task.borrow_mut().take() {
-            rt.block_on(lease.release()).unwrap();
-        }
-        if let Some(lease_id) = raw_task.borrow_mut().take() {
-            rt.block_on(client.tool("release_control_lease", json!({ "lease_id": lease_id })));
-        }
-    };
-    let governed = |id: &str| {
-        let mut held = task.borrow_mut();
-        let start = Instant::now();
-        rt.block_on(async {
-            let outcome = match held.as_mut() {
-                Some(lease) => governed_session.run_under(lease, server.action(id)).await,
-                None => governed_session.run(server.action(id)).await,
-            };
-            match outcome.unwrap() {
-                ChainOutcome::Completed(done) => assert!(done.outcome().is_verified()),
-                _ => unreachable!(),
-            }
-        });
-        start.elapsed().as_nanos() as f64
-    };
-    let raw = |id: &str| {
-        let held = raw_task.borrow();
-        let start = Instant::now();
-        rt.block_on(raw_mcp(&client, server, id, held.as_ref()));
-        start.elapsed().as_nanos() as f64
-    };
-    begin();
-    one_side(
-        n,
-        || (0..n).map(|i| governed(&format!("g-{i}"))).sum::<f64>() / n as f64,
-        || (0..n).map(|i| raw(&format!("r-{i}"))).sum::<f64>() / n as f64,
-    );
-    end();
+    let trips = timed.then_some((&governed_trips, &raw_trips));
+    let mut pair = Pair::spawn(rt, server, shape, trips);
+    if std::env::var_os("OVERHEAD_ONE_SIDE").is_some() {
+        pair.begin(n);
+        let cell = std::cell::RefCell::new(pair);
+        one_side(
+            n,
+            || {
+                (0..n)
+                    .map(|i| cell.borrow_mut().governed(&format!("g-{i}")))
+                    .sum::<f64>()
+                    / n as f64
+            },
+            || {
+                (0..n)
+                    .map(|i| cell.borrow_mut().raw(&format!("r-{i}")))
+                    .sum::<f64>()
+                    / n as f64
+            },
+        );
+        unreachable!("one_side exits");
+    }
     // Over a pipe to another process a slow stretch lasts longer than one
     // action, so the two sides take turns action by action (alternating which
     // goes first): a stretch then slows both alike. Each round's ratio is
     // its governed total over its raw total; the median round is reported.
     let (mut governed_totals, mut raw_totals, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
     for round in 0..rounds {
-        begin();
+        if fresh && round > 0 {
+            pair.close();
+            pair = Pair::spawn(rt, server, shape, trips);
+        }
+        let warm = if fresh || round == 0 { WARM } else { 0 };
+        pair.begin(n + warm);
+        for i in 0..warm {
+            pair.governed(&format!("w-{round}-{i}"));
+            pair.raw(&format!("wr-{round}-{i}"));
+        }
         let (mut g, mut r) = (0.0, 0.0);
         for i in 0..n {
             let (gid, rid) = (format!("g-{round}-{i}"), format!("r-{round}-{i}"));
             if i % 2 == 0 {
-                g += governed(&gid);
-                r += raw(&rid);
+                g += pair.governed(&gid);
+                r += pair.raw(&rid);
             } else {
-                r += raw(&rid);
-                g += governed(&gid);
+                r += pair.raw(&rid);
+                g += pair.governed(&gid);
             }
         }
-        end();
+        pair.end();
         show_round(round, g / n as f64, r / n as f64);
         governed_totals.push(g / n as f64);
         raw_totals.push(r / n as f64);
@@ -600,10 +697,15 @@ fn over_mcp(rt: &tokio::runtime::Runtime, server: &Server, shape: Shape) -> f64 
         Server::Wayland(_) => "wayland    ",
     };
     println!(
-        "{label} | {:<16} | governed chain {:>9.1} µs/action | raw calls {:>9.1} µs/action | ratio {ratio:.3}x ({lo:.3}-{hi:.3})",
+        "{label} | {:<16} | governed chain {:>9.1} µs/action | raw calls {:>9.1} µs/action | ratio {ratio:.3}x ({lo:.3}-{hi:.3}){}",
         shape.label(),
         governed / 1e3,
         raw / 1e3,
+        if fresh {
+            ", fresh servers each round"
+        } else {
+            ""
+        },
     );
     if timed {
         for (side, trips) in [("governed", &governed_trips), ("raw", &raw_trips)] {
@@ -615,8 +717,7 @@ fn over_mcp(rt: &tokio::runtime::Runtime, server: &Server, shape: Shape) -> f64 
             }
         }
     }
-    rt.block_on(runtime.shutdown()).unwrap();
-    rt.block_on(client.service.cancel()).unwrap();
+    pair.close();
     ratio
 }
 
