@@ -184,10 +184,6 @@ struct RawClient {
 }
 
 impl RawClient {
-    async fn spawn(server: &Server) -> Self {
-        Self::spawn_on(server, None).await
-    }
-
     /// A raw client whose calls are counted (and timed) into `trips`, when given.
     async fn spawn_on(server: &Server, trips: Option<&RoundTrips>) -> Self {
         use rmcp::ServiceExt;
@@ -932,7 +928,7 @@ fn on_desktop(
     }
     let _dialog = Shown(dialog);
     let app = server(0).app();
-    let client = rt.block_on(RawClient::spawn(&server(0)));
+    let client = rt.block_on(RawClient::spawn_on(&server(0), None));
     let mut n = 0;
     let mut observe = |tool: &'static str, arguments: Value| {
         n += 1;

@@ -279,8 +279,14 @@ impl<R: ComputerUseRuntime> Drop for TaskSpend<R> {
 ///
 /// Taken with [`Session::lease_task`], bounded to the session's target.
 /// End it with [`TaskLease::release`]; dropping it instead hands the release
-/// to the session's reaper (no I/O in `Drop`). See the [module
-/// docs](self) for what another writer waits for meanwhile.
+/// to the session's reaper (no I/O in `Drop`).
+///
+/// The trade-off: it saves each action two calls and a round trip (the
+/// acquire and the release of a lease of its own), and another writer
+/// waiting for the desktop waits for the whole task instead of one action:
+/// at most the lease's TTL ([`TaskLeaseTerms::MAX_TTL`] at the longest),
+/// even when the agent holding it crashed, since the server lets an
+/// unreleased lease expire.
 #[must_use = "a task lease holds the desktop until released; dropping it hands its release to the session's reaper"]
 pub struct TaskLease<R: ComputerUseRuntime> {
     core: Arc<Core<R>>,
