@@ -33,7 +33,9 @@
 //! turns with it.
 //!
 //! Knobs, all optional: `OVERHEAD_CALL_TIMES=1` prints how long each kind of
-//! call was in flight on both sides; `OVERHEAD_PART=in-process` (or `mcp`) runs one part;
+//! call was in flight on both sides; `OVERHEAD_AA=1` replaces the raw side
+//! of the MCP parts with a second governed session (an A/A run: what the
+//! method reads between two identical sides); `OVERHEAD_PART=in-process` (or `mcp`) runs one part;
 //! `OVERHEAD_ONE_SIDE=governed` (or `raw`) runs one side of each timed part
 //! once and exits, for an instruction-counting profiler such as
 //! `valgrind --tool=callgrind`; `OVERHEAD_SHOW_ROUNDS=1` prints every round.
@@ -520,7 +522,18 @@ struct Pair<'a> {
     client: RawClient,
     task: Option<TaskLease<ComputerUseMcpRuntime>>,
     raw_task: Option<Value>,
+    /// `OVERHEAD_AA=1`: the "raw" side is a second governed session on a
+    /// server of its own, so the ratio shows what the method alone reads
+    /// between two identical sides.
+    twin: Option<Twin>,
 }
+
+/// A second governed session, its runtime, and its task lease.
+type Twin = (
+    Arc<ComputerUseMcpRuntime>,
+    Session<ComputerUseMcpRuntime>,
+    Option<TaskLease<ComputerUseMcpRuntime>>,
+);
 
 impl<'a> Pair<'a> {
     fn spawn(
@@ -531,6 +544,10 @@ impl<'a> Pair<'a> {
     ) -> Self {
         let (runtime, session) = rt.block_on(server.governed_on(trips.map(|t| t.0)));
         let client = rt.block_on(RawClient::spawn_on(server, trips.map(|t| t.1)));
+        let twin = std::env::var_os("OVERHEAD_AA").map(|_| {
+            let (runtime, session) = rt.block_on(server.governed());
+            (runtime, session, None)
+        });
         Self {
             rt,
             server,
@@ -540,6 +557,7 @@ impl<'a> Pair<'a> {
             client,
             task: None,
             raw_task: None,
+            twin,
         }
     }
 
@@ -556,12 +574,22 @@ impl<'a> Pair<'a> {
                 self.rt
                     .block_on(raw_lease(&self.client, self.server, actions)),
             );
+            if let Some((_, session, task)) = self.twin.as_mut() {
+                *task = Some(
+                    self.rt
+                        .block_on(session.lease_task(task_terms(actions)))
+                        .unwrap(),
+                );
+            }
         }
     }
 
     /// Gives back what [`Pair::begin`] took.
     fn end(&mut self) {
         if let Some(lease) = self.task.take() {
+            self.rt.block_on(lease.release()).unwrap();
+        }
+        if let Some(lease) = self.twin.as_mut().and_then(|twin| twin.2.take()) {
             self.rt.block_on(lease.release()).unwrap();
         }
         if let Some(lease_id) = self.raw_task.take() {
@@ -588,6 +616,17 @@ impl<'a> Pair<'a> {
     }
 
     fn raw(&mut self, id: &str) -> f64 {
+        if let Some((_, session, task)) = self.twin.as_mut() {
+            let action = self.server.action(id);
+            let start = Instant::now();
+            let outcome = match task.as_mut() {
+                Some(lease) => self.rt.block_on(session.run_under(lease, action)),
+                None => self.rt.block_on(session.run(action)),
+            };
+            let elapsed = start.elapsed().as_nanos() as f64;
+            assert!(matches!(outcome.unwrap(), ChainOutcome::Completed(_)));
+            return elapsed;
+        }
         let start = Instant::now();
         self.rt.block_on(raw_mcp(
             &self.client,
@@ -605,10 +644,15 @@ impl<'a> Pair<'a> {
             runtime,
             session,
             client,
+            twin,
             ..
         } = self;
         drop(session);
         rt.block_on(runtime.shutdown()).unwrap();
+        if let Some((runtime, session, _)) = twin {
+            drop(session);
+            rt.block_on(runtime.shutdown()).unwrap();
+        }
         rt.block_on(client.service.cancel()).unwrap();
     }
 }
