@@ -221,24 +221,7 @@ pub(crate) fn lease_checks_used(
         envelope.requested_mode.as_str(),
         lease.execution_mode.as_str(),
     )?;
-    require_state(LEASE, LeaseState::Active, lease.state)?;
-    check_unexpired(LEASE, &lease.expires_at, clock)?;
-    if used >= lease.action_budget {
-        return Err(ComputerUseError::invalid(
-            LEASE,
-            "actionsUsed",
-            format!("fewer than actionBudget ({})", lease.action_budget),
-            if used == lease.actions_used {
-                used.to_string()
-            } else {
-                format!(
-                    "{used} ({} as reported, {} spent since)",
-                    lease.actions_used,
-                    used.saturating_sub(lease.actions_used)
-                )
-            },
-        ));
-    }
+    still_authorizes(lease, used, clock)?;
     let target = envelope.target.as_ref();
     let app = target.map(|t| t.app_id.as_str());
     let boundaries = &lease.boundaries;
@@ -275,6 +258,34 @@ pub(crate) fn lease_checks_used(
                     .collect::<Vec<_>>()
                     .join(", ")
             ),
+        ));
+    }
+    Ok(())
+}
+
+/// The lease still authorizes an action: active, unexpired, and with
+/// budget left after `used` actions.
+fn still_authorizes(
+    lease: &ControlLease,
+    used: u32,
+    clock: &dyn Clock,
+) -> Result<(), ComputerUseError> {
+    require_state(LEASE, LeaseState::Active, lease.state)?;
+    check_unexpired(LEASE, &lease.expires_at, clock)?;
+    if used >= lease.action_budget {
+        return Err(ComputerUseError::invalid(
+            LEASE,
+            "actionsUsed",
+            format!("fewer than actionBudget ({})", lease.action_budget),
+            if used == lease.actions_used {
+                used.to_string()
+            } else {
+                format!(
+                    "{used} ({} as reported, {} spent since)",
+                    lease.actions_used,
+                    used.saturating_sub(lease.actions_used)
+                )
+            },
         ));
     }
     Ok(())
@@ -336,22 +347,13 @@ pub(crate) fn task_lease_checks(
             format!("{:?}", lease.kind).to_lowercase(),
         ));
     }
-    require_state(LEASE, LeaseState::Active, lease.state)?;
-    check_unexpired(LEASE, &lease.expires_at, clock)?;
+    still_authorizes(lease, lease.actions_used, clock)?;
     if lease.action_budget > ask.budget {
         return Err(ComputerUseError::invalid(
             LEASE,
             "actionBudget",
             format!("at most the {} asked for", ask.budget),
             lease.action_budget.to_string(),
-        ));
-    }
-    if lease.actions_used >= lease.action_budget {
-        return Err(ComputerUseError::invalid(
-            LEASE,
-            "actionsUsed",
-            format!("fewer than actionBudget ({})", lease.action_budget),
-            lease.actions_used.to_string(),
         ));
     }
     let apps = &lease.boundaries.app_ids;

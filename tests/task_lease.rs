@@ -21,18 +21,11 @@ fn terms(budget: u32) -> TaskLeaseTerms {
 
 /// The action reserved and ready to spend.
 async fn reserved(rig: &Rig, id: &str) -> Reserved<FakeRuntime> {
-    let previewed = rig
-        .session
-        .observe()
+    allowed_action(&rig.session, &action(id))
+        .await
+        .reserve()
         .await
         .unwrap()
-        .preview(&action(id))
-        .await
-        .unwrap();
-    match previewed.route() {
-        Route::Allowed(approved) => approved.reserve().await.unwrap(),
-        _ => panic!("the fake allows a public clipboard write"),
-    }
 }
 
 fn task_refusal(err: &ComputerUseError) -> &TaskLeaseRefusal {
@@ -559,16 +552,7 @@ async fn a_release_is_bounded_when_a_mutation_under_it_never_answers() {
         .build()
         .unwrap();
     let mut task = session.lease_task(terms(5)).await.unwrap();
-    let previewed = session
-        .observe()
-        .await
-        .unwrap()
-        .preview(&action("n-1"))
-        .await
-        .unwrap();
-    let Route::Allowed(approved) = previewed.route() else {
-        panic!("allowed by policy");
-    };
+    let approved = allowed_action(&session, &action("n-1")).await;
     let leased = approved
         .reserve()
         .await

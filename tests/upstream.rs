@@ -28,14 +28,19 @@ fn server() -> Option<Vec<String>> {
     (!parts.is_empty()).then_some(parts)
 }
 
-async fn spawn(parts: &[String], config: McpRuntimeConfig) -> Arc<ComputerUseMcpRuntime> {
+/// The command that starts upstream's server for [`PRINCIPAL`].
+fn command(parts: &[String]) -> tokio::process::Command {
     let mut command = tokio::process::Command::new(&parts[0]);
     command
         .args(&parts[1..])
         .env("COMPUTER_USE_PRINCIPAL_ID", PRINCIPAL)
         .env("COMPUTER_USE_ACTIVE_PROFILE", "v8-safe")
         .env("V8_PEER_QUIET", "1");
-    let runtime = ComputerUseMcpRuntime::spawn(command, config)
+    command
+}
+
+async fn spawn(parts: &[String], config: McpRuntimeConfig) -> Arc<ComputerUseMcpRuntime> {
+    let runtime = ComputerUseMcpRuntime::spawn(command(parts), config)
         .await
         .expect("ADK_UPSTREAM_SERVER is set, and the server must answer");
     runtime
@@ -56,14 +61,7 @@ fn long_leases(wait_ms: u64) -> McpRuntimeConfig {
 }
 
 fn session(runtime: &Arc<ComputerUseMcpRuntime>) -> Session<ComputerUseMcpRuntime> {
-    let identity = VerifiedIdentity::new(PRINCIPAL, "tenant-upstream").unwrap();
-    let authorizer =
-        ScopeAuthorizer::new(identity, ["computer:plan", "computer:execute:background"]).unwrap();
-    Session::builder(Arc::clone(runtime), authorizer)
-        .agent_id("conformance")
-        .target(FAKE_APP, Some(WindowId::Number(FAKE_WINDOW)))
-        .build()
-        .unwrap()
+    session_of(runtime, "conformance")
 }
 
 // Upstream's `DeterministicFakeDesktop` shows one window, and its shadow
@@ -271,15 +269,6 @@ async fn a_second_writer_waits_a_bounded_time_and_its_cancelled_request_leaves_t
     let leased = approved.reserve().await.unwrap().lease().await.unwrap();
     // The second (no target, so no reservation stands in its way) queues
     // for the lease, and gives up after its bounded wait.
-    let untargeted = |id: &str| {
-        ProposedAction::new(
-            "write_clipboard",
-            json!({ "text": id }),
-            ExecutionMode::Background,
-        )
-        .with_action_id(id)
-        .with_data_labels([DataLabel::Public])
-    };
     let err = second.run(untargeted("queue-b")).await.err().unwrap();
     assert!(
         matches!(&err, ComputerUseError::TimedOut { operation, waited_ms: 300 } if operation == "acquire_control_lease"),
@@ -304,13 +293,8 @@ async fn spawn_counted(
     config: McpRuntimeConfig,
     trips: &adk_computer_use::mcp::RoundTrips,
 ) -> Arc<ComputerUseMcpRuntime> {
-    let mut command = tokio::process::Command::new(&parts[0]);
-    command
-        .args(&parts[1..])
-        .env("COMPUTER_USE_PRINCIPAL_ID", PRINCIPAL)
-        .env("COMPUTER_USE_ACTIVE_PROFILE", "v8-safe")
-        .env("V8_PEER_QUIET", "1");
-    let child = adk_computer_use::mcp::rmcp::transport::TokioChildProcess::new(command).unwrap();
+    let child =
+        adk_computer_use::mcp::rmcp::transport::TokioChildProcess::new(command(parts)).unwrap();
     let runtime = ComputerUseMcpRuntime::connect(
         adk_computer_use::mcp::CountedTransport::new(child, trips.clone()),
         config,

@@ -10,7 +10,7 @@ use super::{Leased, TaskLease};
 use serde_json::json;
 
 use crate::ComputerUseError;
-use crate::contracts::{ActionPreview, TargetReservation};
+use crate::contracts::{ActionPreview, ControlLease, TargetReservation};
 use crate::journal::events;
 use crate::runtime::{ComputerUseRuntime, LeaseProof};
 
@@ -78,32 +78,15 @@ impl<R: ComputerUseRuntime> Reserved<R> {
                 return Err(err);
             }
         };
-        let bound = match BoundLease::check(lease, envelope, &core.acting(), core.clock()) {
-            Ok(bound) => {
-                let payload = || json!({ "leaseId": bound.get().lease_id });
-                core.recorder
-                    .record(&envelope.action_id, events::LEASED, payload)
-                    .wait()
-                    .await
-                    .map(|()| bound)
-            }
-            Err(err) => Err(err),
-        };
-        match bound {
-            Ok(bound) => Ok(Leased::new(
-                core,
-                preview,
-                authority,
-                guard,
-                reservation,
-                bound,
-            )),
-            Err(err) => {
-                let err = guard.fail(&envelope.action_id, err).await;
-                core.failed(envelope, &err).await;
-                Err(err)
-            }
-        }
+        let bound = BoundLease::check(lease, envelope, &core.acting(), core.clock());
+        let parts = (core, preview, authority, guard, reservation);
+        journaled(
+            parts,
+            bound,
+            events::LEASED,
+            |lease| json!({ "leaseId": lease.lease_id }),
+        )
+        .await
     }
 
     /// Spends one action of `task` instead of taking a lease of its own:
@@ -130,39 +113,64 @@ impl<R: ComputerUseRuntime> Reserved<R> {
         let spent = core
             .ensure_open("spend")
             .and_then(|()| task.spend(&core, envelope));
-        let bound = match spent {
-            Ok((spend, bound)) => {
-                guard.hold_spend(spend);
-                let lease = bound.get();
-                let payload = || {
-                    json!({
-                        "leaseId": lease.lease_id,
-                        "actionBudget": lease.action_budget,
-                        "spent": task.spent(),
-                    })
-                };
-                core.recorder
-                    .record(&envelope.action_id, events::LEASE_SPENT, payload)
-                    .wait()
-                    .await
-                    .map(|()| bound)
-            }
-            Err(err) => Err(err),
-        };
-        match bound {
-            Ok(bound) => Ok(Leased::new(
-                core,
-                preview,
-                authority,
-                guard,
-                reservation,
-                bound,
-            )),
-            Err(err) => {
-                let err = guard.fail(&envelope.action_id, err).await;
-                core.failed(envelope, &err).await;
-                Err(err)
-            }
+        let bound = spent.map(|(spend, bound)| {
+            guard.hold_spend(spend);
+            bound
+        });
+        let spent = task.spent();
+        let parts = (core, preview, authority, guard, reservation);
+        journaled(parts, bound, events::LEASE_SPENT, |lease| {
+            json!({
+                "leaseId": lease.lease_id,
+                "actionBudget": lease.action_budget,
+                "spent": spent,
+            })
+        })
+        .await
+    }
+}
+
+/// What a reserved action is made of, taken apart for its lease step.
+type Parts<R> = (
+    Arc<Core<R>>,
+    FreshPreview,
+    Authority,
+    ActionGuard<R>,
+    BoundReservation,
+);
+
+/// The end of either lease step: the bound lease is journaled as `event`
+/// (waited for: a lease that cannot be recorded does not run) and the
+/// action becomes `Leased`; any failure releases what it holds.
+async fn journaled<R: ComputerUseRuntime>(
+    (core, preview, authority, guard, reservation): Parts<R>,
+    bound: Result<BoundLease, ComputerUseError>,
+    event: &'static str,
+    payload: impl FnOnce(&ControlLease) -> serde_json::Value,
+) -> Result<Leased<R>, ComputerUseError> {
+    let envelope = preview.envelope();
+    let bound = match bound {
+        Ok(bound) => core
+            .recorder
+            .record(&envelope.action_id, event, || payload(bound.get()))
+            .wait()
+            .await
+            .map(|()| bound),
+        Err(err) => Err(err),
+    };
+    match bound {
+        Ok(bound) => Ok(Leased::new(
+            core,
+            preview,
+            authority,
+            guard,
+            reservation,
+            bound,
+        )),
+        Err(err) => {
+            let err = guard.fail(&envelope.action_id, err).await;
+            core.failed(envelope, &err).await;
+            Err(err)
         }
     }
 }

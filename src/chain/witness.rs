@@ -204,14 +204,8 @@ impl BoundLease {
         acting: &Acting<'_>,
         clock: &dyn Clock,
     ) -> Result<Self, ComputerUseError> {
-        binding::bind_optional(
-            "ControlLease",
-            "agentId",
-            acting.agent_id,
-            lease.agent_id.as_deref(),
-        )?;
-        binding::lease_checks(&lease, envelope, clock)?;
-        Ok(Self { lease })
+        let used = lease.actions_used;
+        Self::spend(lease, used, envelope, acting, clock)
     }
 
     /// Binds a task lease to one action spending from it: every lease

@@ -630,24 +630,12 @@ pub fn rig_targeted() -> Rig {
 
 /// A rig whose session acts on [`APP`], on `window` when given.
 pub fn rig_aimed(window: Option<WindowId>) -> Rig {
-    let clock = ManualClock::new(start());
-    let runtime = FakeRuntime::new(clock.clone());
-    let store: Arc<dyn CheckpointStore> =
-        Arc::new(adk_computer_use::chain::MemoryCheckpointStore::new(key()));
-    let session = Session::builder(Arc::clone(&runtime), full_authorizer())
-        .clock(Arc::new(clock.clone()))
-        .agent_id("executor")
-        .checkpoints(Arc::clone(&store))
-        .target_evidence_max_age(ANY_AGE)
-        .target(APP, window)
-        .build()
-        .unwrap();
-    Rig {
-        runtime,
-        clock,
-        session,
-        store,
-    }
+    rig_told(
+        full_authorizer(),
+        Arc::new(adk_computer_use::chain::MemoryCheckpointStore::new(key())),
+        ANY_AGE,
+        Some(window),
+    )
 }
 
 pub fn rig_with(authorizer: ScopeAuthorizer) -> Rig {
@@ -666,30 +654,35 @@ pub fn rig_on(store: Arc<dyn CheckpointStore>) -> Rig {
 /// evidence only `max_age` old (the scripted runtime itself never checks
 /// the age: other rigs tell the session it accepts any age).
 pub fn rig_aging(store: Arc<dyn CheckpointStore>, max_age: std::time::Duration) -> Rig {
-    rig_told(full_authorizer(), store, max_age)
+    rig_told(full_authorizer(), store, max_age, None)
 }
 
 /// The age a scripted runtime accepts: any (it never checks).
 const ANY_AGE: std::time::Duration = std::time::Duration::from_secs(100 * 365 * 86_400);
 
 fn rig_built(authorizer: ScopeAuthorizer, store: Arc<dyn CheckpointStore>) -> Rig {
-    rig_told(authorizer, store, ANY_AGE)
+    rig_told(authorizer, store, ANY_AGE, None)
 }
 
+/// A rig over `store`; with `aimed`, its session acts on [`APP`] (and the
+/// window, when one is given).
 fn rig_told(
     authorizer: ScopeAuthorizer,
     store: Arc<dyn CheckpointStore>,
     max_age: std::time::Duration,
+    aimed: Option<Option<WindowId>>,
 ) -> Rig {
     let clock = ManualClock::new(start());
     let runtime = FakeRuntime::new(clock.clone());
-    let session = Session::builder(Arc::clone(&runtime), authorizer)
+    let mut builder = Session::builder(Arc::clone(&runtime), authorizer)
         .clock(Arc::new(clock.clone()))
         .agent_id("executor")
         .checkpoints(Arc::clone(&store))
-        .target_evidence_max_age(max_age)
-        .build()
-        .unwrap();
+        .target_evidence_max_age(max_age);
+    if let Some(window) = aimed {
+        builder = builder.target(APP, window);
+    }
+    let session = builder.build().unwrap();
     Rig {
         runtime,
         clock,
@@ -706,6 +699,27 @@ pub fn action(id: &str) -> ProposedAction {
     )
     .with_action_id(id)
     .with_target(target())
+}
+
+/// Walks `session` to `Approved` for `action`, which policy must allow.
+pub async fn allowed_action<R: ComputerUseRuntime>(
+    session: &Session<R>,
+    action: &ProposedAction,
+) -> adk_computer_use::chain::Approved<R> {
+    let previewed = session
+        .observe()
+        .await
+        .unwrap()
+        .preview(action)
+        .await
+        .unwrap();
+    match previewed.route() {
+        adk_computer_use::chain::Route::Allowed(approved) => approved,
+        _ => panic!(
+            "expected {} to be allowed",
+            action.action_id.as_deref().unwrap_or("the action")
+        ),
+    }
 }
 
 /// The verified end of a chain that ran; any other end fails the test.
