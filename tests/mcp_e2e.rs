@@ -4,6 +4,8 @@
 
 use std::sync::Arc;
 
+mod common;
+
 use adk_computer_use::chain::Session;
 use adk_computer_use::chain::{Approval, ChainOutcome, Verified};
 use adk_computer_use::contracts::{ApprovalScope, WindowId};
@@ -21,24 +23,6 @@ fn completed<R: ComputerUseRuntime>(outcome: ChainOutcome<R>) -> Verified {
         ChainOutcome::Completed(verified) => verified,
         ChainOutcome::NeedsApproval(_) => panic!("unexpected approval"),
         ChainOutcome::Blocked(b) => panic!("unexpected block: {} {:?}", b.blocker(), b.reasons()),
-    }
-}
-
-/// Walks `session` to `Approved` for an action the server allows.
-async fn allowed(
-    session: &adk_computer_use::Session<adk_computer_use::mcp::ComputerUseMcpRuntime>,
-    action: &adk_computer_use::ProposedAction,
-) -> adk_computer_use::chain::Approved<adk_computer_use::mcp::ComputerUseMcpRuntime> {
-    let previewed = session
-        .observe()
-        .await
-        .unwrap()
-        .preview(action)
-        .await
-        .unwrap();
-    match previewed.route() {
-        adk_computer_use::chain::Route::Allowed(approved) => approved,
-        _ => panic!("expected the action to be allowed"),
     }
 }
 
@@ -303,7 +287,7 @@ async fn killing_the_server_mid_chain_is_a_transport_error_and_the_failed_releas
     let runtime = spawn_sim(&[]).await;
     let pid = runtime.child_pid().unwrap();
     let session = session(&runtime, "agent-a");
-    let reserved = allowed(&session, &write_clipboard("a-8", "text", false))
+    let reserved = common::allowed_action(&session, &write_clipboard("a-8", "text", false))
         .await
         .reserve()
         .await
@@ -895,13 +879,13 @@ async fn a_stale_chain_cannot_break_a_live_retry_of_the_same_action() {
     let runtime = spawn_sim(&[]).await;
     let session = session(&runtime, "agent-a");
     // The stale chain: previewed and reserved, then abandoned.
-    let stale = allowed(&session, &write_clipboard("same-id", "text", true))
+    let stale = common::allowed_action(&session, &write_clipboard("same-id", "text", true))
         .await
         .reserve()
         .await
         .unwrap();
     // The recommended retry reuses the action id.
-    let retry = allowed(&session, &write_clipboard("same-id", "text", true)).await;
+    let retry = common::allowed_action(&session, &write_clipboard("same-id", "text", true)).await;
     drop(stale);
     // Let the reaper release the stale chain's reservation first.
     for _ in 0..200 {
@@ -938,7 +922,7 @@ async fn the_lease_is_given_back_after_every_action_over_mcp() {
             .unwrap(),
     );
     // A chain dropped while it held the lease has it given back by the reaper.
-    let leased = allowed(&first, &write_clipboard("l-3", "three", true))
+    let leased = common::allowed_action(&first, &write_clipboard("l-3", "three", true))
         .await
         .reserve()
         .await
@@ -1037,7 +1021,7 @@ async fn a_second_writer_waits_in_the_servers_queue_and_a_cancelled_wait_leaves_
         .with_action_id(id)
         .with_data_labels([DataLabel::Public])
     };
-    let leased = allowed(&first, &write_clipboard("queue-a", "a", true))
+    let leased = common::allowed_action(&first, &write_clipboard("queue-a", "a", true))
         .await
         .reserve()
         .await
