@@ -42,7 +42,14 @@
 //! `OVERHEAD_ONE_SIDE_ACTIONS` actions, 100 unless told), prints its time
 //! and this process's CPU time per action, and exits, for a profiler such
 //! as `perf` or `valgrind --tool=callgrind`;
+//! `OVERHEAD_ONE_SIDE_TRANSPORT=adapter` makes the raw side of that run
+//! speak through the adapter's transport instead of rmcp's;
 //! `OVERHEAD_SHOW_ROUNDS=1` prints every round.
+//!
+//! Over MCP the raw side is measured twice in every round: through rmcp's
+//! own child-process transport (what a plain rmcp client makes the calls
+//! with; the ratio the aims read) and through the adapter's transport, the
+//! one the governed side speaks through (what the governance alone costs).
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
 mod in_process;
@@ -56,7 +63,8 @@ use adk_computer_use::auth::{ScopeAuthorizer, VerifiedIdentity};
 use adk_computer_use::chain::{ChainOutcome, Session, TaskLease, TaskLeaseTerms};
 use adk_computer_use::contracts::*;
 use adk_computer_use::mcp::{
-    ComputerUseMcpRuntime, CountedTransport, McpRuntimeConfig, RoundTrips, decode_tool_result, rmcp,
+    ChildTransport, ComputerUseMcpRuntime, CountedTransport, McpRuntimeConfig, RoundTrips,
+    decode_tool_result, rmcp,
 };
 use adk_computer_use::runtime::*;
 use computer_use_server::{CLIPBOARD_APP, CLIPBOARD_WINDOW};
@@ -223,15 +231,55 @@ struct RawClient {
     capabilities_known: std::sync::atomic::AtomicBool,
 }
 
+/// Which transport a raw client speaks through.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum RawTransport {
+    /// rmcp's own child-process transport: what a plain rmcp client uses.
+    Rmcp,
+    /// The adapter's (`mcp::ChildTransport`): the same one the governed
+    /// side speaks through, so the difference is the governance alone.
+    Adapter,
+}
+
 impl RawClient {
     /// A raw client whose calls are counted (and timed) into `trips`, when given.
     async fn spawn_on(server: &Server, trips: Option<&RoundTrips>) -> Self {
+        Self::spawn_through(server, trips, RawTransport::Rmcp).await
+    }
+
+    /// A raw client speaking through `through`.
+    async fn spawn_through(
+        server: &Server,
+        trips: Option<&RoundTrips>,
+        through: RawTransport,
+    ) -> Self {
         use rmcp::ServiceExt;
         let command = server.command();
-        let transport = rmcp::transport::TokioChildProcess::new(command).unwrap();
-        let service = match trips {
-            None => ().serve(transport).await.unwrap(),
-            Some(trips) => ().serve(CountedTransport::new(transport, trips.clone())).await.unwrap(),
+        let service = match (through, trips) {
+            (RawTransport::Rmcp, None) => {
+                ().serve(rmcp::transport::TokioChildProcess::new(command).unwrap())
+                    .await
+                    .unwrap()
+            }
+            (RawTransport::Rmcp, Some(trips)) => ()
+                .serve(CountedTransport::new(
+                    rmcp::transport::TokioChildProcess::new(command).unwrap(),
+                    trips.clone(),
+                ))
+                .await
+                .unwrap(),
+            (RawTransport::Adapter, None) => {
+                ().serve(ChildTransport::spawn(command).unwrap())
+                    .await
+                    .unwrap()
+            }
+            (RawTransport::Adapter, Some(trips)) => ()
+                .serve(CountedTransport::new(
+                    ChildTransport::spawn(command).unwrap(),
+                    trips.clone(),
+                ))
+                .await
+                .unwrap(),
         };
         let mut client = Self {
             service,
@@ -498,7 +546,7 @@ impl Server {
                 .await
                 .unwrap(),
             Some(trips) => {
-                let child = rmcp::transport::TokioChildProcess::new(self.command()).unwrap();
+                let child = ChildTransport::spawn(self.command()).unwrap();
                 ComputerUseMcpRuntime::connect(CountedTransport::new(child, trips.clone()), config)
                     .await
                     .unwrap()
@@ -558,8 +606,11 @@ struct Pair<'a> {
     runtime: Arc<ComputerUseMcpRuntime>,
     session: Session<ComputerUseMcpRuntime>,
     client: RawClient,
+    /// The same raw calls through the adapter's transport.
+    lines: RawClient,
     task: Option<TaskLease<ComputerUseMcpRuntime>>,
     raw_task: Option<Value>,
+    lines_task: Option<Value>,
     /// `OVERHEAD_AA=1`: the "raw" side is a second governed session on a
     /// server of its own, so the ratio shows what the method alone reads
     /// between two identical sides.
@@ -578,10 +629,15 @@ impl<'a> Pair<'a> {
         rt: &'a tokio::runtime::Runtime,
         server: &'a Server,
         shape: Shape,
-        trips: Option<(&RoundTrips, &RoundTrips)>,
+        trips: Option<(&RoundTrips, &RoundTrips, &RoundTrips)>,
     ) -> Self {
         let (runtime, session) = rt.block_on(server.governed_on(trips.map(|t| t.0)));
         let client = rt.block_on(RawClient::spawn_on(server, trips.map(|t| t.1)));
+        let lines = rt.block_on(RawClient::spawn_through(
+            server,
+            trips.map(|t| t.2),
+            RawTransport::Adapter,
+        ));
         let twin = std::env::var_os("OVERHEAD_AA").map(|_| {
             let (runtime, session) = rt.block_on(server.governed());
             (runtime, session, None)
@@ -593,8 +649,10 @@ impl<'a> Pair<'a> {
             runtime,
             session,
             client,
+            lines,
             task: None,
             raw_task: None,
+            lines_task: None,
             twin,
         }
     }
@@ -611,6 +669,10 @@ impl<'a> Pair<'a> {
             self.raw_task = Some(
                 self.rt
                     .block_on(raw_lease(&self.client, self.server, actions)),
+            );
+            self.lines_task = Some(
+                self.rt
+                    .block_on(raw_lease(&self.lines, self.server, actions)),
             );
             if let Some((_, session, task)) = self.twin.as_mut() {
                 *task = Some(
@@ -633,6 +695,12 @@ impl<'a> Pair<'a> {
         if let Some(lease_id) = self.raw_task.take() {
             self.rt.block_on(
                 self.client
+                    .tool("release_control_lease", json!({ "lease_id": lease_id })),
+            );
+        }
+        if let Some(lease_id) = self.lines_task.take() {
+            self.rt.block_on(
+                self.lines
                     .tool("release_control_lease", json!({ "lease_id": lease_id })),
             );
         }
@@ -675,6 +743,18 @@ impl<'a> Pair<'a> {
         start.elapsed().as_nanos() as f64
     }
 
+    /// The raw calls through the adapter's transport.
+    fn raw_lines(&mut self, id: &str) -> f64 {
+        let start = Instant::now();
+        self.rt.block_on(raw_mcp(
+            &self.lines,
+            self.server,
+            id,
+            self.lines_task.as_ref(),
+        ));
+        start.elapsed().as_nanos() as f64
+    }
+
     fn close(mut self) {
         self.end();
         let Self {
@@ -682,6 +762,7 @@ impl<'a> Pair<'a> {
             runtime,
             session,
             client,
+            lines,
             twin,
             ..
         } = self;
@@ -692,6 +773,7 @@ impl<'a> Pair<'a> {
             rt.block_on(runtime.shutdown()).unwrap();
         }
         rt.block_on(client.service.cancel()).unwrap();
+        rt.block_on(lines.service.cancel()).unwrap();
     }
 }
 
@@ -710,8 +792,9 @@ fn over_mcp(rt: &tokio::runtime::Runtime, server: &Server, shape: Shape) -> f64 
     const WARM: usize = 30;
     // OVERHEAD_CALL_TIMES: every call of both sides timed on the wire.
     let timed = std::env::var_os("OVERHEAD_CALL_TIMES").is_some();
-    let (governed_trips, raw_trips) = (RoundTrips::new(), RoundTrips::new());
-    let trips = timed.then_some((&governed_trips, &raw_trips));
+    let (governed_trips, raw_trips, lines_trips) =
+        (RoundTrips::new(), RoundTrips::new(), RoundTrips::new());
+    let trips = timed.then_some((&governed_trips, &raw_trips, &lines_trips));
     let mut pair = Pair::spawn(rt, server, shape, trips);
     if std::env::var_os("OVERHEAD_ONE_SIDE").is_some() {
         let n = std::env::var("OVERHEAD_ONE_SIDE_ACTIONS")
@@ -729,8 +812,19 @@ fn over_mcp(rt: &tokio::runtime::Runtime, server: &Server, shape: Shape) -> f64 
                     / n as f64
             },
             || {
+                // OVERHEAD_ONE_SIDE_TRANSPORT=adapter: the raw calls
+                // through the adapter's transport.
+                let ours = std::env::var("OVERHEAD_ONE_SIDE_TRANSPORT").as_deref() == Ok("adapter");
                 (0..n)
-                    .map(|i| cell.borrow_mut().raw(&format!("r-{i}")))
+                    .map(|i| {
+                        let id = format!("r-{i}");
+                        let mut pair = cell.borrow_mut();
+                        if ours {
+                            pair.raw_lines(&id)
+                        } else {
+                            pair.raw(&id)
+                        }
+                    })
                     .sum::<f64>()
                     / n as f64
             },
@@ -738,10 +832,15 @@ fn over_mcp(rt: &tokio::runtime::Runtime, server: &Server, shape: Shape) -> f64 
         unreachable!("one_side exits");
     }
     // Over a pipe to another process a slow stretch lasts longer than one
-    // action, so the two sides take turns action by action (alternating which
-    // goes first): a stretch then slows both alike. Each round's ratio is
-    // its governed total over its raw total; the median round is reported.
-    let (mut governed_totals, mut raw_totals, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    // action, so the sides take turns action by action (the order rotating
+    // each action): a stretch then slows all alike. Each round's ratio is
+    // its governed total over a raw total; the median round is reported.
+    // Two raw baselines: the calls through rmcp's own child-process
+    // transport (what a plain rmcp client makes them with), and the same
+    // through the adapter's transport (what the governance alone costs).
+    let mut governed_totals = Vec::new();
+    let (mut raw_totals, mut lines_totals) = (Vec::new(), Vec::new());
+    let (mut ratios, mut lines_ratios) = (Vec::new(), Vec::new());
     for round in 0..rounds {
         if fresh && round > 0 {
             pair.close();
@@ -752,23 +851,25 @@ fn over_mcp(rt: &tokio::runtime::Runtime, server: &Server, shape: Shape) -> f64 
         for i in 0..warm {
             pair.governed(&format!("w-{round}-{i}"));
             pair.raw(&format!("wr-{round}-{i}"));
+            pair.raw_lines(&format!("wl-{round}-{i}"));
         }
-        let (mut g, mut r) = (0.0, 0.0);
+        let (mut g, mut r, mut l) = (0.0, 0.0, 0.0);
         for i in 0..n {
-            let (gid, rid) = (format!("g-{round}-{i}"), format!("r-{round}-{i}"));
-            if i % 2 == 0 {
-                g += pair.governed(&gid);
-                r += pair.raw(&rid);
-            } else {
-                r += pair.raw(&rid);
-                g += pair.governed(&gid);
+            for turn in 0..3 {
+                match (i + turn) % 3 {
+                    0 => g += pair.governed(&format!("g-{round}-{i}")),
+                    1 => r += pair.raw(&format!("r-{round}-{i}")),
+                    _ => l += pair.raw_lines(&format!("l-{round}-{i}")),
+                }
             }
         }
         pair.end();
         show_round(round, g / n as f64, r / n as f64);
         governed_totals.push(g / n as f64);
         raw_totals.push(r / n as f64);
+        lines_totals.push(l / n as f64);
         ratios.push(g / r);
+        lines_ratios.push(g / l);
     }
     let (lo, hi) = range(&ratios);
     let (governed, raw, ratio) = (median(governed_totals), median(raw_totals), median(ratios));
@@ -789,8 +890,19 @@ fn over_mcp(rt: &tokio::runtime::Runtime, server: &Server, shape: Shape) -> f64 
             ""
         },
     );
+    let (lines_lo, lines_hi) = range(&lines_ratios);
+    println!(
+        "{label} | {:<16} | raw calls through the adapter's transport {:>9.1} µs/action | governed / that {:.3}x ({lines_lo:.3}-{lines_hi:.3})",
+        shape.label(),
+        median(lines_totals) / 1e3,
+        median(lines_ratios),
+    );
     if timed {
-        for (side, trips) in [("governed", &governed_trips), ("raw", &raw_trips)] {
+        for (side, trips) in [
+            ("governed", &governed_trips),
+            ("raw", &raw_trips),
+            ("raw-ours", &lines_trips),
+        ] {
             for (name, count, total) in trips.waited() {
                 println!(
                     "  {side:<8} {name:<36} {count:>6} calls {:>8.1} µs each",

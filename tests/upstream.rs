@@ -440,3 +440,150 @@ fn untargeted(id: &str) -> ProposedAction {
     .with_action_id(id)
     .with_data_labels([DataLabel::Public])
 }
+
+/// One line on the wire, as recorded: whether the server wrote it, and it.
+type WireLine = (bool, Vec<u8>);
+
+/// Copies lines from `from` to `to`, recording each into `log`.
+async fn tee_lines(
+    from: impl tokio::io::AsyncRead + Unpin,
+    mut to: impl tokio::io::AsyncWrite + Unpin,
+    from_server: bool,
+    log: Arc<std::sync::Mutex<Vec<WireLine>>>,
+) {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    let mut from = tokio::io::BufReader::new(from);
+    loop {
+        let mut line = Vec::new();
+        match from.read_until(b'\n', &mut line).await {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+        log.lock().unwrap().push((from_server, line.clone()));
+        if to.write_all(&line).await.is_err() || to.flush().await.is_err() {
+            break;
+        }
+    }
+}
+
+/// Upstream's own wire, recorded while governed actions ran (through the
+/// adapter's line transport), then replayed into rmcp's transport and the
+/// adapter's: every message upstream wrote reads the same through both.
+#[tokio::test]
+#[needs(upstream)]
+async fn upstreams_own_wire_reads_the_same_through_the_adapters_transport_as_through_rmcps() {
+    use adk_computer_use::chain::TaskLeaseTerms;
+    use adk_computer_use::mcp::JsonLines;
+    use adk_computer_use::mcp::rmcp::RoleClient;
+    use adk_computer_use::mcp::rmcp::service::TxJsonRpcMessage;
+    use adk_computer_use::mcp::rmcp::transport::Transport;
+    use adk_computer_use::mcp::rmcp::transport::async_rw::AsyncRwTransport;
+    use tokio::io::AsyncWriteExt;
+    let parts =
+        server().expect("ADK_UPSTREAM_SERVER is not set: this test needs upstream's server");
+    // Record: the server's stdio, teed both ways, under a runtime that
+    // speaks through the line transport.
+    let mut child = command(&parts)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let (child_in, child_out) = (child.stdin.take().unwrap(), child.stdout.take().unwrap());
+    let (client_end, tee_end) = tokio::io::duplex(1 << 20);
+    let (tee_read, tee_write) = tokio::io::split(tee_end);
+    let log = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let incoming = tokio::spawn(tee_lines(child_out, tee_write, true, Arc::clone(&log)));
+    let outgoing = tokio::spawn(tee_lines(tee_read, child_in, false, Arc::clone(&log)));
+    let (read, write) = tokio::io::split(client_end);
+    let runtime = ComputerUseMcpRuntime::connect(JsonLines::new(read, write), long_leases(5_000))
+        .await
+        .unwrap();
+    runtime
+        .start_session(Some("adk-computer-use wire replay"), None)
+        .await
+        .unwrap();
+    let runtime = Arc::new(runtime);
+    let session = session(&runtime);
+    for n in 0..3 {
+        let id = format!("wire-{n}");
+        let outcome = session.run(write_clipboard(&id, &id)).await.unwrap();
+        assert!(matches!(outcome, ChainOutcome::Completed(done) if done.performed()));
+    }
+    let terms = TaskLeaseTerms::background(2, std::time::Duration::from_secs(60)).unwrap();
+    let mut task = session.lease_task(terms).await.unwrap();
+    for n in 0..2 {
+        let id = format!("wire-task-{n}");
+        let outcome = session
+            .run_under(&mut task, write_clipboard(&id, &id))
+            .await
+            .unwrap();
+        assert!(matches!(outcome, ChainOutcome::Completed(done) if done.performed()));
+    }
+    task.release().await.unwrap();
+    // A refusal, as upstream writes one.
+    assert!(
+        runtime
+            .observe_shadow("read_clipboard", json!({}))
+            .await
+            .is_err()
+    );
+    assert_eq!(session.shutdown().await.leaked(), 0);
+    runtime.shutdown().await.unwrap();
+    incoming.await.unwrap();
+    outgoing.await.unwrap();
+    child.wait().await.unwrap();
+    let log = std::mem::take(&mut *log.lock().unwrap());
+
+    // Replay: each request sent through the adapter's transport (so it
+    // knows the tool calls pending), each answer fed to both.
+    let ((ours_read, ours_write), ours_server) = {
+        let (client, server) = tokio::io::duplex(16 << 20);
+        (tokio::io::split(client), tokio::io::split(server))
+    };
+    let ((their_read, their_write), theirs_server) = {
+        let (client, server) = tokio::io::duplex(16 << 20);
+        (tokio::io::split(client), tokio::io::split(server))
+    };
+    let mut ours = JsonLines::new(ours_read, ours_write);
+    let mut theirs = AsyncRwTransport::<RoleClient, _, _>::new_client(their_read, their_write);
+    let (_ours_heard, mut ours_says) = ours_server;
+    let (_theirs_heard, mut theirs_says) = theirs_server;
+    let (mut tool_answers, mut pending) = (0, std::collections::HashSet::new());
+    for (from_server, line) in &log {
+        if !from_server {
+            let message: TxJsonRpcMessage<RoleClient> = serde_json::from_slice(line).unwrap();
+            let value = serde_json::to_value(&message).unwrap();
+            if value["method"] == "tools/call" {
+                pending.insert(value["id"].clone());
+            }
+            ours.send(message).await.unwrap();
+            continue;
+        }
+        ours_says.write_all(line).await.unwrap();
+        theirs_says.write_all(line).await.unwrap();
+        let wait = std::time::Duration::from_secs(60);
+        let mine = tokio::time::timeout(wait, ours.receive()).await.unwrap();
+        let rmcps = tokio::time::timeout(wait, theirs.receive()).await.unwrap();
+        let (mine, rmcps) = (
+            serde_json::to_value(mine.expect("ours read a message")).unwrap(),
+            serde_json::to_value(rmcps.expect("rmcp's read a message")).unwrap(),
+        );
+        assert_eq!(
+            mine,
+            rmcps,
+            "upstream wrote {}",
+            String::from_utf8_lossy(line)
+        );
+        if pending.remove(&mine["id"]) && mine.get("result").is_some() {
+            tool_answers += 1;
+        }
+    }
+    // Five governed actions of at least five tool calls each, a lease, a
+    // refusal: the answers a tool call reads the typed way were among them.
+    assert!(tool_answers >= 25, "{tool_answers} tool answers replayed");
+    eprintln!(
+        "replayed {} lines upstream wrote, {tool_answers} of them tool answers",
+        log.iter().filter(|(from_server, _)| *from_server).count()
+    );
+}

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use rmcp::model::CallToolRequestParams;
 use rmcp::service::{Peer, RunningService};
-use rmcp::transport::{IntoTransport, TokioChildProcess};
+use rmcp::transport::IntoTransport;
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Map, Value, json};
 use tracing::Instrument;
@@ -53,12 +53,11 @@ impl ComputerUseMcpRuntime {
             .get_program()
             .to_string_lossy()
             .into_owned();
-        let (transport, _stderr) = TokioChildProcess::builder(command).spawn().map_err(|err| {
-            ComputerUseError::Transport {
+        let transport =
+            super::ChildTransport::spawn(command).map_err(|err| ComputerUseError::Transport {
                 operation: format!("spawn {program:?}"),
                 message: err.to_string(),
-            }
-        })?;
+            })?;
         let pid = transport.id();
         let mut runtime = Self::connect(transport, config).await?;
         runtime.child_pid = pid;

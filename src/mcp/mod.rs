@@ -20,18 +20,22 @@ use crate::contracts::catalogue::protocol::name as protocol;
 use crate::contracts::catalogue::tool;
 mod announced;
 mod approver;
+mod child;
 mod client;
 mod config;
 mod evidence;
 mod governed;
+mod lines;
 mod round_trips;
 mod session;
 mod wire;
 
 pub use announced::EFFECT_CHECKS_CAPABILITY;
 pub use approver::{GrantRequest, McpApprover};
+pub use child::ChildTransport;
 pub use client::ComputerUseMcpRuntime;
 pub use config::{CREDENTIAL_CAPABILITY, McpRuntimeConfig, TraceContext};
+pub use lines::{JsonLines, MAX_LINE_BYTES};
 /// The rmcp crate this adapter speaks through, for building custom transports.
 pub use rmcp;
 pub use round_trips::{CountedTransport, RoundTrips};

@@ -1,0 +1,412 @@
+//! The adapter's line transport (`mcp::JsonLines`) against rmcp's own
+//! (`AsyncRwTransport`), fed the same bytes: every message arrives the same
+//! on both, but for the one difference the transport documents (a tool
+//! call's answer is read as a tool result even where rmcp's untagged list
+//! would pick another type first). Lines that are no message, lines too
+//! long to read, reads and writes cancelled half way.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::Duration;
+
+use adk_computer_use::mcp::rmcp;
+use adk_computer_use::mcp::{JsonLines, MAX_LINE_BYTES};
+use rmcp::RoleClient;
+use rmcp::model::{JsonRpcMessage, ServerResult};
+use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
+use rmcp::transport::Transport;
+use rmcp::transport::async_rw::AsyncRwTransport;
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, ReadHalf, WriteHalf};
+
+type Ours = JsonLines<ReadHalf<DuplexStream>, WriteHalf<DuplexStream>>;
+type Theirs = AsyncRwTransport<RoleClient, ReadHalf<DuplexStream>, WriteHalf<DuplexStream>>;
+
+/// A server's end of one transport: what it writes, and the lines the
+/// client wrote to it.
+struct ServerEnd {
+    write: WriteHalf<DuplexStream>,
+    read: BufReader<ReadHalf<DuplexStream>>,
+}
+
+impl ServerEnd {
+    async fn say(&mut self, line: &[u8]) {
+        self.write.write_all(line).await.unwrap();
+        self.write.write_all(b"\n").await.unwrap();
+    }
+
+    async fn heard(&mut self) -> Value {
+        let mut line = String::new();
+        patient(self.read.read_line(&mut line)).await.unwrap();
+        serde_json::from_str(&line).unwrap()
+    }
+}
+
+fn ends(capacity: usize) -> ((ReadHalf<DuplexStream>, WriteHalf<DuplexStream>), ServerEnd) {
+    let (client, server) = tokio::io::duplex(capacity);
+    let (server_read, server_write) = tokio::io::split(server);
+    (
+        tokio::io::split(client),
+        ServerEnd {
+            write: server_write,
+            read: BufReader::new(server_read),
+        },
+    )
+}
+
+/// Ours and rmcp's, each with its server end.
+struct Both {
+    ours: Ours,
+    ours_server: ServerEnd,
+    theirs: Theirs,
+    theirs_server: ServerEnd,
+}
+
+impl Both {
+    fn new() -> Self {
+        let ((read, write), ours_server) = ends(64 * 1024);
+        let ((their_read, their_write), theirs_server) = ends(64 * 1024);
+        Self {
+            ours: JsonLines::new(read, write),
+            ours_server,
+            theirs: AsyncRwTransport::new_client(their_read, their_write),
+            theirs_server,
+        }
+    }
+
+    /// The client sends `message` on both.
+    async fn send(&mut self, message: Value) {
+        let message: TxJsonRpcMessage<RoleClient> = serde_json::from_value(message).unwrap();
+        self.ours.send(message.clone()).await.unwrap();
+        self.theirs.send(message).await.unwrap();
+        let (ours, theirs) = (
+            self.ours_server.heard().await,
+            self.theirs_server.heard().await,
+        );
+        assert_eq!(ours, theirs, "both wrote the same request");
+    }
+
+    /// Both servers say `line`; what each client then reads, as JSON.
+    async fn deliver(&mut self, line: &[u8]) -> (Value, Value) {
+        self.ours_server.say(line).await;
+        self.theirs_server.say(line).await;
+        self.next().await
+    }
+
+    async fn next(&mut self) -> (Value, Value) {
+        let ours = patient(self.ours.receive())
+            .await
+            .expect("ours read a message");
+        let theirs = patient(self.theirs.receive())
+            .await
+            .expect("rmcp's read a message");
+        (as_json(&ours), as_json(&theirs))
+    }
+
+    /// Both servers say `line` and then a ping: each client's next message
+    /// is the ping (so `line` gave none), and what each wrote back.
+    async fn deliver_nothing(&mut self, line: &[u8]) {
+        self.ours_server.say(line).await;
+        self.theirs_server.say(line).await;
+        let ping = br#"{"jsonrpc":"2.0","id":"after","method":"ping"}"#;
+        let (ours, theirs) = self.deliver(ping).await;
+        assert_eq!(ours["id"], "after", "ours read the ping next, not {ours}");
+        assert_eq!(
+            theirs["id"], "after",
+            "rmcp's read the ping next, not {theirs}"
+        );
+    }
+}
+
+/// A wait long enough for any machine, so a hang fails instead of stalling.
+async fn patient<F: std::future::Future>(future: F) -> F::Output {
+    tokio::time::timeout(Duration::from_secs(60), future)
+        .await
+        .expect("no answer in 60 s")
+}
+
+fn as_json(message: &RxJsonRpcMessage<RoleClient>) -> Value {
+    serde_json::to_value(message).unwrap()
+}
+
+fn call(id: Value, tool: &str) -> Value {
+    json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": { "name": tool, "arguments": {} } })
+}
+
+/// A tool's answer the way upstream's server writes one: the structured
+/// answer, and the same as text.
+fn answer(id: Value, structured: Value) -> Vec<u8> {
+    serde_json::to_vec(&json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "result": {
+            "content": [{ "type": "text", "text": structured.to_string() }],
+            "structuredContent": structured,
+        }
+    }))
+    .unwrap()
+}
+
+fn fixture(name: &str) -> Value {
+    let path = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+#[tokio::test]
+async fn upstreams_answers_to_tool_calls_arrive_as_rmcp_reads_them() {
+    let mut both = Both::new();
+    let answers = [
+        json!({ "preview": fixture("action-preview.json") }),
+        json!({ "lease": fixture("control-lease.json") }),
+        json!({ "receipt": fixture("execution-receipt.json") }),
+        json!({ "reservation": fixture("target-reservation.json") }),
+        json!({ "events": [fixture("session-event.json")], "next_sequence": 4 }),
+        json!({ "grant": fixture("approval-grant.json") }),
+    ];
+    for (n, structured) in answers.into_iter().enumerate() {
+        let id = json!(n + 1);
+        both.send(call(id.clone(), "preview_action")).await;
+        let (ours, theirs) = both.deliver(&answer(id, structured)).await;
+        assert_eq!(ours, theirs);
+        assert!(ours["result"]["structuredContent"].is_object(), "{ours}");
+    }
+    // A refusal, with an image beside its text, and a string id.
+    both.send(call(json!("call-a"), "snapshot")).await;
+    let refusal = json!({
+        "jsonrpc": "2.0", "id": "call-a",
+        "result": {
+            "content": [
+                { "type": "text", "text": "{\"error\":\"lease_required\"}" },
+                { "type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png" }
+            ],
+            "structuredContent": { "error": "lease_required", "message": "no lease" },
+            "isError": true,
+            "_meta": { "note": "kept" }
+        }
+    });
+    let (ours, theirs) = both.deliver(&serde_json::to_vec(&refusal).unwrap()).await;
+    assert_eq!(ours, theirs);
+    assert_eq!(ours["result"]["isError"], true);
+}
+
+#[tokio::test]
+async fn every_other_message_is_read_by_rmcps_own_rules() {
+    let mut both = Both::new();
+    // A JSON-RPC error answering a tool call.
+    both.send(call(json!(1), "snapshot")).await;
+    let (ours, theirs) = both
+        .deliver(br#"{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"bad arguments"}}"#)
+        .await;
+    assert_eq!(ours, theirs);
+    assert_eq!(ours["error"]["code"], -32602);
+    // A result answering no tool call (an id never sent, and one already
+    // answered): read the general way, the same on both.
+    for line in [
+        &answer(json!(99), json!({ "fake": true }))[..],
+        &answer(json!(1), json!({ "fake": true }))[..],
+        br#"{"jsonrpc":"2.0","id":98,"result":{}}"#,
+    ] {
+        let (ours, theirs) = both.deliver(line).await;
+        assert_eq!(ours, theirs);
+    }
+    // A tool call's answer that is no complete tool result: another type
+    // of rmcp's list, read as rmcp reads it.
+    both.send(call(json!(2), "snapshot")).await;
+    let (ours, theirs) = both
+        .deliver(br#"{"jsonrpc":"2.0","id":2,"result":{"resultType":"input_required","inputRequests":{}}}"#)
+        .await;
+    assert_eq!(ours, theirs);
+    // Notifications, requests from the server, a byte-order mark, CRLF.
+    for line in [
+        &br#"{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"hello"}}"#[..],
+        br#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":0.5}}"#,
+        br#"{"jsonrpc":"2.0","method":"notifications/unknown/thing"}"#,
+        br#"{"jsonrpc":"2.0","id":"s1","method":"ping"}"#,
+        b"\xEF\xBB\xBF{\"jsonrpc\":\"2.0\",\"id\":\"s2\",\"method\":\"ping\"}",
+        b"{\"jsonrpc\":\"2.0\",\"id\":\"s3\",\"method\":\"ping\"}\r",
+    ] {
+        let (ours, theirs) = both.deliver(line).await;
+        assert_eq!(ours, theirs);
+    }
+}
+
+#[tokio::test]
+async fn lines_that_are_no_message_give_none_and_only_one_with_an_id_is_answered() {
+    let mut both = Both::new();
+    // Not JSON, an empty line, a notification outside MCP's methods that
+    // does not read: nothing, and nothing written back.
+    both.deliver_nothing(b"this is not json").await;
+    both.deliver_nothing(b"").await;
+    both.deliver_nothing(br#"{"jsonrpc":"2.0","method":"textDocument/didOpen","params":7}"#)
+        .await;
+    both.deliver_nothing(br#"{"jsonrpc":"2.0","method":"notifications/odd","params":7}"#)
+        .await;
+    // An MCP notification that does not read: nothing read, and an
+    // Invalid Request written back, by both.
+    both.deliver_nothing(br#"{"jsonrpc":"2.0","method":"notifications/progress","params":7}"#)
+        .await;
+    let (ours, theirs) = (
+        both.ours_server.heard().await,
+        both.theirs_server.heard().await,
+    );
+    assert_eq!(ours, theirs);
+    assert_eq!(ours["error"]["code"], -32600, "{ours}");
+    // JSON with an id that is no message (`method: null` beside a result,
+    // as rmcp judges by the keys present): nothing read, and an Invalid
+    // Request written back, by both.
+    both.send(call(json!(5), "snapshot")).await;
+    let broken = json!({
+        "jsonrpc": "2.0", "id": 5, "method": null,
+        "result": { "content": [], "structuredContent": { "fake": true } }
+    });
+    both.deliver_nothing(&serde_json::to_vec(&broken).unwrap())
+        .await;
+    let (ours, theirs) = (
+        both.ours_server.heard().await,
+        both.theirs_server.heard().await,
+    );
+    assert_eq!(ours, theirs);
+    assert_eq!(ours["error"]["code"], -32600, "{ours}");
+    // A tool answer carrying `error` beside its result: no message either.
+    both.send(call(json!(6), "snapshot")).await;
+    let both_keys = json!({
+        "jsonrpc": "2.0", "id": 6, "error": { "code": 1, "message": "x" },
+        "result": { "content": [] }
+    });
+    both.deliver_nothing(&serde_json::to_vec(&both_keys).unwrap())
+        .await;
+    let (ours, theirs) = (
+        both.ours_server.heard().await,
+        both.theirs_server.heard().await,
+    );
+    assert_eq!(ours, theirs);
+}
+
+/// The one documented difference: a tool call's answer that would also
+/// read as a list of tools is the tool result it answers. It also shows
+/// that an answer to a pending call takes the typed path.
+#[tokio::test]
+async fn a_tool_calls_answer_is_read_as_a_tool_result_whatever_else_it_could_be() {
+    let mut both = Both::new();
+    both.send(call(json!(3), "snapshot")).await;
+    let line = br#"{"jsonrpc":"2.0","id":3,"result":{"tools":[],"content":[{"type":"text","text":"{}"}],"structuredContent":{"fake":true}}}"#;
+    both.ours_server.say(line).await;
+    both.theirs_server.say(line).await;
+    let ours = patient(both.ours.receive()).await.unwrap();
+    let theirs = patient(both.theirs.receive()).await.unwrap();
+    assert!(
+        matches!(&ours, JsonRpcMessage::Response(r) if matches!(r.result, ServerResult::CallToolResult(_))),
+        "ours: {}",
+        as_json(&ours)
+    );
+    assert!(
+        matches!(&theirs, JsonRpcMessage::Response(r) if matches!(r.result, ServerResult::ListToolsResult(_))),
+        "rmcp's: {}",
+        as_json(&theirs)
+    );
+    // Once answered, the id is no longer a pending tool call: the same
+    // line again is read the general way, as rmcp reads it.
+    let (ours, theirs) = both.deliver(line).await;
+    assert_eq!(ours, theirs);
+    // A cancelled call is no longer pending either.
+    both.send(call(json!(4), "snapshot")).await;
+    both.send(json!({ "jsonrpc": "2.0", "method": "notifications/cancelled", "params": { "requestId": 4 } }))
+        .await;
+    let late = br#"{"jsonrpc":"2.0","id":4,"result":{"tools":[],"content":[]}}"#;
+    let (ours, theirs) = both.deliver(late).await;
+    assert_eq!(ours, theirs);
+}
+
+#[tokio::test]
+async fn a_line_longer_than_the_longest_read_is_skipped_and_the_next_arrives() {
+    let ((read, write), mut server) = ends(1 << 20);
+    let mut ours = JsonLines::new(read, write);
+    let receiving = tokio::spawn(async move {
+        let message = ours.receive().await;
+        (ours, message)
+    });
+    let long = vec![b'x'; MAX_LINE_BYTES + 10];
+    server.say(&long).await;
+    server
+        .say(br#"{"jsonrpc":"2.0","id":"after","method":"ping"}"#)
+        .await;
+    let (_ours, message) = patient(receiving).await.unwrap();
+    assert_eq!(as_json(&message.unwrap())["id"], "after");
+}
+
+#[tokio::test]
+async fn a_read_cancelled_half_way_through_a_line_resumes_it() {
+    let ((read, write), mut server) = ends(1024);
+    let mut ours = JsonLines::new(read, write);
+    let line = br#"{"jsonrpc":"2.0","id":"whole","method":"ping"}"#;
+    let (head, tail) = line.split_at(20);
+    server.write.write_all(head).await.unwrap();
+    // The read takes the head, finds no newline, and is cancelled.
+    let cancelled = tokio::time::timeout(Duration::from_millis(50), ours.receive()).await;
+    assert!(cancelled.is_err(), "half a line is no message");
+    server.say(tail).await;
+    let message = patient(ours.receive()).await.unwrap();
+    assert_eq!(as_json(&message)["id"], "whole");
+}
+
+#[tokio::test]
+async fn a_write_cancelled_half_way_is_finished_whole_before_the_next() {
+    // A pipe of 16 bytes nobody reads: the first request fills it and
+    // its send is given up part way through.
+    let ((read, write), mut server) = ends(16);
+    let mut ours = JsonLines::new(read, write);
+    let first: TxJsonRpcMessage<RoleClient> =
+        serde_json::from_value(call(json!(1), "first_tool")).unwrap();
+    let second: TxJsonRpcMessage<RoleClient> =
+        serde_json::from_value(call(json!(2), "second_tool")).unwrap();
+    let given_up = tokio::time::timeout(Duration::from_millis(50), ours.send(first)).await;
+    assert!(given_up.is_err(), "16 bytes cannot hold a request");
+    // Now the server reads, and the next send goes out: both lines whole,
+    // in order.
+    let sending = tokio::spawn(ours.send(second));
+    assert_eq!(server.heard().await["params"]["name"], "first_tool");
+    assert_eq!(server.heard().await["params"]["name"], "second_tool");
+    patient(sending).await.unwrap().unwrap();
+}
+
+#[tokio::test]
+async fn closing_ends_the_stream_and_a_closed_transport_sends_nothing() {
+    let ((read, write), mut server) = ends(1024);
+    let mut ours = JsonLines::new(read, write);
+    ours.close().await.unwrap();
+    let mut rest = String::new();
+    let read = patient(server.read.read_line(&mut rest)).await.unwrap();
+    assert_eq!(read, 0, "the server reads the end of the stream");
+    let message: TxJsonRpcMessage<RoleClient> =
+        serde_json::from_value(call(json!(1), "snapshot")).unwrap();
+    let err = ours.send(message).await.unwrap_err();
+    assert_eq!(err.kind(), std::io::ErrorKind::NotConnected);
+}
+
+/// Whether process `pid` is still there (a zombie counts: not yet reaped).
+fn alive(pid: u32) -> bool {
+    std::path::Path::new(&format!("/proc/{pid}")).exists()
+}
+
+#[tokio::test]
+async fn closing_a_child_that_ignores_its_closed_stdin_ends_it_and_reaps_it() {
+    use adk_computer_use::mcp::ChildTransport;
+    // Exits on SIGTERM, never on its stdin's end.
+    let mut sleeper = tokio::process::Command::new("sleep");
+    sleeper.arg("600");
+    let mut transport = ChildTransport::spawn(sleeper).unwrap();
+    let pid = transport.id().unwrap();
+    assert!(alive(pid));
+    patient(transport.close()).await.unwrap();
+    assert!(!alive(pid), "sleep is asked to terminate, and reaped");
+    assert_eq!(transport.id(), None);
+    // Ignores SIGTERM too: killed.
+    let mut stubborn = tokio::process::Command::new("sh");
+    stubborn.args(["-c", "trap '' TERM; while :; do sleep 1; done"]);
+    let mut transport = ChildTransport::spawn(stubborn).unwrap();
+    let pid = transport.id().unwrap();
+    patient(transport.close()).await.unwrap();
+    assert!(
+        !alive(pid),
+        "a shell that ignores SIGTERM is killed, and reaped"
+    );
+}
