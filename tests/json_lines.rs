@@ -73,8 +73,10 @@ impl Both {
         }
     }
 
-    /// The client sends `message` on both.
-    async fn send(&mut self, message: Value) {
+    /// The client sends `message` on both; the next line each server hears
+    /// (the same on both), which is `message` unless something was written
+    /// before it.
+    async fn send(&mut self, message: Value) -> Value {
         let message: TxJsonRpcMessage<RoleClient> = serde_json::from_value(message).unwrap();
         self.ours.send(message.clone()).await.unwrap();
         self.theirs.send(message).await.unwrap();
@@ -82,7 +84,17 @@ impl Both {
             self.ours_server.heard().await,
             self.theirs_server.heard().await,
         );
-        assert_eq!(ours, theirs, "both wrote the same request");
+        assert_eq!(ours, theirs, "both wrote the same");
+        ours
+    }
+
+    /// Neither client wrote anything back since the last line heard: the
+    /// next line each server hears is a request sent now.
+    async fn nothing_written_back(&mut self) {
+        let heard = self
+            .send(json!({ "jsonrpc": "2.0", "id": "probe", "method": "ping" }))
+            .await;
+        assert_eq!(heard["id"], "probe", "written back first: {heard}");
     }
 
     /// Both servers say `line`; what each client then reads, as JSON.
@@ -408,5 +420,215 @@ async fn closing_a_child_that_ignores_its_closed_stdin_ends_it_and_reaps_it() {
     assert!(
         !alive(pid),
         "a shell that ignores SIGTERM is killed, and reaped"
+    );
+}
+
+#[tokio::test]
+async fn lines_that_are_not_json_throughout_are_never_a_tool_answer() {
+    let ok =
+        r#""result":{"content":[{"type":"text","text":"hi"}],"structuredContent":{"fake":true}}"#;
+    let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
+    let mut lines: Vec<Vec<u8>> = Vec::new();
+    // What the one-pass read would skip unchecked, at the top and inside
+    // the result: a lone surrogate, a number out of range, nesting past
+    // serde_json's limit, bytes that are no UTF-8.
+    for junk in [r#""\ud800""#, "1e400", &deep] {
+        lines.push(format!(r#"{{"jsonrpc":"2.0","id":1,"x":{junk},{ok}}}"#).into_bytes());
+        lines.push(
+            format!(r#"{{"jsonrpc":"2.0","id":1,"result":{{"content":[],"x":{junk}}}}}"#)
+                .into_bytes(),
+        );
+    }
+    let mut not_utf8 = br#"{"jsonrpc":"2.0","id":1,"x":""#.to_vec();
+    not_utf8.extend_from_slice(b"\xff\xfe\",");
+    not_utf8.extend_from_slice(ok.as_bytes());
+    not_utf8.push(b'}');
+    lines.push(not_utf8);
+    let mut both = Both::new();
+    for line in &lines {
+        both.send(call(json!(1), "snapshot")).await;
+        // Not JSON to rmcp: skipped unanswered, by both.
+        both.deliver_nothing(line).await;
+        both.nothing_written_back().await;
+        // The call is still pending on both: its real answer arrives typed.
+        let (ours, theirs) = both
+            .deliver(&answer(json!(1), json!({ "fake": true })))
+            .await;
+        assert_eq!(ours, theirs);
+    }
+    assert_eq!(both.ours.typed_reads(), lines.len() as u64);
+    // An array in a tool answer's place: serde's derive would fill the
+    // answer's fields in order; rmcp reads no message and answers Invalid
+    // Request, and so do ours.
+    both.send(call(json!(2), "snapshot")).await;
+    both.deliver_nothing(br#"["2.0",2,{"content":[{"type":"text","text":"hi"}]}]"#)
+        .await;
+    let (ours, theirs) = (
+        both.ours_server.heard().await,
+        both.theirs_server.heard().await,
+    );
+    assert_eq!(ours, theirs);
+    assert_eq!(ours["error"]["code"], -32600, "{ours}");
+    assert_eq!(both.ours.typed_reads(), lines.len() as u64);
+}
+
+/// rmcp's service takes an id written as a string of digits as the answer
+/// to the call of that number: so does the pending list, which forgets it.
+#[tokio::test]
+async fn an_id_written_as_digits_answers_the_call_of_that_number() {
+    let mut both = Both::new();
+    both.send(call(json!(7), "snapshot")).await;
+    let line = br#"{"jsonrpc":"2.0","id":"7","result":{"tools":[],"content":[],"structuredContent":{"fake":true}}}"#;
+    both.ours_server.say(line).await;
+    let ours = patient(both.ours.receive()).await.unwrap();
+    assert!(
+        matches!(&ours, JsonRpcMessage::Response(r) if matches!(r.result, ServerResult::CallToolResult(_))),
+        "{}",
+        as_json(&ours)
+    );
+    assert_eq!(both.ours.typed_reads(), 1);
+    // Forgotten: the same answer again is read by rmcp's rules.
+    both.ours_server.say(line).await;
+    let again = patient(both.ours.receive()).await.unwrap();
+    assert!(
+        matches!(&again, JsonRpcMessage::Response(r) if matches!(r.result, ServerResult::ListToolsResult(_))),
+        "{}",
+        as_json(&again)
+    );
+    assert_eq!(both.ours.typed_reads(), 1);
+}
+
+/// A send dropped before its request was queued leaves no pending call
+/// behind: a later answer under its id is read by rmcp's rules.
+#[tokio::test]
+async fn a_tool_call_never_sent_is_not_pending() {
+    let ((read, write), mut server) = ends(1024);
+    let mut ours = JsonLines::new(read, write);
+    let never: TxJsonRpcMessage<RoleClient> =
+        serde_json::from_value(call(json!(9), "snapshot")).unwrap();
+    drop(ours.send(never));
+    server
+        .say(br#"{"jsonrpc":"2.0","id":9,"result":{"tools":[],"content":[]}}"#)
+        .await;
+    let message = patient(ours.receive()).await.unwrap();
+    assert!(
+        matches!(&message, JsonRpcMessage::Response(r) if matches!(r.result, ServerResult::ListToolsResult(_))),
+        "{}",
+        as_json(&message)
+    );
+    assert_eq!(ours.typed_reads(), 0);
+}
+
+/// rmcp's own case: the Invalid Request answer's writing is cut short by a
+/// cancelled `receive`; the next `receive` finishes it, and the server
+/// hears it whole, with no send or close needed.
+#[tokio::test]
+async fn an_invalid_request_answer_cut_short_is_finished_by_the_next_receive() {
+    async fn heard_after<T: Transport<RoleClient>>(
+        make: impl FnOnce(&'static [u8], DuplexStream) -> T,
+    ) -> Vec<u8> {
+        let input: &'static [u8] =
+            b"{\"foo\":\"bar\"}\n{\"jsonrpc\":\"2.0\",\"method\":\"ping\",\"id\":1}\n";
+        // A one-byte pipe: the answer goes out a byte at a time.
+        let (writer, mut peer) = tokio::io::duplex(1);
+        let mut transport = make(input, writer);
+        let cut = tokio::time::timeout(Duration::from_millis(50), transport.receive()).await;
+        assert!(
+            cut.is_err(),
+            "the answer cannot all go out before anyone reads"
+        );
+        let reader = tokio::spawn(async move {
+            use tokio::io::AsyncReadExt;
+            let mut heard = Vec::new();
+            let mut byte = [0u8; 1];
+            while !heard.ends_with(b"\n") && peer.read(&mut byte).await.unwrap_or(0) == 1 {
+                heard.push(byte[0]);
+            }
+            heard
+        });
+        let next = patient(transport.receive()).await.unwrap();
+        assert_eq!(as_json(&next)["id"], 1);
+        let heard = patient(reader).await.unwrap();
+        drop(transport);
+        heard
+    }
+    let ours = heard_after(JsonLines::new).await;
+    let theirs =
+        heard_after(|read, write| AsyncRwTransport::<RoleClient, _, _>::new_client(read, write))
+            .await;
+    assert_eq!(ours, theirs);
+    let answer: Value = serde_json::from_slice(&ours).unwrap();
+    assert_eq!(answer["error"]["code"], -32600);
+}
+
+#[tokio::test]
+async fn a_line_of_exactly_the_longest_length_is_read_and_one_byte_more_is_skipped() {
+    for (extra, read) in [(0usize, true), (1, false)] {
+        let ping = br#"{"jsonrpc":"2.0","id":"big","method":"ping"}"#;
+        let mut line = ping.to_vec();
+        // With its newline, MAX_LINE_BYTES + extra bytes.
+        line.resize(MAX_LINE_BYTES - 1 + extra, b' ');
+        let mut both = Both::new();
+        let (mut ours_server, mut theirs_server) = (
+            std::mem::replace(&mut both.ours_server, ends(1).1),
+            std::mem::replace(&mut both.theirs_server, ends(1).1),
+        );
+        let after = br#"{"jsonrpc":"2.0","id":"after","method":"ping"}"#;
+        let (ours_line, theirs_line) = (line.clone(), line);
+        let writing = tokio::spawn(async move {
+            ours_server.say(&ours_line).await;
+            ours_server.say(after).await;
+            theirs_server.say(&theirs_line).await;
+            theirs_server.say(after).await;
+        });
+        let (ours, theirs) = both.next().await;
+        assert_eq!(ours["id"], theirs["id"]);
+        assert_eq!(ours["id"], if read { "big" } else { "after" }, "{extra}");
+        if read {
+            let (ours, theirs) = both.next().await;
+            assert_eq!(
+                (&ours["id"], &theirs["id"]),
+                (&json!("after"), &json!("after"))
+            );
+        }
+        patient(writing).await.unwrap();
+    }
+}
+
+/// Whether process `pid` is there and not yet a zombie.
+fn running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| !stat.contains(") Z "))
+}
+
+/// A server that answers the handshake, then writes lines owed an Invalid
+/// Request answer and never reads its stdin again: the answers fill its
+/// pipe. Closing still ends it, through the service as
+/// `ComputerUseMcpRuntime::shutdown` closes it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_stops_reading_cannot_hold_a_close_and_is_ended() {
+    use adk_computer_use::mcp::ChildTransport;
+    use rmcp::ServiceExt;
+    let mut command = tokio::process::Command::new("sh");
+    command.args([
+        "-c",
+        r#"read -r _; echo '{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-06-18","capabilities":{},"serverInfo":{"name":"deaf","version":"1"}}}'; i=0; while [ $i -lt 3000 ]; do echo '{"foo":"bar"}'; i=$((i+1)); done; exec sleep 600"#,
+    ]);
+    let transport = ChildTransport::spawn(command).unwrap();
+    let pid = transport.id().unwrap();
+    let service = patient(().serve(transport)).await.unwrap();
+    // Until the answers no longer fit in the pipe.
+    let mut stuck = false;
+    for _ in 0..600 {
+        if std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| s.contains("sleep")) {
+            stuck = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(stuck, "the server wrote its lines and went to sleep");
+    patient(service.cancel()).await.unwrap();
+    assert!(
+        !running(pid),
+        "the server is ended once the service is closed"
     );
 }

@@ -7,9 +7,8 @@ use std::sync::Arc;
 use adk_computer_use::VerificationOutcome;
 use adk_computer_use::chain::ChainOutcome;
 use adk_computer_use::contracts::ExecutionMode;
-use adk_computer_use::mcp::rmcp;
 use adk_computer_use::mcp::{
-    ComputerUseMcpRuntime, CountedTransport, McpRuntimeConfig, RoundTrips,
+    ChildTransport, ComputerUseMcpRuntime, CountedTransport, McpRuntimeConfig, RoundTrips,
 };
 use adk_computer_use_testkit::child::*;
 
@@ -18,7 +17,8 @@ async fn counted_sim() -> (Arc<ComputerUseMcpRuntime>, RoundTrips) {
         adk_computer_use_testkit::binary::SERVER,
     ));
     command.arg("--principal").arg(PRINCIPAL);
-    let child = rmcp::transport::TokioChildProcess::new(command).unwrap();
+    // The transport `ComputerUseMcpRuntime::spawn` speaks through.
+    let child = ChildTransport::spawn(command).unwrap();
     let trips = RoundTrips::new();
     let config = McpRuntimeConfig::new(PRINCIPAL).capability_tool("write_clipboard");
     let runtime =

@@ -549,7 +549,7 @@ async fn upstreams_own_wire_reads_the_same_through_the_adapters_transport_as_thr
     let mut theirs = AsyncRwTransport::<RoleClient, _, _>::new_client(their_read, their_write);
     let (_ours_heard, mut ours_says) = ours_server;
     let (_theirs_heard, mut theirs_says) = theirs_server;
-    let (mut tool_answers, mut pending) = (0, std::collections::HashSet::new());
+    let (mut tool_answers, mut pending) = (0u64, std::collections::HashSet::new());
     for (from_server, line) in &log {
         if !from_server {
             let message: TxJsonRpcMessage<RoleClient> = serde_json::from_slice(line).unwrap();
@@ -582,6 +582,8 @@ async fn upstreams_own_wire_reads_the_same_through_the_adapters_transport_as_thr
     // Five governed actions of at least five tool calls each, a lease, a
     // refusal: the answers a tool call reads the typed way were among them.
     assert!(tool_answers >= 25, "{tool_answers} tool answers replayed");
+    // And every one of them was read the one-pass way.
+    assert_eq!(ours.typed_reads(), tool_answers);
     eprintln!(
         "replayed {} lines upstream wrote, {tool_answers} of them tool answers",
         log.iter().filter(|(from_server, _)| *from_server).count()

@@ -50,6 +50,12 @@ impl ChildTransport {
         })
     }
 
+    /// How many tool answers were read in one pass as tool results
+    /// ([`JsonLines::typed_reads`]).
+    pub fn typed_reads(&self) -> u64 {
+        self.lines.typed_reads()
+    }
+
     /// The child's process id, while it runs.
     pub fn id(&self) -> Option<u32> {
         self.child.as_ref().and_then(Child::id)
@@ -97,8 +103,9 @@ impl Transport<RoleClient> for ChildTransport {
     }
 
     async fn close(&mut self) -> Result<(), Self::Error> {
-        // Closing stdin asks the server to exit. A failure to write what
-        // was queued does not keep the child alive.
+        // Closing stdin asks the server to exit. Neither a failure to write
+        // what was queued nor a server that stopped reading keeps the child
+        // alive: the line transport gives up on them within its close wait.
         let closed = self.lines.close().await;
         if let Some(child) = self.child.as_mut() {
             if !exited(child).await? {

@@ -15,6 +15,11 @@
 //! ([`McpApprover`]). The exact arguments a preview was made with travel
 //! inside the stage (as [`crate::runtime::PreviewAnswer::retained`]) to the one
 //! `execute_action` that sends them.
+//!
+//! [`ComputerUseMcpRuntime::spawn`] speaks through the adapter's own line
+//! transport ([`ChildTransport`] over [`JsonLines`]): it reads a tool
+//! call's answer in one pass as a tool result instead of trying every
+//! result type rmcp knows, and every other line by rmcp's own rules.
 
 use crate::contracts::catalogue::protocol::name as protocol;
 use crate::contracts::catalogue::tool;

@@ -11,9 +11,9 @@
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-//! use adk_computer_use::mcp::{ComputerUseMcpRuntime, CountedTransport, McpRuntimeConfig, RoundTrips};
+//! use adk_computer_use::mcp::{ChildTransport, ComputerUseMcpRuntime, CountedTransport, McpRuntimeConfig, RoundTrips};
 //! let trips = RoundTrips::new();
-//! let child = rmcp::transport::TokioChildProcess::new(tokio::process::Command::new("computer-use-server"))?;
+//! let child = ChildTransport::spawn(tokio::process::Command::new("computer-use-server"))?;
 //! let runtime = ComputerUseMcpRuntime::connect(
 //!     CountedTransport::new(child, trips.clone()),
 //!     McpRuntimeConfig::new("alice"),

@@ -20,35 +20,45 @@
 //! where rmcp would hand the client a list of tools and fail the call.
 //! Either way the chain then judges the answer's content, never its shape.
 //!
-//! Writes are whole lines even when a caller gives up half way: a line is
-//! queued whole under the writer's lock and drained from there, so a write
-//! cancelled part way through is finished by the next one before it adds
-//! its own. Reads are cancel-safe too (rmcp polls `receive` in a
-//! `select!`): a partial line stays buffered until its newline arrives.
+//! Writes are whole lines even when a caller gives up half way
+//! ([`writer`]). Reads are cancel-safe too (rmcp polls `receive` in a
+//! `select!`): a partial line stays buffered until its newline arrives, and
+//! an Invalid Request answer whose writing was cut short is finished by the
+//! next `receive`. Closing never waits on a peer that stopped reading for
+//! longer than [`CLOSE_WAIT`]: what it has not taken by then is dropped.
+
+mod reading;
+mod writer;
 
 use std::collections::HashSet;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use rmcp::RoleClient;
 use rmcp::model::{
-    CallToolResult, ClientNotification, ClientRequest, ErrorData, JsonRpcMessage, JsonRpcResponse,
-    JsonRpcVersion2_0, RequestId, ServerResult,
+    ClientNotification, ClientRequest, ErrorData, JsonRpcMessage, JsonRpcResponse, RequestId,
+    ServerResult,
 };
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
-use serde::de::IgnoredAny;
-use serde::{Deserialize, Deserializer};
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, BufReader};
 
 use super::wire::lock;
+use reading::{ToolAnswer, ignored_notification, take_pending};
+use writer::Writer;
 
 /// The longest line read, as rmcp's default; a longer one is skipped whole
 /// and the connection stays open.
 pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
 
+/// How long closing waits for the peer to take what is still queued and
+/// the end of the stream. A peer that stopped reading cannot hold a close.
+pub const CLOSE_WAIT: Duration = Duration::from_secs(1);
+
 /// Most tool calls remembered as pending at once. Past it a call's answer
-/// is read the general way: slower, never different.
+/// is read the general way: slower, and the same message but for the one
+/// difference the module documents.
 const MAX_PENDING: usize = 4096;
 
 /// An MCP client transport over a byte stream each way (a child's stdout
@@ -63,107 +73,21 @@ pub struct JsonLines<R, W> {
     skipping: bool,
     /// The ids of tool calls sent and not yet answered.
     calls: Arc<Mutex<HashSet<RequestId>>>,
-    /// A message that was JSON with an id but no MCP message is owed an
-    /// Invalid Request answer, sent before the next line is read.
-    owed_refusal: bool,
+    /// The Invalid Request answer owed to a line that was JSON but no MCP
+    /// message: written before the next line is read.
+    reply: Reply,
+    /// How many answers were read the one-pass way.
+    typed: u64,
 }
 
-/// The writing half and the bytes queued for it: only whole lines are
-/// queued, and the queue is drained before anything else is added.
-struct Writer<W> {
-    sink: W,
-    queued: Vec<u8>,
-}
-
-impl<W: AsyncWrite + Unpin> Writer<W> {
-    /// Queues `line` (which ends in a newline) and writes out the queue.
-    async fn write_line(&mut self, line: &[u8]) -> std::io::Result<()> {
-        // What a cancelled write left goes out first, whole.
-        self.drain().await?;
-        self.queued.extend_from_slice(line);
-        self.drain().await
-    }
-
-    /// Writes out what is queued. Cancel-safe: bytes leave the queue only
-    /// once written.
-    async fn drain(&mut self) -> std::io::Result<()> {
-        while !self.queued.is_empty() {
-            let written = self.sink.write(&self.queued).await?;
-            if written == 0 {
-                return Err(std::io::ErrorKind::WriteZero.into());
-            }
-            self.queued.drain(..written);
-        }
-        self.sink.flush().await
-    }
-}
-
-/// A line read as a tool call's answer, when it is one.
-#[derive(Deserialize)]
-struct ToolAnswer {
-    jsonrpc: JsonRpcVersion2_0,
-    id: RequestId,
-    result: CallToolResult,
-    /// Whether the key is there at all, whatever its value (`null`
-    /// included): a message with `method` or `error` is no plain answer,
-    /// and rmcp tells shapes apart by the keys present.
-    #[serde(default, deserialize_with = "present")]
-    method: bool,
-    #[serde(default, deserialize_with = "present")]
-    error: bool,
-}
-
-fn present<'de, D: Deserializer<'de>>(deserializer: D) -> Result<bool, D::Error> {
-    IgnoredAny::deserialize(deserializer).map(|_| true)
-}
-
-/// Whether `value` is a notification rmcp skips when it does not read:
-/// one with a method outside MCP's own, or an unknown `notifications/` one.
-fn ignored_notification(value: &serde_json::Value) -> bool {
-    let Some(method) = value.get("method").and_then(serde_json::Value::as_str) else {
-        return false;
-    };
-    let notification = is_mcp_notification(method);
-    let known = notification || MCP_REQUESTS.contains(&method);
-    (value.get("id").is_none() && !known) || (method.starts_with("notifications/") && !notification)
-}
-
-/// MCP's request methods, as rmcp 3.11 lists them.
-const MCP_REQUESTS: [&str; 18] = [
-    "initialize",
-    "ping",
-    "server/discover",
-    "prompts/get",
-    "prompts/list",
-    "resources/list",
-    "resources/read",
-    "resources/subscribe",
-    "resources/unsubscribe",
-    "resources/templates/list",
-    "subscriptions/listen",
-    "tools/call",
-    "tools/list",
-    "completion/complete",
-    "elicitation/create",
-    "logging/setLevel",
-    "roots/list",
-    "sampling/createMessage",
-];
-
-fn is_mcp_notification(method: &str) -> bool {
-    matches!(
-        method,
-        "notifications/cancelled"
-            | "notifications/initialized"
-            | "notifications/message"
-            | "notifications/progress"
-            | "notifications/prompts/list_changed"
-            | "notifications/resources/list_changed"
-            | "notifications/resources/updated"
-            | "notifications/roots/list_changed"
-            | "notifications/subscriptions/acknowledged"
-            | "notifications/tools/list_changed"
-    )
+/// Where an owed Invalid Request answer stands.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Reply {
+    None,
+    /// Not queued yet.
+    Owed,
+    /// Queued; the queue still has to go out.
+    Flush,
 }
 
 /// What reading one line gave.
@@ -171,6 +95,28 @@ enum Read {
     Line,
     Skipped,
     Closed,
+}
+
+/// Forgets a tool call's id when its request never reached the queue (its
+/// send was dropped before): nobody will answer it.
+struct PendingCall {
+    calls: Arc<Mutex<HashSet<RequestId>>>,
+    id: Option<RequestId>,
+}
+
+impl PendingCall {
+    /// The request reached the queue: an answer may come.
+    fn queued(&mut self) {
+        self.id = None;
+    }
+}
+
+impl Drop for PendingCall {
+    fn drop(&mut self) {
+        if let Some(id) = self.id.take() {
+            lock(&self.calls).remove(&id);
+        }
+    }
 }
 
 impl<R, W> JsonLines<R, W>
@@ -182,15 +128,20 @@ where
     pub fn new(read: R, write: W) -> Self {
         Self {
             reader: BufReader::new(read),
-            writer: Arc::new(tokio::sync::Mutex::new(Some(Writer {
-                sink: write,
-                queued: Vec::new(),
-            }))),
+            writer: Arc::new(tokio::sync::Mutex::new(Some(Writer::new(write)))),
             line: Vec::new(),
             skipping: false,
             calls: Arc::new(Mutex::new(HashSet::new())),
-            owed_refusal: false,
+            reply: Reply::None,
+            typed: 0,
         }
+    }
+
+    /// How many tool answers this transport has read in one pass as tool
+    /// results (the rest of what it read went by rmcp's rules): to check
+    /// that the fast way is taken, and on which share of the traffic.
+    pub fn typed_reads(&self) -> u64 {
+        self.typed
     }
 
     /// Reads up to and including the next newline into `self.line`.
@@ -223,14 +174,39 @@ where
         }
     }
 
+    /// Writes the owed Invalid Request answer, if any. Cancel-safe: queued
+    /// once, and a drain cut short is finished by the next call.
+    async fn answer_owed(&mut self) -> Option<()> {
+        if self.reply == Reply::None {
+            return Some(());
+        }
+        let writer = Arc::clone(&self.writer);
+        let mut writer = writer.lock().await;
+        let writer = writer.as_mut()?;
+        if self.reply == Reply::Owed {
+            // What a cancelled write left goes out first, whole.
+            writer.drain().await.ok()?;
+            let refusal = TxJsonRpcMessage::<RoleClient>::error(
+                ErrorData::invalid_request("Invalid request", None),
+                None,
+            );
+            let mut line = serde_json::to_vec(&refusal).ok()?;
+            line.push(b'\n');
+            writer.queue(&line);
+            self.reply = Reply::Flush;
+        }
+        writer.drain().await.ok()?;
+        self.reply = Reply::None;
+        Some(())
+    }
+
     /// One line (without its line ending) as a message: `None` for a line
     /// to skip.
     fn parse(&mut self, line: &[u8]) -> Option<RxJsonRpcMessage<RoleClient>> {
-        if let Ok(answer) = serde_json::from_slice::<ToolAnswer>(line)
-            && !answer.method
-            && !answer.error
-            && lock(&self.calls).remove(&answer.id)
+        if let Some(answer) = ToolAnswer::read(line)
+            && take_pending(&mut lock(&self.calls), &answer.id)
         {
+            self.typed += 1;
             return Some(JsonRpcMessage::Response(JsonRpcResponse {
                 jsonrpc: answer.jsonrpc,
                 id: answer.id,
@@ -243,7 +219,7 @@ where
                 | JsonRpcMessage::Error(rmcp::model::JsonRpcError { id: Some(id), .. }) =
                     &message
                 {
-                    lock(&self.calls).remove(id);
+                    take_pending(&mut lock(&self.calls), id);
                 }
                 Some(message)
             }
@@ -257,7 +233,9 @@ where
                     && !serde_json::from_slice::<serde_json::Value>(line)
                         .is_ok_and(|value| ignored_notification(&value));
                 tracing::debug!(error = %err, answer, "an incoming line that is no MCP message");
-                self.owed_refusal |= answer;
+                if answer {
+                    self.reply = Reply::Owed;
+                }
                 None
             }
         }
@@ -275,14 +253,17 @@ where
         &mut self,
         item: TxJsonRpcMessage<RoleClient>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
-        let mut pending = None;
+        let mut pending = PendingCall {
+            calls: Arc::clone(&self.calls),
+            id: None,
+        };
         match &item {
             JsonRpcMessage::Request(request)
                 if matches!(request.request, ClientRequest::CallToolRequest(_)) =>
             {
                 let mut calls = lock(&self.calls);
                 if calls.len() < MAX_PENDING && calls.insert(request.id.clone()) {
-                    pending = Some(request.id.clone());
+                    pending.id = Some(request.id.clone());
                 }
             }
             JsonRpcMessage::Notification(notification) => {
@@ -300,48 +281,28 @@ where
             line
         });
         let writer = Arc::clone(&self.writer);
-        let calls = Arc::clone(&self.calls);
         async move {
-            let result = async {
-                let line = line?;
-                let mut writer = writer.lock().await;
-                let Some(writer) = writer.as_mut() else {
-                    return Err(std::io::Error::new(
-                        std::io::ErrorKind::NotConnected,
-                        "the transport is closed",
-                    ));
-                };
-                writer.write_line(&line).await
-            }
-            .await;
-            // A call that never left is answered by nobody.
-            if result.is_err()
-                && let Some(id) = pending
-            {
-                lock(&calls).remove(&id);
-            }
-            result
+            let line = line?;
+            let mut writer = writer.lock().await;
+            let Some(writer) = writer.as_mut() else {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::NotConnected,
+                    "the transport is closed",
+                ));
+            };
+            // What a cancelled write left goes out first, whole.
+            writer.drain().await?;
+            writer.queue(&line);
+            // Queued: the request goes out whatever happens to this send
+            // (the next write finishes it), so its answer may come.
+            pending.queued();
+            writer.drain().await
         }
     }
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
         loop {
-            if self.owed_refusal {
-                let refusal = TxJsonRpcMessage::<RoleClient>::error(
-                    ErrorData::invalid_request("Invalid request", None),
-                    None,
-                );
-                let mut line = serde_json::to_vec(&refusal).ok()?;
-                line.push(b'\n');
-                let mut writer = self.writer.lock().await;
-                let writer = writer.as_mut()?;
-                writer.drain().await.ok()?;
-                // Queued whole before it counts as sent: a cancelled drain
-                // below leaves it for the next write, not for a second one.
-                writer.queued.extend_from_slice(&line);
-                self.owed_refusal = false;
-                writer.drain().await.ok()?;
-            }
+            self.answer_owed().await?;
             match self.read_line().await {
                 Ok(Read::Line) => {}
                 Ok(Read::Skipped) => {
@@ -376,12 +337,23 @@ where
     }
 
     async fn close(&mut self) -> Result<(), Self::Error> {
-        let writer = self.writer.lock().await.take();
-        if let Some(mut writer) = writer {
-            // What is queued goes out, then the end of the stream.
-            writer.drain().await?;
-            writer.sink.shutdown().await?;
+        // The writer leaves the transport whatever the peer does: taken
+        // when free, and its queue and the end of the stream offered for
+        // at most CLOSE_WAIT, then dropped (which closes a pipe).
+        let writer = Arc::clone(&self.writer);
+        let closing = async move {
+            let taken = writer.lock().await.take();
+            match taken {
+                Some(mut writer) => writer.shut().await,
+                None => Ok(()),
+            }
+        };
+        match tokio::time::timeout(CLOSE_WAIT, closing).await {
+            Ok(closed) => closed,
+            Err(_) => Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "the peer took nothing more within the close wait; what was queued is dropped",
+            )),
         }
-        Ok(())
     }
 }
