@@ -553,9 +553,7 @@ async fn an_invalid_request_answer_cut_short_is_finished_by_the_next_receive() {
         heard
     }
     let ours = heard_after(JsonLines::new).await;
-    let theirs =
-        heard_after(|read, write| AsyncRwTransport::<RoleClient, _, _>::new_client(read, write))
-            .await;
+    let theirs = heard_after(AsyncRwTransport::<RoleClient, _, _>::new_client).await;
     assert_eq!(ours, theirs);
     let answer: Value = serde_json::from_slice(&ours).unwrap();
     assert_eq!(answer["error"]["code"], -32600);
