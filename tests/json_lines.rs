@@ -252,6 +252,11 @@ async fn lines_that_are_no_message_give_none_and_only_one_with_an_id_is_answered
         .await;
     both.deliver_nothing(br#"{"jsonrpc":"2.0","method":"notifications/odd","params":7}"#)
         .await;
+    // A request-shaped line whose method is an unknown `notifications/`
+    // one: skipped unanswered too, id or not.
+    both.deliver_nothing(br#"{"jsonrpc":"1.0","id":1,"method":"notifications/odd"}"#)
+        .await;
+    both.nothing_written_back().await;
     // An MCP notification that does not read: nothing read, and an
     // Invalid Request written back, by both.
     both.deliver_nothing(br#"{"jsonrpc":"2.0","method":"notifications/progress","params":7}"#)
@@ -629,4 +634,164 @@ async fn a_server_that_stops_reading_cannot_hold_a_close_and_is_ended() {
         !running(pid),
         "the server is ended once the service is closed"
     );
+}
+
+/// A JSON-RPC error answering a tool call ends it: a later result under
+/// its id is read by rmcp's rules.
+#[tokio::test]
+async fn an_error_answering_a_tool_call_ends_it() {
+    let mut both = Both::new();
+    both.send(call(json!(1), "snapshot")).await;
+    let (ours, theirs) = both
+        .deliver(br#"{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"no"}}"#)
+        .await;
+    assert_eq!(ours, theirs);
+    let late = br#"{"jsonrpc":"2.0","id":1,"result":{"content":[],"tools":[]}}"#;
+    both.ours_server.say(late).await;
+    let message = patient(both.ours.receive()).await.unwrap();
+    assert!(
+        matches!(&message, JsonRpcMessage::Response(r) if matches!(r.result, ServerResult::ListToolsResult(_))),
+        "{}",
+        as_json(&message)
+    );
+    assert_eq!(both.ours.typed_reads(), 0);
+}
+
+/// What a send given up part way left queued is offered on close, before
+/// the end of the stream.
+#[tokio::test]
+async fn closing_offers_what_a_cancelled_send_left() {
+    let ((read, write), server) = ends(16);
+    let mut ours = JsonLines::new(read, write);
+    let first: TxJsonRpcMessage<RoleClient> =
+        serde_json::from_value(call(json!(1), "first_tool")).unwrap();
+    let given_up = tokio::time::timeout(Duration::from_millis(50), ours.send(first)).await;
+    assert!(given_up.is_err(), "16 bytes cannot hold a request");
+    let reader = tokio::spawn(async move {
+        use tokio::io::AsyncReadExt;
+        let mut all = Vec::new();
+        let mut read = server.read;
+        read.read_to_end(&mut all).await.unwrap();
+        all
+    });
+    patient(ours.close()).await.unwrap();
+    let all = patient(reader).await.unwrap();
+    let request: Value = serde_json::from_slice(&all).unwrap();
+    assert_eq!(request["params"]["name"], "first_tool");
+}
+
+/// A send stuck on a peer that stopped reading gives up when the close
+/// begins: the close takes the writing half (and drops it once the peer
+/// has taken nothing for the close wait), the stuck send reports an error,
+/// and the closed transport sends nothing more. (That a child's stdin then
+/// ends is the next tests'.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_close_behind_a_stuck_send_still_closes() {
+    let ((read, write), server) = ends(1024);
+    let mut ours = JsonLines::new(read, write);
+    let big: TxJsonRpcMessage<RoleClient> = serde_json::from_value(json!({
+        "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": { "name": "big", "arguments": { "blob": "x".repeat(64 * 1024) } }
+    }))
+    .unwrap();
+    let stuck = tokio::spawn(ours.send(big));
+    // The send has begun (its first bytes are in the pipe, taken into the
+    // server's buffer unread) and holds the writing half.
+    let mut server = server;
+    assert!(!patient(server.read.fill_buf()).await.unwrap().is_empty());
+    let closed = patient(ours.close()).await;
+    assert!(closed.is_err(), "the stuck line could not all go out");
+    let sent = patient(stuck).await.unwrap();
+    assert!(
+        sent.is_err(),
+        "a line that did not all go out is not reported written"
+    );
+    let after: TxJsonRpcMessage<RoleClient> =
+        serde_json::from_value(call(json!(2), "after")).unwrap();
+    let err = ours.send(after).await.unwrap_err();
+    assert_eq!(err.kind(), std::io::ErrorKind::NotConnected);
+}
+
+/// A fresh path for a marker file a shell script touches.
+fn marker(name: &str) -> std::path::PathBuf {
+    let path = std::env::temp_dir().join(format!("json-lines-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_file(&path);
+    path
+}
+
+/// A server that exits when its stdin ends is closed that way: it is not
+/// signalled. One that ignores its stdin's end is asked to terminate
+/// before anything harsher.
+#[tokio::test]
+async fn closing_ends_stdin_first_and_asks_to_terminate_before_killing() {
+    use adk_computer_use::mcp::ChildTransport;
+    let (clean, termed) = (marker("clean"), marker("termed"));
+    let mut polite = tokio::process::Command::new("sh");
+    polite.args([
+        "-c",
+        &format!(
+            "trap 'touch {}; exit 1' TERM; cat >/dev/null; touch {}",
+            termed.display(),
+            clean.display()
+        ),
+    ]);
+    let mut transport = ChildTransport::spawn(polite).unwrap();
+    patient(transport.close()).await.unwrap();
+    assert!(clean.exists(), "the server saw its stdin end and exited");
+    assert!(!termed.exists(), "and was not signalled");
+    let asked = marker("asked");
+    let mut deaf = tokio::process::Command::new("sh");
+    deaf.args([
+        "-c",
+        &format!(
+            "trap 'touch {}; exit 0' TERM; while :; do sleep 0.1; done",
+            asked.display()
+        ),
+    ]);
+    let mut transport = ChildTransport::spawn(deaf).unwrap();
+    patient(transport.close()).await.unwrap();
+    assert!(asked.exists(), "asked to terminate (SIGTERM) before a kill");
+    for path in [clean, termed, asked] {
+        let _ = std::fs::remove_file(path);
+    }
+}
+
+/// A server busy (not reading) while a large request is stuck in its
+/// pipe, that reads its stdin to the end afterwards and exits: the close
+/// still ends its stdin, so it exits on its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_busy_server_behind_a_stuck_send_still_sees_its_stdin_end() {
+    use adk_computer_use::mcp::ChildTransport;
+    let (clean, termed) = (marker("busy-clean"), marker("busy-termed"));
+    let mut busy = tokio::process::Command::new("sh");
+    busy.args([
+        "-c",
+        &format!(
+            "trap 'touch {}; exit 1' TERM; sleep 2; cat >/dev/null; touch {}",
+            termed.display(),
+            clean.display()
+        ),
+    ]);
+    let mut transport = ChildTransport::spawn(busy).unwrap();
+    let big: TxJsonRpcMessage<RoleClient> = serde_json::from_value(json!({
+        "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": { "name": "big", "arguments": { "blob": "x".repeat(256 * 1024) } }
+    }))
+    .unwrap();
+    // Polled until it is stuck: 256 KiB do not fit in the pipe, so it
+    // holds the writing half when the close begins.
+    let mut send = Box::pin(transport.send(big));
+    let polled = tokio::time::timeout(Duration::from_millis(100), &mut send).await;
+    assert!(polled.is_err(), "the request is stuck in the full pipe");
+    let stuck = tokio::spawn(send);
+    let _ = patient(transport.close()).await;
+    let _ = patient(stuck).await;
+    assert!(
+        clean.exists(),
+        "the server read its stdin to the end and exited"
+    );
+    assert!(!termed.exists(), "and was not signalled");
+    for path in [clean, termed] {
+        let _ = std::fs::remove_file(path);
+    }
 }

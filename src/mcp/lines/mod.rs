@@ -24,8 +24,11 @@
 //! ([`writer`]). Reads are cancel-safe too (rmcp polls `receive` in a
 //! `select!`): a partial line stays buffered until its newline arrives, and
 //! an Invalid Request answer whose writing was cut short is finished by the
-//! next `receive`. Closing never waits on a peer that stopped reading for
-//! longer than [`CLOSE_WAIT`]: what it has not taken by then is dropped.
+//! next `receive`. Closing never waits on a peer that stopped reading: a
+//! write stuck on it gives up when the close begins (reporting an error,
+//! never a line as written that was not), and the close offers what is
+//! queued and the end of the stream for at most [`CLOSE_WAIT`], then drops
+//! the writing half whatever the peer did.
 
 mod reading;
 mod writer;
@@ -52,8 +55,9 @@ use writer::Writer;
 /// and the connection stays open.
 pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
 
-/// How long closing waits for the peer to take what is still queued and
-/// the end of the stream. A peer that stopped reading cannot hold a close.
+/// How long closing waits for the writing half to come free, and then for
+/// the peer to take what is still queued and the end of the stream. A peer
+/// that stopped reading cannot hold a close.
 pub const CLOSE_WAIT: Duration = Duration::from_secs(1);
 
 /// Most tool calls remembered as pending at once. Past it a call's answer
@@ -78,6 +82,8 @@ pub struct JsonLines<R, W> {
     reply: Reply,
     /// How many answers were read the one-pass way.
     typed: u64,
+    /// Set when the close begins: every write in progress gives up.
+    closing: tokio::sync::watch::Sender<bool>,
 }
 
 /// Where an owed Invalid Request answer stands.
@@ -88,6 +94,22 @@ enum Reply {
     Owed,
     /// Queued; the queue still has to go out.
     Flush,
+}
+
+/// Runs `write` unless and until the close begins: then it is given up
+/// (dropping it releases the writing half for the close).
+async fn until_closing<T>(
+    closing: &mut tokio::sync::watch::Receiver<bool>,
+    write: impl Future<Output = std::io::Result<T>>,
+) -> std::io::Result<T> {
+    tokio::select! {
+        biased;
+        _ = closing.wait_for(|closing| *closing) => Err(std::io::Error::new(
+            std::io::ErrorKind::NotConnected,
+            "the transport is closing",
+        )),
+        written = write => written,
+    }
 }
 
 /// What reading one line gave.
@@ -134,6 +156,7 @@ where
             calls: Arc::new(Mutex::new(HashSet::new())),
             reply: Reply::None,
             typed: 0,
+            closing: tokio::sync::watch::Sender::new(false),
         }
     }
 
@@ -181,23 +204,31 @@ where
             return Some(());
         }
         let writer = Arc::clone(&self.writer);
-        let mut writer = writer.lock().await;
-        let writer = writer.as_mut()?;
-        if self.reply == Reply::Owed {
-            // What a cancelled write left goes out first, whole.
-            writer.drain().await.ok()?;
-            let refusal = TxJsonRpcMessage::<RoleClient>::error(
-                ErrorData::invalid_request("Invalid request", None),
-                None,
-            );
-            let mut line = serde_json::to_vec(&refusal).ok()?;
-            line.push(b'\n');
-            writer.queue(&line);
-            self.reply = Reply::Flush;
-        }
-        writer.drain().await.ok()?;
-        self.reply = Reply::None;
-        Some(())
+        let mut closing = self.closing.subscribe();
+        let reply = &mut self.reply;
+        let answered = until_closing(&mut closing, async move {
+            let mut writer = writer.lock().await;
+            let Some(writer) = writer.as_mut() else {
+                return Err(std::io::ErrorKind::NotConnected.into());
+            };
+            if *reply == Reply::Owed {
+                // What a cancelled write left goes out first, whole.
+                writer.drain().await?;
+                let refusal = TxJsonRpcMessage::<RoleClient>::error(
+                    ErrorData::invalid_request("Invalid request", None),
+                    None,
+                );
+                let mut line = serde_json::to_vec(&refusal)?;
+                line.push(b'\n');
+                writer.queue(&line);
+                *reply = Reply::Flush;
+            }
+            writer.drain().await?;
+            *reply = Reply::None;
+            Ok(())
+        })
+        .await;
+        answered.ok()
     }
 
     /// One line (without its line ending) as a message: `None` for a line
@@ -281,22 +312,27 @@ where
             line
         });
         let writer = Arc::clone(&self.writer);
+        let mut closing = self.closing.subscribe();
         async move {
             let line = line?;
-            let mut writer = writer.lock().await;
-            let Some(writer) = writer.as_mut() else {
-                return Err(std::io::Error::new(
-                    std::io::ErrorKind::NotConnected,
-                    "the transport is closed",
-                ));
-            };
-            // What a cancelled write left goes out first, whole.
-            writer.drain().await?;
-            writer.queue(&line);
-            // Queued: the request goes out whatever happens to this send
-            // (the next write finishes it), so its answer may come.
-            pending.queued();
-            writer.drain().await
+            until_closing(&mut closing, async {
+                let mut writer = writer.lock().await;
+                let Some(writer) = writer.as_mut() else {
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::NotConnected,
+                        "the transport is closed",
+                    ));
+                };
+                // What a cancelled write left goes out first, whole.
+                writer.drain().await?;
+                writer.queue(&line);
+                // Queued: the request goes out unless the transport closes
+                // first (the next write, or the close, finishes it), so its
+                // answer may come.
+                pending.queued();
+                writer.drain().await
+            })
+            .await
         }
     }
 
@@ -337,22 +373,27 @@ where
     }
 
     async fn close(&mut self) -> Result<(), Self::Error> {
-        // The writer leaves the transport whatever the peer does: taken
-        // when free, and its queue and the end of the stream offered for
-        // at most CLOSE_WAIT, then dropped (which closes a pipe).
-        let writer = Arc::clone(&self.writer);
-        let closing = async move {
-            let taken = writer.lock().await.take();
-            match taken {
-                Some(mut writer) => writer.shut().await,
-                None => Ok(()),
+        // Every write in progress gives up, so the writing half comes free.
+        self.closing.send_replace(true);
+        let taken = match tokio::time::timeout(CLOSE_WAIT, self.writer.lock()).await {
+            Ok(mut writer) => writer.take(),
+            Err(_) => {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    "a write held the transport past the close wait",
+                ));
             }
         };
-        match tokio::time::timeout(CLOSE_WAIT, closing).await {
-            Ok(closed) => closed,
+        let Some(mut writer) = taken else {
+            return Ok(());
+        };
+        // What is queued, and the end of the stream, are offered for at most
+        // CLOSE_WAIT; then the writing half is dropped (closing a pipe).
+        match tokio::time::timeout(CLOSE_WAIT, writer.shut()).await {
+            Ok(shut) => shut,
             Err(_) => Err(std::io::Error::new(
                 std::io::ErrorKind::TimedOut,
-                "the peer took nothing more within the close wait; what was queued is dropped",
+                "the peer took nothing more within the close wait: what was still queued is dropped",
             )),
         }
     }
