@@ -40,7 +40,7 @@ pub use approver::{GrantRequest, McpApprover};
 pub use child::ChildTransport;
 pub use client::ComputerUseMcpRuntime;
 pub use config::{CREDENTIAL_CAPABILITY, McpRuntimeConfig, TraceContext};
-pub use lines::{JsonLines, MAX_LINE_BYTES};
+pub use lines::{CLOSE_WAIT, JsonLines, MAX_LINE_BYTES};
 /// The rmcp crate this adapter speaks through, for building custom transports.
 pub use rmcp;
 pub use round_trips::{CountedTransport, RoundTrips};
