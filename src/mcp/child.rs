@@ -63,11 +63,16 @@ impl ChildTransport {
 }
 
 /// Waits for `child` to exit, at most [`ChildTransport::EXIT_WAIT`]:
-/// whether it did.
-async fn exited(child: &mut Child) -> std::io::Result<bool> {
+/// whether it did. A wait that fails counts as not exited, so the close
+/// goes on to the harsher steps rather than leaving the child unreaped.
+async fn exited(child: &mut Child) -> bool {
     match tokio::time::timeout(ChildTransport::EXIT_WAIT, child.wait()).await {
-        Ok(status) => status.map(|_| true),
-        Err(_) => Ok(false),
+        Ok(Ok(_)) => true,
+        Ok(Err(err)) => {
+            tracing::warn!(error = %err, "waiting for the server to exit");
+            false
+        }
+        Err(_) => false,
     }
 }
 
@@ -108,9 +113,9 @@ impl Transport<RoleClient> for ChildTransport {
         // alive: the line transport gives up on them within its close wait.
         let closed = self.lines.close().await;
         if let Some(child) = self.child.as_mut() {
-            if !exited(child).await? {
+            if !exited(child).await {
                 terminate(child);
-                if !exited(child).await? {
+                if !exited(child).await {
                     child.kill().await?;
                 }
             }
