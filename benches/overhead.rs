@@ -229,6 +229,9 @@ struct RawClient {
     /// Whether the capabilities were asked for once (a session may reuse
     /// them, as the governed runtime does).
     capabilities_known: std::sync::atomic::AtomicBool,
+    /// Under a task lease, the lease this client holds for the current
+    /// stretch of actions.
+    lease: Option<Value>,
 }
 
 /// Which transport a raw client speaks through.
@@ -242,50 +245,32 @@ enum RawTransport {
 }
 
 impl RawClient {
-    /// A raw client whose calls are counted (and timed) into `trips`, when given.
-    async fn spawn_on(server: &Server, trips: Option<&RoundTrips>) -> Self {
-        Self::spawn_through(server, trips, RawTransport::Rmcp).await
-    }
-
-    /// A raw client speaking through `through`.
+    /// A raw client speaking through `through`, its calls counted (and
+    /// timed) into `trips` when given.
     async fn spawn_through(
         server: &Server,
         trips: Option<&RoundTrips>,
         through: RawTransport,
     ) -> Self {
-        use rmcp::ServiceExt;
         let command = server.command();
-        let service = match (through, trips) {
-            (RawTransport::Rmcp, None) => {
-                ().serve(rmcp::transport::TokioChildProcess::new(command).unwrap())
-                    .await
-                    .unwrap()
-            }
-            (RawTransport::Rmcp, Some(trips)) => ()
-                .serve(CountedTransport::new(
+        let service = match through {
+            RawTransport::Rmcp => {
+                serve_counted(
                     rmcp::transport::TokioChildProcess::new(command).unwrap(),
-                    trips.clone(),
-                ))
+                    trips,
+                )
                 .await
-                .unwrap(),
-            (RawTransport::Adapter, None) => {
-                ().serve(ChildTransport::spawn(command).unwrap())
-                    .await
-                    .unwrap()
             }
-            (RawTransport::Adapter, Some(trips)) => ()
-                .serve(CountedTransport::new(
-                    ChildTransport::spawn(command).unwrap(),
-                    trips.clone(),
-                ))
-                .await
-                .unwrap(),
+            RawTransport::Adapter => {
+                serve_counted(ChildTransport::spawn(command).unwrap(), trips).await
+            }
         };
         let mut client = Self {
             service,
             session_id: String::new(),
             events_after: std::sync::Mutex::new(0),
             capabilities_known: std::sync::atomic::AtomicBool::new(false),
+            lease: None,
         };
         let answer = client
             .tool(
@@ -301,6 +286,22 @@ impl RawClient {
         let params = rmcp::model::CallToolRequestParams::new(name).with_arguments(obj(arguments));
         let result = self.service.peer().call_tool(params).await.unwrap();
         decode_tool_result(name, result).unwrap().0
+    }
+}
+
+/// A plain rmcp client over `transport`, its calls counted into `trips`
+/// when given.
+async fn serve_counted<T>(
+    transport: T,
+    trips: Option<&RoundTrips>,
+) -> rmcp::service::RunningService<rmcp::RoleClient, ()>
+where
+    T: rmcp::transport::Transport<rmcp::RoleClient, Error = std::io::Error> + 'static,
+{
+    use rmcp::ServiceExt;
+    match trips {
+        None => ().serve(transport).await.unwrap(),
+        Some(trips) => ().serve(CountedTransport::new(transport, trips.clone())).await.unwrap(),
     }
 }
 
@@ -605,12 +606,9 @@ struct Pair<'a> {
     shape: Shape,
     runtime: Arc<ComputerUseMcpRuntime>,
     session: Session<ComputerUseMcpRuntime>,
-    client: RawClient,
-    /// The same raw calls through the adapter's transport.
-    lines: RawClient,
+    /// The raw calls through each transport, in [`RawTransport`]'s order.
+    raws: [RawClient; 2],
     task: Option<TaskLease<ComputerUseMcpRuntime>>,
-    raw_task: Option<Value>,
-    lines_task: Option<Value>,
     /// `OVERHEAD_AA=1`: the "raw" side is a second governed session on a
     /// server of its own, so the ratio shows what the method alone reads
     /// between two identical sides.
@@ -632,12 +630,11 @@ impl<'a> Pair<'a> {
         trips: Option<(&RoundTrips, &RoundTrips, &RoundTrips)>,
     ) -> Self {
         let (runtime, session) = rt.block_on(server.governed_on(trips.map(|t| t.0)));
-        let client = rt.block_on(RawClient::spawn_on(server, trips.map(|t| t.1)));
-        let lines = rt.block_on(RawClient::spawn_through(
-            server,
-            trips.map(|t| t.2),
-            RawTransport::Adapter,
-        ));
+        let raws = [
+            (RawTransport::Rmcp, trips.map(|t| t.1)),
+            (RawTransport::Adapter, trips.map(|t| t.2)),
+        ]
+        .map(|(through, trips)| rt.block_on(RawClient::spawn_through(server, trips, through)));
         let twin = std::env::var_os("OVERHEAD_AA").map(|_| {
             let (runtime, session) = rt.block_on(server.governed());
             (runtime, session, None)
@@ -648,11 +645,8 @@ impl<'a> Pair<'a> {
             shape,
             runtime,
             session,
-            client,
-            lines,
+            raws,
             task: None,
-            raw_task: None,
-            lines_task: None,
             twin,
         }
     }
@@ -666,14 +660,9 @@ impl<'a> Pair<'a> {
                 .block_on(self.session.lease_task(task_terms(actions)))
                 .unwrap();
             self.task = Some(lease);
-            self.raw_task = Some(
-                self.rt
-                    .block_on(raw_lease(&self.client, self.server, actions)),
-            );
-            self.lines_task = Some(
-                self.rt
-                    .block_on(raw_lease(&self.lines, self.server, actions)),
-            );
+            for raw in &mut self.raws {
+                raw.lease = Some(self.rt.block_on(raw_lease(raw, self.server, actions)));
+            }
             if let Some((_, session, task)) = self.twin.as_mut() {
                 *task = Some(
                     self.rt
@@ -692,17 +681,11 @@ impl<'a> Pair<'a> {
         if let Some(lease) = self.twin.as_mut().and_then(|twin| twin.2.take()) {
             self.rt.block_on(lease.release()).unwrap();
         }
-        if let Some(lease_id) = self.raw_task.take() {
-            self.rt.block_on(
-                self.client
-                    .tool("release_control_lease", json!({ "lease_id": lease_id })),
-            );
-        }
-        if let Some(lease_id) = self.lines_task.take() {
-            self.rt.block_on(
-                self.lines
-                    .tool("release_control_lease", json!({ "lease_id": lease_id })),
-            );
+        for raw in &mut self.raws {
+            if let Some(lease_id) = raw.lease.take() {
+                self.rt
+                    .block_on(raw.tool("release_control_lease", json!({ "lease_id": lease_id })));
+            }
         }
     }
 
@@ -721,6 +704,8 @@ impl<'a> Pair<'a> {
         elapsed
     }
 
+    /// The raw calls through rmcp's transport (or, in an A/A run, the
+    /// twin's governed chain).
     fn raw(&mut self, id: &str) -> f64 {
         if let Some((_, session, task)) = self.twin.as_mut() {
             let action = self.server.action(id);
@@ -733,25 +718,19 @@ impl<'a> Pair<'a> {
             assert!(matches!(outcome.unwrap(), ChainOutcome::Completed(_)));
             return elapsed;
         }
-        let start = Instant::now();
-        self.rt.block_on(raw_mcp(
-            &self.client,
-            self.server,
-            id,
-            self.raw_task.as_ref(),
-        ));
-        start.elapsed().as_nanos() as f64
+        self.raw_through(RawTransport::Rmcp, id)
     }
 
     /// The raw calls through the adapter's transport.
     fn raw_lines(&mut self, id: &str) -> f64 {
+        self.raw_through(RawTransport::Adapter, id)
+    }
+
+    fn raw_through(&mut self, through: RawTransport, id: &str) -> f64 {
+        let raw = &self.raws[through as usize];
         let start = Instant::now();
-        self.rt.block_on(raw_mcp(
-            &self.lines,
-            self.server,
-            id,
-            self.lines_task.as_ref(),
-        ));
+        self.rt
+            .block_on(raw_mcp(raw, self.server, id, raw.lease.as_ref()));
         start.elapsed().as_nanos() as f64
     }
 
@@ -761,8 +740,7 @@ impl<'a> Pair<'a> {
             rt,
             runtime,
             session,
-            client,
-            lines,
+            raws,
             twin,
             ..
         } = self;
@@ -772,8 +750,9 @@ impl<'a> Pair<'a> {
             drop(session);
             rt.block_on(runtime.shutdown()).unwrap();
         }
-        rt.block_on(client.service.cancel()).unwrap();
-        rt.block_on(lines.service.cancel()).unwrap();
+        for raw in raws {
+            rt.block_on(raw.service.cancel()).unwrap();
+        }
     }
 }
 
@@ -1126,7 +1105,11 @@ fn on_desktop(
     }
     let _dialog = Shown(dialog);
     let app = server(0).app();
-    let client = rt.block_on(RawClient::spawn_on(&server(0), None));
+    let client = rt.block_on(RawClient::spawn_through(
+        &server(0),
+        None,
+        RawTransport::Rmcp,
+    ));
     let mut n = 0;
     let mut observe = |tool: &'static str, arguments: Value| {
         n += 1;

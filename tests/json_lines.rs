@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use adk_computer_use::mcp::rmcp;
 use adk_computer_use::mcp::{JsonLines, MAX_LINE_BYTES};
+use adk_computer_use_testkit::child::process_gone;
 use rmcp::RoleClient;
 use rmcp::model::{JsonRpcMessage, ServerResult};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
@@ -77,7 +78,7 @@ impl Both {
     /// (the same on both), which is `message` unless something was written
     /// before it.
     async fn send(&mut self, message: Value) -> Value {
-        let message: TxJsonRpcMessage<RoleClient> = serde_json::from_value(message).unwrap();
+        let message = request(message);
         self.ours.send(message.clone()).await.unwrap();
         self.theirs.send(message).await.unwrap();
         let (ours, theirs) = (
@@ -142,6 +143,32 @@ fn as_json(message: &RxJsonRpcMessage<RoleClient>) -> Value {
 
 fn call(id: Value, tool: &str) -> Value {
     json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": { "name": tool, "arguments": {} } })
+}
+
+/// `message` as the client sends it.
+fn request(message: Value) -> TxJsonRpcMessage<RoleClient> {
+    serde_json::from_value(message).unwrap()
+}
+
+/// A tool call whose arguments carry `bytes` bytes: more than a small
+/// pipe holds.
+fn big_call(bytes: usize) -> TxJsonRpcMessage<RoleClient> {
+    request(json!({
+        "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": { "name": "big", "arguments": { "blob": "x".repeat(bytes) } }
+    }))
+}
+
+/// What a message was read as, where the two readings can differ.
+fn read_as(message: &RxJsonRpcMessage<RoleClient>) -> &'static str {
+    match message {
+        JsonRpcMessage::Response(response) => match response.result {
+            ServerResult::CallToolResult(_) => "a tool result",
+            ServerResult::ListToolsResult(_) => "a list of tools",
+            _ => "another result",
+        },
+        _ => "no result",
+    }
 }
 
 /// A tool's answer the way upstream's server writes one: the structured
@@ -310,13 +337,10 @@ async fn a_tool_calls_answer_is_read_as_a_tool_result_whatever_else_it_could_be(
     both.theirs_server.say(line).await;
     let ours = patient(both.ours.receive()).await.unwrap();
     let theirs = patient(both.theirs.receive()).await.unwrap();
-    assert!(
-        matches!(&ours, JsonRpcMessage::Response(r) if matches!(r.result, ServerResult::CallToolResult(_))),
-        "ours: {}",
-        as_json(&ours)
-    );
-    assert!(
-        matches!(&theirs, JsonRpcMessage::Response(r) if matches!(r.result, ServerResult::ListToolsResult(_))),
+    assert_eq!(read_as(&ours), "a tool result", "ours: {}", as_json(&ours));
+    assert_eq!(
+        read_as(&theirs),
+        "a list of tools",
         "rmcp's: {}",
         as_json(&theirs)
     );
@@ -371,10 +395,8 @@ async fn a_write_cancelled_half_way_is_finished_whole_before_the_next() {
     // its send is given up part way through.
     let ((read, write), mut server) = ends(16);
     let mut ours = JsonLines::new(read, write);
-    let first: TxJsonRpcMessage<RoleClient> =
-        serde_json::from_value(call(json!(1), "first_tool")).unwrap();
-    let second: TxJsonRpcMessage<RoleClient> =
-        serde_json::from_value(call(json!(2), "second_tool")).unwrap();
+    let first = request(call(json!(1), "first_tool"));
+    let second = request(call(json!(2), "second_tool"));
     let given_up = tokio::time::timeout(Duration::from_millis(50), ours.send(first)).await;
     assert!(given_up.is_err(), "16 bytes cannot hold a request");
     // Now the server reads, and the next send goes out: both lines whole,
@@ -393,15 +415,9 @@ async fn closing_ends_the_stream_and_a_closed_transport_sends_nothing() {
     let mut rest = String::new();
     let read = patient(server.read.read_line(&mut rest)).await.unwrap();
     assert_eq!(read, 0, "the server reads the end of the stream");
-    let message: TxJsonRpcMessage<RoleClient> =
-        serde_json::from_value(call(json!(1), "snapshot")).unwrap();
+    let message = request(call(json!(1), "snapshot"));
     let err = ours.send(message).await.unwrap_err();
     assert_eq!(err.kind(), std::io::ErrorKind::NotConnected);
-}
-
-/// Whether process `pid` is still there (a zombie counts: not yet reaped).
-fn alive(pid: u32) -> bool {
-    std::path::Path::new(&format!("/proc/{pid}")).exists()
 }
 
 #[tokio::test]
@@ -412,9 +428,9 @@ async fn closing_a_child_that_ignores_its_closed_stdin_ends_it_and_reaps_it() {
     sleeper.arg("600");
     let mut transport = ChildTransport::spawn(sleeper).unwrap();
     let pid = transport.id().unwrap();
-    assert!(alive(pid));
+    assert!(!process_gone(pid));
     patient(transport.close()).await.unwrap();
-    assert!(!alive(pid), "sleep is asked to terminate, and reaped");
+    assert!(process_gone(pid), "sleep is asked to terminate, and reaped");
     assert_eq!(transport.id(), None);
     // Ignores SIGTERM too: killed.
     let mut stubborn = tokio::process::Command::new("sh");
@@ -423,7 +439,7 @@ async fn closing_a_child_that_ignores_its_closed_stdin_ends_it_and_reaps_it() {
     let pid = transport.id().unwrap();
     patient(transport.close()).await.unwrap();
     assert!(
-        !alive(pid),
+        process_gone(pid),
         "a shell that ignores SIGTERM is killed, and reaped"
     );
 }
@@ -486,20 +502,12 @@ async fn an_id_written_as_digits_answers_the_call_of_that_number() {
     let line = br#"{"jsonrpc":"2.0","id":"7","result":{"tools":[],"content":[],"structuredContent":{"fake":true}}}"#;
     both.ours_server.say(line).await;
     let ours = patient(both.ours.receive()).await.unwrap();
-    assert!(
-        matches!(&ours, JsonRpcMessage::Response(r) if matches!(r.result, ServerResult::CallToolResult(_))),
-        "{}",
-        as_json(&ours)
-    );
+    assert_eq!(read_as(&ours), "a tool result", "{}", as_json(&ours));
     assert_eq!(both.ours.typed_reads(), 1);
     // Forgotten: the same answer again is read by rmcp's rules.
     both.ours_server.say(line).await;
     let again = patient(both.ours.receive()).await.unwrap();
-    assert!(
-        matches!(&again, JsonRpcMessage::Response(r) if matches!(r.result, ServerResult::ListToolsResult(_))),
-        "{}",
-        as_json(&again)
-    );
+    assert_eq!(read_as(&again), "a list of tools", "{}", as_json(&again));
     assert_eq!(both.ours.typed_reads(), 1);
 }
 
@@ -509,15 +517,15 @@ async fn an_id_written_as_digits_answers_the_call_of_that_number() {
 async fn a_tool_call_never_sent_is_not_pending() {
     let ((read, write), mut server) = ends(1024);
     let mut ours = JsonLines::new(read, write);
-    let never: TxJsonRpcMessage<RoleClient> =
-        serde_json::from_value(call(json!(9), "snapshot")).unwrap();
+    let never = request(call(json!(9), "snapshot"));
     drop(ours.send(never));
     server
         .say(br#"{"jsonrpc":"2.0","id":9,"result":{"tools":[],"content":[]}}"#)
         .await;
     let message = patient(ours.receive()).await.unwrap();
-    assert!(
-        matches!(&message, JsonRpcMessage::Response(r) if matches!(r.result, ServerResult::ListToolsResult(_))),
+    assert_eq!(
+        read_as(&message),
+        "a list of tools",
         "{}",
         as_json(&message)
     );
@@ -598,11 +606,6 @@ async fn a_line_of_exactly_the_longest_length_is_read_and_one_byte_more_is_skipp
     }
 }
 
-/// Whether process `pid` is there and not yet a zombie.
-fn running(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| !stat.contains(") Z "))
-}
-
 /// A server that answers the handshake, then writes lines owed an Invalid
 /// Request answer and never reads its stdin again: the answers fill its
 /// pipe. Closing still ends it, through the service as
@@ -631,7 +634,7 @@ async fn a_server_that_stops_reading_cannot_hold_a_close_and_is_ended() {
     assert!(stuck, "the server wrote its lines and went to sleep");
     patient(service.cancel()).await.unwrap();
     assert!(
-        !running(pid),
+        process_gone(pid),
         "the server is ended once the service is closed"
     );
 }
@@ -649,8 +652,9 @@ async fn an_error_answering_a_tool_call_ends_it() {
     let late = br#"{"jsonrpc":"2.0","id":1,"result":{"content":[],"tools":[]}}"#;
     both.ours_server.say(late).await;
     let message = patient(both.ours.receive()).await.unwrap();
-    assert!(
-        matches!(&message, JsonRpcMessage::Response(r) if matches!(r.result, ServerResult::ListToolsResult(_))),
+    assert_eq!(
+        read_as(&message),
+        "a list of tools",
         "{}",
         as_json(&message)
     );
@@ -663,8 +667,7 @@ async fn an_error_answering_a_tool_call_ends_it() {
 async fn closing_offers_what_a_cancelled_send_left() {
     let ((read, write), server) = ends(16);
     let mut ours = JsonLines::new(read, write);
-    let first: TxJsonRpcMessage<RoleClient> =
-        serde_json::from_value(call(json!(1), "first_tool")).unwrap();
+    let first = request(call(json!(1), "first_tool"));
     let given_up = tokio::time::timeout(Duration::from_millis(50), ours.send(first)).await;
     assert!(given_up.is_err(), "16 bytes cannot hold a request");
     let reader = tokio::spawn(async move {
@@ -689,11 +692,7 @@ async fn closing_offers_what_a_cancelled_send_left() {
 async fn a_close_behind_a_stuck_send_still_closes() {
     let ((read, write), server) = ends(1024);
     let mut ours = JsonLines::new(read, write);
-    let big: TxJsonRpcMessage<RoleClient> = serde_json::from_value(json!({
-        "jsonrpc": "2.0", "id": 1, "method": "tools/call",
-        "params": { "name": "big", "arguments": { "blob": "x".repeat(64 * 1024) } }
-    }))
-    .unwrap();
+    let big = big_call(64 * 1024);
     let stuck = tokio::spawn(ours.send(big));
     // The send has begun (its first bytes are in the pipe, taken into the
     // server's buffer unread) and holds the writing half.
@@ -706,8 +705,7 @@ async fn a_close_behind_a_stuck_send_still_closes() {
         sent.is_err(),
         "a line that did not all go out is not reported written"
     );
-    let after: TxJsonRpcMessage<RoleClient> =
-        serde_json::from_value(call(json!(2), "after")).unwrap();
+    let after = request(call(json!(2), "after"));
     let err = ours.send(after).await.unwrap_err();
     assert_eq!(err.kind(), std::io::ErrorKind::NotConnected);
 }
@@ -773,11 +771,7 @@ async fn a_busy_server_behind_a_stuck_send_still_sees_its_stdin_end() {
         ),
     ]);
     let mut transport = ChildTransport::spawn(busy).unwrap();
-    let big: TxJsonRpcMessage<RoleClient> = serde_json::from_value(json!({
-        "jsonrpc": "2.0", "id": 1, "method": "tools/call",
-        "params": { "name": "big", "arguments": { "blob": "x".repeat(256 * 1024) } }
-    }))
-    .unwrap();
+    let big = big_call(256 * 1024);
     // Polled until it is stuck: 256 KiB do not fit in the pipe, so it
     // holds the writing half when the close begins.
     let mut send = Box::pin(transport.send(big));
@@ -794,4 +788,84 @@ async fn a_busy_server_behind_a_stuck_send_still_sees_its_stdin_end() {
     for path in [clean, termed] {
         let _ = std::fs::remove_file(path);
     }
+}
+
+/// The pending list is bounded: past 4096 calls awaiting an answer, a
+/// call's answer is read by rmcp's rules (the same message, bar the one
+/// documented difference), and the calls already listed keep theirs.
+#[tokio::test]
+async fn the_pending_list_holds_at_most_4096_calls() {
+    let ((read, write), server) = ends(1 << 20);
+    let mut ours = JsonLines::new(read, write);
+    let ServerEnd {
+        write: mut says,
+        read: mut heard,
+    } = server;
+    let draining = tokio::spawn(async move {
+        let mut line = Vec::new();
+        while heard.read_until(b'\n', &mut line).await.unwrap_or(0) > 0 {
+            line.clear();
+        }
+    });
+    for id in 0..=4096 {
+        ours.send(request(call(json!(id), "snapshot")))
+            .await
+            .unwrap();
+    }
+    for (id, read) in [(4096, "a list of tools"), (4095, "a tool result")] {
+        let line = format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"tools":[],"content":[]}}}}"#);
+        says.write_all(line.as_bytes()).await.unwrap();
+        says.write_all(b"\n").await.unwrap();
+        let message = patient(ours.receive()).await.unwrap();
+        assert_eq!(read_as(&message), read, "call {id}: {}", as_json(&message));
+    }
+    drop(ours);
+    patient(draining).await.unwrap();
+}
+
+/// A caller that starts a send, lets it stick on a peer that stopped
+/// reading, and then never polls it nor drops it holds the writing half
+/// where no closing signal reaches it: the close still returns within its
+/// bound, saying so, and a child behind it is still ended.
+#[tokio::test]
+async fn a_send_held_unpolled_cannot_hold_a_close() {
+    use adk_computer_use::mcp::ChildTransport;
+    let ((read, write), _server) = ends(1024);
+    let mut ours = JsonLines::new(read, write);
+    let mut held = Box::pin(ours.send(big_call(64 * 1024)));
+    let polled = tokio::time::timeout(Duration::from_millis(100), &mut held).await;
+    assert!(polled.is_err(), "the request is stuck in the full pipe");
+    let err = patient(ours.close()).await.unwrap_err();
+    assert_eq!(err.kind(), std::io::ErrorKind::TimedOut, "{err}");
+    drop(held);
+    // The same before a child that ignores its stdin: asked to terminate.
+    let mut sleeper = tokio::process::Command::new("sleep");
+    sleeper.arg("600");
+    let mut transport = ChildTransport::spawn(sleeper).unwrap();
+    let pid = transport.id().unwrap();
+    let mut held = Box::pin(transport.send(big_call(256 * 1024)));
+    let polled = tokio::time::timeout(Duration::from_millis(100), &mut held).await;
+    assert!(polled.is_err(), "the request is stuck in the full pipe");
+    let closed = patient(transport.close()).await;
+    assert!(
+        closed.is_err(),
+        "the close says the write held it: {closed:?}"
+    );
+    assert!(process_gone(pid), "the child is ended all the same");
+    drop(held);
+}
+
+/// Dropping a child transport ends the child, with no close.
+#[tokio::test]
+async fn dropping_a_child_transport_ends_the_child() {
+    use adk_computer_use::mcp::ChildTransport;
+    let mut sleeper = tokio::process::Command::new("sleep");
+    sleeper.arg("600");
+    let transport = ChildTransport::spawn(sleeper).unwrap();
+    let pid = transport.id().unwrap();
+    drop(transport);
+    assert!(
+        adk_computer_use_testkit::child::wait_gone(pid).await,
+        "sleep is killed when its transport is dropped"
+    );
 }

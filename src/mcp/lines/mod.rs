@@ -48,7 +48,7 @@ use rmcp::transport::Transport;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, BufReader};
 
 use super::wire::lock;
-use reading::{ToolAnswer, ignored_notification, take_pending};
+use reading::{ToolAnswer, ignored_notification, is_json, is_pending, take_pending};
 use writer::Writer;
 
 /// The longest line read, as rmcp's default; a longer one is skipped whole
@@ -212,18 +212,17 @@ where
                 return Err(std::io::ErrorKind::NotConnected.into());
             };
             if *reply == Reply::Owed {
-                // What a cancelled write left goes out first, whole.
-                writer.drain().await?;
                 let refusal = TxJsonRpcMessage::<RoleClient>::error(
                     ErrorData::invalid_request("Invalid request", None),
                     None,
                 );
                 let mut line = serde_json::to_vec(&refusal)?;
                 line.push(b'\n');
-                writer.queue(&line);
-                *reply = Reply::Flush;
+                // Queued once: a drain cut short is the next call's to finish.
+                writer.write_line(&line, || *reply = Reply::Flush).await?;
+            } else {
+                writer.drain().await?;
             }
-            writer.drain().await?;
             *reply = Reply::None;
             Ok(())
         })
@@ -234,7 +233,11 @@ where
     /// One line (without its line ending) as a message: `None` for a line
     /// to skip.
     fn parse(&mut self, line: &[u8]) -> Option<RxJsonRpcMessage<RoleClient>> {
+        // The whole-line check only for an answer to a pending call: any
+        // other line goes on to rmcp's reading, which checks it anyway.
         if let Some(answer) = ToolAnswer::read(line)
+            && is_pending(&lock(&self.calls), &answer.id)
+            && is_json(line)
             && take_pending(&mut lock(&self.calls), &answer.id)
         {
             self.typed += 1;
@@ -323,14 +326,10 @@ where
                         "the transport is closed",
                     ));
                 };
-                // What a cancelled write left goes out first, whole.
-                writer.drain().await?;
-                writer.queue(&line);
-                // Queued: the request goes out unless the transport closes
-                // first (the next write, or the close, finishes it), so its
-                // answer may come.
-                pending.queued();
-                writer.drain().await
+                // Once queued, the request goes out unless the transport
+                // closes first (the next write, or the close, finishes it),
+                // so its answer may come.
+                writer.write_line(&line, || pending.queued()).await
             })
             .await
         }

@@ -28,23 +28,25 @@ fn present<'de, D: Deserializer<'de>>(deserializer: D) -> Result<bool, D::Error>
 }
 
 impl ToolAnswer {
-    /// `line` as a tool call's answer, when it reads as one the way rmcp
-    /// would accept it at all: a JSON object (serde's derive would also
-    /// take an array, which rmcp refuses), valid JSON throughout (what the
-    /// typed read skips, serde skips unchecked: bad escapes, numbers out of
-    /// range, nesting past serde_json's limit; rmcp buffers the whole line
-    /// and refuses them), with neither `method` nor `error`.
+    /// `line` as a tool result's answer, when it reads as one in the shape
+    /// rmcp accepts: a JSON object (serde's derive would also take an
+    /// array, which rmcp refuses) with neither `method` nor `error`. What
+    /// this read skips it skips unchecked: [`is_json`] checks the rest.
     pub(super) fn read(line: &[u8]) -> Option<Self> {
         if line.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
             return None;
         }
         let answer: Self = serde_json::from_slice(line).ok()?;
-        if answer.method || answer.error {
-            return None;
-        }
-        serde_json::from_slice::<Valid>(line).ok()?;
-        Some(answer)
+        (!answer.method && !answer.error).then_some(answer)
     }
+}
+
+/// Whether `line` is valid JSON throughout, as rmcp (which buffers every
+/// line whole) requires: serde skips unknown fields unchecked, so a typed
+/// read alone accepts bad escapes, numbers out of range and nesting past
+/// serde_json's limit where rmcp refuses the line.
+pub(super) fn is_json(line: &[u8]) -> bool {
+    serde_json::from_slice::<Valid>(line).is_ok()
 }
 
 /// Reads any JSON value whole, as `serde_json::Value` would (every string's
@@ -104,17 +106,31 @@ impl<'de> Visitor<'de> for Valid {
     }
 }
 
-/// Takes `id` out of the pending tool calls: whether it was one. An id
-/// written as a string of digits answers the call of that number, as
-/// rmcp's service matches it.
+/// The pending tool call `id` answers, if any. An id written as a string
+/// of digits answers the call of that number, as rmcp's service matches it.
+fn pending_key(calls: &HashSet<RequestId>, id: &RequestId) -> Option<RequestId> {
+    if calls.contains(id) {
+        return Some(id.clone());
+    }
+    match id {
+        RequestId::String(text) => text
+            .parse::<i64>()
+            .ok()
+            .map(RequestId::Number)
+            .filter(|number| calls.contains(number)),
+        RequestId::Number(_) => None,
+    }
+}
+
+/// Whether `id` answers a pending tool call.
+pub(super) fn is_pending(calls: &HashSet<RequestId>, id: &RequestId) -> bool {
+    pending_key(calls, id).is_some()
+}
+
+/// Takes the call `id` answers out of the pending tool calls: whether
+/// there was one.
 pub(super) fn take_pending(calls: &mut HashSet<RequestId>, id: &RequestId) -> bool {
-    calls.remove(id)
-        || match id {
-            RequestId::String(text) => text
-                .parse::<i64>()
-                .is_ok_and(|number| calls.remove(&RequestId::Number(number))),
-            RequestId::Number(_) => false,
-        }
+    pending_key(calls, id).is_some_and(|key| calls.remove(&key))
 }
 
 /// Whether `value` is a notification rmcp skips when it does not read:

@@ -21,10 +21,19 @@ impl<W: AsyncWrite + Unpin> Writer<W> {
         }
     }
 
-    /// Adds `line` (which ends in a newline) behind what is queued. Call
-    /// [`Writer::drain`] first: only what a cancelled write left is ahead.
-    pub(super) fn queue(&mut self, line: &[u8]) {
+    /// Writes `line` (which ends in a newline) whole: what a cancelled
+    /// write left goes out first, then `line` is queued (and `queued`
+    /// told so) and written out. Cancelled before `queued` runs, nothing of
+    /// `line` was taken; after, the next write or the close finishes it.
+    pub(super) async fn write_line(
+        &mut self,
+        line: &[u8],
+        queued: impl FnOnce(),
+    ) -> std::io::Result<()> {
+        self.drain().await?;
         self.queued.extend_from_slice(line);
+        queued();
+        self.drain().await
     }
 
     /// Writes out what is queued and flushes. Cancel-safe: bytes leave the
