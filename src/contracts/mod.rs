@@ -14,6 +14,7 @@ mod corpus;
 mod envelope;
 mod extension;
 mod grant;
+pub mod labels;
 mod lease;
 pub mod limits;
 mod number;

@@ -61,7 +61,11 @@ impl AnnouncedChecks {
                 return None;
             }
             announced.insert("role".into(), Value::String(role.to_owned()));
-            announced.insert("label".into(), Value::String(label.to_owned()));
+            // The empty label names the element with no label: the check
+            // names its role alone.
+            if !label.is_empty() {
+                announced.insert("label".into(), Value::String(label.to_owned()));
+            }
         }
         announced.insert("exists".into(), Value::Bool(true));
         announced.insert(

@@ -266,7 +266,11 @@ pub(crate) fn derive<'a, R: super::ComputerUseRuntime + ?Sized>(
             }
             _ => (None, None),
         };
-        if offered_role != Some(role) || offered_label != Some(label) {
+        // An element named by its role and the empty label (the one
+        // unlabelled text area of an editor) is checked with no label: the
+        // wire's label is never empty.
+        let named_label = (!label.is_empty()).then_some(label);
+        if offered_role != Some(role) || offered_label != named_label {
             return Err(ComputerUseError::IdentityMismatch {
                 object: "derived postcondition",
                 field: "element",

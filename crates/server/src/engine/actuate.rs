@@ -66,7 +66,11 @@ impl State {
             .and_then(Value::as_str)
             .and_then(parse_time);
         let limit = i128::from(self.config.max_target_age_ms);
-        if captured.is_some_and(|c| (at - c).whole_milliseconds() > limit) {
+        // The evidence's age bounds how long before the effect it may have
+        // been taken; after the effect its age says nothing.
+        if round != Revalidation::AfterEffect
+            && captured.is_some_and(|c| (at - c).whole_milliseconds() > limit)
+        {
             return Err(Refusal::with_details(
                 "stale_target",
                 "target evidence is too old",
@@ -123,21 +127,35 @@ impl State {
                     let id = field.get("element_id").and_then(Value::as_str);
                     let role = field.get("role").and_then(Value::as_str);
                     let label = field.get("label").and_then(Value::as_str);
-                    let found: Vec<_> = elements
-                        .iter()
-                        .filter(|e| match (id, role, label) {
-                            // Every criterion given must hold: an id beside a
-                            // role and label cannot steer the check to
-                            // another element than the one they name.
-                            (Some(id), role, label) => {
+                    let found: Vec<_> = match (id, role, label) {
+                        // Every criterion given must hold: an id beside a
+                        // role and label cannot steer the check to another
+                        // element than the one they name.
+                        (Some(id), role, label) => elements
+                            .iter()
+                            .filter(|e| {
                                 e.id == id
                                     && role.is_none_or(|r| e.role == r)
                                     && label.is_none_or(|l| e.label == l)
-                            }
-                            (None, Some(role), Some(label)) => e.role == role && e.label == label,
-                            _ => false,
-                        })
-                        .collect();
+                            })
+                            .collect(),
+                        // The one label rule every element action resolves
+                        // by: the exact matches, else every partial one (more
+                        // than one is ambiguous).
+                        (None, Some(role), Some(label)) => {
+                            let wanted = adk_computer_use::contracts::labels::normalise(label);
+                            adk_computer_use::contracts::labels::search(
+                                elements
+                                    .iter()
+                                    .filter(|e| e.role == role)
+                                    .filter_map(|e| e.label_match(&wanted).map(|m| (e, m))),
+                            )
+                            .into_iter()
+                            .map(|(e, _)| e)
+                            .collect()
+                        }
+                        _ => Vec::new(),
+                    };
                     match found.as_slice() {
                         [] => {
                             signals.push("element_not_found");

@@ -122,6 +122,15 @@ pub trait DesktopBackend: Send + 'static {
         None
     }
 
+    /// Whether this desktop performs `tool` without input and without
+    /// taking the focus, so it may run in the background: an element
+    /// action through the application's own accessibility interfaces.
+    /// Upstream's rule (the simulated desktop's) is that an element action
+    /// takes the foreground, so by default nothing does.
+    fn acts_unfocused(&self, _tool: &str) -> bool {
+        false
+    }
+
     /// Whether this desktop reads a `set_value`'s element back through the
     /// application after the effect, and so checks the `ui_element`
     /// postcondition a client derives for it (announced in

@@ -524,8 +524,17 @@ impl State {
             )));
         }
         if let Some(target) = envelope.get("target") {
+            // After the effect nothing may read as "not performed": a
+            // target that no longer matches is an unknown outcome, with
+            // the check's own code as its cause, never `stale_target`.
             self.revalidate_target(target, now(), Revalidation::AfterEffect)
-                .map_err(after)?;
+                .map_err(|error| {
+                    after(Refusal::with_details(
+                        "indeterminate",
+                        "the action was performed; the target's check after it failed",
+                        json!({ "cause": error.code, "tool": request.tool }),
+                    ))
+                })?;
         }
         if let (Some(snapshot), Some(lease_id)) = (snapshot, &request.lease_id)
             && self

@@ -125,8 +125,14 @@ pub(crate) fn known_tool(tool: &str) -> Option<ToolMeta> {
 /// The capability upstream's platform rule gives `tool` for `app_id`:
 /// backend, modes, interference and confidence follow the tool's
 /// catalogue entry.
-pub(crate) fn capability(tool: &str, meta: ToolMeta, app_id: &str) -> Value {
-    let interference = if meta.moves_cursor || meta.physical_input {
+///
+/// `unfocused`: the desktop performs this tool without input and without
+/// the focus ([`super::backend::DesktopBackend::acts_unfocused`]), so it
+/// interferes with nothing and may run in the background.
+pub(crate) fn capability(tool: &str, meta: ToolMeta, app_id: &str, unfocused: bool) -> Value {
+    let interference = if unfocused {
+        "none"
+    } else if meta.moves_cursor || meta.physical_input {
         "moves_physical_pointer"
     } else if meta.requires_focus {
         "takes_foreground"
@@ -146,6 +152,7 @@ pub(crate) fn capability(tool: &str, meta: ToolMeta, app_id: &str) -> Value {
     };
     let mut modes = vec!["shadow"];
     if !meta.mutates
+        || unfocused
         || (meta.focus == Focus::None
             && !meta.requires_focus
             && !meta.physical_input

@@ -239,7 +239,12 @@ impl State {
             .and_then(Value::as_str)
             .or_else(|| text(&request.args, "target_app"))
             .unwrap_or("*");
-        let capability = policy::capability(&request.tool, meta, app);
+        let capability = policy::capability(
+            &request.tool,
+            meta,
+            app,
+            self.desktop.acts_unfocused(&request.tool),
+        );
         let decision = policy::decide(&self.config, &envelope);
         let policy_digest = policy::policy_digest(&self.config);
         let supports = capability["supportedModes"]

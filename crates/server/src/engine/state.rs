@@ -280,7 +280,8 @@ impl State {
             return Err(Refusal::bare("unknown_tool", json!({ "tool": tool })));
         };
         let app = super::wire::text(args, "app_id").unwrap_or("*");
-        let mut capability = super::policy::capability(tool, meta, app);
+        let mut capability =
+            super::policy::capability(tool, meta, app, self.desktop.acts_unfocused(tool));
         // A desktop that reports what it found of its platform (a
         // compositor's protocols) says it, and whether it can carry this
         // tool out at all; the others answer exactly as upstream does.

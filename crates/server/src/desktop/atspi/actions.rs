@@ -8,12 +8,13 @@
 
 use serde_json::{Value, json};
 
-use super::{Accessibility, Bounds, DEFAULT_DEPTH, MAX_DEPTH, Node, Tree};
+use super::resolve::{invalid, menu_item, names_what_was_written, resolve, wanted, window_agrees};
+use super::{Accessibility, Node, Tree};
 use crate::desktop::simulated::Element;
 use crate::engine::{ApplyError, EffectCheck, Refusal};
 use adk_computer_use::contracts::TargetEvidence;
 use adk_computer_use::contracts::catalogue::tool;
-use adk_computer_use::digest::sha256_prefixed;
+use adk_computer_use::contracts::labels;
 
 /// The element tools a Linux desktop performs when the accessibility bus
 /// is reachable.
@@ -30,287 +31,16 @@ pub(crate) const ELEMENT_TOOLS: [&str; 5] = [
 /// unknown.
 const ACTION_BUDGET: std::time::Duration = std::time::Duration::from_secs(30);
 
-/// AT-SPI's roles of a menu's entries.
-const MENU_ITEM_ROLES: [&str; 4] = ["menu item", "check menu item", "radio menu item", "menu"];
-
-/// The menu item `select_menu_item` names (upstream's shape: `bundle_id`,
-/// `menu`, `item`, `submenu`): walked from the window's menu bar by title,
-/// each step found exactly once, the item enabled and shown.
-fn menu_item<'t>(
-    tree: &'t Tree,
-    args: &Value,
-    target: Option<&TargetEvidence>,
-) -> Result<&'t Node, Refusal> {
-    let text = |key: &str| args.get(key).and_then(Value::as_str);
-    let bundle = text("bundle_id").ok_or_else(|| invalid("select_menu_item needs a bundle_id"))?;
-    if target.is_some_and(|t| t.app_id != bundle) {
-        return Err(invalid(format!(
-            "arguments.bundle_id is {bundle:?}, but the action's target is another application"
-        )));
-    }
-    let menu = text("menu").ok_or_else(|| invalid("select_menu_item needs a menu (a string)"))?;
-    let item = text("item").ok_or_else(|| invalid("select_menu_item needs an item (a string)"))?;
-    let submenu = match args.get("submenu") {
-        None => None,
-        Some(Value::String(s)) => Some(s.as_str()),
-        Some(_) => return Err(invalid("select_menu_item's submenu must be a string")),
-    };
-    if tree.truncated {
-        return Err(Refusal::new(
-            "ambiguous_match",
-            "the window's tree is larger than the walk's caps, so no menu in it is known to be unique",
-        ));
-    }
-    // One step down: the one child of `parents` with a menu's role titled
-    // `title`.
-    let step = |parents: Vec<&'t Node>, title: &str| -> Result<&'t Node, Refusal> {
-        let found: Vec<&Node> = parents
-            .iter()
-            .flat_map(|p| p.children.iter().filter_map(|&c| tree.nodes.get(c)))
-            .filter(|n| MENU_ITEM_ROLES.contains(&n.atspi_role.as_str()) && n.label == title)
-            .collect();
-        match found.as_slice() {
-            [one] => Ok(*one),
-            [] => Err(Refusal::new(
-                "element_not_found",
-                format!("no menu entry {title:?} where the path leads"),
-            )),
-            many => Err(Refusal::new(
-                "ambiguous_match",
-                format!("{} menu entries are titled {title:?}", many.len()),
-            )),
-        }
-    };
-    let bars: Vec<&Node> = tree
-        .nodes
-        .iter()
-        .filter(|n| n.atspi_role == "menu bar")
-        .collect();
-    if bars.is_empty() {
-        return Err(Refusal::new(
-            "element_not_found",
-            "the window exposes no menu bar",
-        ));
-    }
-    let mut node = step(bars, menu)?;
-    if let Some(submenu) = submenu {
-        node = step(vec![node], submenu)?;
-    }
-    let chosen = step(vec![node], item)?;
-    // An item of a closed menu is not shown; it must be enabled, as must
-    // every menu on the way to it.
-    let enabled = |n: &Node| {
-        ["enabled", "sensitive"]
-            .iter()
-            .all(|s| n.states.iter().any(|t| t == s))
-    };
-    if !enabled(node) || !enabled(chosen) {
-        return Err(Refusal::new(
-            "element_not_actionable",
-            format!("the menu item {item:?} is disabled"),
-        ));
-    }
-    if chosen.atspi_role == "menu" {
-        return Err(invalid(format!(
-            "{item:?} opens a submenu: name it as the submenu and an item in it"
-        )));
-    }
-    Ok(chosen)
-}
+/// The element observations a Linux desktop answers when the
+/// accessibility bus is reachable.
+pub(crate) use super::resolve::{Window, show_tree};
 
 /// The element observations a Linux desktop answers when the
 /// accessibility bus is reachable.
 pub(crate) const OBSERVE_TOOLS: [&str; 2] = [tool::FIND_ELEMENT, tool::GET_FOCUSED_ELEMENT];
 
-/// One field or button an action names, as its arguments name it.
-struct Wanted<'a> {
-    role: Option<&'a str>,
-    label: &'a str,
-    value: Option<&'a str>,
-}
-
-fn invalid(message: impl Into<String>) -> Refusal {
-    Refusal::new("invalid_arguments", message)
-}
-
-fn wanted<'a>(tool_name: &str, args: &'a Value) -> Result<Vec<Wanted<'a>>, Refusal> {
-    // Upstream's shapes name an element by role and label only. An id
-    // beside them could steer the server's sensitivity check to another
-    // element than the one written: it is refused, whole.
-    let carries_id = |v: &Value| v.get("element_id").is_some();
-    if carries_id(args)
-        || args
-            .get("fields")
-            .and_then(Value::as_array)
-            .is_some_and(|fields| fields.iter().any(carries_id))
-    {
-        return Err(invalid(
-            "element_id is not part of upstream's shape here: name each element by its role and label",
-        ));
-    }
-    let text = |v: &'a Value, key: &str| v.get(key).and_then(Value::as_str);
-    let one = |v: &'a Value| -> Result<Wanted<'a>, Refusal> {
-        let label = text(v, "label")
-            .ok_or_else(|| invalid(format!("{tool_name} needs a label (a string)")))?;
-        Ok(Wanted {
-            role: text(v, "role"),
-            label,
-            value: text(v, "value"),
-        })
-    };
-    match tool_name {
-        tool::FILL_FORM => {
-            let fields = args
-                .get("fields")
-                .and_then(Value::as_array)
-                .filter(|f| (1..=100).contains(&f.len()))
-                .ok_or_else(|| invalid("fill_form needs 1 to 100 fields"))?;
-            let fields: Vec<Wanted<'a>> = fields.iter().map(one).collect::<Result<_, _>>()?;
-            if fields.iter().any(|f| f.role.is_none() || f.value.is_none()) {
-                return Err(invalid(
-                    "each field of fill_form needs a role, a label and a value",
-                ));
-            }
-            Ok(fields)
-        }
-        tool::SET_VALUE => {
-            let field = one(args)?;
-            if field.role.is_none() || field.value.is_none() {
-                return Err(invalid("set_value needs a role, a label and a value"));
-            }
-            Ok(vec![field])
-        }
-        tool::PRESS_BUTTON => Ok(vec![Wanted {
-            role: Some("AXButton"),
-            ..one(args)?
-        }]),
-        _ => {
-            let element = one(args)?;
-            match element.role {
-                None => Err(invalid("click_element needs a role and a label")),
-                // A field's "activate" is Enter, which presses the dialog's
-                // default button: not a click on the field.
-                Some("AXTextField" | "AXTextArea" | "AXSecureTextField") => Err(invalid(
-                    "click_element does not press a text field (its action is Enter); use set_value",
-                )),
-                Some(_) => Ok(vec![element]),
-            }
-        }
-    }
-}
-
-/// Whether a declared postcondition is the `ui_element` check of what the
-/// action writes: for `set_value`, its element by role and label with the
-/// digest of its value; for `fill_form`, the form's role and no label, with
-/// the digest of every field's role, label and value in the action's order.
-fn names_what_was_written(tool_name: &str, fields: &[Wanted<'_>], postcondition: &Value) -> bool {
-    let text = |key: &str| postcondition.get(key).and_then(Value::as_str);
-    if text("kind") != Some("ui_element") || postcondition.get("exists") != Some(&Value::Bool(true))
-    {
-        return false;
-    }
-    let digest = text("valueDigest");
-    match (tool_name, fields) {
-        (tool::SET_VALUE, [field]) => {
-            text("role") == field.role
-                && text("label") == Some(field.label)
-                && field
-                    .value
-                    .is_some_and(|v| digest == Some(sha256_prefixed(v).as_str()))
-        }
-        (tool::FILL_FORM, _) => {
-            let all: Option<Vec<(&str, &str, &str)>> = fields
-                .iter()
-                .map(|f| Some((f.role?, f.label, f.value?)))
-                .collect();
-            text("role") == Some(adk_computer_use::runtime::FORM_CHECK_ROLE)
-                && text("label").is_none()
-                && all.is_some_and(|all| {
-                    digest == Some(adk_computer_use::runtime::form_values_digest(all).as_str())
-                })
-        }
-        _ => false,
-    }
-}
-
-/// An element action's `window_id` (upstream's shapes name the window in
-/// the arguments) must be the window the target evidence names: the
-/// effect goes to the target, so arguments naming another window would
-/// show a person one window and act on another.
-fn window_agrees(args: &Value, target: Option<&TargetEvidence>) -> Result<(), Refusal> {
-    let Some(named) = args.get("window_id") else {
-        return Ok(());
-    };
-    let target = target.and_then(|t| match t.window_id {
-        Some(adk_computer_use::contracts::WindowId::Number(id)) => Some(id),
-        _ => None,
-    });
-    match (named.as_u64(), target) {
-        (Some(named), Some(target)) if named == target => Ok(()),
-        (Some(named), Some(target)) => Err(invalid(format!(
-            "arguments.window_id is {named}, but the action's target is window {target}"
-        ))),
-        (None, _) => Err(invalid("arguments.window_id must be an integer")),
-        (Some(_), None) => Err(invalid(
-            "arguments.window_id names a window, but the action's target names none",
-        )),
-    }
-}
-
-/// The one node `wanted` names in `tree`, acted on.
-fn resolve<'t>(tree: &'t Tree, wanted: &Wanted<'_>) -> Result<&'t Node, Refusal> {
-    if tree.truncated {
-        // A match in part of a tree is not known to be the only one.
-        return Err(Refusal::new(
-            "ambiguous_match",
-            "the window's tree is larger than the walk's caps (500 nodes, 10 levels), so no element in it is known to be unique",
-        ));
-    }
-    let found: Vec<&Node> = tree
-        .nodes
-        .iter()
-        .filter(|n| wanted.role.is_none_or(|r| r == n.role) && n.label == wanted.label)
-        .collect();
-    let named = || format!("{} {:?}", wanted.role.unwrap_or("element"), wanted.label);
-    match found.as_slice() {
-        [] => Err(Refusal::new(
-            "element_not_found",
-            format!("no {} in the window", named()),
-        )),
-        [node] if !node.is_actionable() => Err(Refusal::new(
-            "element_not_actionable",
-            format!("the {} is disabled or hidden", named()),
-        )),
-        [node] => Ok(node),
-        many => Err(Refusal::new(
-            "ambiguous_match",
-            format!("{} elements match {}", many.len(), named()),
-        )),
-    }
-}
-
 fn stale(message: &str) -> Refusal {
     Refusal::new("stale_target", message)
-}
-
-/// A window of the display as the element tools see it: which process
-/// owns it (the application is found on the bus by it), its title, and
-/// its place in the coordinates its application reports its frame in
-/// (the screen's on X11, the window's own on Wayland).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Window {
-    /// The display's id of the window.
-    pub id: u64,
-    /// The application's id as the display reports it.
-    pub app_id: String,
-    /// The owning process, as the display records it.
-    pub pid: Option<u32>,
-    /// The title.
-    pub title: String,
-    /// Where the application's frame for this window must be.
-    pub bounds: Bounds,
-    /// The window holds the input focus.
-    pub focused: bool,
 }
 
 /// A desktop whose windows the element tools act in: it names the
@@ -330,16 +60,10 @@ pub(crate) trait ElementHost {
     /// Replaces them.
     fn set_written_elements(&mut self, nodes: Vec<Node>);
 
-    /// The accessible tree of the window `record`, walked
-    /// [`DEFAULT_DEPTH`] deep: the tree targets are resolved in and
-    /// revisions taken of.
+    /// The whole accessible tree of the window `record` (up to the walk's
+    /// limits): the tree targets are resolved in and revisions taken of;
+    /// what a model is shown of it is cut from it.
     fn element_tree(&self, record: &Window) -> Result<Tree, Refusal> {
-        self.element_tree_to(record, DEFAULT_DEPTH)
-    }
-
-    /// The accessible tree of the window `record`, `depth` deep (at most
-    /// [`crate::desktop::atspi::MAX_DEPTH`]).
-    fn element_tree_to(&self, record: &Window, depth: usize) -> Result<Tree, Refusal> {
         let bus = self.accessibility().ok_or_else(|| {
             Refusal::new(
                 "accessibility_unavailable",
@@ -352,14 +76,17 @@ pub(crate) trait ElementHost {
                 "the window's process is not known, so its application cannot be found",
             )
         })?;
-        bus.tree(pid, &record.title, record.bounds, depth)
+        bus.tree(pid, &record.title, record.bounds)
     }
 
-    /// `find_element`: the nodes of a window whose role is `role` and
-    /// whose label and value hold `label` and `value` (case-insensitive
-    /// substrings), all given criteria at once, at most `max_results`, in
-    /// the tree's order, each in upstream's flat shape with its `path`. A
-    /// password's value is never read, so never matched.
+    /// `find_element`: the nodes of a window whose role is `role`, whose
+    /// label matches `label` by the one rule of [`labels`] (the exact
+    /// matches when any, else every partial one, each marked `match`), and
+    /// whose value holds `value` (a case-insensitive substring), all given
+    /// criteria at once, at most `max_results`, in the tree's order, each
+    /// in upstream's flat shape with its `path`. The whole tree is
+    /// searched, not what `get_ui_tree` shows. A password's value is never
+    /// read, so never matched.
     fn find_elements(&self, args: &Value) -> Result<Value, Refusal> {
         let window = args
             .get("window_id")
@@ -368,7 +95,7 @@ pub(crate) trait ElementHost {
         let criterion = |key: &str| -> Result<Option<String>, Refusal> {
             match args.get(key) {
                 None => Ok(None),
-                Some(Value::String(s)) => Ok(Some(s.to_lowercase())),
+                Some(Value::String(s)) => Ok(Some(labels::normalise(s))),
                 Some(_) => Err(invalid(format!("find_element's {key} must be a string"))),
             }
         };
@@ -383,8 +110,8 @@ pub(crate) trait ElementHost {
                 })?,
         };
         let record = self.element_window(window)?;
-        let tree = self.element_tree_to(&record, MAX_DEPTH)?;
-        let found: Vec<Value> = tree
+        let tree = self.element_tree(&record)?;
+        let candidates = tree
             .nodes
             .iter()
             .filter(|n| {
@@ -393,24 +120,39 @@ pub(crate) trait ElementHost {
                 })
             })
             .filter(|n| {
-                label
-                    .as_ref()
-                    .is_none_or(|l| n.label.to_lowercase().contains(l))
-            })
-            .filter(|n| {
                 value.as_ref().is_none_or(|v| {
                     !n.secure
                         && n.value
                             .as_ref()
-                            .is_some_and(|now| now.to_lowercase().contains(v))
+                            .is_some_and(|now| labels::normalise(now).contains(v.as_str()))
                 })
             })
+            .filter_map(|n| match &label {
+                None => Some((n, None)),
+                Some(l) => n.label_match(l).map(|m| (n, Some(m))),
+            });
+        let found: Vec<(&Node, Option<labels::LabelMatch>)> = if label.is_some() {
+            labels::search(
+                candidates.map(|(n, m)| ((n, m), m.unwrap_or(labels::LabelMatch::Partial))),
+            )
+            .into_iter()
+            .map(|(pair, _)| pair)
+            .collect()
+        } else {
+            candidates.collect()
+        };
+        let found: Vec<Value> = found
+            .into_iter()
             .take(usize::try_from(most).unwrap_or(100))
-            .map(|n| {
+            .map(|(n, matched)| {
                 let mut shown = n.to_flat_json();
                 // The application's text, untrusted (it may be written to
                 // steer whoever reads it).
                 shown["contentOrigin"] = json!("application_untrusted");
+                if let Some(matched) = matched {
+                    shown["match"] = json!(matched.as_str());
+                }
+                shown["actionable"] = json!(tree.toolkit.enabled(n) && tree.toolkit.shown(n));
                 if tree.truncated {
                     // Matches from part of a tree: there may be more.
                     shown["truncated"] = json!(true);
@@ -491,7 +233,7 @@ pub(crate) trait ElementHost {
             if field.value.is_some() && !node.states.iter().any(|s| s == "editable") {
                 return Err(Refusal::new(
                     "element_not_editable",
-                    format!("{} {:?} is not editable", node.role, node.label),
+                    format!("the {} {} is not editable", node.role, node.id()),
                 ));
             }
         }
@@ -720,7 +462,8 @@ pub(crate) trait ElementHost {
         Some(
             tree.nodes
                 .iter()
-                .filter(|n| !n.label.is_empty())
+                // What an action may resolve: the nodes a person sees.
+                .filter(|n| tree.toolkit.shown(n))
                 .map(|n| Element {
                     id: n.id(),
                     role: n.role.to_owned(),
@@ -731,6 +474,11 @@ pub(crate) trait ElementHost {
                         n.value.clone().unwrap_or_default()
                     },
                     secure: n.secure,
+                    also: [&n.name, &n.description]
+                        .into_iter()
+                        .filter(|s| !s.is_empty() && **s != n.label)
+                        .cloned()
+                        .collect(),
                 })
                 .collect(),
         )

@@ -17,32 +17,44 @@
 // The element tools a desktop serves; only a desktop (X11, Wayland) uses them.
 #[cfg(any(feature = "x11", feature = "wayland"))]
 pub(crate) mod actions;
+mod frame;
+#[cfg(any(feature = "x11", feature = "wayland"))]
+mod resolve;
 mod roles;
+mod toolkit;
 mod tree;
+mod walk;
 
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use atspi::proxy::accessible::{AccessibleProxy, ObjectRefExt};
+use atspi::AccessibilityConnection;
 use atspi::proxy::proxy_ext::ProxyExt;
-use atspi::{AccessibilityConnection, ObjectRefOwned, zbus};
 
 use crate::engine::Refusal;
 
 pub use roles::{ax_role, is_field, is_secret};
+pub use toolkit::Toolkit;
 pub use tree::{Node, Tree};
 
 /// How long one observation or action may take, whole.
 pub const DEADLINE: Duration = Duration::from_secs(10);
-/// The deepest tree `get_ui_tree` walks (upstream's cap).
+/// The deepest tree `get_ui_tree` shows (upstream's cap).
 pub const MAX_DEPTH: usize = 20;
-/// How deep a tree is walked when no depth is asked for (upstream's
-/// default), and always for the tree a revision and a target are taken
-/// from.
+/// How deep a tree is shown when no depth is asked for (upstream's
+/// default).
 pub const DEFAULT_DEPTH: usize = 10;
-/// The most nodes one tree holds (upstream's cap).
+/// The most nodes one shown tree holds (upstream's cap).
 pub const MAX_NODES: usize = 500;
+/// The most nodes a window's tree may have for an element in it to be
+/// found: every action resolves its element in the whole tree, not in
+/// what is shown. A limit of memory and time (a 10,000-node tree fits),
+/// not of what a model sees.
+pub const WALK_MAX_NODES: usize = 20_000;
+/// The deepest a window's tree is read for an action (a limit against a
+/// tree that never ends, far below any real application's depth).
+pub const WALK_MAX_DEPTH: usize = 96;
 
 /// A connection to the accessibility bus, on a runtime of its own that runs
 /// on a thread of its own: the desktops call it from any thread (a blocking
@@ -154,20 +166,17 @@ impl Accessibility {
         })
     }
 
-    /// The tree of the window of process `pid` titled `title` whose
-    /// frame has the display's `bounds` for that window.
-    pub fn tree(
-        &self,
-        pid: u32,
-        title: &str,
-        bounds: Bounds,
-        max_depth: usize,
-    ) -> Result<Tree, Refusal> {
+    /// The whole tree (up to [`WALK_MAX_NODES`] and [`WALK_MAX_DEPTH`]) of
+    /// the window of process `pid` titled `title` whose frame has the
+    /// display's `bounds` for that window.
+    pub fn tree(&self, pid: u32, title: &str, bounds: Bounds) -> Result<Tree, Refusal> {
         let bus = Arc::clone(&self.bus);
         let title = title.to_owned();
-        run_bounded(&self.handle, "get_ui_tree", async move {
-            let frame = frame(&bus, pid, &title, bounds).await?;
-            tree::walk(bus.connection(), frame, max_depth.min(MAX_DEPTH), MAX_NODES).await
+        run_bounded(&self.handle, "read the window's tree", async move {
+            let (frame, toolkit) = frame(&bus, pid, &title, bounds).await?;
+            let walked =
+                walk::walk(bus.connection(), frame, WALK_MAX_DEPTH, WALK_MAX_NODES).await?;
+            Ok(Tree::new(walked.nodes, walked.truncated, toolkit))
         })
     }
 
@@ -194,8 +203,9 @@ impl Accessibility {
                 Refusal::new(
                     "element_not_editable",
                     format!(
-                        "{} {:?} offers no editable text",
-                        expected.role, expected.label
+                        "the {} {} offers no editable text",
+                        expected.role,
+                        expected.id()
                     ),
                 )
             })?;
@@ -203,7 +213,7 @@ impl Accessibility {
                 Ok(true) => Ok(()),
                 Ok(false) => Err(Refusal::new(
                     "element_not_editable",
-                    format!("{} {:?} refused the text", expected.role, expected.label),
+                    format!("the {} {} refused the text", expected.role, expected.id()),
                 )),
                 Err(e) => Err(call_failed("set the text", e)),
             }
@@ -241,7 +251,7 @@ impl Accessibility {
                 Ok(true) => Ok(()),
                 Ok(false) => Err(Refusal::new(
                     "element_action_failed",
-                    format!("{} {:?} refused the press", expected.role, expected.label),
+                    format!("the {} {} refused the press", expected.role, expected.id()),
                 )),
                 Err(e) => Err(call_failed("press the element", e)),
             }
@@ -269,7 +279,13 @@ impl Accessibility {
                 .text()
                 .await
                 .map_err(|_| unreadable("the element's text"))?;
-            text.get_text(0, -1)
+            // GTK 4 answers an end of -1 with no text: the end is asked as
+            // the text's length.
+            let length = text
+                .character_count()
+                .await
+                .map_err(|_| unreadable("the element's text"))?;
+            text.get_text(0, length)
                 .await
                 .map_err(|_| unreadable("the element's text"))
         })
@@ -314,145 +330,16 @@ impl Accessibility {
     }
 }
 
-/// A window's bounds on the display: `(x, y, width, height)`.
-pub type Bounds = (i64, i64, u32, u32);
-
-/// How far a frame's extents may lie from the display's bounds for its
-/// window (a window manager's decorations), in pixels.
-const FRAME_TOLERANCE_PX: i64 = 64;
-
-/// Whether a frame's extents are the display's window: the title a client
-/// sets on a window is not enough to name a frame (any X client may set
-/// it), so the frame must also be where the window is.
-fn same_place(extents: (i32, i32, i32, i32), bounds: Bounds) -> bool {
-    let (x, y, w, h) = extents;
-    let (bx, by, bw, bh) = bounds;
-    let near = |a: i64, b: i64| (a - b).abs() <= FRAME_TOLERANCE_PX;
-    near(i64::from(x), bx)
-        && near(i64::from(y), by)
-        && near(i64::from(w), i64::from(bw))
-        && near(i64::from(h), i64::from(bh))
-}
-
-/// The frame of the application whose process is `pid`, titled `title`,
-/// where the display shows that window (`bounds`): exactly one, or a
-/// refusal.
-async fn frame(
-    bus: &AccessibilityConnection,
-    pid: u32,
-    title: &str,
-    bounds: Bounds,
-) -> Result<ObjectRefOwned, Refusal> {
-    let conn = bus.connection();
-    let root = bus
-        .root_accessible_on_registry()
-        .await
-        .map_err(|e| failed("the accessibility registry", e))?;
-    let dbus = zbus::fdo::DBusProxy::new(conn)
-        .await
-        .map_err(|e| failed("the session bus", e))?;
-    let mut frames = Vec::new();
-    for app in root
-        .get_children()
-        .await
-        .map_err(|e| failed("the applications", e))?
-    {
-        let Some(name) = app.name().map(|n| n.to_string()) else {
-            continue;
-        };
-        let Ok(bus_name) = zbus::names::BusName::try_from(name.as_str()) else {
-            continue;
-        };
-        match dbus.get_connection_unix_process_id(bus_name).await {
-            Ok(owner) if owner == pid => {}
-            _ => continue,
-        }
-        let Ok(app) = app.into_accessible_proxy(conn).await else {
-            continue;
-        };
-        for window in app.get_children().await.unwrap_or_default() {
-            let Ok(proxy) = window.as_accessible_proxy(conn).await else {
-                continue;
-            };
-            if !proxy.name().await.is_ok_and(|n| n == title) {
-                continue;
-            }
-            let Ok(proxies) = proxy.proxies().await else {
-                continue;
-            };
-            let Ok(component) = proxies.component().await else {
-                continue;
-            };
-            if component
-                .get_extents(atspi::CoordType::Screen)
-                .await
-                .is_ok_and(|extents| same_place(extents, bounds))
-            {
-                frames.push(window);
-            }
-        }
-    }
-    match frames.len() {
-        1 => Ok(frames.remove(0)),
-        0 => Err(unavailable(format!(
-            "no accessible window of process {pid} with the window's title and place"
-        ))),
-        n => Err(Refusal::new(
-            "ambiguous_target",
-            format!("{n} accessible windows of process {pid} have the window's title and place"),
-        )),
-    }
-}
-
-/// The node `expected` names, found again by its path below the window,
-/// with the same AT-SPI role and (unless its label came from the layout)
-/// the same name.
-async fn found_again<'c>(
-    bus: &'c AccessibilityConnection,
-    pid: u32,
-    title: &str,
-    bounds: Bounds,
-    expected: &Node,
-) -> Result<AccessibleProxy<'c>, Refusal> {
-    let conn = bus.connection();
-    let gone = || Refusal::new("stale_target", "the element is gone");
-    let mut node = frame(bus, pid, title, bounds)
-        .await?
-        .into_accessible_proxy(conn)
-        .await
-        .map_err(|_| unreadable("the window"))?;
-    for index in &expected.path {
-        let child = i32::try_from(*index).map_err(|_| gone())?;
-        let next = node.get_child_at_index(child).await.map_err(|_| gone())?;
-        node = next.into_accessible_proxy(conn).await.map_err(|_| gone())?;
-    }
-    let role = node.get_role_name().await.map_err(|_| gone())?;
-    let name = node.name().await.unwrap_or_default();
-    // A label taken from a relation or the layout was checked on the walk
-    // just before; the node itself must still be unnamed.
-    let name_holds = if expected.labelled_apart {
-        name.is_empty()
-    } else {
-        name == expected.label
-    };
-    if role != expected.atspi_role || !name_holds {
-        return Err(Refusal::new(
-            "stale_target",
-            format!(
-                "the element changed: expected {} {:?}, found another",
-                expected.role, expected.label
-            ),
-        ));
-    }
-    Ok(node)
-}
+pub use frame::Bounds;
+use frame::{found_again, frame};
 
 fn no_press(expected: &Node) -> Refusal {
     Refusal::new(
         "element_not_pressable",
         format!(
-            "{} {:?} offers no click, press or activate action",
-            expected.role, expected.label
+            "the {} {} offers no click, press or activate action",
+            expected.role,
+            expected.id()
         ),
     )
 }

@@ -5,13 +5,11 @@
 //! values and focus (so a typed value or a blinking caret does not move it;
 //! a renamed, moved, added or removed element does).
 
-use atspi::proxy::accessible::ObjectRefExt;
-use atspi::proxy::proxy_ext::ProxyExt;
-use atspi::{CoordType, ObjectRefOwned, RelationType, State, zbus};
 use serde_json::{Value, json};
 
-use super::{ax_role, is_field, is_secret, unreadable};
-use crate::engine::Refusal;
+use super::is_field;
+use super::toolkit::Toolkit;
+use adk_computer_use::contracts::labels::{self, LabelMatch};
 use adk_computer_use::digest::sha256_hex;
 
 /// One node of a window's tree.
@@ -23,12 +21,19 @@ pub struct Node {
     pub atspi_role: String,
     /// The role in upstream's vocabulary (`AXButton`, ...).
     pub role: &'static str,
-    /// Its label: its name, else its `labelled-by` label, else the label
-    /// beside it in the layout.
+    /// Its accessible name, as the application reports it (what the node
+    /// is checked against when it is found again).
+    pub name: String,
+    /// Its label, as a person reads it: its name; else its `labelled-by`
+    /// label; else the text of the labels inside it (a GTK 4 button
+    /// whose name is its widget's class, or its text twice); else, for a
+    /// field, the label beside it in the layout.
     pub label: String,
     /// The label came from a `labelled-by` relation or the layout, not
     /// from the node's own name.
     pub labelled_apart: bool,
+    /// Its description (a tooltip, a longer name), when it has one.
+    pub description: String,
     /// Its text, when it has one; never for a password field.
     pub value: Option<String>,
     /// A password field.
@@ -44,11 +49,22 @@ pub struct Node {
 }
 
 impl Node {
-    /// Whether it is shown and may be acted on.
-    pub fn is_actionable(&self) -> bool {
-        ["enabled", "sensitive", "showing", "visible"]
-            .iter()
-            .all(|s| self.states.iter().any(|t| t == s))
+    /// Whether it has the state `name`.
+    pub fn has(&self, name: &str) -> bool {
+        self.states.iter().any(|s| s == name)
+    }
+
+    /// How its label, or else its description, matches `wanted`
+    /// (normalised), by the one rule of [`labels`].
+    pub fn label_match(&self, wanted: &str) -> Option<LabelMatch> {
+        labels::best_match(
+            [
+                self.label.as_str(),
+                self.name.as_str(),
+                self.description.as_str(),
+            ],
+            wanted,
+        )
     }
 
     /// Its id: the path, as `p0.2.1`.
@@ -63,20 +79,23 @@ impl Node {
 pub struct Tree {
     /// Every node walked.
     pub nodes: Vec<Node>,
-    /// Whether the caps (depth, nodes) cut the walk short.
+    /// Whether the walk's limits (depth, nodes) cut it short.
     pub truncated: bool,
     /// The digest of the tree's structure and labels.
     pub revision: String,
+    /// The toolkit the application is built with, which decides how its
+    /// states read.
+    pub toolkit: Toolkit,
 }
 
 /// The longest label kept, in characters (an application's text is
 /// untrusted, and bounded).
-const MAX_LABEL_CHARS: usize = 256;
+pub(super) const MAX_LABEL_CHARS: usize = 256;
 /// The longest value kept, in characters.
-const MAX_VALUE_CHARS: usize = 4096;
+pub(super) const MAX_VALUE_CHARS: usize = 4096;
 
 /// `text`, cut at `most` characters.
-fn capped(text: String, most: usize) -> String {
+pub(super) fn capped(text: String, most: usize) -> String {
     match text.char_indices().nth(most) {
         Some((at, _)) => text[..at].to_owned(),
         None => text,
@@ -91,155 +110,64 @@ pub fn is_press(name: &str) -> bool {
     )
 }
 
-fn state_name(state: State) -> String {
-    let debug = format!("{state:?}");
-    let mut out = String::new();
-    for (i, c) in debug.chars().enumerate() {
-        if c.is_ascii_uppercase() && i > 0 {
-            out.push('_');
-        }
-        out.push(c.to_ascii_lowercase());
+/// Whether `name` is no name a person reads: GTK 4 names a widget without
+/// one by its class (`GtkButton`, `AdwLeaflet`), or gives a button its
+/// text twice (`"1 1"` for the button that shows `1`, when `content` is
+/// its text).
+fn placeholder(name: &str, content: &str, toolkit: &Toolkit) -> bool {
+    if name.is_empty() {
+        return true;
     }
-    out
+    if *toolkit != Toolkit::Gtk4 {
+        return false;
+    }
+    let class = ["Gtk", "Adw", "Gdk"].iter().any(|prefix| {
+        name.strip_prefix(prefix).is_some_and(|rest| {
+            rest.starts_with(|c: char| c.is_ascii_uppercase())
+                && rest.chars().all(|c| c.is_ascii_alphanumeric())
+        })
+    });
+    class || (!content.is_empty() && name == format!("{content} {content}"))
 }
 
-/// Walks the tree below `frame`, `max_depth` deep and `max_nodes` wide.
-pub(super) async fn walk(
-    conn: &zbus::Connection,
-    frame: ObjectRefOwned,
-    max_depth: usize,
-    max_nodes: usize,
-) -> Result<Tree, Refusal> {
-    let mut nodes: Vec<Node> = Vec::new();
-    let mut truncated = false;
-    // Depth-first, children in order: (object, path, parent index).
-    let mut stack: Vec<(ObjectRefOwned, Vec<u32>, Option<usize>)> = vec![(frame, Vec::new(), None)];
-    while let Some((object, path, parent)) = stack.pop() {
-        if nodes.len() >= max_nodes {
-            truncated = true;
-            break;
-        }
-        let proxy = object
-            .into_accessible_proxy(conn)
-            .await
-            .map_err(|_| unreadable("an element"))?;
-        let atspi_role = capped(proxy.get_role_name().await.unwrap_or_default(), 64);
-        let name = proxy.name().await.unwrap_or_default();
-        let states: Vec<String> = proxy
-            .get_state()
-            .await
-            .map(|set| set.iter().map(state_name).collect())
-            .unwrap_or_default();
-        let multi_line = states.iter().any(|s| s == "multi_line");
-        let secure = is_secret(&atspi_role);
-        let mut bounds = (0, 0, 0, 0);
-        let mut actions = Vec::new();
-        let mut value = None;
-        if let Ok(proxies) = proxy.proxies().await {
-            if let Ok(component) = proxies.component().await {
-                bounds = component
-                    .get_extents(CoordType::Screen)
-                    .await
-                    .unwrap_or(bounds);
-            }
-            if let Ok(action) = proxies.action().await {
-                actions = action
-                    .get_actions()
-                    .await
-                    .map(|list| {
-                        list.into_iter()
-                            .map(|a| a.name.to_ascii_lowercase())
-                            .collect()
-                    })
-                    .unwrap_or_default();
-            }
-            if !secure
-                && is_field(&atspi_role)
-                && let Ok(text) = proxies.text().await
-            {
-                value = text
-                    .get_text(0, MAX_VALUE_CHARS as i32)
-                    .await
-                    .ok()
-                    .map(|v| capped(v, MAX_VALUE_CHARS));
-            }
-        }
-        let mut label = capped(name, MAX_LABEL_CHARS);
-        let mut labelled_apart = false;
-        if label.is_empty() && is_field(&atspi_role) {
-            label = capped(
-                labelled_by(conn, &proxy).await.unwrap_or_default(),
-                MAX_LABEL_CHARS,
-            );
-            labelled_apart = !label.is_empty();
-        }
-        let index = nodes.len();
-        nodes.push(Node {
-            path: path.clone(),
-            role: ax_role(&atspi_role, multi_line),
-            atspi_role,
-            labelled_apart,
-            label,
-            value,
-            secure,
-            bounds,
-            actions,
-            states,
-            children: Vec::new(),
-        });
-        if let Some(parent) = parent
-            && let Some(p) = nodes.get_mut(parent)
-        {
-            p.children.push(index);
-        }
-        if path.len() >= max_depth {
-            if proxy.child_count().await.unwrap_or(0) > 0 {
-                truncated = true;
-            }
+/// A node whose name is no name a person reads takes the text of the
+/// labels directly inside it, as a person reads a button by what it shows.
+fn label_from_content(nodes: &mut [Node], toolkit: &Toolkit) {
+    for i in 0..nodes.len() {
+        let Some(node) = nodes.get(i) else { continue };
+        if is_field(&node.atspi_role) || node.labelled_apart {
             continue;
         }
-        let children = proxy.get_children().await.unwrap_or_default();
-        for (i, child) in children.into_iter().enumerate().rev() {
-            let mut child_path = path.clone();
-            child_path.push(u32::try_from(i).unwrap_or(u32::MAX));
-            stack.push((child, child_path, Some(index)));
-        }
-    }
-    label_from_layout(&mut nodes);
-    let revision = revision(&nodes);
-    Ok(Tree {
-        nodes,
-        truncated,
-        revision,
-    })
-}
-
-/// The name of the first node a field is `labelled-by`.
-async fn labelled_by(
-    conn: &zbus::Connection,
-    field: &atspi::proxy::accessible::AccessibleProxy<'_>,
-) -> Option<String> {
-    let relations = field.get_relation_set().await.ok()?;
-    for (kind, targets) in relations {
-        if kind != RelationType::LabelledBy {
+        let content: Vec<&str> = node
+            .children
+            .iter()
+            .filter_map(|&c| nodes.get(c))
+            .filter(|c| c.atspi_role == "label" && !c.name.is_empty())
+            .map(|c| c.name.as_str())
+            .collect();
+        let content = content.join(" ");
+        if !placeholder(&node.name, &content, toolkit) {
             continue;
         }
-        for target in targets {
-            if let Ok(label) = target.into_accessible_proxy(conn).await
-                && let Ok(name) = label.name().await
-                && !name.is_empty()
-            {
-                return Some(name);
-            }
+        let label = if content.is_empty() && *toolkit == Toolkit::Gtk4 && !node.name.is_empty() {
+            // A class name is no label; the description (a tooltip) may be
+            // matched, but is not shown as the label.
+            String::new()
+        } else if content.is_empty() {
+            continue;
+        } else {
+            content
+        };
+        if let Some(node) = nodes.get_mut(i) {
+            node.label = label;
         }
     }
-    None
 }
 
 /// A field still without a label takes the label beside it, as a person
 /// reads a form: a label of the same parent on the same line, ending left
 /// of the field, the nearest one.
-fn label_from_layout(nodes: &mut [Node]) {
+fn label_from_layout(nodes: &mut [Node], toolkit: &Toolkit) {
     let parents: Vec<(usize, Vec<usize>)> = nodes
         .iter()
         .enumerate()
@@ -257,11 +185,7 @@ fn label_from_layout(nodes: &mut [Node]) {
                 .iter()
                 .filter_map(|&i| nodes.get(i).map(|n| (i, n)))
                 .filter(|(_, n)| n.atspi_role == "label" && !n.label.is_empty())
-                .filter(|(_, n)| {
-                    ["showing", "visible"]
-                        .iter()
-                        .all(|s| n.states.iter().any(|t| t == s))
-                })
+                .filter(|(_, n)| toolkit.shown(n))
                 .filter(|(_, n)| {
                     let (x, y, w, h) = n.bounds;
                     // On the field's line, ending left of it, and near it.
@@ -279,9 +203,18 @@ fn label_from_layout(nodes: &mut [Node]) {
     }
 }
 
-/// The digest of what identifies the tree: paths, roles, labels, bounds,
-/// actions and the states that decide whether a node can be acted on; not
-/// values, not focus.
+/// The roles whose text is content, not structure: a status bar's
+/// "Ln 2, Col 15", a calculator's history. Their text and size change as
+/// the application works, and they are nothing an action acts on; a field
+/// they name carries their text as its label, which is digested.
+const CONTENT_ROLES: [&str; 2] = ["label", "static"];
+
+/// The digest of what identifies the tree: every node's path and role,
+/// and for each node an action can reach (all but [`CONTENT_ROLES`]) its
+/// label, bounds, actions and the states that decide
+/// whether it can be acted on; not values, not focus, not the text of
+/// content. A renamed, moved, added or removed element moves it; typed
+/// text, a blinking caret or a status bar's count does not.
 fn revision(nodes: &[Node]) -> String {
     let lasting = |s: &&String| {
         matches!(
@@ -292,14 +225,18 @@ fn revision(nodes: &[Node]) -> String {
     let parts: Vec<Value> = nodes
         .iter()
         .map(|n| {
-            json!([
-                n.path,
-                n.atspi_role,
-                n.label,
-                [n.bounds.0, n.bounds.1, n.bounds.2, n.bounds.3],
-                n.actions,
-                n.states.iter().filter(lasting).collect::<Vec<_>>(),
-            ])
+            if CONTENT_ROLES.contains(&n.atspi_role.as_str()) {
+                json!([n.path, n.atspi_role])
+            } else {
+                json!([
+                    n.path,
+                    n.atspi_role,
+                    n.label,
+                    [n.bounds.0, n.bounds.1, n.bounds.2, n.bounds.3],
+                    n.actions,
+                    n.states.iter().filter(lasting).collect::<Vec<_>>(),
+                ])
+            }
         })
         .collect();
     format!(
@@ -325,6 +262,8 @@ impl Node {
             "role": self.role,
             "atspiRole": self.atspi_role,
             "label": self.label,
+            "name": self.name,
+            "description": self.description,
             "value": value,
             "secure": self.secure,
             "bounds": { "x": x, "y": y, "width": w, "height": h },
@@ -335,25 +274,58 @@ impl Node {
 }
 
 impl Tree {
-    /// The tree in upstream's node shape (`role`, `label`, `value`,
-    /// `bounds`, `actions`, `children`), with `states`, `id` and
-    /// `atspiRole` beside them. A password's value is never included, and
-    /// every text is marked as the application's, not this server's.
-    pub fn to_json(&self) -> Value {
-        fn node(tree: &Tree, index: usize) -> Value {
+    /// The tree a walk read: fields without a label take the one beside
+    /// them, and the revision is taken of the whole.
+    pub(super) fn new(mut nodes: Vec<Node>, truncated: bool, toolkit: Toolkit) -> Self {
+        label_from_content(&mut nodes, &toolkit);
+        label_from_layout(&mut nodes, &toolkit);
+        let revision = revision(&nodes);
+        Self {
+            nodes,
+            truncated,
+            revision,
+            toolkit,
+        }
+    }
+
+    /// The tree as shown to a model: at most `depth` levels below the
+    /// window and `most` nodes (in the tree's order), and whether anything
+    /// was left out (by these limits or by the walk's).
+    pub fn to_json_within(&self, depth: usize, most: usize) -> (Value, bool) {
+        let mut shown = 0usize;
+        let mut cut = self.truncated;
+        fn node(
+            tree: &Tree,
+            index: usize,
+            depth: usize,
+            most: usize,
+            shown: &mut usize,
+            cut: &mut bool,
+        ) -> Value {
             let Some(n) = tree.nodes.get(index) else {
                 return Value::Null;
             };
-            let mut shown = n.to_flat_json();
-            if let Value::Object(map) = &mut shown {
-                map.remove("path");
-                map.insert(
-                    "children".into(),
-                    n.children.iter().map(|&c| node(tree, c)).collect(),
-                );
+            *shown += 1;
+            let mut out = n.to_flat_json();
+            let mut children = Vec::new();
+            if n.path.len() >= depth {
+                *cut |= !n.children.is_empty();
+            } else {
+                for &c in &n.children {
+                    if *shown >= most {
+                        *cut = true;
+                        break;
+                    }
+                    children.push(node(tree, c, depth, most, shown, cut));
+                }
             }
-            shown
+            if let Value::Object(map) = &mut out {
+                map.remove("path");
+                map.insert("children".into(), Value::Array(children));
+            }
+            out
         }
-        node(self, 0)
+        let json = node(self, 0, depth, most.max(1), &mut shown, &mut cut);
+        (json, cut)
     }
 }

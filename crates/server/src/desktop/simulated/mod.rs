@@ -35,6 +35,23 @@ pub struct Element {
     pub value: String,
     /// A password field: its value is never shown.
     pub secure: bool,
+    /// The other names it answers to by the label rule
+    /// ([`adk_computer_use::contracts::labels`]): its accessible name and
+    /// description, where they differ from its label.
+    pub also: Vec<String>,
+}
+
+impl Element {
+    /// How it matches `wanted` (normalised) by the one label rule.
+    pub fn label_match(
+        &self,
+        wanted: &str,
+    ) -> Option<adk_computer_use::contracts::labels::LabelMatch> {
+        adk_computer_use::contracts::labels::best_match(
+            std::iter::once(self.label.as_str()).chain(self.also.iter().map(String::as_str)),
+            wanted,
+        )
+    }
 }
 
 /// One window.
@@ -129,6 +146,7 @@ fn element(id: &str, role: &str, label: &str, secure: bool) -> Element {
         label: label.into(),
         value: String::new(),
         secure,
+        also: Vec::new(),
     }
 }
 
@@ -387,10 +405,24 @@ impl SimulatedDesktop {
                         .collect(),
                     None => self.apps.iter().flat_map(|a| a.windows.iter()).collect(),
                 };
-                let found = scope.iter().flat_map(|w| w.elements.iter()).find(|e| {
-                    role.as_ref().is_none_or(|r| r == &e.role)
-                        && label.as_ref().is_none_or(|l| l == &e.label)
-                });
+                // The one label rule: the one exact match, or the one
+                // partial match when none is exact.
+                let wanted = label
+                    .as_deref()
+                    .map(adk_computer_use::contracts::labels::normalise);
+                let found = adk_computer_use::contracts::labels::resolve_one(
+                    scope
+                        .iter()
+                        .flat_map(|w| w.elements.iter())
+                        .filter(|e| role.as_ref().is_none_or(|r| r == &e.role))
+                        .filter_map(|e| match &wanted {
+                            None => {
+                                Some((e, adk_computer_use::contracts::labels::LabelMatch::Exact))
+                            }
+                            Some(w) => e.label_match(w).map(|m| (e, m)),
+                        }),
+                )
+                .ok();
                 let observed = found
                     .filter(|e| !e.secure)
                     .map(|e| sha256_prefixed(&e.value));

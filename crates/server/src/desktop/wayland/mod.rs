@@ -912,6 +912,10 @@ impl DesktopBackend for WaylandDesktop {
         self.accessibility.is_some()
     }
 
+    fn acts_unfocused(&self, tool: &str) -> bool {
+        self.accessibility.is_some() && ELEMENT_TOOLS.contains(&tool)
+    }
+
     fn report(&self) -> Option<Value> {
         Some(self.protocols())
     }
@@ -1024,16 +1028,11 @@ impl DesktopBackend for WaylandDesktop {
             "elements": [],
             "nodes": [node],
         });
-        let depth = max_depth.unwrap_or(crate::desktop::atspi::DEFAULT_DEPTH);
-        match self.element_tree_to(&self.for_elements(&record), depth) {
+        match self.element_tree(&self.for_elements(&record)) {
             Ok(tree) => {
-                answer["accessibility"] = json!("atspi");
                 answer["elementTreeRevision"] =
                     json!(revision.split('+').nth(1).unwrap_or_default());
-                answer["elementTreeTruncated"] = json!(tree.truncated);
-                // Text in the tree comes from the application: untrusted.
-                answer["contentOrigin"] = json!("application_untrusted");
-                answer["tree"] = tree.to_json();
+                crate::desktop::atspi::actions::show_tree(&mut answer, &tree, max_depth);
             }
             Err(refusal) => answer["accessibilityNote"] = json!(refusal.message),
         }
@@ -1135,6 +1134,14 @@ impl DesktopBackend for WaylandDesktop {
             return self.clipboard_check(args, postcondition);
         }
         if ELEMENT_TOOLS.contains(&tool) {
+            // A check of something else than the element written (a
+            // file the press saved, a window it closed) is checked as any
+            // action's postcondition is.
+            if let Some(postcondition) = postcondition
+                && postcondition.get("kind").and_then(Value::as_str) != Some("ui_element")
+            {
+                return self.postcondition_check(postcondition);
+            }
             return self.verify_elements(tool, args, postcondition, target);
         }
         match postcondition {

@@ -369,6 +369,10 @@ impl DesktopBackend for X11Desktop {
         self.accessibility.is_some()
     }
 
+    fn acts_unfocused(&self, tool: &str) -> bool {
+        self.accessibility.is_some() && elements::ELEMENT_TOOLS.contains(&tool)
+    }
+
     fn is_current(&self, target: &TargetEvidence, round: Revalidation) -> bool {
         // A display that cannot be asked cannot confirm anything.
         self.current(target, round).unwrap_or(false)
@@ -475,26 +479,12 @@ impl DesktopBackend for X11Desktop {
             "elements": [],
             "nodes": nodes,
         });
-        // The tree the revision was taken from: one walk, not a second one
-        // for the answer, unless another depth was asked for (the
-        // revision is always the default depth's, which targets are
-        // resolved in).
-        let revision = tree.as_ref().map(|t| t.revision.clone()).ok();
-        let tree = match max_depth {
-            Some(depth) if depth != crate::desktop::atspi::DEFAULT_DEPTH && tree.is_ok() => {
-                self.element_tree_to(&record.for_elements(), depth)
-            }
-            _ => tree,
-        };
+        // The tree the revision was taken from: one walk, the whole tree,
+        // of which the answer shows the part asked for.
         match tree {
             Ok(tree) => {
-                answer["accessibility"] = json!("atspi");
-                answer["elementTreeRevision"] = json!(revision.unwrap_or(tree.revision.clone()));
-                answer["elementTreeTruncated"] = json!(tree.truncated);
-                // Text in the tree comes from the application: untrusted,
-                // and possibly written to steer whoever reads it.
-                answer["contentOrigin"] = json!("application_untrusted");
-                answer["tree"] = tree.to_json();
+                answer["elementTreeRevision"] = json!(tree.revision.clone());
+                crate::desktop::atspi::actions::show_tree(&mut answer, &tree, max_depth);
             }
             Err(refusal) => answer["accessibilityNote"] = json!(refusal.message),
         }
@@ -613,6 +603,14 @@ impl DesktopBackend for X11Desktop {
             return self.clipboard_check(args, postcondition);
         }
         if elements::ELEMENT_TOOLS.contains(&tool) {
+            // A check of something else than the element written (a
+            // file the press saved, a window it closed) is checked as any
+            // action's postcondition is.
+            if let Some(postcondition) = postcondition
+                && postcondition.get("kind").and_then(Value::as_str) != Some("ui_element")
+            {
+                return self.postcondition_check(postcondition);
+            }
             return self.verify_elements(tool, args, postcondition, _target);
         }
         match postcondition {

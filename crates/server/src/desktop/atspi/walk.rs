@@ -1,0 +1,269 @@
+//! Reading a window's tree over the bus, many requests in flight at once.
+//!
+//! A node costs several calls (its role, name, description, states,
+//! interfaces and children, then its extents, actions and text), and a
+//! walk that waits for each answer before asking the next is bound by
+//! round trips, not by the application. This walk reads the tree level by
+//! level: every node of a level is asked at once (at most
+//! [`IN_FLIGHT`] at a time, on the one connection, as D-Bus allows), and
+//! a node's own calls are asked together. What comes back is assembled in
+//! the tree's order (pre-order, children in index order), so the result is
+//! the same tree a one-call-at-a-time walk reads.
+
+use atspi::proxy::accessible::{AccessibleProxy, ObjectRefExt};
+use atspi::proxy::action::ActionProxy;
+use atspi::proxy::component::ComponentProxy;
+use atspi::proxy::text::TextProxy;
+use atspi::{CoordType, Interface, ObjectRefOwned, RelationType, State, zbus};
+use futures_util::stream::{self, StreamExt};
+
+use super::tree::{MAX_LABEL_CHARS, MAX_VALUE_CHARS, Node, capped};
+use super::{ax_role, is_field, is_secret, unreadable};
+use crate::engine::Refusal;
+
+/// How many nodes are asked about at once.
+pub(super) const IN_FLIGHT: usize = 128;
+
+/// What a walk reads: the nodes in pre-order, and whether a limit cut it.
+pub(super) struct Walked {
+    pub nodes: Vec<Node>,
+    pub truncated: bool,
+}
+
+/// One node as read, before the tree is put in order.
+struct Read {
+    node: Node,
+    children: Vec<ObjectRefOwned>,
+}
+
+fn state_name(state: State) -> String {
+    let debug = format!("{state:?}");
+    let mut out = String::new();
+    for (i, c) in debug.chars().enumerate() {
+        if c.is_ascii_uppercase() && i > 0 {
+            out.push('_');
+        }
+        out.push(c.to_ascii_lowercase());
+    }
+    out
+}
+
+/// A proxy of interface `P` on the object `object` names (no call made).
+async fn proxy_of<'c, P>(conn: &'c zbus::Connection, object: &ObjectRefOwned) -> Option<P>
+where
+    P: From<zbus::Proxy<'c>> + zbus::proxy::Defaults,
+{
+    let name = object.name()?.to_owned();
+    zbus::proxy::Builder::<P>::new(conn)
+        .destination(name)
+        .ok()?
+        .path(object.path().to_owned())
+        .ok()?
+        .cache_properties(zbus::proxy::CacheProperties::No)
+        .build()
+        .await
+        .ok()
+}
+
+/// Reads one node: its own calls asked together, then the calls its
+/// interfaces allow, together.
+async fn read(
+    conn: &zbus::Connection,
+    object: ObjectRefOwned,
+    path: Vec<u32>,
+) -> Result<Read, Refusal> {
+    let proxy: AccessibleProxy<'_> = object
+        .as_accessible_proxy(conn)
+        .await
+        .map_err(|_| unreadable("an element"))?;
+    let (role, name, description, states, interfaces, children) = tokio::join!(
+        proxy.get_role_name(),
+        proxy.name(),
+        proxy.description(),
+        proxy.get_state(),
+        proxy.get_interfaces(),
+        proxy.get_children(),
+    );
+    let atspi_role = capped(role.unwrap_or_default(), 64);
+    let states: Vec<String> = states
+        .map(|set| set.iter().map(state_name).collect())
+        .unwrap_or_default();
+    let interfaces = interfaces.unwrap_or_default();
+    let secure = is_secret(&atspi_role);
+    let name = capped(name.unwrap_or_default(), MAX_LABEL_CHARS);
+    let wants_text = !secure && is_field(&atspi_role) && interfaces.contains(Interface::Text);
+    let wants_relation = name.is_empty() && is_field(&atspi_role);
+    let extents = async {
+        if !interfaces.contains(Interface::Component) {
+            return None;
+        }
+        let component: ComponentProxy<'_> = proxy_of(conn, &object).await?;
+        component.get_extents(CoordType::Screen).await.ok()
+    };
+    let actions = async {
+        if !interfaces.contains(Interface::Action) {
+            return Vec::new();
+        }
+        let Some(action) = proxy_of::<ActionProxy<'_>>(conn, &object).await else {
+            return Vec::new();
+        };
+        action
+            .get_actions()
+            .await
+            .map(|list| {
+                list.into_iter()
+                    .map(|a| a.name.to_ascii_lowercase())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let value = async {
+        if !wants_text {
+            return None;
+        }
+        let text: TextProxy<'_> = proxy_of(conn, &object).await?;
+        text.get_text(0, MAX_VALUE_CHARS as i32)
+            .await
+            .ok()
+            .map(|v| capped(v, MAX_VALUE_CHARS))
+    };
+    let relation = async {
+        if wants_relation {
+            labelled_by(conn, &proxy).await
+        } else {
+            None
+        }
+    };
+    let (extents, actions, value, relation) = tokio::join!(extents, actions, value, relation);
+    let multi_line = states.iter().any(|s| s == "multi_line");
+    let (label, labelled_apart) = match relation {
+        Some(label) if !label.is_empty() => (capped(label, MAX_LABEL_CHARS), true),
+        _ => (name.clone(), false),
+    };
+    Ok(Read {
+        node: Node {
+            path,
+            role: ax_role(&atspi_role, multi_line),
+            atspi_role,
+            name,
+            label,
+            labelled_apart,
+            description: capped(description.unwrap_or_default(), MAX_LABEL_CHARS),
+            value,
+            secure,
+            bounds: extents.unwrap_or((0, 0, 0, 0)),
+            actions,
+            states,
+            children: Vec::new(),
+        },
+        children: children.unwrap_or_default(),
+    })
+}
+
+/// The name of the first node a field is `labelled-by`.
+async fn labelled_by(conn: &zbus::Connection, field: &AccessibleProxy<'_>) -> Option<String> {
+    let relations = field.get_relation_set().await.ok()?;
+    for (kind, targets) in relations {
+        if kind != RelationType::LabelledBy {
+            continue;
+        }
+        for target in targets {
+            if let Ok(label) = target.into_accessible_proxy(conn).await
+                && let Ok(name) = label.name().await
+                && !name.is_empty()
+            {
+                return Some(name);
+            }
+        }
+    }
+    None
+}
+
+/// Walks the tree below `frame`, at most `max_depth` levels below it and
+/// `max_nodes` nodes in all.
+pub(super) async fn walk(
+    conn: &zbus::Connection,
+    frame: ObjectRefOwned,
+    max_depth: usize,
+    max_nodes: usize,
+) -> Result<Walked, Refusal> {
+    // Read nodes, level by level; `kids[i]` are the indices in `read` of
+    // node i's children, in index order.
+    let mut read_nodes: Vec<Node> = Vec::new();
+    let mut kids: Vec<Vec<usize>> = Vec::new();
+    let mut truncated = false;
+    // (object, path, parent's index in `read_nodes`)
+    let mut level: Vec<(ObjectRefOwned, Vec<u32>, Option<usize>)> = vec![(frame, Vec::new(), None)];
+    while !level.is_empty() {
+        if read_nodes.len() + level.len() > max_nodes {
+            truncated = true;
+            level.truncate(max_nodes.saturating_sub(read_nodes.len()));
+            if level.is_empty() {
+                break;
+            }
+        }
+        let answers: Vec<(Result<Read, Refusal>, Option<usize>)> = stream::iter(level)
+            .map(|(object, path, parent)| async move { (read(conn, object, path).await, parent) })
+            .buffered(IN_FLIGHT)
+            .collect()
+            .await;
+        let mut next = Vec::new();
+        for (answer, parent) in answers {
+            let Read { node, children } = answer?;
+            let index = read_nodes.len();
+            if let Some(parent) = parent
+                && let Some(siblings) = kids.get_mut(parent)
+            {
+                siblings.push(index);
+            }
+            if node.path.len() >= max_depth {
+                truncated |= !children.is_empty();
+            } else {
+                for (i, child) in children.into_iter().enumerate() {
+                    let mut child_path = node.path.clone();
+                    child_path.push(u32::try_from(i).unwrap_or(u32::MAX));
+                    next.push((child, child_path, Some(index)));
+                }
+            }
+            read_nodes.push(node);
+            kids.push(Vec::new());
+        }
+        level = next;
+    }
+    Ok(Walked {
+        nodes: pre_order(read_nodes, &kids),
+        truncated,
+    })
+}
+
+/// The nodes read level by level, put in pre-order with their children's
+/// indices.
+fn pre_order(read: Vec<Node>, kids: &[Vec<usize>]) -> Vec<Node> {
+    let mut slots: Vec<Option<Node>> = read.into_iter().map(Some).collect();
+    let mut out: Vec<Node> = Vec::with_capacity(slots.len());
+    // (index in `slots`, parent's index in `out`)
+    let mut stack: Vec<(usize, Option<usize>)> = vec![(0, None)];
+    while let Some((at, parent)) = stack.pop() {
+        let Some(mut node) = slots.get_mut(at).and_then(Option::take) else {
+            continue;
+        };
+        node.children.clear();
+        let index = out.len();
+        out.push(node);
+        if let Some(parent) = parent
+            && let Some(p) = out.get_mut(parent)
+        {
+            p.children.push(index);
+        }
+        for &child in kids
+            .get(at)
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+            .iter()
+            .rev()
+        {
+            stack.push((child, Some(index)));
+        }
+    }
+    out
+}

@@ -1,0 +1,219 @@
+//! The applications people open, driven by element only: gnome-calculator
+//! (GTK 4) and gedit (GTK 3) on a real X11 display, through the governed
+//! chain, in the background (element actions send no input and take no
+//! focus). No pixel is clicked and no key is sent. Each effect is checked
+//! outside this crate: the calculator's display read by pyatspi, the file
+//! gedit saved read from the disk.
+//!
+//! These tests need an X server, the session's accessibility bus, and the
+//! applications (`.ci/run` installs gnome-calculator, gedit and
+//! python3-pyatspi); built without a display or bus they are reported
+//! ignored, with the reason.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use adk_computer_use_testkit::needs;
+use std::process::Command;
+use std::time::Duration;
+
+use adk_computer_use::contracts::{
+    ActionPostcondition, ActionResourceContext, PostconditionFields, WindowId,
+};
+use adk_computer_use::digest::sha256_prefixed;
+use adk_computer_use::runtime::{ComputerUseRuntime, ProposedAction};
+
+use adk_computer_use::{ExecutionMode, VerificationOutcome};
+use adk_computer_use_testkit::child::{Sim, run_approving, session_on};
+use serde_json::{Value, json};
+
+mod x11_support;
+
+use x11_support::*;
+
+/// The window whose title is `title` (exactly), once its application
+/// answers on the accessibility bus with a tree of at least `nodes`
+/// nodes: its id, app id and tree answer.
+async fn app_window(sim: &Sim, title: &str, nodes: u64) -> (u64, String, Value) {
+    let mut last = Value::Null;
+    // Up to 60 s: a GTK application starting on a busy machine is slow.
+    for _ in 0..300 {
+        let listed = sim.observe_semantic(&scope(sim)).await.unwrap();
+        let found = listed.structured["windows"]
+            .as_array()
+            .and_then(|ws| ws.iter().find(|w| w["title"] == title))
+            .cloned();
+        if let Some(window) = found {
+            let id = window["windowId"].as_u64().unwrap();
+            let app = window["bundleId"].as_str().unwrap().to_owned();
+            let mut tree_scope = scope(sim);
+            tree_scope.app_id = Some(app.clone());
+            tree_scope.window_id = Some(WindowId::Number(id));
+            let tree = sim.observe_semantic(&tree_scope).await.unwrap().structured;
+            if tree["accessibility"] == "atspi"
+                && tree["elementTreeNodes"]
+                    .as_u64()
+                    .is_some_and(|n| n >= nodes)
+            {
+                return (id, app, tree);
+            }
+            last = json!({ "note": tree["accessibilityNote"], "nodes": tree["elementTreeNodes"] });
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    panic!("{title:?} did not appear with an accessible tree within 60 s (last: {last})");
+}
+
+/// Every text an application shows, read by pyatspi (outside this crate).
+fn texts_read_by_pyatspi(app: &str) -> Vec<String> {
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/x11_support/read_texts.py"
+    );
+    let out = Command::new("/usr/bin/python3")
+        .arg(script)
+        .arg(app)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "pyatspi could not read {app}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// `program` started with settings of its own (in memory, and a fresh
+/// configuration and data folder in `home`): what an earlier run left (a
+/// calculator's last result, gedit's session) is not shown again.
+fn start_fresh(program: &str, args: &[&str], home: &std::path::Path) -> Program {
+    Program(
+        Command::new(program)
+            .args(args)
+            .env("GSETTINGS_BACKEND", "memory")
+            .env("XDG_CONFIG_HOME", home.join("config"))
+            .env("XDG_DATA_HOME", home.join("data"))
+            .env("XDG_CACHE_HOME", home.join("cache"))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{program} could not be started: {e}")),
+    )
+}
+
+fn background(tool: &str, arguments: Value) -> ProposedAction {
+    ProposedAction::new(tool, arguments, ExecutionMode::Background)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[needs(display, accessibility)]
+async fn gnome_calculator_computes_12_times_7_pressed_by_the_labels_a_person_reads() {
+    let _display = DISPLAY_LOCK.lock().await;
+    let home = tempfile::tempdir().unwrap();
+    let _calculator = start_fresh("gnome-calculator", &[], home.path());
+    let sim = runtime().await;
+    let (id, app, tree) = app_window(&sim, "Calculator", 50).await;
+    assert_eq!(tree["toolkit"], "gtk4", "{}", tree["toolkit"]);
+    assert!(
+        !texts_read_by_pyatspi("calculator")
+            .iter()
+            .any(|t| t == "84"),
+        "the display shows no 84 before the presses"
+    );
+    let session = session_on(&sim.runtime, "calculator", &app, Some(WindowId::Number(id)));
+    // GTK 4 names these buttons "1 1", "× ×" and "= =" and reports them
+    // `sensitive` and `visible`, never `enabled` or `showing`: they are
+    // pressed by what a person reads on them.
+    for label in ["1", "2", "×", "7", "="] {
+        let press = background("press_button", json!({ "window_id": id, "label": label }));
+        let pressed = run_approving(&sim, &session, press).await;
+        assert!(pressed.performed(), "{label}");
+    }
+    session.shutdown().await;
+    let mut shown = Vec::new();
+    for _ in 0..50 {
+        shown = texts_read_by_pyatspi("calculator");
+        if shown.iter().any(|t| t == "84") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        shown.iter().any(|t| t == "84"),
+        "the calculator's display, read by pyatspi, shows 84: {shown:?}"
+    );
+    // The server finds it too, in the whole tree, by the label rule (the
+    // digits' buttons read "8" and "4", never "84").
+    let found = sim
+        .runtime
+        .observe_shadow("find_element", json!({ "window_id": id, "label": "84" }))
+        .await
+        .unwrap()
+        .structured;
+    let found = found.as_array().unwrap();
+    assert!(!found.is_empty(), "{found:?}");
+    assert!(found.iter().all(|n| n["match"] == "exact"), "{found:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[needs(display, accessibility)]
+async fn gedit_writes_a_sentence_by_element_and_saves_it_to_the_file() {
+    let _display = DISPLAY_LOCK.lock().await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("note.txt");
+    std::fs::write(&path, "").unwrap();
+    let path_text = path.to_str().unwrap().to_owned();
+    let _gedit = start_fresh("gedit", &["--standalone", &path_text], dir.path());
+    let sim = runtime().await;
+    let title = format!("note.txt ({}) - gedit", dir.path().display());
+    // gedit's window is some 540 nodes, 16 levels deep: past what a model
+    // is shown, not past what an action resolves in.
+    let (id, app, tree) = app_window(&sim, &title, 400).await;
+    assert_eq!(tree["toolkit"], "gtk3");
+    assert!(
+        tree["elementTreeNodes"].as_u64().unwrap() > 500,
+        "{}",
+        tree["elementTreeNodes"]
+    );
+    let session = session_on(&sim.runtime, "gedit", &app, Some(WindowId::Number(id)));
+
+    let sentence = "The quick brown fox jumps over the lazy dog.\nA second line.";
+    // The document's text view is the window's one shown text area, with
+    // no label: named by its role and the empty label.
+    let write = background(
+        "set_value",
+        json!({ "window_id": id, "role": "AXTextArea", "label": "", "value": sentence }),
+    );
+    let written = run_approving(&sim, &session, write).await;
+    assert!(written.performed());
+    assert_eq!(
+        written.outcome(),
+        &VerificationOutcome::Verified,
+        "the server read the text view back"
+    );
+
+    // Saved by its header bar's Save button, checked by the file itself
+    // (gedit ends a file with a newline).
+    let saved_text = format!("{sentence}\n");
+    let check = ActionPostcondition::try_from(PostconditionFields::Filesystem {
+        path: path_text.clone(),
+        exists: true,
+        content_digest: Some(sha256_prefixed(&saved_text)),
+    })
+    .unwrap();
+    let save = background("press_button", json!({ "window_id": id, "label": "Save" }))
+        .with_resource(ActionResourceContext {
+            filesystem_path: Some(path_text.clone()),
+            ..ActionResourceContext::default()
+        })
+        .with_postcondition(check);
+    let saved = run_approving(&sim, &session, save).await;
+    assert!(saved.performed());
+    assert_eq!(
+        saved.outcome(),
+        &VerificationOutcome::Verified,
+        "{}",
+        saved.outcome()
+    );
+    session.shutdown().await;
+    let on_disk = tool("cat", &[&path_text]);
+    assert_eq!(on_disk, saved_text, "cat reads what was written and saved");
+}
