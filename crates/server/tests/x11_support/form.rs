@@ -102,6 +102,15 @@ impl Form {
         }
     }
 
+    /// Every field's value in the second window ([`Form::change`]
+    /// `twin TITLE`), as the form itself reports them.
+    pub fn twin_values(&mut self) -> String {
+        writeln!(self.stdin, "twinvalues").unwrap();
+        self.stdin.flush().unwrap();
+        let line = self.line("twinvalues ");
+        line.trim_start_matches("twinvalues ").to_owned()
+    }
+
     /// Every field's value, as the form itself reports them:
     /// `Name=...|Email=...`.
     pub fn values(&mut self) -> String {

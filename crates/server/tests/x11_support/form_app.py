@@ -14,6 +14,10 @@ answered with "ack <command>" once GTK has applied it:
     values             prints "values A=a|B=b|..." (every field, in order)
     title NEW          the window's title reads NEW
     fill LABEL TEXT    the field LABEL holds TEXT, put there by the program
+    twin TITLE         a second window of this process titled TITLE, with
+                       the same fields, of the same size at the same place,
+                       above the first (both are moved to 100,100)
+    twinvalues         prints "twinvalues A=a|..." (the second window's)
 
 Usage: form_app.py TITLE FIELD... where a field is LABEL, or LABEL:secret
 (a password entry), or LABEL:upper (the application rewrites what is put
@@ -35,7 +39,9 @@ GLib.set_prgname("adk-form")
 
 
 class Form:
-    def __init__(self, title, fields):
+    def __init__(self, title, fields, listen=True):
+        self.specs = list(fields)
+        self.twin = None
         self.window = Gtk.Window(title=title)
         self.window.set_default_size(420, 200)
         self.window.connect("delete-event", lambda *_: self.finish(None))
@@ -67,7 +73,8 @@ class Form:
         self.window.add(self.outer)
         self.layout()
         self.window.show_all()
-        GLib.io_add_watch(sys.stdin, GLib.IO_IN | GLib.IO_HUP, self.command)
+        if listen:
+            GLib.io_add_watch(sys.stdin, GLib.IO_IN | GLib.IO_HUP, self.command)
 
     def menu_bar(self):
         def item(path, enabled=True):
@@ -151,6 +158,12 @@ class Form:
             print(self.values(), flush=True)
         elif verb == "title":
             self.window.set_title(" ".join(args))
+        elif verb == "twin":
+            self.window.move(100, 100)
+            self.twin = Form(" ".join(args), self.specs, listen=False)
+            self.twin.window.move(100, 100)
+        elif verb == "twinvalues":
+            print("twin" + self.twin.values(), flush=True)
         elif verb == "fill":
             self.row(args[0])[1].set_text(" ".join(args[1:]))
         # Let GTK apply the change (and its bridge tell the bus) first.
