@@ -3,10 +3,11 @@
 //! A node costs several calls (its role, name, description, states,
 //! interfaces and children, then its extents, actions and text), and a
 //! walk that waits for each answer before asking the next is bound by
-//! round trips, not by the application. This walk reads the tree level by
-//! level: every node of a level is asked at once (at most
-//! [`IN_FLIGHT`] at a time, on the one connection, as D-Bus allows), and
-//! a node's own calls are asked together. What comes back is assembled in
+//! round trips, not by the application. This walk asks about every node
+//! as soon as its parent's children are known, with no level waiting for
+//! the one before it (at most [`IN_FLIGHT`] nodes at a time, on the one
+//! connection, as D-Bus allows), and a node's own calls are asked
+//! together. What comes back is assembled in
 //! the tree's order (pre-order, children in index order), so the result is
 //! the same tree a one-call-at-a-time walk reads.
 
@@ -15,7 +16,7 @@ use atspi::proxy::action::ActionProxy;
 use atspi::proxy::component::ComponentProxy;
 use atspi::proxy::text::TextProxy;
 use atspi::{CoordType, Interface, ObjectRefOwned, RelationType, State, zbus};
-use futures_util::stream::{self, StreamExt};
+use futures_util::stream::{FuturesUnordered, StreamExt};
 
 use super::tree::{MAX_LABEL_CHARS, MAX_VALUE_CHARS, Node, capped};
 use super::{ax_role, is_field, is_secret, unreadable};
@@ -187,59 +188,58 @@ pub(super) async fn walk(
     max_depth: usize,
     max_nodes: usize,
 ) -> Result<Walked, Refusal> {
-    // Read nodes, level by level; `kids[i]` are the indices in `read` of
-    // node i's children, in index order.
-    let mut read_nodes: Vec<Node> = Vec::new();
-    let mut kids: Vec<Vec<usize>> = Vec::new();
+    // Every node is asked about as soon as its parent's children are known
+    // (no level waits for the one before it to finish), at most
+    // `IN_FLIGHT` at once. `slots[i]` is the i-th node found; `kids[i]`
+    // its children's slots, in index order.
+    let mut slots: Vec<Option<Node>> = vec![None];
+    let mut kids: Vec<Vec<usize>> = vec![Vec::new()];
     let mut truncated = false;
-    // (object, path, parent's index in `read_nodes`)
-    let mut level: Vec<(ObjectRefOwned, Vec<u32>, Option<usize>)> = vec![(frame, Vec::new(), None)];
-    while !level.is_empty() {
-        if read_nodes.len() + level.len() > max_nodes {
-            truncated = true;
-            level.truncate(max_nodes.saturating_sub(read_nodes.len()));
-            if level.is_empty() {
-                break;
-            }
+    let mut waiting: std::collections::VecDeque<(ObjectRefOwned, Vec<u32>, usize)> =
+        std::collections::VecDeque::from([(frame, Vec::new(), 0)]);
+    let mut asked = FuturesUnordered::new();
+    loop {
+        while asked.len() < IN_FLIGHT
+            && let Some((object, path, slot)) = waiting.pop_front()
+        {
+            asked.push(async move { (read(conn, object, path).await, slot) });
         }
-        let answers: Vec<(Result<Read, Refusal>, Option<usize>)> = stream::iter(level)
-            .map(|(object, path, parent)| async move { (read(conn, object, path).await, parent) })
-            .buffered(IN_FLIGHT)
-            .collect()
-            .await;
-        let mut next = Vec::new();
-        for (answer, parent) in answers {
-            let Read { node, children } = answer?;
-            let index = read_nodes.len();
-            if let Some(parent) = parent
-                && let Some(siblings) = kids.get_mut(parent)
-            {
-                siblings.push(index);
-            }
-            if node.path.len() >= max_depth {
-                truncated |= !children.is_empty();
-            } else {
-                for (i, child) in children.into_iter().enumerate() {
-                    let mut child_path = node.path.clone();
-                    child_path.push(u32::try_from(i).unwrap_or(u32::MAX));
-                    next.push((child, child_path, Some(index)));
+        let Some((answer, slot)) = asked.next().await else {
+            break;
+        };
+        let Read { node, children } = answer?;
+        if node.path.len() >= max_depth {
+            truncated |= !children.is_empty();
+        } else {
+            for (i, child) in children.into_iter().enumerate() {
+                if slots.len() >= max_nodes {
+                    truncated = true;
+                    break;
                 }
+                let child_slot = slots.len();
+                slots.push(None);
+                kids.push(Vec::new());
+                if let Some(siblings) = kids.get_mut(slot) {
+                    siblings.push(child_slot);
+                }
+                let mut child_path = node.path.clone();
+                child_path.push(u32::try_from(i).unwrap_or(u32::MAX));
+                waiting.push_back((child, child_path, child_slot));
             }
-            read_nodes.push(node);
-            kids.push(Vec::new());
         }
-        level = next;
+        if let Some(place) = slots.get_mut(slot) {
+            *place = Some(node);
+        }
     }
     Ok(Walked {
-        nodes: pre_order(read_nodes, &kids),
+        nodes: pre_order(slots, &kids),
         truncated,
     })
 }
 
-/// The nodes read level by level, put in pre-order with their children's
-/// indices.
-fn pre_order(read: Vec<Node>, kids: &[Vec<usize>]) -> Vec<Node> {
-    let mut slots: Vec<Option<Node>> = read.into_iter().map(Some).collect();
+/// The nodes read in the order they were found, put in pre-order with
+/// their children's indices.
+fn pre_order(mut slots: Vec<Option<Node>>, kids: &[Vec<usize>]) -> Vec<Node> {
     let mut out: Vec<Node> = Vec::with_capacity(slots.len());
     // (index in `slots`, parent's index in `out`)
     let mut stack: Vec<(usize, Option<usize>)> = vec![(0, None)];

@@ -1,0 +1,163 @@
+//! How fast the server reads a real application's whole accessible tree,
+//! beside pyatspi reading the same window in the same run (the Python
+//! client Orca and Accerciser use): figures and ratios printed, never
+//! asserted.
+//!
+//! `cargo bench -p computer-use-server --features x11 --bench trees`
+//!
+//! Needs an X server (`$DISPLAY`), a D-Bus session with the accessibility
+//! bus, the applications (gedit, gtk3-widget-factory from gtk-3-examples,
+//! gnome-calculator) and python3-pyatspi. For each application found on
+//! the machine it prints the tree's nodes, the server's cold read (the
+//! first after the application settled), its warm reads (the next ones),
+//! pyatspi's walk of the same window (a fresh process each time, as a
+//! client starting cold; `benches/pyatspi_walk.py` reads per node what the
+//! server reads), in nodes per second, and the ratios.
+//!
+//! The server's read is `get_ui_tree` through the desktop backend, in
+//! process: the X window's geometry and its whole element tree, as an
+//! action's revision takes it. Knob: `TREES_ROUNDS` (default 3).
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use computer_use_server::DesktopBackend;
+use computer_use_server::desktop::x11::X11Desktop;
+use serde_json::Value;
+
+struct Reaped(Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn start(program: &str, args: &[&str], home: &std::path::Path) -> Option<Reaped> {
+    Command::new(program)
+        .args(args)
+        .env("GSETTINGS_BACKEND", "memory")
+        .env("XDG_CONFIG_HOME", home.join("config"))
+        .env("XDG_DATA_HOME", home.join("data"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()
+        .map(Reaped)
+}
+
+/// The window titled `title` and its tree's node count, once the tree's
+/// size has stopped changing (the application settled).
+fn settled(desktop: &X11Desktop, title: &str) -> Option<(u64, String, u32, u64)> {
+    let mut last = 0;
+    for _ in 0..150 {
+        std::thread::sleep(Duration::from_millis(200));
+        let Ok(windows) = desktop.list_windows() else {
+            continue;
+        };
+        let Some(window) = windows["windows"]
+            .as_array()
+            .and_then(|ws| ws.iter().find(|w| w["title"] == title))
+            .cloned()
+        else {
+            continue;
+        };
+        let id = window["windowId"].as_u64()?;
+        let app = window["bundleId"].as_str()?.to_owned();
+        let pid = u32::try_from(window["pid"].as_u64()?).ok()?;
+        let nodes = desktop
+            .ui_tree(Some(&app), Some(id), None)
+            .ok()
+            .and_then(|t| t["elementTreeNodes"].as_u64())
+            .unwrap_or(0);
+        if nodes > 0 && nodes == last {
+            return Some((id, app, pid, nodes));
+        }
+        last = nodes;
+    }
+    None
+}
+
+fn pyatspi(pid: u32, title: &str) -> Option<(u64, f64)> {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/benches/pyatspi_walk.py");
+    let out = Command::new("/usr/bin/python3")
+        .arg(script)
+        .arg(pid.to_string())
+        .arg(title)
+        .output()
+        .ok()?;
+    let answer: Value = serde_json::from_slice(&out.stdout).ok()?;
+    Some((answer["nodes"].as_u64()?, answer["ms"].as_f64()?))
+}
+
+fn range(samples: &[f64]) -> String {
+    let min = samples.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = samples.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    format!("{min:.0}–{max:.0}")
+}
+
+fn main() {
+    let rounds: usize = std::env::var("TREES_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|v| *v > 0)
+        .unwrap_or(3);
+    let desktop = X11Desktop::connect_unwatched().expect("an X server and the accessibility bus");
+    let home = tempfile::tempdir().unwrap();
+    let note = home.path().join("note.txt");
+    std::fs::write(&note, "").unwrap();
+    let note_title = format!("note.txt ({}) - gedit", home.path().display());
+    let note_path = note.to_str().unwrap().to_owned();
+    let apps: [(&str, Vec<&str>, String); 3] = [
+        ("gedit", vec!["--standalone", &note_path], note_title),
+        ("gtk3-widget-factory", vec![], "gtk3-widget-factory".into()),
+        ("gnome-calculator", vec![], "Calculator".into()),
+    ];
+    println!(
+        "| application | nodes | server cold ms | server warm ms | pyatspi ms | server cold nodes/s | server warm nodes/s | pyatspi nodes/s | cold ratio | warm ratio |"
+    );
+    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+    for (program, args, title) in apps {
+        let Some(_app) = start(program, &args, home.path()) else {
+            println!("| {program} | not installed | | | | | | | | |");
+            continue;
+        };
+        let Some((id, app, pid, nodes)) = settled(&desktop, &title) else {
+            println!("| {program} | its window did not settle | | | | | | | | |");
+            continue;
+        };
+        let (mut cold, mut warm, mut baseline) = (Vec::new(), Vec::new(), Vec::new());
+        for _ in 0..rounds {
+            let read = || {
+                let started = Instant::now();
+                let tree = desktop.ui_tree(Some(&app), Some(id), None).unwrap();
+                assert_eq!(tree["accessibility"], "atspi");
+                started.elapsed().as_secs_f64() * 1000.0
+            };
+            cold.push(read());
+            warm.push(read());
+            warm.push(read());
+            if let Some((walked, ms)) = pyatspi(pid, &title) {
+                if walked.abs_diff(nodes) > nodes / 10 {
+                    println!("  (pyatspi walked {walked} nodes, the server {nodes})");
+                }
+                baseline.push(ms);
+            }
+        }
+        let per_s = |ms: &[f64]| {
+            let mean = ms.iter().sum::<f64>() / ms.len().max(1) as f64;
+            nodes as f64 / (mean / 1000.0)
+        };
+        let (c, w, b) = (per_s(&cold), per_s(&warm), per_s(&baseline));
+        println!(
+            "| {program} | {nodes} | {} | {} | {} | {c:.0} | {w:.0} | {b:.0} | {:.1}× | {:.1}× |",
+            range(&cold),
+            range(&warm),
+            range(&baseline),
+            c / b,
+            w / b
+        );
+    }
+}
