@@ -76,7 +76,7 @@ impl DesktopBackend for Hostile {
     ) -> Result<Value, Refusal> {
         self.d().ui_tree(app_id, window_id, max_depth)
     }
-    fn elements(&self, app_id: &str, window_id: u64) -> Option<Vec<Element>> {
+    fn elements(&self, app_id: &str, window_id: u64) -> Result<Vec<Element>, &'static str> {
         self.d().elements(app_id, window_id)
     }
     fn read_clipboard(&self) -> Result<String, Refusal> {

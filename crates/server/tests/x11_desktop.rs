@@ -331,6 +331,28 @@ async fn a_window_changed_after_preview_is_stale_and_nothing_is_typed() {
         )
         .await;
         assert_stale(&err);
+        // The refusal names what changed, in the server's words.
+        let named = match how {
+            "moved" => "bounds",
+            "retitled" => "title",
+            _ => "pixels",
+        };
+        let ComputerUseError::Refused { details, .. } = &err else {
+            panic!("{err}");
+        };
+        assert_eq!(
+            details.as_ref().and_then(|d| d.get("changed")),
+            Some(&serde_json::json!(named)),
+            "{how}: {details:?}"
+        );
+        if named == "pixels" {
+            let at = &details.as_ref().unwrap()["where"];
+            assert!(at["width"].as_i64().is_some_and(|w| w > 0), "{details:?}");
+        }
+        assert!(
+            !format!("{details:?}").contains("another title"),
+            "a title is the application's word, not repeated"
+        );
         std::thread::sleep(Duration::from_millis(300));
         let content = std::fs::read_to_string(&terminal.file).unwrap();
         assert!(

@@ -77,11 +77,19 @@ impl State {
                 observation,
             ));
         }
-        if !evidence(target).is_some_and(|t| self.desktop.is_current(&t, round)) {
+        let changed = match evidence(target) {
+            None => Some(json!({ "changed": "unknown", "what": "the evidence could not be read" })),
+            Some(t) => self.desktop.what_changed(&t, round),
+        };
+        if let Some(changed) = changed {
+            let mut details = observation;
+            if let (Value::Object(map), Value::Object(changed)) = (&mut details, changed) {
+                map.extend(changed);
+            }
             return Err(Refusal::with_details(
                 "stale_target",
                 "target evidence no longer matches the desktop",
-                observation,
+                details,
             ));
         }
         Ok(())
@@ -111,18 +119,20 @@ impl State {
             .target
             .as_ref()
             .and_then(|t| Some((t.get("appId")?.as_str()?, window_of(t)?)))
+            .ok_or("invalid_field")
             .and_then(|(app, window)| self.desktop.elements(app, window));
-        let source = if window.is_some() {
+        let source = if window.is_ok() {
             "accessibility"
         } else {
             "unavailable"
         };
         match window {
-            None => {
-                signals.push("invalid_field");
+            // Why there is nothing to check, as the desktop says it.
+            Err(cause) => {
+                signals.push(cause);
                 unknown = true;
             }
-            Some(elements) => {
+            Ok(elements) => {
                 for field in fields {
                     let id = field.get("element_id").and_then(Value::as_str);
                     let role = field.get("role").and_then(Value::as_str);

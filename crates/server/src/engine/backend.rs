@@ -145,6 +145,14 @@ pub trait DesktopBackend: Send + 'static {
     /// within 4 px).
     fn is_current(&self, target: &TargetEvidence, round: Revalidation) -> bool;
 
+    /// What no longer matches `target` (for `stale_target`'s details:
+    /// `changed` is `window`, `bounds`, `title`, `tree` or `pixels`, with
+    /// where or what, never in an application's words), or `None` when it
+    /// still matches. By default only that something changed.
+    fn what_changed(&self, target: &TargetEvidence, round: Revalidation) -> Option<Value> {
+        (!self.is_current(target, round)).then(|| serde_json::json!({ "changed": "unknown" }))
+    }
+
     /// Checks, before the effect boundary and before the lease is spent,
     /// that `tool` can be carried out whole on `target` with `args` (every
     /// point inside the target, every key on the keyboard). A refusal here
@@ -188,9 +196,12 @@ pub trait DesktopBackend: Send + 'static {
         ))
     }
 
-    /// The accessibility elements of a window, where the desktop has them
-    /// (`None`: the window is unknown or the desktop has no such tree).
-    fn elements(&self, app_id: &str, window_id: u64) -> Option<Vec<Element>>;
+    /// The accessibility elements of a window, where the desktop has them;
+    /// otherwise why not, as the sensitivity check's signal:
+    /// `invalid_field` (the window is unknown, or the desktop has no such
+    /// tree), `accessibility_unavailable`, `accessibility_timeout` or
+    /// `tree_too_large`.
+    fn elements(&self, app_id: &str, window_id: u64) -> Result<Vec<Element>, &'static str>;
 
     /// The clipboard's text, read from the desktop.
     fn read_clipboard(&self) -> Result<String, Refusal>;

@@ -36,9 +36,15 @@ fn blocked(preview: &Preview) -> Refusal {
             "stale_target",
             "fresh target evidence is required for this mutation",
         ),
-        Some("sensitivity_unavailable") => Refusal::new(
+        // The check's own signals say why (an element not found, a tree
+        // too large, no accessibility bus), never a guess at secrets.
+        Some("sensitivity_unavailable") => Refusal::with_details(
             "sensitivity_unavailable",
             "trusted accessibility sensitivity could not be established for this semantic mutation",
+            json!({
+                "signals": preview.envelope().pointer("/targetSensitivity/signals"),
+                "source": preview.envelope().pointer("/targetSensitivity/source"),
+            }),
         ),
         Some("approval_required") => Refusal::with_details(
             "approval_required",

@@ -150,7 +150,27 @@ impl State {
             .and_then(|s| s.get("assessment"))
             .and_then(Value::as_str);
         let mut class = policy::classify(&request.tool, &request.args, meta);
-        if assessment.is_some_and(|a| a != "non_sensitive") {
+        // Upstream's rule: a write whose sensitivity is not known is a
+        // secret's access. A tree that was only too large to read, or a bus
+        // that did not answer, says nothing of secrets: the action is
+        // blocked (`sensitivity_unavailable`) under its own class.
+        let not_about_secrets = sensitivity
+            .as_ref()
+            .and_then(|s| s.get("signals"))
+            .and_then(Value::as_array)
+            .is_some_and(|signals| {
+                signals.iter().any(|s| {
+                    matches!(
+                        s.as_str(),
+                        Some(
+                            "tree_too_large"
+                                | "accessibility_unavailable"
+                                | "accessibility_timeout"
+                        )
+                    )
+                })
+            });
+        if assessment.is_some_and(|a| a != "non_sensitive") && !not_about_secrets {
             class = Classification {
                 class: "secret_access",
                 reversible: false,

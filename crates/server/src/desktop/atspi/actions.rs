@@ -455,32 +455,41 @@ pub(crate) trait ElementHost {
         }
     }
 
-    /// The elements of a window, for the server's sensitivity check:
-    /// every labelled node, a password's value never read.
-    fn elements_of(&self, record: &Window) -> Option<Vec<Element>> {
-        let tree = self.element_tree(record).ok()?;
-        Some(
-            tree.nodes
-                .iter()
-                // What an action may resolve: the nodes a person sees.
-                .filter(|n| tree.toolkit.shown(n))
-                .map(|n| Element {
-                    id: n.id(),
-                    role: n.role.to_owned(),
-                    label: n.label.clone(),
-                    value: if n.secure {
-                        String::new()
-                    } else {
-                        n.value.clone().unwrap_or_default()
-                    },
-                    secure: n.secure,
-                    also: [&n.name, &n.description]
-                        .into_iter()
-                        .filter(|s| !s.is_empty() && **s != n.label)
-                        .cloned()
-                        .collect(),
-                })
-                .collect(),
-        )
+    /// The elements of a window, for the server's sensitivity check: every
+    /// node a person sees, a password's value never read; or why there are
+    /// none to check (the cause the check reports).
+    fn elements_of(&self, record: &Window) -> Result<Vec<Element>, &'static str> {
+        let tree = self
+            .element_tree(record)
+            .map_err(|refusal| match refusal.code.as_str() {
+                "accessibility_timeout" => "accessibility_timeout",
+                "ambiguous_target" => "ambiguous_target",
+                _ => "accessibility_unavailable",
+            })?;
+        if tree.truncated {
+            return Err("tree_too_large");
+        }
+        Ok(tree
+            .nodes
+            .iter()
+            // What an action may resolve: the nodes a person sees.
+            .filter(|n| tree.toolkit.shown(n))
+            .map(|n| Element {
+                id: n.id(),
+                role: n.role.to_owned(),
+                label: n.label.clone(),
+                value: if n.secure {
+                    String::new()
+                } else {
+                    n.value.clone().unwrap_or_default()
+                },
+                secure: n.secure,
+                also: [&n.name, &n.description]
+                    .into_iter()
+                    .filter(|s| !s.is_empty() && **s != n.label)
+                    .cloned()
+                    .collect(),
+            })
+            .collect())
     }
 }

@@ -77,9 +77,10 @@ impl crate::engine::DesktopBackend for SimulatedDesktop {
         SimulatedDesktop::ui_tree(self, app_id, window_id)
     }
 
-    fn elements(&self, app_id: &str, window_id: u64) -> Option<Vec<Element>> {
+    fn elements(&self, app_id: &str, window_id: u64) -> Result<Vec<Element>, &'static str> {
         self.window(app_id, Some(&WindowId::Number(window_id)))
             .map(|w| w.elements.clone())
+            .ok_or("invalid_field")
     }
 
     fn read_clipboard(&self) -> Result<String, Refusal> {

@@ -1053,12 +1053,13 @@ impl DesktopBackend for WaylandDesktop {
         }
     }
 
-    fn elements(&self, app_id: &str, window_id: u64) -> Option<Vec<Element>> {
+    fn elements(&self, app_id: &str, window_id: u64) -> Result<Vec<Element>, &'static str> {
         let record = self
             .windows()
-            .ok()?
+            .map_err(|_| "invalid_field")?
             .into_iter()
-            .find(|r| r.app_id == app_id && r.id == window_id)?;
+            .find(|r| r.app_id == app_id && r.id == window_id)
+            .ok_or("invalid_field")?;
         self.elements_of(&self.for_elements(&record))
     }
 

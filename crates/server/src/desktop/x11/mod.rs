@@ -378,6 +378,13 @@ impl DesktopBackend for X11Desktop {
         self.current(target, round).unwrap_or(false)
     }
 
+    fn what_changed(&self, target: &TargetEvidence, round: Revalidation) -> Option<Value> {
+        self.what_changed(target, round, revalidate::Tree::Whole)
+            .unwrap_or_else(|_| {
+                Some(json!({ "changed": "unknown", "what": "the display did not answer" }))
+            })
+    }
+
     fn prepare(
         &self,
         tool: &str,
@@ -508,11 +515,13 @@ impl DesktopBackend for X11Desktop {
         }
     }
 
-    fn elements(&self, app_id: &str, window_id: u64) -> Option<Vec<Element>> {
-        let records = windows::all(&self.conn, self.root, &self.atoms).ok()?;
+    fn elements(&self, app_id: &str, window_id: u64) -> Result<Vec<Element>, &'static str> {
+        let records =
+            windows::all(&self.conn, self.root, &self.atoms).map_err(|_| "invalid_field")?;
         let record = records
             .iter()
-            .find(|r| r.app_id == app_id && u64::from(r.id) == window_id)?;
+            .find(|r| r.app_id == app_id && u64::from(r.id) == window_id)
+            .ok_or("invalid_field")?;
         self.elements_of(&record.for_elements())
     }
 

@@ -39,48 +39,79 @@ impl X11Desktop {
         round: Revalidation,
         tree: Tree,
     ) -> Result<bool, Refusal> {
+        Ok(self.what_changed(target, round, tree)?.is_none())
+    }
+
+    /// What no longer matches the evidence, named for a refusal (never in
+    /// the application's words: no title, no label): `None` when the
+    /// evidence still describes the window.
+    pub(super) fn what_changed(
+        &self,
+        target: &TargetEvidence,
+        round: Revalidation,
+        tree: Tree,
+    ) -> Result<Option<Value>, Refusal> {
         let now = match self.window_now(target) {
             Ok(now) => now,
             // After the effect, a window the X server stops answering for
             // mid-read (destroyed between the lookup and its properties) is
             // a window the action closed.
-            Err(_) if round == Revalidation::AfterEffect => return Ok(true),
+            Err(_) if round == Revalidation::AfterEffect => return Ok(None),
             Err(refusal) => return Err(refusal),
         };
         let Some(now) = now else {
             // Gone. An action may close its own window (a dialog's button).
-            return Ok(round == Revalidation::AfterEffect);
+            return Ok((round != Revalidation::AfterEffect)
+                .then(|| json!({ "changed": "window", "what": "gone" })));
         };
         if round == Revalidation::AfterEffect && (now.pid.is_none() || now.app_id.is_empty()) {
             // Going away: the action closed its window and the process that
             // owned it has exited (the X server no longer names it) while
             // the window is still being torn down. The same id with
             // another owner named would be another window; this is not.
-            return Ok(true);
+            return Ok(None);
         }
         let identity = target.app_id == now.app_id
             && target.pid.is_none_or(|pid| Some(pid) == now.pid)
             && stated_or_same(target.display_id.as_ref(), &self.display_id().to_string())
             && target.platform == std::env::consts::OS;
-        if round == Revalidation::AfterEffect || !identity {
-            return Ok(identity);
+        if !identity {
+            return Ok(Some(
+                json!({ "changed": "window", "what": "identity (application, process or display)" }),
+            ));
         }
-        if !bounds_agree(target.bounds.as_ref(), now.bounds)
-            || !stated_or_same(target.window_title_digest.as_ref(), &now.title_digest())
-        {
-            return Ok(false);
+        if round == Revalidation::AfterEffect {
+            return Ok(None);
+        }
+        if !bounds_agree(target.bounds.as_ref(), now.bounds) {
+            let (x, y, width, height) = now.bounds;
+            return Ok(Some(json!({
+                "changed": "bounds",
+                "now": { "x": x, "y": y, "width": width, "height": height },
+            })));
+        }
+        if !stated_or_same(target.window_title_digest.as_ref(), &now.title_digest()) {
+            return Ok(Some(json!({ "changed": "title" })));
         }
         if let Some(revision) = &target.ui_tree_revision {
-            let same = match tree {
-                Tree::Whole => *revision == self.window_revision(&now)?.0,
-                // The geometry part: what precedes the `+` that joins the
-                // two (`{geometry}+{elements}`).
-                Tree::Geometry => {
-                    revision.split('+').next() == Some(self.tree_revision(now.id)?.0.as_str())
+            // `{geometry}+{elements}`: which part changed is named.
+            let stated_geometry = revision.split('+').next();
+            let changed = match tree {
+                Tree::Whole => {
+                    let now_revision = self.window_revision(&now)?.0;
+                    if *revision == now_revision {
+                        None
+                    } else if stated_geometry != now_revision.split('+').next() {
+                        Some("window_geometry")
+                    } else {
+                        Some("element_tree")
+                    }
                 }
+                Tree::Geometry => (stated_geometry != Some(self.tree_revision(now.id)?.0.as_str()))
+                    .then_some("window_geometry"),
             };
-            if !same {
-                return Ok(false);
+            if let Some(changed) = changed {
+                return Ok(Some(json!({ "changed": "tree", "what": changed })));
             }
         }
         if let Some(stated) = &target.screenshot_hash
@@ -100,11 +131,13 @@ impl X11Desktop {
                 .into_iter()
                 .flatten()
                 .find_map(|region| Some((region, self.frames().raw_of(stated, region)?)));
+            let mut changed_box = None;
             let same = match handed_out {
                 Some((region, raw)) => {
                     let capture = screen::capture(&self.conn, self.root, region)?;
                     capture.raw_digest == raw || {
                         let since = self.frames().changed_since(stated, region, &capture);
+                        changed_box = since.as_ref().and_then(|s| s.changed);
                         match since {
                             Some(screen::Since {
                                 changed: Some(changed),
@@ -121,10 +154,15 @@ impl X11Desktop {
                 }
             };
             if !same {
-                return Ok(false);
+                // Where the pixels changed, as the box around them, when
+                // the frame is known.
+                let at = changed_box.map(|(x0, y0, x1, y1)| {
+                    json!({ "x": x0, "y": y0, "width": x1 - x0 + 1, "height": y1 - y0 + 1 })
+                });
+                return Ok(Some(json!({ "changed": "pixels", "where": at })));
             }
         }
-        Ok(true)
+        Ok(None)
     }
 
     /// Whether `changed` (the box around every pixel of `record` that
