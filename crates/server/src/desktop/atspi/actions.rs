@@ -131,15 +131,28 @@ pub(crate) trait ElementHost {
                 None => Some((n, None)),
                 Some(l) => n.label_match(l).map(|m| (n, Some(m))),
             });
-        let found: Vec<(&Node, Option<labels::LabelMatch>)> = if label.is_some() {
+        // As an action resolves: the shown elements first, the hidden ones
+        // only when no shown one matches, each set by the label rule.
+        let (shown, hidden): (Vec<_>, Vec<_>) =
+            candidates.partition(|(n, _)| tree.toolkit.shown(n));
+        fn by_rule(
+            set: Vec<(&Node, Option<labels::LabelMatch>)>,
+            label: bool,
+        ) -> Vec<(&Node, Option<labels::LabelMatch>)> {
+            if !label {
+                return set;
+            }
             labels::search(
-                candidates.map(|(n, m)| ((n, m), m.unwrap_or(labels::LabelMatch::Partial))),
+                set.into_iter()
+                    .map(|(n, m)| ((n, m), m.unwrap_or(labels::LabelMatch::Partial))),
             )
             .into_iter()
             .map(|(pair, _)| pair)
             .collect()
-        } else {
-            candidates.collect()
+        }
+        let found = match by_rule(shown, label.is_some()) {
+            found if found.is_empty() => by_rule(hidden, label.is_some()),
+            found => found,
         };
         let found: Vec<Value> = found
             .into_iter()
@@ -274,6 +287,21 @@ pub(crate) trait ElementHost {
         let fields = wanted(tool_name, args).map_err(ApplyError::NothingSent)?;
         window_agrees(args, target).map_err(ApplyError::NothingSent)?;
         let (record, tree) = self.target_tree(target).map_err(ApplyError::NothingSent)?;
+        // The tree written into is the tree the evidence was taken of: the
+        // element part of its revision (`{geometry}+{elements}`) must be
+        // this tree's, read just now, or nothing is written.
+        if let Some(stated) = target
+            .and_then(|t| t.ui_tree_revision.as_deref())
+            .and_then(|r| r.split('+').nth(1))
+            .filter(|r| r.starts_with("atspi-"))
+            && stated != tree.revision
+        {
+            return Err(ApplyError::NothingSent(Refusal::with_details(
+                "stale_target",
+                "the window's element tree changed since the evidence was taken",
+                json!({ "changed": "tree", "what": "element_tree" }),
+            )));
+        }
         let bus = self
             .accessibility()
             .ok_or_else(|| ApplyError::NothingSent(stale("the accessibility bus is gone")))?;
@@ -472,8 +500,9 @@ pub(crate) trait ElementHost {
         Ok(tree
             .nodes
             .iter()
-            // What an action may resolve: the nodes a person sees.
-            .filter(|n| tree.toolkit.shown(n))
+            // What an action may resolve: the nodes a person sees, not
+            // static text.
+            .filter(|n| tree.toolkit.shown(n) && n.acted_on())
             .map(|n| Element {
                 id: n.id(),
                 role: n.role.to_owned(),
@@ -484,11 +513,8 @@ pub(crate) trait ElementHost {
                     n.value.clone().unwrap_or_default()
                 },
                 secure: n.secure,
-                also: [&n.name, &n.description]
-                    .into_iter()
-                    .filter(|s| !s.is_empty() && **s != n.label)
-                    .cloned()
-                    .collect(),
+                // Matched by its label alone, as an action resolves it.
+                also: Vec::new(),
             })
             .collect())
     }

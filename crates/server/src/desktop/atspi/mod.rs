@@ -17,6 +17,7 @@
 // The element tools a desktop serves; only a desktop (X11, Wayland) uses them.
 #[cfg(any(feature = "x11", feature = "wayland"))]
 pub(crate) mod actions;
+mod cache;
 mod frame;
 #[cfg(any(feature = "x11", feature = "wayland"))]
 mod resolve;
@@ -29,14 +30,14 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use atspi::AccessibilityConnection;
 use atspi::proxy::proxy_ext::ProxyExt;
+use atspi::{AccessibilityConnection, ObjectRefOwned};
 
 use crate::engine::Refusal;
 
 pub use roles::{ax_role, is_field, is_secret};
 pub use toolkit::Toolkit;
-pub use tree::{Node, Tree};
+pub use tree::{Node, Source, Tree};
 
 /// How long one observation or action may take, whole.
 pub const DEADLINE: Duration = Duration::from_secs(10);
@@ -62,6 +63,9 @@ pub const WALK_MAX_DEPTH: usize = 96;
 pub struct Accessibility {
     handle: tokio::runtime::Handle,
     bus: Arc<AccessibilityConnection>,
+    /// Trees kept while their applications send no event (`None` when the
+    /// registry refused the events' registration).
+    cache: Option<Arc<cache::Cache>>,
     /// Ends the runtime's thread when this is dropped.
     _stop: tokio::sync::oneshot::Sender<()>,
 }
@@ -159,9 +163,19 @@ impl Accessibility {
                 .await
                 .map_err(|e| failed("the accessibility bus cannot be reached", e))
         })?;
+        let bus = Arc::new(bus);
+        let events = Arc::clone(&bus);
+        let cache = run_bounded(
+            &handle,
+            "register for the accessibility events",
+            async move { Ok(cache::Cache::start(&events).await.map(Arc::new)) },
+        )
+        .ok()
+        .flatten();
         Ok(Self {
             handle,
-            bus: Arc::new(bus),
+            bus,
+            cache,
             _stop: stop,
         })
     }
@@ -171,12 +185,31 @@ impl Accessibility {
     /// display's `bounds` for that window.
     pub fn tree(&self, pid: u32, title: &str, bounds: Bounds) -> Result<Tree, Refusal> {
         let bus = Arc::clone(&self.bus);
+        let cache = self.cache.clone();
         let title = title.to_owned();
         run_bounded(&self.handle, "read the window's tree", async move {
+            if let Some(cache) = &cache
+                && let Some(mut tree) = cache.current(pid, &title, bounds).await
+            {
+                tree.source = tree::Source::Events;
+                return Ok(tree);
+            }
             let (frame, toolkit) = frame(&bus, pid, &title, bounds).await?;
-            let walked =
-                walk::walk(bus.connection(), frame, WALK_MAX_DEPTH, WALK_MAX_NODES).await?;
-            Ok(Tree::new(walked.nodes, walked.truncated, toolkit))
+            let app = frame.name().map(|n| n.to_string());
+            // The generation before the walk: an event during the walk makes
+            // the next read walk again.
+            let generation = match (&cache, &app) {
+                (Some(cache), Some(app)) => cache.generation(app).await,
+                _ => None,
+            };
+            let direct = direct(bus.connection(), &frame, pid).await;
+            let conn = direct.as_ref().unwrap_or(bus.connection());
+            let walked = walk::walk(conn, frame, WALK_MAX_DEPTH, WALK_MAX_NODES).await?;
+            let tree = Tree::new(walked.nodes, walked.truncated, toolkit);
+            if let (Some(cache), Some(app), Some(generation)) = (&cache, &app, generation) {
+                cache.keep((pid, &title, bounds), app, generation, &tree);
+            }
+            Ok(tree)
         })
     }
 
@@ -211,9 +244,15 @@ impl Accessibility {
             })?;
             match editable.set_text_contents(&text).await {
                 Ok(true) => Ok(()),
+                // The call reached the application, which said no: what it
+                // did is its own to say, so the outcome is unknown.
                 Ok(false) => Err(Refusal::new(
-                    "element_not_editable",
-                    format!("the {} {} refused the text", expected.role, expected.id()),
+                    "accessibility_call_failed",
+                    format!(
+                        "the {} {} refused the text; the effect may have happened",
+                        expected.role,
+                        expected.id()
+                    ),
                 )),
                 Err(e) => Err(call_failed("set the text", e)),
             }
@@ -250,8 +289,12 @@ impl Accessibility {
             match action.do_action(index).await {
                 Ok(true) => Ok(()),
                 Ok(false) => Err(Refusal::new(
-                    "element_action_failed",
-                    format!("the {} {} refused the press", expected.role, expected.id()),
+                    "accessibility_call_failed",
+                    format!(
+                        "the {} {} refused the press; the effect may have happened",
+                        expected.role,
+                        expected.id()
+                    ),
                 )),
                 Err(e) => Err(call_failed("press the element", e)),
             }
@@ -342,4 +385,44 @@ fn no_press(expected: &Node) -> Refusal {
             expected.id()
         ),
     )
+}
+
+/// A connection of its own to the application that shows `frame`, where
+/// it offers one (`GetApplicationBusAddress`: GTK 3, Chromium and Firefox
+/// through at-spi2-atk): the walk's many calls then go to the application
+/// straight, not twice through the bus daemon. The address is the
+/// application's word, so the connection is kept only when the process at
+/// its other end is the one the bus and the display name (`pid`), checked
+/// by the kernel's credentials of the socket; otherwise, or where none is
+/// offered, the walk goes over the bus.
+async fn direct(
+    conn: &atspi::zbus::Connection,
+    frame: &ObjectRefOwned,
+    pid: u32,
+) -> Option<atspi::zbus::Connection> {
+    let name = frame.name()?.to_owned();
+    let app: atspi::proxy::application::ApplicationProxy<'_> =
+        atspi::zbus::proxy::Builder::new(conn)
+            .destination(name)
+            .ok()?
+            .path("/org/a11y/atspi/accessible/root")
+            .ok()?
+            .cache_properties(atspi::zbus::proxy::CacheProperties::No)
+            .build()
+            .await
+            .ok()?;
+    let address = app.get_application_bus_address().await.ok()?;
+    // A local socket only: the application names it, and nothing but a
+    // socket on this machine can say which process is at its other end.
+    if !address.starts_with("unix:") {
+        return None;
+    }
+    let direct = atspi::zbus::connection::Builder::address(address.as_str())
+        .ok()?
+        .p2p()
+        .build()
+        .await
+        .ok()?;
+    let owner = direct.peer_creds().await.ok()?.process_id();
+    (owner == Some(pid)).then_some(direct)
 }

@@ -255,9 +255,22 @@ pub(super) fn whole(tree: &Tree) -> Result<(), Refusal> {
 pub(super) fn resolve<'t>(tree: &'t Tree, wanted: &Wanted<'_>) -> Result<&'t Node, Refusal> {
     whole(tree)?;
     let label = labels::normalise(wanted.label);
+    // The empty label names the one unlabelled text area of an editor; a
+    // button with no name is named by nothing a person reads.
+    if label.is_empty()
+        && !wanted
+            .role
+            .is_some_and(|r| matches!(r, "AXTextField" | "AXTextArea"))
+    {
+        return Err(invalid(
+            "an empty label names only a text field or text area (role AXTextField or AXTextArea)",
+        ));
+    }
     let matching = |shown: bool| {
         tree.nodes
             .iter()
+            // Static text is never acted on.
+            .filter(|n| n.acted_on())
             .filter(|n| wanted.role.is_none_or(|r| r == n.role))
             .filter(move |n| tree.toolkit.shown(n) == shown)
             .filter_map(|n| n.label_match(&label).map(|m| (n, m)))
@@ -301,6 +314,9 @@ pub(crate) fn show_tree(answer: &mut Value, tree: &Tree, max_depth: Option<usize
     answer["elementTreeNodes"] = json!(tree.nodes.len());
     answer["elementTreeShown"] = json!({ "maxDepth": depth, "maxNodes": super::MAX_NODES });
     answer["toolkit"] = json!(tree.toolkit.name());
+    // Read from the bus now, or kept since a walk and current as of now by
+    // the application's events.
+    answer["elementTreeSource"] = json!(tree.source.as_str());
     // Text in the tree comes from the application: untrusted, and possibly
     // written to steer whoever reads it.
     answer["contentOrigin"] = json!("application_untrusted");
@@ -325,4 +341,83 @@ pub(crate) struct Window {
     pub bounds: Bounds,
     /// The window holds the input focus.
     pub focused: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::desktop::atspi::Toolkit;
+
+    fn node(path: Vec<u32>, role: &str, name: &str, description: &str) -> Node {
+        Node {
+            path,
+            atspi_role: role.into(),
+            role: crate::desktop::atspi::ax_role(role, role == "text"),
+            name: name.into(),
+            label: name.into(),
+            labelled_apart: false,
+            description: description.into(),
+            value: None,
+            secure: false,
+            bounds: (0, 0, 10, 10),
+            actions: vec!["click".into()],
+            states: vec![
+                "enabled".into(),
+                "sensitive".into(),
+                "showing".into(),
+                "multi_line".into(),
+            ],
+            children: Vec::new(),
+        }
+    }
+
+    fn tree(nodes: Vec<Node>) -> Tree {
+        let mut nodes = nodes;
+        nodes[0].children = (1..nodes.len()).collect();
+        Tree::new(nodes, false, Toolkit::Gtk3)
+    }
+
+    #[test]
+    fn the_empty_label_never_presses_an_unnamed_button() {
+        let window = tree(vec![
+            node(vec![], "frame", "Editor", ""),
+            node(vec![0], "push button", "", "Delete everything"),
+            node(vec![1], "text", "", ""),
+        ]);
+        let press = Wanted {
+            role: Some("AXButton"),
+            label: "",
+            value: None,
+        };
+        assert_eq!(
+            resolve(&window, &press).err().map(|r| r.code),
+            Some("invalid_arguments".into())
+        );
+        let write = Wanted {
+            role: Some("AXTextArea"),
+            label: "",
+            value: Some("x"),
+        };
+        assert_eq!(
+            resolve(&window, &write).ok().map(Node::id),
+            Some("p1".into())
+        );
+    }
+
+    #[test]
+    fn static_text_is_never_acted_on() {
+        let window = tree(vec![
+            node(vec![], "frame", "Status", ""),
+            node(vec![0], "label", "Ln 2, Col 15", ""),
+        ]);
+        let click = Wanted {
+            role: None,
+            label: "Ln 2",
+            value: None,
+        };
+        assert_eq!(
+            resolve(&window, &click).err().map(|r| r.code),
+            Some("element_not_found".into())
+        );
+    }
 }

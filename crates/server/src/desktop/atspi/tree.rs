@@ -49,22 +49,24 @@ pub struct Node {
 }
 
 impl Node {
+    /// Whether an action may act on it: every node but static text
+    /// (the label and static roles), which an action never resolves to.
+    pub fn acted_on(&self) -> bool {
+        !CONTENT_ROLES.contains(&self.atspi_role.as_str())
+    }
+
     /// Whether it has the state `name`.
     pub fn has(&self, name: &str) -> bool {
         self.states.iter().any(|s| s == name)
     }
 
-    /// How its label, or else its description, matches `wanted`
-    /// (normalised), by the one rule of [`labels`].
+    /// How its label matches `wanted` (normalised), by the one rule of
+    /// [`labels`]. The label alone: it is what the revision digests, so
+    /// nothing an element is matched by can change between a preview and
+    /// its execution without the revision moving (a description, a tooltip,
+    /// is shown but never matched).
     pub fn label_match(&self, wanted: &str) -> Option<LabelMatch> {
-        labels::best_match(
-            [
-                self.label.as_str(),
-                self.name.as_str(),
-                self.description.as_str(),
-            ],
-            wanted,
-        )
+        labels::best_match([self.label.as_str()], wanted)
     }
 
     /// Its id: the path, as `p0.2.1`.
@@ -86,6 +88,28 @@ pub struct Tree {
     /// The toolkit the application is built with, which decides how its
     /// states read.
     pub toolkit: Toolkit,
+    /// Where this reading came from.
+    pub source: Source,
+}
+
+/// Where a tree's reading came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// Read from the application over the bus, node by node.
+    Walk,
+    /// Kept in memory from an earlier walk: the application has sent no
+    /// event since (checked just now).
+    Events,
+}
+
+impl Source {
+    /// Its name in answers (`walk`, `events`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Walk => "walk",
+            Self::Events => "events",
+        }
+    }
 }
 
 /// The longest label kept, in characters (an application's text is
@@ -167,6 +191,10 @@ fn label_from_content(nodes: &mut [Node], toolkit: &Toolkit) {
 /// A field still without a label takes the label beside it, as a person
 /// reads a form: a label of the same parent on the same line, ending left
 /// of the field, the nearest one.
+/// The most children a parent may have for its fields to take the labels
+/// beside them.
+const MAX_LAYOUT_SIBLINGS: usize = 2_048;
+
 fn label_from_layout(nodes: &mut [Node], toolkit: &Toolkit) {
     let parents: Vec<(usize, Vec<usize>)> = nodes
         .iter()
@@ -174,12 +202,23 @@ fn label_from_layout(nodes: &mut [Node], toolkit: &Toolkit) {
         .map(|(i, n)| (i, n.children.clone()))
         .collect();
     for (_, children) in parents {
+        // A form, not a list: a parent of more than this many children is
+        // not read for labels beside fields (the search is per pair of
+        // siblings, and an application chooses how many there are).
+        if children.len() > MAX_LAYOUT_SIBLINGS {
+            continue;
+        }
         for &field in &children {
             let Some(f) = nodes.get(field) else { continue };
             if !f.label.is_empty() || !is_field(&f.atspi_role) {
                 continue;
             }
-            let (fx, fy, _, fh) = f.bounds;
+            // In 64 bits: an application's bounds are any i32 at all.
+            let (fx, fy, fh) = (
+                i64::from(f.bounds.0),
+                i64::from(f.bounds.1),
+                i64::from(f.bounds.3),
+            );
             let middle = fy + fh / 2;
             let beside = children
                 .iter()
@@ -188,10 +227,11 @@ fn label_from_layout(nodes: &mut [Node], toolkit: &Toolkit) {
                 .filter(|(_, n)| toolkit.shown(n))
                 .filter(|(_, n)| {
                     let (x, y, w, h) = n.bounds;
+                    let (x, y, w, h) = (i64::from(x), i64::from(y), i64::from(w), i64::from(h));
                     // On the field's line, ending left of it, and near it.
                     y <= middle && middle <= y + h && x + w <= fx + 2 && fx - (x + w) <= 200
                 })
-                .max_by_key(|(_, n)| n.bounds.0 + n.bounds.2)
+                .max_by_key(|(_, n)| i64::from(n.bounds.0) + i64::from(n.bounds.2))
                 .map(|(_, n)| n.label.clone());
             if let Some(label) = beside
                 && let Some(f) = nodes.get_mut(field)
@@ -204,17 +244,18 @@ fn label_from_layout(nodes: &mut [Node], toolkit: &Toolkit) {
 }
 
 /// The roles whose text is content, not structure: a status bar's
-/// "Ln 2, Col 15", a calculator's history. Their text and size change as
-/// the application works, and they are nothing an action acts on; a field
-/// they name carries their text as its label, which is digested.
-const CONTENT_ROLES: [&str; 2] = ["label", "static"];
+/// "Ln 2, Col 15", a calculator's history. No action acts on one
+/// ([`Node::acted_on`]), and their text changes as the application works:
+/// a field they name carries their text as its label, which is digested.
+pub(super) const CONTENT_ROLES: [&str; 2] = ["label", "static"];
 
 /// The digest of what identifies the tree: every node's path and role,
-/// and for each node an action can reach (all but [`CONTENT_ROLES`]) its
-/// label, bounds, actions and the states that decide
-/// whether it can be acted on; not values, not focus, not the text of
-/// content. A renamed, moved, added or removed element moves it; typed
-/// text, a blinking caret or a status bar's count does not.
+/// and for each node an action can reach (all but [`CONTENT_ROLES`]) the
+/// one text it is matched by (its label), its bounds, actions and the
+/// states that decide whether it can be acted on; not values, not focus,
+/// not the text of content. A renamed, relabelled, moved, added or removed
+/// element moves it; typed text, a blinking caret
+/// or a status bar's count does not.
 fn revision(nodes: &[Node]) -> String {
     let lasting = |s: &&String| {
         matches!(
@@ -225,9 +266,7 @@ fn revision(nodes: &[Node]) -> String {
     let parts: Vec<Value> = nodes
         .iter()
         .map(|n| {
-            if CONTENT_ROLES.contains(&n.atspi_role.as_str()) {
-                json!([n.path, n.atspi_role])
-            } else {
+            if n.acted_on() {
                 json!([
                     n.path,
                     n.atspi_role,
@@ -236,6 +275,8 @@ fn revision(nodes: &[Node]) -> String {
                     n.actions,
                     n.states.iter().filter(lasting).collect::<Vec<_>>(),
                 ])
+            } else {
+                json!([n.path, n.atspi_role])
             }
         })
         .collect();
@@ -285,6 +326,7 @@ impl Tree {
             truncated,
             revision,
             toolkit,
+            source: Source::Walk,
         }
     }
 
@@ -327,5 +369,97 @@ impl Tree {
         }
         let json = node(self, 0, depth, most.max(1), &mut shown, &mut cut);
         (json, cut)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(path: Vec<u32>, role: &str, name: &str, bounds: (i32, i32, i32, i32)) -> Node {
+        Node {
+            path,
+            atspi_role: role.into(),
+            role: super::super::ax_role(role, false),
+            name: name.into(),
+            label: name.into(),
+            labelled_apart: false,
+            description: String::new(),
+            value: None,
+            secure: false,
+            bounds,
+            actions: Vec::new(),
+            states: vec!["enabled".into(), "sensitive".into(), "showing".into()],
+            children: Vec::new(),
+        }
+    }
+
+    fn form(fields: usize) -> Vec<Node> {
+        let mut nodes = vec![node(vec![], "frame", "Form", (0, 0, 400, 400))];
+        for i in 0..fields {
+            let at = i32::try_from(i).unwrap_or(i32::MAX).saturating_mul(30);
+            nodes.push(node(
+                vec![0, 2 * i as u32],
+                "label",
+                "Field",
+                (0, at, 50, 20),
+            ));
+            nodes.push(node(
+                vec![0, 2 * i as u32 + 1],
+                "text",
+                "",
+                (60, at, 100, 20),
+            ));
+        }
+        let children: Vec<usize> = (1..nodes.len()).collect();
+        nodes[0].children = children;
+        nodes
+    }
+
+    #[test]
+    fn a_description_given_after_the_preview_does_not_retarget_an_action() {
+        // The review's case: "account" matched Accounts alone; the
+        // application then gives Backup the description "Account". The
+        // revision does not digest descriptions, so nothing may match by
+        // one.
+        let mut nodes = form(0);
+        nodes.push(node(vec![1], "push button", "Accounts", (0, 300, 50, 20)));
+        nodes.push(node(vec![2], "push button", "Backup", (0, 330, 50, 20)));
+        nodes[0].children = vec![1, 2];
+        nodes[2].description = "Account".into();
+        let tree = Tree::new(nodes, false, Toolkit::Gtk3);
+        let wanted = labels::normalise("account");
+        let matched: Vec<&str> = tree
+            .nodes
+            .iter()
+            .filter(|n| n.label_match(&wanted).is_some())
+            .map(|n| n.label.as_str())
+            .collect();
+        assert_eq!(matched, ["Accounts"]);
+    }
+
+    #[test]
+    fn bounds_an_application_chooses_do_not_overflow() {
+        let mut nodes = form(1);
+        nodes[1].bounds = (i32::MAX, i32::MAX, i32::MAX, i32::MAX);
+        nodes[2].bounds = (i32::MAX, i32::MAX, i32::MAX, i32::MAX);
+        let tree = Tree::new(nodes, false, Toolkit::Gtk3);
+        assert_eq!(tree.nodes.len(), 3);
+    }
+
+    #[test]
+    fn a_flat_list_of_thousands_is_not_searched_pair_by_pair() {
+        // 20,000 siblings: searched pairwise, this took seconds to minutes,
+        // on the accessibility thread, past every deadline.
+        let tree = Tree::new(form(10_000), false, Toolkit::Gtk3);
+        assert_eq!(tree.nodes.len(), 20_001);
+        // No label beside a field of a list that long is taken.
+        assert!(
+            tree.nodes
+                .iter()
+                .skip(1)
+                .filter(|n| n.atspi_role == "text")
+                .all(|n| n.label.is_empty())
+        );
     }
 }

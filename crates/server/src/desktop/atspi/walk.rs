@@ -192,6 +192,12 @@ pub(super) async fn walk(
     // (no level waits for the one before it to finish), at most
     // `IN_FLIGHT` at once. `slots[i]` is the i-th node found; `kids[i]`
     // its children's slots, in index order.
+    // Only the application's own objects, each once: a child named on
+    // another connection (another application's object) or met a second
+    // time (a node listing itself, or a cycle) is not followed.
+    let owner = frame.name().map(|n| n.to_string());
+    let mut seen: std::collections::HashSet<String> =
+        std::collections::HashSet::from([frame.path().to_string()]);
     let mut slots: Vec<Option<Node>> = vec![None];
     let mut kids: Vec<Vec<usize>> = vec![Vec::new()];
     let mut truncated = false;
@@ -212,6 +218,11 @@ pub(super) async fn walk(
             truncated |= !children.is_empty();
         } else {
             for (i, child) in children.into_iter().enumerate() {
+                if child.name().map(|n| n.to_string()) != owner
+                    || !seen.insert(child.path().to_string())
+                {
+                    continue;
+                }
                 if slots.len() >= max_nodes {
                     truncated = true;
                     break;
