@@ -131,29 +131,7 @@ pub(crate) trait ElementHost {
                 None => Some((n, None)),
                 Some(l) => n.label_match(l).map(|m| (n, Some(m))),
             });
-        // As an action resolves: the shown elements first, the hidden ones
-        // only when no shown one matches, each set by the label rule.
-        let (shown, hidden): (Vec<_>, Vec<_>) =
-            candidates.partition(|(n, _)| tree.toolkit.shown(n));
-        fn by_rule(
-            set: Vec<(&Node, Option<labels::LabelMatch>)>,
-            label: bool,
-        ) -> Vec<(&Node, Option<labels::LabelMatch>)> {
-            if !label {
-                return set;
-            }
-            labels::search(
-                set.into_iter()
-                    .map(|(n, m)| ((n, m), m.unwrap_or(labels::LabelMatch::Partial))),
-            )
-            .into_iter()
-            .map(|(pair, _)| pair)
-            .collect()
-        }
-        let found = match by_rule(shown, label.is_some()) {
-            found if found.is_empty() => by_rule(hidden, label.is_some()),
-            found => found,
-        };
+        let found = super::resolve::shown_first(&tree, candidates.collect(), label.is_some());
         let found: Vec<Value> = found
             .into_iter()
             .take(usize::try_from(most).unwrap_or(100))

@@ -299,6 +299,36 @@ pub(super) fn resolve<'t>(tree: &'t Tree, wanted: &Wanted<'_>) -> Result<&'t Nod
     }
 }
 
+/// What `find_element` finds among `candidates` (each with how its label
+/// matched, when a label was asked for), as an action resolves: the shown
+/// elements first, the hidden ones only when no shown one matches, each
+/// set by the label rule.
+pub(super) fn shown_first<'t>(
+    tree: &Tree,
+    candidates: Vec<(&'t Node, Option<labels::LabelMatch>)>,
+    by_label: bool,
+) -> Vec<(&'t Node, Option<labels::LabelMatch>)> {
+    let by_rule = |set: Vec<(&'t Node, Option<labels::LabelMatch>)>| {
+        if !by_label {
+            return set;
+        }
+        labels::search(
+            set.into_iter()
+                .map(|(n, m)| ((n, m), m.unwrap_or(labels::LabelMatch::Partial))),
+        )
+        .into_iter()
+        .map(|(pair, _)| pair)
+        .collect()
+    };
+    let (shown, hidden): (Vec<_>, Vec<_>) = candidates
+        .into_iter()
+        .partition(|(n, _)| tree.toolkit.shown(n));
+    match by_rule(shown) {
+        found if found.is_empty() => by_rule(hidden),
+        found => found,
+    }
+}
+
 /// Puts what a model is shown of `tree` into a `get_ui_tree` answer: at
 /// most `max_depth` levels (the default when `None`, at most
 /// [`super::MAX_DEPTH`]) and [`super::MAX_NODES`] nodes, with how many the
