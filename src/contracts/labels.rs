@@ -16,9 +16,10 @@
 //!    match, each marked so; an action accepts a partial match only when
 //!    it is the only one.
 //!
-//! An element may answer to more than one label (its name, its
-//! description, the label of its `labelled-by` relation): each is tried, and
-//! the best kind of match counts for the element.
+//! An element is matched by its one label (what a person reads, and what a
+//! server digests into the tree's revision): never by its description or
+//! another name, which could change between a preview and its execution
+//! without the revision moving.
 
 /// How a label matched the wanted one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -67,20 +68,6 @@ pub fn label_match(label: &str, wanted: &str) -> Option<LabelMatch> {
     } else {
         None
     }
-}
-
-/// The best match among the labels one element answers to: its label
-/// first, then the others (its name, its description). An empty wanted
-/// label is matched against the element's label alone.
-pub fn best_match<'a>(
-    labels: impl IntoIterator<Item = &'a str>,
-    wanted: &str,
-) -> Option<LabelMatch> {
-    let mut labels = labels.into_iter();
-    if wanted.is_empty() {
-        return labels.next().and_then(|l| label_match(l, wanted));
-    }
-    labels.filter_map(|l| label_match(l, wanted)).max()
 }
 
 /// The items of `candidates` a search for `wanted` finds, by the rule:

@@ -20,7 +20,7 @@
 //! Knobs: `ELEMENTS_FIELDS` (default 4), `ELEMENTS_ROUNDS` (default 3).
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -34,22 +34,8 @@ use computer_use_server::Config;
 use computer_use_server::desktop::x11::X11Desktop;
 use serde_json::{Value, json};
 
-struct Reaped(Child);
-
-impl Drop for Reaped {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn knob(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .filter(|v| *v > 0)
-        .unwrap_or(default)
-}
+mod support;
+use support::{Reaped, knob};
 
 fn spread(samples: &[f64]) -> (f64, f64, f64) {
     let mut sorted = samples.to_vec();

@@ -19,21 +19,15 @@
 //! action's revision takes it. Knob: `TREES_ROUNDS` (default 3).
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use computer_use_server::DesktopBackend;
 use computer_use_server::desktop::x11::X11Desktop;
 use serde_json::Value;
 
-struct Reaped(Child);
-
-impl Drop for Reaped {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+mod support;
+use support::{Reaped, knob};
 
 fn start(program: &str, args: &[&str], home: &std::path::Path) -> Option<Reaped> {
     Command::new(program)
@@ -99,11 +93,7 @@ fn range(samples: &[f64]) -> String {
 }
 
 fn main() {
-    let rounds: usize = std::env::var("TREES_ROUNDS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .filter(|v| *v > 0)
-        .unwrap_or(3);
+    let rounds = knob("TREES_ROUNDS", 3);
     let desktop = X11Desktop::connect_unwatched().expect("an X server and the accessibility bus");
     let home = tempfile::tempdir().unwrap();
     let note = home.path().join("note.txt");

@@ -29,39 +29,6 @@ mod x11_support;
 
 use x11_support::*;
 
-/// The window whose title is `title` (exactly), once its application
-/// answers on the accessibility bus with a tree of at least `nodes`
-/// nodes: its id, app id and tree answer.
-async fn app_window(sim: &Sim, title: &str, nodes: u64) -> (u64, String, Value) {
-    let mut last = Value::Null;
-    // Up to 60 s: a GTK application starting on a busy machine is slow.
-    for _ in 0..300 {
-        let listed = sim.observe_semantic(&scope(sim)).await.unwrap();
-        let found = listed.structured["windows"]
-            .as_array()
-            .and_then(|ws| ws.iter().find(|w| w["title"] == title))
-            .cloned();
-        if let Some(window) = found {
-            let id = window["windowId"].as_u64().unwrap();
-            let app = window["bundleId"].as_str().unwrap().to_owned();
-            let mut tree_scope = scope(sim);
-            tree_scope.app_id = Some(app.clone());
-            tree_scope.window_id = Some(WindowId::Number(id));
-            let tree = sim.observe_semantic(&tree_scope).await.unwrap().structured;
-            if tree["accessibility"] == "atspi"
-                && tree["elementTreeNodes"]
-                    .as_u64()
-                    .is_some_and(|n| n >= nodes)
-            {
-                return (id, app, tree);
-            }
-            last = json!({ "note": tree["accessibilityNote"], "nodes": tree["elementTreeNodes"] });
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    panic!("{title:?} did not appear with an accessible tree within 60 s (last: {last})");
-}
-
 /// Every text an application shows, read by pyatspi (outside this crate).
 fn texts_read_by_pyatspi(app: &str) -> Vec<String> {
     let script = concat!(
@@ -142,7 +109,7 @@ async fn gnome_calculator_computes_12_times_7_pressed_by_the_labels_a_person_rea
     let home = tempfile::tempdir().unwrap();
     let _calculator = start_fresh("gnome-calculator", &[], home.path());
     let sim = runtime().await;
-    let (id, app, tree) = app_window(&sim, "Calculator", 50).await;
+    let (id, app, tree) = accessible_window(&sim, "Calculator", 50).await;
     assert_eq!(tree["toolkit"], "gtk4", "{}", tree["toolkit"]);
     // Once the application has settled (it sends events while it starts),
     // a tree read again with nothing changed comes from memory, current as
@@ -220,7 +187,7 @@ async fn gedit_writes_a_sentence_by_element_and_saves_it_to_the_file() {
     let title = format!("note.txt ({}) - gedit", dir.path().display());
     // gedit's window is some 540 nodes, 16 levels deep: past what a model
     // is shown, not past what an action resolves in.
-    let (id, app, tree) = app_window(&sim, &title, 400).await;
+    let (id, app, tree) = accessible_window(&sim, &title, 400).await;
     assert_eq!(tree["toolkit"], "gtk3");
     assert!(
         tree["elementTreeNodes"].as_u64().unwrap() > 500,

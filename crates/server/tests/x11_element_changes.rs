@@ -31,26 +31,8 @@ use x11_support::*;
 /// The form's window, once listed and answering on the accessibility bus:
 /// `(window id, app id)`.
 async fn shown(sim: &Sim, title: &str) -> (u64, String) {
-    for _ in 0..300 {
-        let listed = sim.observe_semantic(&scope(sim)).await.unwrap();
-        let window = listed.structured["windows"]
-            .as_array()
-            .and_then(|ws| ws.iter().find(|w| w["title"] == title))
-            .cloned();
-        if let Some(window) = window {
-            let id = window["windowId"].as_u64().unwrap();
-            let app = window["bundleId"].as_str().unwrap().to_owned();
-            let mut tree_scope = scope(sim);
-            tree_scope.app_id = Some(app.clone());
-            tree_scope.window_id = Some(WindowId::Number(id));
-            let tree = sim.observe_semantic(&tree_scope).await.unwrap().structured;
-            if tree["accessibility"] == "atspi" && tree["tree"]["children"].is_array() {
-                return (id, app);
-            }
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("the form {title:?} did not appear with an accessible tree within 30 s");
+    let (id, app, _) = accessible_window(sim, title, 1).await;
+    (id, app)
 }
 
 fn session(sim: &Sim, app: &str, id: u64) -> Session<ComputerUseMcpRuntime> {

@@ -106,6 +106,39 @@ pub fn scope(runtime: &ComputerUseMcpRuntime) -> ObservationScope {
     }
 }
 
+/// The window titled `title` (exactly), once the display lists it and its
+/// application answers on the accessibility bus with a tree of at least
+/// `nodes` nodes: its id, app id and `get_ui_tree` answer. Up to 60 s: a
+/// GTK application starting on a busy machine is slow.
+pub async fn accessible_window(sim: &Sim, title: &str, nodes: u64) -> (u64, String, Value) {
+    let mut last = Value::Null;
+    for _ in 0..300 {
+        let listed = sim.observe_semantic(&scope(sim)).await.unwrap();
+        let found = listed.structured["windows"]
+            .as_array()
+            .and_then(|ws| ws.iter().find(|w| w["title"] == title))
+            .cloned();
+        if let Some(window) = found {
+            let id = window["windowId"].as_u64().unwrap();
+            let app = window["bundleId"].as_str().unwrap().to_owned();
+            let mut tree_scope = scope(sim);
+            tree_scope.app_id = Some(app.clone());
+            tree_scope.window_id = Some(WindowId::Number(id));
+            let tree = sim.observe_semantic(&tree_scope).await.unwrap().structured;
+            if tree["accessibility"] == "atspi"
+                && tree["elementTreeNodes"]
+                    .as_u64()
+                    .is_some_and(|n| n >= nodes)
+            {
+                return (id, app, tree);
+            }
+            last = json!({ "note": tree["accessibilityNote"], "nodes": tree["elementTreeNodes"] });
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    panic!("{title:?} did not appear with an accessible tree within 60 s (last: {last})");
+}
+
 /// Waits until the display lists a window of `app` and the screen has
 /// stopped changing (a window still painting would make evidence stale
 /// before the test changes anything); the window's record.

@@ -31,8 +31,6 @@ pub(crate) const ELEMENT_TOOLS: [&str; 5] = [
 /// unknown.
 const ACTION_BUDGET: std::time::Duration = std::time::Duration::from_secs(30);
 
-/// The element observations a Linux desktop answers when the
-/// accessibility bus is reachable.
 pub(crate) use super::resolve::{Window, show_tree};
 
 /// The element observations a Linux desktop answers when the
@@ -491,8 +489,6 @@ pub(crate) trait ElementHost {
                     n.value.clone().unwrap_or_default()
                 },
                 secure: n.secure,
-                // Matched by its label alone, as an action resolves it.
-                also: Vec::new(),
             })
             .collect())
     }

@@ -66,7 +66,7 @@ impl Node {
     /// its execution without the revision moving (a description, a tooltip,
     /// is shown but never matched).
     pub fn label_match(&self, wanted: &str) -> Option<LabelMatch> {
-        labels::best_match([self.label.as_str()], wanted)
+        labels::label_match(&self.label, wanted)
     }
 
     /// Its id: the path, as `p0.2.1`.

@@ -35,10 +35,6 @@ pub struct Element {
     pub value: String,
     /// A password field: its value is never shown.
     pub secure: bool,
-    /// The other names it answers to by the label rule
-    /// ([`adk_computer_use::contracts::labels`]): its accessible name and
-    /// description, where they differ from its label.
-    pub also: Vec<String>,
 }
 
 impl Element {
@@ -47,10 +43,7 @@ impl Element {
         &self,
         wanted: &str,
     ) -> Option<adk_computer_use::contracts::labels::LabelMatch> {
-        adk_computer_use::contracts::labels::best_match(
-            std::iter::once(self.label.as_str()).chain(self.also.iter().map(String::as_str)),
-            wanted,
-        )
+        adk_computer_use::contracts::labels::label_match(&self.label, wanted)
     }
 }
 
@@ -146,7 +139,6 @@ fn element(id: &str, role: &str, label: &str, secure: bool) -> Element {
         label: label.into(),
         value: String::new(),
         secure,
-        also: Vec::new(),
     }
 }
 
