@@ -7,98 +7,20 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
+mod pg_support;
 
 use adk_computer_use_testkit::needs;
 use std::sync::Arc;
 
 use adk_computer_use::ComputerUseError;
 use adk_computer_use::chain::{
-    Approval, ApproverKey, ChainOutcome, CheckpointRefusal, CheckpointStore, ClaimBasis, Decision,
-    SealingKey, Session, decide, inspect,
+    Approval, ChainOutcome, CheckpointRefusal, CheckpointStore, ClaimBasis, Decision, Session,
+    decide, inspect,
 };
 use adk_computer_use::journal::{Journal, JournalSink, verify_journal};
 use adk_computer_use::pg::{PostgresCheckpointStore, PostgresJournal, read_postgres_journal};
 use common::*;
-
-/// The server's URL. These tests are built to run only when
-/// `ADK_POSTGRES_URL` was set for the build (else they are reported as
-/// ignored, with the reason); run without it, they fail, never pass.
-fn url() -> Option<String> {
-    let url = std::env::var("ADK_POSTGRES_URL")
-        .ok()
-        .filter(|u| !u.is_empty());
-    assert!(
-        url.is_some(),
-        "ADK_POSTGRES_URL is not set: these tests need a PostgreSQL server"
-    );
-    url
-}
-
-fn approver() -> ApproverKey {
-    ApproverKey::from_hex(&"42".repeat(32)).unwrap()
-}
-
-fn key() -> SealingKey {
-    SealingKey::new(b"postgres-test-key-of-32-bytes-ok".to_vec()).unwrap()
-}
-
-/// A unique name per run, so runs against one database never meet.
-fn unique(prefix: &str) -> String {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    format!("{prefix}-{}-{now}", std::process::id())
-}
-
-/// A rig acting in runtime session `session`, its store of record `store`.
-fn rig_in(session: &str, store: Arc<PostgresCheckpointStore>) -> Rig {
-    let rig = rig();
-    rig.runtime.act_in(session, None);
-    let session = Session::builder(Arc::clone(&rig.runtime), full_authorizer())
-        .clock(Arc::new(rig.clock.clone()))
-        .agent_id("executor")
-        .checkpoints(store.clone())
-        .build()
-        .unwrap();
-    Rig {
-        session,
-        store,
-        ..rig
-    }
-}
-
-/// A rig over a PostgreSQL store at `url`, in a session named after
-/// `prefix`, with action `action_id` suspended there; the approval the
-/// runtime holds for it.
-async fn suspended_in(
-    url: &str,
-    prefix: &str,
-    action_id: &str,
-) -> (
-    Rig,
-    Arc<PostgresCheckpointStore>,
-    adk_computer_use::chain::CheckpointId,
-    Approval,
-) {
-    let store = Arc::new(
-        PostgresCheckpointStore::connect(url, key())
-            .expect("ADK_POSTGRES_URL is set and must answer"),
-    );
-    let rig = rig_in(&unique(prefix), store.clone());
-    rig.runtime.script().route = Some(PreviewRoute::NeedsApproval);
-    let pending = match rig.session.run(action(action_id)).await.unwrap() {
-        ChainOutcome::NeedsApproval(pending) => pending,
-        _ => panic!("approval required"),
-    };
-    let approval = Approval::runtime_held(
-        pending.action_id(),
-        pending.action_digest(),
-        pending.policy_digest(),
-    );
-    let id = pending.suspend().await.unwrap();
-    (rig, store, id, approval)
-}
+use pg_support::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 #[needs(postgres)]
@@ -117,7 +39,7 @@ async fn of_agents_on_many_machines_racing_to_resume_exactly_one_wins() {
                 rig.clock.clone(),
             );
             tokio::spawn(async move {
-                let store = Arc::new(PostgresCheckpointStore::connect(&url, key()).unwrap());
+                let store = Arc::new(PostgresCheckpointStore::connect(&url, pg_key()).unwrap());
                 let session = Session::builder(runtime, full_authorizer())
                     .clock(Arc::new(clock))
                     .agent_id("executor")
@@ -154,7 +76,7 @@ async fn of_agents_on_many_machines_racing_to_resume_exactly_one_wins() {
 #[needs(postgres)]
 async fn decisions_recorded_in_postgres_reach_the_waiting_agent_once() {
     let Some(url) = url() else { return };
-    let store = Arc::new(PostgresCheckpointStore::connect(&url, key()).unwrap());
+    let store = Arc::new(PostgresCheckpointStore::connect(&url, pg_key()).unwrap());
     let rig = rig_in(&unique("decide"), store.clone());
     rig.runtime.script().route = Some(PreviewRoute::NeedsApproval);
     let suspend = |id: &'static str| {
@@ -278,8 +200,8 @@ async fn the_journal_in_postgres_verifies_and_cannot_fork() {
 #[needs(postgres)]
 async fn a_denial_and_a_resume_racing_in_postgres_never_both_succeed() {
     let Some(url) = url() else { return };
-    let store = Arc::new(PostgresCheckpointStore::connect(&url, key()).unwrap());
-    let person = Arc::new(PostgresCheckpointStore::connect(&url, key()).unwrap());
+    let store = Arc::new(PostgresCheckpointStore::connect(&url, pg_key()).unwrap());
+    let person = Arc::new(PostgresCheckpointStore::connect(&url, pg_key()).unwrap());
     let rig = rig_in(&unique("deny-race"), store.clone());
     rig.runtime.script().route = Some(PreviewRoute::NeedsApproval);
     let mut both = 0;
@@ -381,7 +303,7 @@ async fn a_refusal_before_any_effect_gives_a_postgres_checkpoint_back_for_one_mo
     // Both ends were reported beside the checkpoint, in order, and a
     // second store on the same database (the page's) reads them, the
     // latest reported first among every checkpoint.
-    let page = PostgresCheckpointStore::connect(&url, key()).unwrap();
+    let page = PostgresCheckpointStore::connect(&url, pg_key()).unwrap();
     let reports = adk_computer_use::chain::reports_of(&page, &id).unwrap();
     let statuses: Vec<_> = reports.iter().map(|r| r.outcome.status()).collect();
     assert_eq!(statuses[0], "refused", "{reports:?}");

@@ -2,7 +2,11 @@
 //! processes and machines. The claim and the decision are each one
 //! statement on the same row, so PostgreSQL's row lock orders them: of a
 //! claim without a decision and a decision racing it, exactly one changes
-//! the row, and the other sees what it did.
+//! the row, and the other sees what it did. A claim writes a random id of
+//! its own into the row it changes, so that when the answer to that
+//! statement is lost (the connection dropped after the row changed), the
+//! claim recognises its own row on a fresh connection instead of reading
+//! it as another resume's ("already resumed" for an action that never ran).
 
 use super::Connection;
 use crate::ComputerUseError;
@@ -19,6 +23,7 @@ const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS adk_checkpoints (
 ALTER TABLE adk_checkpoints ADD COLUMN IF NOT EXISTS claimed_undecided boolean NOT NULL DEFAULT false;
 ALTER TABLE adk_checkpoints ADD COLUMN IF NOT EXISTS outcomes text[] NOT NULL DEFAULT '{}';
 ALTER TABLE adk_checkpoints ADD COLUMN IF NOT EXISTS reported_at timestamptz;
+ALTER TABLE adk_checkpoints ADD COLUMN IF NOT EXISTS claimed_by text;
 CREATE TABLE IF NOT EXISTS adk_checkpoint_store (
     one boolean PRIMARY KEY DEFAULT true CHECK (one),
     store_id text NOT NULL
@@ -107,6 +112,65 @@ impl PostgresCheckpointStore {
             Err(err) => err,
         }
     }
+
+    /// The claim's one statement: how many rows it changed (one, or none
+    /// when the row is not claimable on `basis`).
+    fn claim_once(
+        &self,
+        id: &CheckpointId,
+        basis: &ClaimBasis,
+        claimer: &str,
+    ) -> Result<u64, ComputerUseError> {
+        let (key, claimer) = (id.to_string(), claimer.to_owned());
+        match basis {
+            ClaimBasis::Undecided => self.connection.run("consume a checkpoint", move |client| {
+                client.execute(
+                    "UPDATE adk_checkpoints SET consumed = true, claimed_undecided = true, claimed_by = $2 WHERE id = $1 AND NOT consumed AND decision IS NULL",
+                    &[&key, &claimer],
+                )
+            }),
+            ClaimBasis::Decision(record) => {
+                let record = record.clone();
+                self.connection.run("consume a checkpoint", move |client| {
+                    client.execute(
+                        "UPDATE adk_checkpoints SET consumed = true, claimed_by = $3 WHERE id = $1 AND NOT consumed AND decision = $2",
+                        &[&key, &record, &claimer],
+                    )
+                })
+            }
+        }
+    }
+
+    /// Whether `id` stands consumed by the claim named `claimer`.
+    fn claimed_by(&self, id: &CheckpointId, claimer: &str) -> Result<bool, ComputerUseError> {
+        let (key, claimer) = (id.to_string(), claimer.to_owned());
+        self.connection
+            .run("read who consumed a checkpoint", move |client| {
+                Ok(client
+                .query_opt(
+                    "SELECT 1 FROM adk_checkpoints WHERE id = $1 AND consumed AND claimed_by = $2",
+                    &[&key, &claimer],
+                )?
+                .is_some())
+            })
+    }
+
+    /// Why a claim on `basis` changed nothing.
+    fn claim_refused(
+        &self,
+        id: &CheckpointId,
+        basis: &ClaimBasis,
+    ) -> Result<ComputerUseError, ComputerUseError> {
+        Ok(match (self.state(id)?, basis) {
+            (None, _) => refused(id, CheckpointRefusal::Missing),
+            (Some(state), _) if state.consumed => refused(id, CheckpointRefusal::AlreadyResumed),
+            (Some(_), ClaimBasis::Undecided) => refused(id, CheckpointRefusal::DecisionRecorded),
+            (Some(state), ClaimBasis::Decision(_)) if state.decided => {
+                refused(id, CheckpointRefusal::AlreadyDecided)
+            }
+            (Some(_), ClaimBasis::Decision(_)) => refused(id, CheckpointRefusal::NoDecisionYet),
+        })
+    }
 }
 
 struct RowState {
@@ -155,40 +219,27 @@ impl CheckpointStore for PostgresCheckpointStore {
     }
 
     /// One statement on the row: of racing claims and decisions, on any
-    /// machine, exactly one changes it.
+    /// machine, exactly one changes it. The statement also writes who
+    /// claimed (a random id of this claim), so an answer lost on the way
+    /// back (the connection dropped after the row changed) does not void
+    /// the approval: the claim asks once more on a fresh connection, where
+    /// the row it changed reads as its own.
     fn claim(&self, id: &CheckpointId, basis: &ClaimBasis) -> Result<(), ComputerUseError> {
-        let key = id.to_string();
-        let changed = match basis {
-            ClaimBasis::Undecided => self.connection.run("consume a checkpoint", move |client| {
-                client.execute(
-                    "UPDATE adk_checkpoints SET consumed = true, claimed_undecided = true WHERE id = $1 AND NOT consumed AND decision IS NULL",
-                    &[&key],
-                )
-            })?,
-            ClaimBasis::Decision(record) => {
-                let record = record.clone();
-                self.connection.run("consume a checkpoint", move |client| {
-                    client.execute(
-                        "UPDATE adk_checkpoints SET consumed = true WHERE id = $1 AND NOT consumed AND decision = $2",
-                        &[&key, &record],
-                    )
-                })?
+        let claimer = crate::auth::secret::random_token()?;
+        let mut lost = None;
+        for _ in 0..2 {
+            match self.claim_once(id, basis, &claimer) {
+                Ok(1) => return Ok(()),
+                Ok(_) if lost.is_some() && self.claimed_by(id, &claimer)? => return Ok(()),
+                Ok(_) => return Err(self.claim_refused(id, basis)?),
+                Err(err) => lost = Some(err),
             }
-        };
-        if changed == 1 {
-            return Ok(());
         }
-        Err(match (self.state(id)?, basis) {
-            (None, _) => refused(id, CheckpointRefusal::Missing),
-            (Some(state), _) if state.consumed => refused(id, CheckpointRefusal::AlreadyResumed),
-            (Some(_), ClaimBasis::Undecided) => refused(id, CheckpointRefusal::DecisionRecorded),
-            (Some(state), ClaimBasis::Decision(_)) if state.decided => {
-                refused(id, CheckpointRefusal::AlreadyDecided)
-            }
-            (Some(_), ClaimBasis::Decision(_)) => refused(id, CheckpointRefusal::NoDecisionYet),
-        })
+        match lost {
+            Some(err) => Err(err),
+            None => Err(self.claim_refused(id, basis)?),
+        }
     }
-
     fn ids(&self) -> Result<Vec<CheckpointId>, ComputerUseError> {
         self.listed(
             "list checkpoints",
@@ -240,7 +291,7 @@ impl CheckpointStore for PostgresCheckpointStore {
         let changed = match basis {
             ClaimBasis::Undecided => self.connection.run("give a checkpoint back", move |client| {
                 client.execute(
-                    "UPDATE adk_checkpoints SET consumed = false, claimed_undecided = false WHERE id = $1 AND consumed AND claimed_undecided AND decision IS NULL",
+                    "UPDATE adk_checkpoints SET consumed = false, claimed_undecided = false, claimed_by = NULL WHERE id = $1 AND consumed AND claimed_undecided AND decision IS NULL",
                     &[&key],
                 )
             })?,
@@ -248,7 +299,7 @@ impl CheckpointStore for PostgresCheckpointStore {
                 let record = record.clone();
                 self.connection.run("give a checkpoint back", move |client| {
                     client.execute(
-                        "UPDATE adk_checkpoints SET consumed = false WHERE id = $1 AND consumed AND NOT claimed_undecided AND decision = $2",
+                        "UPDATE adk_checkpoints SET consumed = false, claimed_by = NULL WHERE id = $1 AND consumed AND NOT claimed_undecided AND decision = $2",
                         &[&key, &record],
                     )
                 })?

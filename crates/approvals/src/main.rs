@@ -26,6 +26,7 @@
 //! (`ADK_APPROVER_CREDENTIAL`, never on the command line), and records the
 //! decision carrying it: the agent's credential cannot obtain one.
 
+mod hidden;
 #[cfg(feature = "page")]
 mod page;
 mod words;
@@ -67,24 +68,6 @@ fn approver() -> Result<ApproverKey, String> {
     ApproverKey::from_hex(&key).map_err(|e| e.to_string())
 }
 
-/// Whether `c` changes how the text around it is drawn without being
-/// visible itself: bidirectional overrides and isolates, zero-width
-/// characters, the byte order mark (Unicode's format characters that
-/// matter for display).
-fn invisible(c: char) -> bool {
-    matches!(
-        c,
-        '\u{00AD}'
-            | '\u{061C}'
-            | '\u{180E}'
-            | '\u{200B}'..='\u{200F}'
-            | '\u{202A}'..='\u{202E}'
-            | '\u{2060}'..='\u{206F}'
-            | '\u{FEFF}'
-            | '\u{FFF9}'..='\u{FFFB}'
-    )
-}
-
 #[cfg(feature = "page")]
 /// [`safe`], line breaks kept (for text whose lines are its own layout,
 /// such as pretty JSON, where a break inside a value is escaped already).
@@ -92,14 +75,13 @@ fn safe_keeping_lines(text: &str) -> String {
     text.split('\n').map(safe).collect::<Vec<_>>().join("\n")
 }
 
-/// Text from a checkpoint, made safe to show: control characters (a
-/// terminal escape could draw a fake line, a newline a fake row) and
-/// invisible format characters (a right-to-left override can make
-/// `note\u{202E}txt.exe` read as `noteexe.txt`) are shown escaped.
+/// Text from a checkpoint, made safe to show: every character that draws
+/// nothing or changes how the text around it is drawn is shown escaped
+/// ([`hidden::hidden`]).
 fn safe(text: &str) -> String {
     text.chars()
         .flat_map(|c| {
-            if c.is_control() || invisible(c) {
+            if hidden::hidden(c) {
                 c.escape_unicode().collect::<Vec<_>>()
             } else {
                 vec![c]

@@ -22,7 +22,7 @@ use adk_computer_use::digest::sha256_prefixed;
 use adk_computer_use::runtime::{ComputerUseRuntime, ProposedAction};
 
 use adk_computer_use::{ExecutionMode, VerificationOutcome};
-use adk_computer_use_testkit::child::{Sim, run_approving, session_on};
+use adk_computer_use_testkit::child::{Sim, session_on};
 use serde_json::{Value, json};
 
 mod x11_support;
@@ -68,34 +68,41 @@ fn start_fresh(program: &str, args: &[&str], home: &std::path::Path) -> Program 
 
 /// Runs `action` as a plan does: a `stale_target` refused before the effect
 /// (the application still settling from the action before: its tree
-/// changed between the observation and the execution) performed nothing, so it is
-/// observed again and run again, at most three times in all. Anything else
-/// fails the test.
+/// changed between the observation and the execution, or between the
+/// approval and the execution) performed nothing, so it is observed again
+/// and run again, after a pause, at most five times in all. Anything else
+/// fails the test, and so does a fifth refusal.
 async fn press_as_a_plan_would(
     sim: &Sim,
     session: &adk_computer_use::Session<adk_computer_use::mcp::ComputerUseMcpRuntime>,
     action: ProposedAction,
 ) -> adk_computer_use::chain::Verified {
-    for _ in 0..2 {
-        match session.run(action.clone()).await {
-            Ok(adk_computer_use::ChainOutcome::Completed(done)) => return done,
+    let mut refusals = Vec::new();
+    for attempt in 0..5u64 {
+        let ran = match session.run(action.clone()).await {
+            Ok(adk_computer_use::ChainOutcome::Completed(done)) => Ok(done),
             Ok(adk_computer_use::ChainOutcome::NeedsApproval(pending)) => {
-                return adk_computer_use_testkit::child::host_approves(sim, pending)
+                adk_computer_use_testkit::child::host_approves(sim, pending)
                     .await
                     .complete()
                     .await
-                    .unwrap();
             }
             Ok(adk_computer_use::ChainOutcome::Blocked(b)) => panic!("blocked: {}", b.blocker()),
+            Err(err) => Err(err),
+        };
+        match ran {
+            Ok(done) => return done,
             Err(err @ adk_computer_use::ComputerUseError::Refused { .. })
                 if err.refusal_code() == Some("stale_target") =>
             {
                 eprintln!("refused before the effect, observed again: {err}");
+                refusals.push(err.to_string());
+                tokio::time::sleep(Duration::from_millis(250 * (attempt + 1))).await;
             }
             Err(err) => panic!("{err}"),
         }
     }
-    run_approving(sim, session, action).await
+    panic!("refused stale five times: {refusals:#?}")
 }
 
 fn background(tool: &str, arguments: Value) -> ProposedAction {

@@ -134,6 +134,21 @@ impl Browser {
             .to_owned())
     }
 
+    /// What `script` (a function body; `arguments` holds `args`) returns,
+    /// run in the page by the browser itself (a page's own policy that
+    /// forbids scripts does not apply to the browser's driver).
+    pub async fn script(
+        &self,
+        script: &str,
+        args: serde_json::Value,
+    ) -> Result<serde_json::Value, String> {
+        self.command(
+            Some(json!({ "script": script, "args": args })),
+            "/execute/sync",
+        )
+        .await
+    }
+
     /// A PNG of the page.
     pub async fn screenshot(&self) -> Vec<u8> {
         use base64::Engine;

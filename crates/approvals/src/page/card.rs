@@ -6,14 +6,14 @@
 use adk_computer_use::chain::CheckpointView;
 use html_escape::{encode_double_quoted_attribute as attr, encode_text as text};
 
-use super::Page;
+use super::{Page, shown};
 
 pub(super) const STYLE: &str = "body{font-family:sans-serif;margin:1em}section{border:1px solid #999;margin:1em 0;padding:1em}\
 .frame{position:relative;display:inline-block;overflow:hidden;border:1px solid #333}.frame img{display:block;max-width:none}\
 .bounds{position:absolute;border:3px solid #d00;box-sizing:border-box}\
 .pointer{position:absolute;width:14px;height:14px;margin:-7px 0 0 -7px;border:3px solid #06f;border-radius:50%}\
 dt{font-weight:bold}dd{margin:0 0 .5em 1em;font-family:monospace;white-space:pre-wrap;word-break:break-all}\
-.unreadable{background:#fee}.done{background:#efe;padding:.5em}";
+.unreadable{background:#fee}.done{background:#efe;padding:.5em}bdo{direction:ltr;unicode-bidi:isolate-override}";
 
 /// Seconds until `expires_at`, or that it expired.
 fn time_left(expires_at: &str) -> String {
@@ -74,7 +74,7 @@ pub(super) fn card(page: &Page, view: &CheckpointView) -> String {
     let revealed = view.handles_secrets().then(|| {
         format!(
             "<details><summary>Masked because the action is labelled as handling secrets (a label the agent chose). Show the values before approving.</summary><pre>{}</pre></details>",
-            text(&crate::safe_keeping_lines(&pretty(view.secret_fields_masked())))
+            shown(&crate::safe_keeping_lines(&pretty(view.secret_fields_masked())))
         )
     });
     // An element action's fields, one a line: which field gets which
@@ -211,12 +211,16 @@ pub(super) fn card(page: &Page, view: &CheckpointView) -> String {
         }
         // Arguments keep their lines (pretty JSON escapes every line break
         // inside a value); every other row shows its breaks escaped.
-        let shown = if name == "Arguments" || name == "Fields" {
+        let value_shown = if name == "Arguments" || name == "Fields" {
             crate::safe_keeping_lines(&value)
         } else {
             crate::safe(&value)
         };
-        details.push_str(&format!("<dt>{}</dt><dd>{}</dd>", text(name), text(&shown)));
+        details.push_str(&format!(
+            "<dt>{}</dt><dd>{}</dd>",
+            text(name),
+            shown(&value_shown)
+        ));
         if name == "Arguments"
             && let Some(revealed) = &revealed
         {
@@ -236,6 +240,6 @@ pub(super) fn card(page: &Page, view: &CheckpointView) -> String {
     format!(
         "<section id=\"c-{id}\"><h2>{title}</h2>{frame}<dl>{details}</dl>{forms}</section>",
         id = attr(id),
-        title = text(&crate::safe(&view.action_id)),
+        title = shown(&crate::safe(&view.action_id)),
     )
 }

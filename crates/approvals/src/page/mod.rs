@@ -18,8 +18,10 @@
 //! page's own form token and come from the page's own origin; decisions on
 //! one checkpoint are taken one at a time, and an approval is asked of the
 //! server only for a checkpoint still undecided; everything shown is
-//! escaped (invisible format characters too), and the content security
-//! policy allows no script at all.
+//! escaped (every character that draws nothing or may draw nothing, by
+//! its Unicode properties: see `hidden`), every value is drawn in the
+//! order of its characters (no right-to-left letter moves a number), and
+//! the content security policy allows no script at all.
 
 mod card;
 mod report;
@@ -40,6 +42,18 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use html_escape::{encode_double_quoted_attribute as attr, encode_text as text};
+
+/// `value` (already through [`crate::safe`]) as HTML drawn in the order of
+/// its characters, left to right, whatever their direction: a
+/// right-to-left word cannot carry the numbers around it to another place
+/// ("transfer א 100 ב 900" drawn with 900 first). `<bdo dir="ltr">`
+/// isolates the value from what surrounds it and overrides the direction
+/// inside it (the page's style says so too, not only the browser's);
+/// a right-to-left word therefore reads letter by letter from the left,
+/// which is the order of the bytes approved.
+fn shown(value: &str) -> String {
+    format!("<bdo dir=\"ltr\">{}</bdo>", text(value))
+}
 use serde::Deserialize;
 
 /// What the page's handlers share.
@@ -201,7 +215,7 @@ async fn list(
         Ok(Ok(happened)) => report::section(&happened),
         Ok(Err(err)) => format!(
             "<p class=\"unreadable\">The agents' reports cannot be read: {}</p>",
-            text(&super::safe(&err.to_string()))
+            shown(&super::safe(&err.to_string()))
         ),
         Err(err) => return refused(StatusCode::INTERNAL_SERVER_ERROR, &err.to_string()),
     };
@@ -226,7 +240,7 @@ async fn list(
         body.push_str(&match action {
             Some(action) => format!(
                 "<p class=\"done\">{what} action {} (checkpoint {id}). What happened next shows below once the agent has run it.</p>",
-                text(&super::safe(&action))
+                shown(&super::safe(&action))
             ),
             None => format!("<p class=\"done\">{what} checkpoint {id}</p>"),
         });
@@ -239,7 +253,7 @@ async fn list(
             Ok(view) => body.push_str(&card(&page, view)),
             Err(err) => body.push_str(&format!(
                 "<section class=\"unreadable\" id=\"c-{id}\"><h2>{id}</h2><p>UNREADABLE: {}</p><p>This checkpoint cannot be trusted and cannot be decided here.</p></section>",
-                text(&super::safe(&err.to_string())),
+                shown(&super::safe(&err.to_string())),
                 id = attr(id.as_str()),
             )),
         }

@@ -6,6 +6,7 @@
 //! store's key, so no one without it can write one), and the page says so:
 //! the server's own record stays the authority on what the desktop did.
 
+use super::shown;
 use adk_computer_use::chain::{Reported, ReportedOutcome};
 use html_escape::{encode_double_quoted_attribute as attr, encode_text as text};
 
@@ -29,17 +30,17 @@ pub(super) fn section(reported: &[Reported]) -> String {
                         "<section class=\"report {status}\" id=\"r-{id}-{n}\"><h2>Action {action} ({tool})</h2><p class=\"outcome\">{words}</p><p class=\"at\">Reported {at}; checkpoint {id}.</p></section>",
                         status = attr(report.outcome.status()),
                         id = attr(id.as_str()),
-                        action = text(&super::super::safe(&report.action_id)),
-                        tool = text(&super::super::safe(&report.tool)),
+                        action = shown(&super::super::safe(&report.action_id)),
+                        tool = shown(&super::super::safe(&report.tool)),
                         words = sentence(&report.outcome),
-                        at = text(&super::super::safe(&report.reported_at)),
+                        at = shown(&super::super::safe(&report.reported_at)),
                     ));
                 }
             }
             Err(err) => out.push_str(&format!(
                 "<section class=\"report unreadable\" id=\"r-{id}\"><h2>Checkpoint {id}</h2><p class=\"outcome\">UNREADABLE: {why}</p><p>No report beside this checkpoint can be trusted.</p></section>",
                 id = attr(id.as_str()),
-                why = text(&super::super::safe(&err.to_string())),
+                why = shown(&super::super::safe(&err.to_string())),
             )),
         }
     }
@@ -78,7 +79,7 @@ fn words(outcome: &ReportedOutcome) -> (&'static str, Option<&str>, &'static str
 fn sentence(outcome: &ReportedOutcome) -> String {
     let (lead, reason, tail) = words(outcome);
     let reason = reason.map_or_else(String::new, |r| {
-        format!("<q class=\"reason\">{}</q>", text(&super::super::safe(r)))
+        format!("<q class=\"reason\">{}</q>", shown(&super::super::safe(r)))
     });
     format!("{}{reason}{}", text(lead), text(tail))
 }

@@ -1,0 +1,118 @@
+//! Which characters a person is never shown raw, on the page or by `show`.
+//!
+//! An agent's text can carry characters that draw nothing (Unicode's tag
+//! characters spell a whole instruction zero pixels wide) or that change
+//! how the text around them is drawn (a right-to-left override turns
+//! `note\u{202E}txt.exe` into `noteexe.txt`). A person approving such text
+//! would approve words they never saw. The set is taken from Unicode's own
+//! properties (through ICU4X's compiled data, the tables browsers and
+//! ICU share), not from a hand list, so that a character Unicode adds to
+//! them is escaped without a change here.
+
+use icu_properties::props::{DefaultIgnorableCodePoint, GeneralCategory, GeneralCategoryGroup};
+use icu_properties::{CodePointMapData, CodePointSetData};
+
+/// The general categories shown escaped: format characters (Cf: bidi
+/// controls, tags, zero-width joiners), line and paragraph separators
+/// (a break the page would not show as one), private use (drawn by no
+/// standard font, so as anything a font chooses), surrogates and
+/// unassigned code points (drawn as nothing, or as whatever a newer font
+/// makes of them).
+const ESCAPED: GeneralCategoryGroup = GeneralCategoryGroup::Format
+    .union(GeneralCategoryGroup::LineSeparator)
+    .union(GeneralCategoryGroup::ParagraphSeparator)
+    .union(GeneralCategoryGroup::PrivateUse)
+    .union(GeneralCategoryGroup::Surrogate)
+    .union(GeneralCategoryGroup::Unassigned);
+
+/// Whether `c` is shown escaped: a control character, a default-ignorable
+/// code point (Unicode's list of characters a renderer draws as nothing
+/// when it cannot show them: variation selectors, fillers, tags, the
+/// combining grapheme joiner), or of a general category in [`ESCAPED`].
+pub(crate) fn hidden(c: char) -> bool {
+    c.is_control()
+        || CodePointSetData::new::<DefaultIgnorableCodePoint>().contains(c)
+        || ESCAPED.contains(CodePointMapData::<GeneralCategory>::new().get(c))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every code point of the properties, over the whole of Unicode, is
+    /// shown escaped by `safe`, and nothing else is.
+    #[test]
+    fn every_code_point_of_the_properties_is_escaped_and_no_other() {
+        let ignorable = CodePointSetData::new::<DefaultIgnorableCodePoint>();
+        let category = CodePointMapData::<GeneralCategory>::new();
+        let (mut escaped, mut kept) = (0u32, 0u32);
+        for c in (0..=0x10FFFFu32).filter_map(char::from_u32) {
+            let expected = c.is_control()
+                || ignorable.contains(c)
+                || matches!(
+                    category.get(c),
+                    GeneralCategory::Format
+                        | GeneralCategory::LineSeparator
+                        | GeneralCategory::ParagraphSeparator
+                        | GeneralCategory::PrivateUse
+                        | GeneralCategory::Unassigned
+                );
+            let shown = crate::safe(&c.to_string());
+            if expected {
+                escaped += 1;
+                assert_eq!(
+                    shown,
+                    c.escape_unicode().to_string(),
+                    "U+{:04X} is shown escaped",
+                    c as u32
+                );
+            } else {
+                kept += 1;
+                assert_eq!(
+                    shown,
+                    c.to_string(),
+                    "U+{:04X} is shown as itself",
+                    c as u32
+                );
+            }
+        }
+        // Unicode 16: about 4,200 default-ignorable code points, 170 format
+        // characters, 137,000 private-use and 820,000 unassigned ones.
+        assert!(
+            escaped > 900_000 && kept > 150_000,
+            "{escaped} escaped, {kept} kept"
+        );
+    }
+
+    /// The characters a hostile review hid text with, named one by one
+    /// (not through the properties the code reads).
+    #[test]
+    fn the_characters_seen_hiding_text_are_escaped() {
+        let ranges: [(u32, u32, &str); 16] = [
+            (0xE0000, 0xE007F, "tag characters"),
+            (0x034F, 0x034F, "combining grapheme joiner"),
+            (0xFE00, 0xFE0F, "variation selectors"),
+            (0xE0100, 0xE01EF, "variation selectors supplement"),
+            (0x1D173, 0x1D17A, "musical format characters"),
+            (0x17B4, 0x17B5, "Khmer inherent vowels"),
+            (0x115F, 0x1160, "Hangul fillers"),
+            (0x3164, 0x3164, "Hangul filler"),
+            (0xFFA0, 0xFFA0, "halfwidth Hangul filler"),
+            (0x200B, 0x200F, "zero-width characters and marks"),
+            (0x202A, 0x202E, "bidi embeddings and overrides"),
+            (0x2066, 0x2069, "bidi isolates"),
+            (0x061C, 0x061C, "Arabic letter mark"),
+            (0x00AD, 0x00AD, "soft hyphen"),
+            (0xFEFF, 0xFEFF, "byte order mark"),
+            (0x2028, 0x2029, "line and paragraph separators"),
+        ];
+        for (first, last, name) in ranges {
+            for c in (first..=last).filter_map(char::from_u32) {
+                assert!(hidden(c), "U+{:04X} ({name}) is shown escaped", c as u32);
+            }
+        }
+        for visible in ['a', ' ', 'é', '\u{05D0}', '\u{0628}', '中', '😀', '€', '1'] {
+            assert!(!hidden(visible), "{visible:?} is shown as itself");
+        }
+    }
+}

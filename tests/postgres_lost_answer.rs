@@ -1,0 +1,151 @@
+//! An approval survives a lost answer from PostgreSQL: the connection drops
+//! after the claim's `UPDATE` reached the server (and changed the row) and
+//! before its answer came back. The resume must still run the action,
+//! once, and never read its own claim as another resume's.
+//!
+//! A TCP proxy of this test's own stands between the store and the server;
+//! it forwards everything, except that once, right after it forwards the
+//! claim's statement, it cuts the connection and throws the answer away.
+//! Needs `ADK_POSTGRES_URL` (`.ci/run` starts a server and sets it).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+mod pg_support;
+
+use std::io::{Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use adk_computer_use::chain::CheckpointStore;
+use adk_computer_use::pg::PostgresCheckpointStore;
+use adk_computer_use_testkit::needs;
+use common::*;
+use pg_support::*;
+
+/// The statement that claims a checkpoint, as it travels in the protocol's
+/// Parse message.
+const CLAIM: &[u8] = b"UPDATE adk_checkpoints SET consumed = true";
+
+/// Forwards `from` to `to` until either end closes; once `silent` is set,
+/// what is read is thrown away instead.
+fn pipe(mut from: TcpStream, mut to: TcpStream, silent: Arc<AtomicBool>) {
+    let mut buf = [0u8; 16384];
+    while let Ok(n) = from.read(&mut buf) {
+        if n == 0 {
+            break;
+        }
+        if !silent.load(Ordering::SeqCst) && to.write_all(&buf[..n]).is_err() {
+            break;
+        }
+    }
+    let _ = to.shutdown(Shutdown::Both);
+    let _ = from.shutdown(Shutdown::Both);
+}
+
+/// The client's side of one connection: after a chunk holding the claim's
+/// Parse, the next chunk that binds and executes it is forwarded, the
+/// server's answer is silenced, and once the server has had time to commit,
+/// both ends are closed. Only the first claim is cut.
+fn client_side(
+    mut client: TcpStream,
+    mut server: TcpStream,
+    silent: Arc<AtomicBool>,
+    cut: Arc<AtomicBool>,
+) {
+    let mut buf = [0u8; 16384];
+    let mut armed = false;
+    while let Ok(n) = client.read(&mut buf) {
+        if n == 0 {
+            break;
+        }
+        let chunk = &buf[..n];
+        let cutting = armed
+            && chunk.first() == Some(&b'B')
+            && cut
+                .compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst)
+                .is_ok();
+        if cutting {
+            silent.store(true, Ordering::SeqCst);
+        }
+        if server.write_all(chunk).is_err() {
+            break;
+        }
+        if cutting {
+            std::thread::sleep(std::time::Duration::from_millis(500));
+            break;
+        }
+        armed = chunk.windows(CLAIM.len()).any(|w| w == CLAIM);
+    }
+    let _ = server.shutdown(Shutdown::Both);
+    let _ = client.shutdown(Shutdown::Both);
+}
+
+/// Serves the proxy on `listener`, in front of `upstream` (`host:port`).
+fn proxy(listener: TcpListener, upstream: String, cut: Arc<AtomicBool>) {
+    std::thread::spawn(move || {
+        for client in listener.incoming() {
+            let Ok(client) = client else { continue };
+            let Ok(server) = TcpStream::connect(&upstream) else {
+                continue;
+            };
+            let silent = Arc::new(AtomicBool::new(false));
+            let (c2, s2, quiet) = (
+                client.try_clone().unwrap(),
+                server.try_clone().unwrap(),
+                Arc::clone(&silent),
+            );
+            std::thread::spawn(move || pipe(s2, c2, quiet));
+            let cut = Arc::clone(&cut);
+            std::thread::spawn(move || client_side(client, server, silent, cut));
+        }
+    });
+}
+
+/// The server `url` names (`host:port`), and `url` sent through `addr`
+/// instead.
+fn through(url: &str, addr: &str) -> (String, String) {
+    let config: postgres::Config = url.parse().unwrap();
+    let host = match config.get_hosts().first() {
+        Some(postgres::config::Host::Tcp(host)) => host.clone(),
+        _ => panic!("ADK_POSTGRES_URL names a TCP host"),
+    };
+    let port = config.get_ports().first().copied().unwrap_or(5432);
+    let user = config.get_user().unwrap_or("postgres");
+    let db = config.get_dbname().unwrap_or("postgres");
+    (
+        format!("{host}:{port}"),
+        format!("postgres://{user}@{addr}/{db}"),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[needs(postgres)]
+async fn a_claim_whose_answer_is_lost_still_resumes_the_action_once() {
+    let Some(url) = url() else { return };
+    let cut = Arc::new(AtomicBool::new(false));
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let (upstream, proxied) = through(&url, &listener.local_addr().unwrap().to_string());
+    proxy(listener, upstream, Arc::clone(&cut));
+
+    // Suspended through the proxy; resumed through it.
+    let (rig, _store, id, approval) = suspended_in(&proxied, "lost-answer", "pg-lost").await;
+    let done = match rig.session.resume(&id, approval.clone()).await {
+        Ok(approved) => approved.complete().await,
+        Err(err) => Err(err),
+    };
+    assert!(
+        cut.load(Ordering::SeqCst),
+        "the proxy cut the connection after forwarding the claim"
+    );
+    let done = done.unwrap_or_else(|err| panic!("the claim's own row read as another's: {err}"));
+    assert!(done.performed());
+    assert_eq!(rig.runtime.mutations(), 1, "the action ran once");
+
+    // Seen from a connection that never went through the proxy: consumed,
+    // and a second resume is refused.
+    let direct = PostgresCheckpointStore::connect(&url, pg_key()).unwrap();
+    assert!(!direct.ids().unwrap().contains(&id), "consumed");
+    assert!(rig.session.resume(&id, approval).await.is_err(), "once");
+    assert_eq!(rig.runtime.mutations(), 1);
+}
