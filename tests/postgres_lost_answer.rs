@@ -20,7 +20,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use adk_computer_use::chain::CheckpointStore;
 use adk_computer_use::pg::PostgresCheckpointStore;
 use adk_computer_use_testkit::needs;
-use common::*;
 use pg_support::*;
 
 /// The statement that claims a checkpoint, as it travels in the protocol's
