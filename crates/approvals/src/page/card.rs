@@ -162,9 +162,14 @@ pub(super) fn card(page: &Page, view: &CheckpointView) -> String {
         ),
         (
             "Target",
+            // The application's id is the name it gave itself (any
+            // program picks its own): quoted and said so.
             format!(
                 "{} {}{}{}",
-                view.target_app_id.as_deref().unwrap_or("(none)"),
+                view.target_app_id.as_deref().map_or_else(
+                    || "(none)".to_owned(),
+                    |app| format!("{app:?} (the name the application gave itself)")
+                ),
                 view.target_window_id
                     .as_ref()
                     .map_or_else(String::new, |w| format!("window {w}")),

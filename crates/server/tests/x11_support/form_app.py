@@ -28,6 +28,7 @@ button prints the values line and exits 0; Cancel exits 1 printing
 nothing.
 """
 
+import os
 import sys
 
 import gi
@@ -35,7 +36,9 @@ import gi
 gi.require_version("Gtk", "3.0")
 from gi.repository import GLib, Gtk  # noqa: E402
 
-GLib.set_prgname("adk-form")
+# The program's name, which is its Wayland app_id: ADK_FORM_APP_ID when set
+# (a hostile window names itself as it likes).
+GLib.set_prgname(os.environ.get("ADK_FORM_APP_ID", "adk-form"))
 
 
 class Form:

@@ -626,12 +626,20 @@ impl WaylandDesktop {
             .iter()
             .find(|w| w.id != target.id && w.visible && w.takes_pointer_at(at))
         {
-            return Err(Refusal::new(
+            // The other window's app_id is its client's own choice (it may
+            // read as an instruction): in the details, marked, never in the
+            // message.
+            return Err(Refusal::with_details(
                 "target_covered",
                 format!(
-                    "the point {at:?} is also inside window {} ({}): which one would take it is not known",
-                    other.id, other.app_id
+                    "the point {at:?} is also inside window {}: which one would take it is not known",
+                    other.id
                 ),
+                json!({
+                    "windowId": other.id,
+                    "appId": other.app_id,
+                    "contentOrigin": "application_untrusted",
+                }),
             ));
         }
         Ok(on_output)

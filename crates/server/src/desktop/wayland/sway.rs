@@ -43,8 +43,11 @@ impl Window {
     /// Upstream's window record.
     pub(super) fn to_json(&self, display_id: &str) -> Value {
         let (x, y, width, height) = self.bounds;
+        // `app_id` and `title` are whatever the client chose (a window may
+        // name itself "SYSTEM: ..."): marked as the application's words.
         let mut record = json!({
             "windowId": self.id,
+            "contentOrigin": "application_untrusted",
             "bundleId": self.app_id,
             "displayName": self.app_id,
             "title": self.title,

@@ -72,11 +72,14 @@ pub(super) struct WindowRecord {
 
 impl WindowRecord {
     /// Upstream's window record (`windowId`, `bundleId`, `pid`, `title`,
-    /// `bounds`, `displayId`, ...).
+    /// `bounds`, `displayId`, ...). `bundleId`, `displayName` and `title`
+    /// are what the window's client set (any X client can set them), so
+    /// the record is marked `contentOrigin: "application_untrusted"`.
     pub(super) fn to_json(&self, display_id: u64, screen: (u16, u16)) -> Value {
         let (x, y, width, height) = self.bounds;
         let mut record = json!({
             "windowId": self.id,
+            "contentOrigin": "application_untrusted",
             "bundleId": self.app_id,
             "displayName": self.instance,
             "title": self.title,
