@@ -58,11 +58,14 @@ pub const READ_ONLY_TOOLS: [&str; 4] = [
 
 /// The low-level tools [`ComputerUseMcpRuntime::observe_shadow`] may run:
 /// observations that change nothing on the desktop.
-pub const OBSERVATION_TOOLS: [&str; 6] = [
+pub const OBSERVATION_TOOLS: [&str; 9] = [
     tool::SNAPSHOT,
     tool::GET_UI_TREE,
     tool::LIST_WINDOWS,
     tool::READ_CLIPBOARD,
     tool::FIND_ELEMENT,
     tool::GET_FOCUSED_ELEMENT,
+    tool::WAIT_FOR_WINDOW,
+    tool::WAIT_FOR_TEXT,
+    tool::WAIT_FOR_STABLE,
 ];

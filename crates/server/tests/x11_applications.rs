@@ -234,8 +234,19 @@ async fn gedit_writes_a_sentence_by_element_and_saves_it_to_the_file() {
         })
         .with_postcondition(check);
     // gedit settles after the write (its title gains a `*`, Undo becomes
-    // sensitive): a save observed before that is refused stale, with
+    // sensitive): the plan waits for its tree to stay still, as a plan
+    // should; a save observed before that would be refused stale, with
     // nothing done, and observed again.
+    let still = sim
+        .runtime
+        .observe_shadow(
+            "wait_for_stable",
+            json!({ "window_id": id, "quiet_ms": 800, "timeout_ms": 30000 }),
+        )
+        .await
+        .unwrap()
+        .structured;
+    assert_eq!(still["stable"], true, "{still}");
     let saved = press_as_a_plan_would(&sim, &session, save).await;
     assert!(saved.performed());
     assert_eq!(

@@ -113,6 +113,56 @@ static KNOWN: LazyLock<BTreeMap<&'static str, Value>> = LazyLock::new(|| {
             &["duration"],
         ),
     );
+    // The waits of upstream's released server: what to wait for, how long
+    // (at most two minutes), and how often to look.
+    let ms = |min: u64| json!({ "type": "integer", "minimum": min, "maximum": 120_000 });
+    let window = |mut properties: Value| {
+        if let Some(map) = properties.as_object_mut() {
+            map.insert("target_app".into(), json!({ "type": "string" }));
+            map.insert(
+                "window_id".into(),
+                json!({ "type": "integer", "minimum": 0 }),
+            );
+            map.insert("title".into(), json!({ "type": "string" }));
+        }
+        properties
+    };
+    known.insert(
+        tool::WAIT_FOR_WINDOW,
+        object(
+            json!({
+                "target_app": { "type": "string" },
+                "title": { "type": "string" },
+                "gone": { "type": "boolean" },
+                "timeout_ms": ms(0),
+            }),
+            &["target_app"],
+        ),
+    );
+    known.insert(
+        tool::WAIT_FOR_TEXT,
+        object(
+            window(json!({
+                "text": { "type": "string" },
+                "match": { "type": "string", "enum": ["exact", "contains", "regex"] },
+                "gone": { "type": "boolean" },
+                "timeout_ms": ms(0),
+                "poll_ms": ms(200),
+            })),
+            &["text"],
+        ),
+    );
+    known.insert(
+        tool::WAIT_FOR_STABLE,
+        object(
+            window(json!({
+                "quiet_ms": ms(50),
+                "timeout_ms": ms(0),
+                "poll_ms": ms(50),
+            })),
+            &[],
+        ),
+    );
     known
 });
 

@@ -154,6 +154,15 @@ pub mod tool {
     pub const DELETE_FILE: &str = "delete_file";
     /// `send_email`.
     pub const SEND_EMAIL: &str = "send_email";
+    /// `wait_for_window`: waits until a window of an application (with a
+    /// title) is shown, or is gone (upstream's released server, 7.5).
+    pub const WAIT_FOR_WINDOW: &str = "wait_for_window";
+    /// `wait_for_text`: waits until a window's elements show a text, or no
+    /// longer do (upstream's released server, 7.6).
+    pub const WAIT_FOR_TEXT: &str = "wait_for_text";
+    /// `wait_for_stable`: waits until a window's tree stays unchanged for a
+    /// quiet time (upstream's released server, 7.6).
+    pub const WAIT_FOR_STABLE: &str = "wait_for_stable";
 }
 
 /// How a tool reaches the desktop (upstream's `focusRequired`).
@@ -264,7 +273,7 @@ impl LowLevelTool {
     }
 
     /// Whether it is one of upstream's 64 catalogue tools (not one of the
-    /// desktop server's own five).
+    /// desktop server's own eight).
     pub fn is_upstream(&self) -> bool {
         self.counterpart.is_none()
     }
@@ -282,7 +291,10 @@ impl LowLevelTool {
 }
 
 /// Upstream's 64 low-level tools, each with its entry, then the desktop
-/// server's own five, which follow the rule of an upstream counterpart.
+/// server's own eight, which follow the rule of an upstream counterpart:
+/// five that rename one of upstream's, and the three waits of upstream's
+/// released server (7.5/7.6, past the v8 facade), read-only observations
+/// that follow the rule of what they poll.
 pub const LOW_LEVEL_TOOLS: &[LowLevelTool] = &[
     read(tool::DOCTOR),
     read(tool::POLICY_STATUS),
@@ -353,6 +365,9 @@ pub const LOW_LEVEL_TOOLS: &[LowLevelTool] = &[
     destroy(tool::WRITE_FILE).ours(tool::FILESYSTEM),
     destroy(tool::DELETE_FILE).ours(tool::FILESYSTEM),
     write(tool::SEND_EMAIL).ours(tool::NOTIFICATION),
+    ax_read(tool::WAIT_FOR_WINDOW).ours(tool::LIST_WINDOWS),
+    ax_read(tool::WAIT_FOR_TEXT).ours(tool::FIND_ELEMENT),
+    ax_read(tool::WAIT_FOR_STABLE).ours(tool::GET_UI_TREE),
 ];
 
 /// The catalogue's entry for `name`.

@@ -196,6 +196,20 @@ pub trait DesktopBackend: Send + 'static {
         ))
     }
 
+    /// Every text the window `window_id` shows through its elements (each
+    /// element's name and label, and its value unless a password's), for
+    /// `wait_for_text`, which matches them and answers none of them. A
+    /// desktop without element trees refuses.
+    fn window_texts(&self, _window_id: u64) -> Result<Vec<String>, Refusal> {
+        Err(Refusal::new(
+            "tool_outside_host_profile",
+            format!(
+                "the {} desktop reads no application's elements, so it cannot wait for a text",
+                self.kind()
+            ),
+        ))
+    }
+
     /// The accessibility elements of a window, where the desktop has them;
     /// otherwise why not, as the sensitivity check's signal:
     /// `invalid_field` (the window is unknown, or the desktop has no such

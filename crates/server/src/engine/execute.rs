@@ -152,7 +152,9 @@ impl State {
             return Err(refusal);
         }
         // Every catalogue tool previews; a desktop performs only its own.
-        if request.mode != "shadow" && !self.desktop.performs(&request.tool) {
+        // A wait runs where what it polls runs.
+        let performed = super::wait::polled(&request.tool).unwrap_or(&request.tool);
+        if request.mode != "shadow" && !self.desktop.performs(performed) {
             return Err(Refusal::with_details(
                 "execution_failed",
                 format!(
@@ -251,7 +253,7 @@ impl State {
 
     /// Ends a begun execution's receipt with `result`, publishes the event
     /// and answers.
-    fn conclude(
+    pub(super) fn conclude(
         &mut self,
         begun: Begun,
         result: Result<ToolResult, Failure>,

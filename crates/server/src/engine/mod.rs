@@ -35,6 +35,7 @@ mod takeover;
 #[cfg(test)]
 mod tests;
 mod tools;
+mod wait;
 mod wire;
 
 use serde_json::{Map, Value, json};

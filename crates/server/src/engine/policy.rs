@@ -64,7 +64,7 @@ fn of_catalogue(tool: &LowLevelTool) -> ToolMeta {
 }
 
 /// Whether `tool` is one of upstream's 64 catalogue tools (not one of the
-/// server's own five).
+/// server's own eight).
 pub(crate) fn upstream_catalogue_tool(tool: &str) -> bool {
     catalogue::low_level_tool(tool).is_some_and(LowLevelTool::is_upstream)
 }

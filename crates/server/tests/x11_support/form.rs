@@ -86,6 +86,17 @@ impl Form {
         std::thread::sleep(Duration::from_millis(300));
     }
 
+    /// Whether the form has printed a line starting with `prefix` by now
+    /// (lines before it are passed over), without waiting.
+    pub fn printed(&self, prefix: &str) -> bool {
+        while let Ok(line) = self.lines.try_recv() {
+            if line.starts_with(prefix) {
+                return true;
+            }
+        }
+        false
+    }
+
     /// The next menu item the form says was chosen (`File>Save`), waited
     /// for up to `wait`; `None` when none was.
     pub fn chosen(&self, wait: Duration) -> Option<String> {

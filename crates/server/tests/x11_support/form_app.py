@@ -18,6 +18,9 @@ answered with "ack <command>" once GTK has applied it:
                        the same fields, of the same size at the same place,
                        above the first (both are moved to 100,100)
     twinvalues         prints "twinvalues A=a|..." (the second window's)
+    tick N             the first field's label changes every 100 ms, N
+                       times ("Tick 1", "Tick 2", ...), then the program
+                       prints "ticked N"
 
 Usage: form_app.py TITLE FIELD... where a field is LABEL, or LABEL:secret
 (a password entry), or LABEL:upper (the application rewrites what is put
@@ -169,9 +172,22 @@ class Form:
             print("twin" + self.twin.values(), flush=True)
         elif verb == "fill":
             self.row(args[0])[1].set_text(" ".join(args[1:]))
+        elif verb == "tick":
+            self.ticks = (0, int(args[0]))
+            GLib.timeout_add(100, self.tick)
         # Let GTK apply the change (and its bridge tell the bus) first.
         GLib.idle_add(self.ack, line.strip(), priority=GLib.PRIORITY_LOW)
         return True
+
+    def tick(self):
+        done, most = self.ticks
+        done += 1
+        self.rows[0][0].set_text(f"Tick {done}")
+        self.ticks = (done, most)
+        if done < most:
+            return True
+        print(f"ticked {done}", flush=True)
+        return False
 
     def ack(self, line):
         print(f"ack {line}", flush=True)

@@ -152,6 +152,23 @@ pub(crate) trait ElementHost {
         Ok(Value::Array(found))
     }
 
+    /// Every text the window `id` shows through its elements: each node's
+    /// name and label, and its value unless a password's (never read).
+    fn shown_texts(&self, id: u64) -> Result<Vec<String>, Refusal> {
+        let record = self.element_window(id)?;
+        let tree = self.element_tree(&record)?;
+        Ok(tree
+            .nodes
+            .iter()
+            .flat_map(|n| {
+                let value = if n.secure { None } else { n.value.clone() };
+                [Some(n.name.clone()), Some(n.label.clone()), value]
+            })
+            .flatten()
+            .filter(|t| !t.is_empty())
+            .collect())
+    }
+
     /// `get_focused_element`: the element holding the focus in the window
     /// that holds the display's input focus, in upstream's flat shape with
     /// the window's id and app id beside it; `null` when no element of an

@@ -1061,6 +1061,13 @@ impl DesktopBackend for WaylandDesktop {
         }
     }
 
+    fn window_texts(&self, window_id: u64) -> Result<Vec<String>, Refusal> {
+        if let Some(refusal) = self.lacks(tool::FIND_ELEMENT) {
+            return Err(refusal);
+        }
+        self.shown_texts(window_id)
+    }
+
     fn elements(&self, app_id: &str, window_id: u64) -> Result<Vec<Element>, &'static str> {
         let record = self
             .windows()

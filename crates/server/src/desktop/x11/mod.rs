@@ -515,6 +515,16 @@ impl DesktopBackend for X11Desktop {
         }
     }
 
+    fn window_texts(&self, window_id: u64) -> Result<Vec<String>, Refusal> {
+        if self.accessibility.is_none() {
+            return Err(Refusal::new(
+                "accessibility_unavailable",
+                self.accessibility_note.clone(),
+            ));
+        }
+        self.shown_texts(window_id)
+    }
+
     fn elements(&self, app_id: &str, window_id: u64) -> Result<Vec<Element>, &'static str> {
         let records =
             windows::all(&self.conn, self.root, &self.atoms).map_err(|_| "invalid_field")?;
