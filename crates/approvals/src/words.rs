@@ -203,7 +203,10 @@ pub(crate) fn effect(view: &CheckpointView) -> String {
             }
         }
         tool::CLICK_ELEMENT | tool::PRESS_BUTTON => {
-            format!("Presses the element {} in {target}", element(&arguments))
+            format!(
+                "Presses the element {} in {target}, submitting what the window holds as the screen shows it: a value or a toggle changed before the press refuses it (a password's value is never read, so a changed password is not seen)",
+                element(&arguments)
+            )
         }
         tool::SELECT_MENU_ITEM => format!("Chooses a menu item in {target}"),
         tool::OPEN_APPLICATION => match text("app").or(text("name")) {

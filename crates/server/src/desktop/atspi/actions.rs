@@ -37,6 +37,26 @@ pub(crate) use super::resolve::{Window, show_tree};
 /// accessibility bus is reachable.
 pub(crate) const OBSERVE_TOOLS: [&str; 2] = [tool::FIND_ELEMENT, tool::GET_FOCUSED_ELEMENT];
 
+/// The part of a window's revision (`{geometry}+{elements}+{values}`)
+/// every action is bound to: its geometry and its elements' structure,
+/// not what the elements hold.
+pub(crate) fn structure_of(revision: &str) -> &str {
+    match revision.match_indices('+').nth(1) {
+        Some((at, _)) => &revision[..at],
+        None => revision,
+    }
+}
+
+/// A window's revision as the desktops state it: the geometry's, and,
+/// when the application answers on the bus, its elements' structure and
+/// what they hold.
+pub(crate) fn window_revision(geometry: &str, tree: Option<&Tree>) -> String {
+    match tree {
+        Some(tree) => format!("{geometry}+{}+{}", tree.revision, tree.values),
+        None => format!("{geometry}+no-elements"),
+    }
+}
+
 fn stale(message: &str) -> Refusal {
     Refusal::new("stale_target", message)
 }
@@ -293,6 +313,23 @@ pub(crate) trait ElementHost {
                 "stale_target",
                 "the window's element tree changed since the evidence was taken",
                 json!({ "changed": "tree", "what": "element_tree" }),
+            )));
+        }
+        // A press submits what the form holds: the values and toggles the
+        // person saw must still be there (a typed value may differ only
+        // for a write, whose own fields are what it sets).
+        if matches!(tool_name, tool::PRESS_BUTTON | tool::CLICK_ELEMENT)
+            && let Some(stated) = target.and_then(|t| t.ui_tree_revision.as_deref())
+            && stated
+                .split('+')
+                .nth(1)
+                .is_some_and(|r| r.starts_with("atspi-"))
+            && stated.split('+').nth(2) != Some(tree.values.as_str())
+        {
+            return Err(ApplyError::NothingSent(Refusal::with_details(
+                "stale_target",
+                "a value or a toggle in the window changed since the evidence was taken: the press would submit what was not approved",
+                json!({ "changed": "tree", "what": "element_values" }),
             )));
         }
         let bus = self

@@ -85,6 +85,10 @@ pub struct Tree {
     pub truncated: bool,
     /// The digest of the tree's structure and labels.
     pub revision: String,
+    /// The digest of what the tree's elements hold: every value (never a
+    /// password's, which is never read) and every toggle's state. Bound
+    /// by a press only (see `values_revision`).
+    pub values: String,
     /// The toolkit the application is built with, which decides how its
     /// states read.
     pub toolkit: Toolkit,
@@ -256,6 +260,39 @@ pub(super) const CONTENT_ROLES: [&str; 2] = ["label", "static"];
 /// not the text of content. A renamed, relabelled, moved, added or removed
 /// element moves it; typed text, a blinking caret
 /// or a status bar's count does not.
+/// What a press submits, beyond the structure [`revision`] covers: each
+/// field's value (a password's is never read, so its changes are not
+/// seen) and each toggle's state (`checked`, `indeterminate`, `pressed`,
+/// `selected`). Kept apart from the structure's revision because a value
+/// changes under typing (the typing's own echo must not make the next key
+/// stale, nor one field of a form being filled the next): only a press or
+/// a click of an element compares it, since what it submits is the form
+/// as the person approved it.
+fn values_revision(nodes: &[Node]) -> String {
+    let toggles = |s: &&String| {
+        matches!(
+            s.as_str(),
+            "checked" | "indeterminate" | "pressed" | "selected"
+        )
+    };
+    let parts: Vec<Value> = nodes
+        .iter()
+        .filter(|n| n.value.is_some() || n.states.iter().any(|s| toggles(&s)))
+        .map(|n| {
+            let value = if n.secure { None } else { n.value.as_deref() };
+            json!([
+                n.path,
+                value,
+                n.states.iter().filter(toggles).collect::<Vec<_>>()
+            ])
+        })
+        .collect();
+    format!(
+        "values-{}",
+        &sha256_hex(Value::Array(parts).to_string())[..24]
+    )
+}
+
 fn revision(nodes: &[Node]) -> String {
     let lasting = |s: &&String| {
         matches!(
@@ -321,10 +358,12 @@ impl Tree {
         label_from_content(&mut nodes, &toolkit);
         label_from_layout(&mut nodes, &toolkit);
         let revision = revision(&nodes);
+        let values = values_revision(&nodes);
         Self {
             nodes,
             truncated,
             revision,
+            values,
             toolkit,
             source: Source::Walk,
         }

@@ -74,7 +74,9 @@ use std::time::{Duration, Instant};
 use base64::Engine as _;
 use serde_json::{Value, json};
 
-use crate::desktop::atspi::actions::{ELEMENT_TOOLS, ElementHost, OBSERVE_TOOLS, Window};
+use crate::desktop::atspi::actions::{
+    ELEMENT_TOOLS, ElementHost, OBSERVE_TOOLS, Window, structure_of,
+};
 use crate::desktop::atspi::{Accessibility, Node};
 use crate::desktop::simulated::Element;
 use crate::engine::{
@@ -504,11 +506,10 @@ impl WaylandDesktop {
     fn window_revision(&self, record: &sway::Window) -> (String, Value) {
         let node = record.to_json(&self.display);
         let geometry = sha256_hex(node.to_string());
-        let elements = self
-            .element_tree(&self.for_elements(record))
-            .map_or_else(|_| "no-elements".to_owned(), |t| t.revision);
+        let tree = self.element_tree(&self.for_elements(record)).ok();
+        let geometry = format!("wayland-tree-{}-{}", record.id, &geometry[..16]);
         (
-            format!("wayland-tree-{}-{}+{elements}", record.id, &geometry[..16]),
+            crate::desktop::atspi::actions::window_revision(&geometry, tree.as_ref()),
             node,
         )
     }
@@ -556,8 +557,10 @@ impl WaylandDesktop {
         {
             return Ok(false);
         }
+        // The structure only: what the elements hold is bound by a press,
+        // which checks it itself.
         if let Some(revision) = &target.ui_tree_revision
-            && *revision != self.window_revision(&now).0
+            && structure_of(revision) != structure_of(&self.window_revision(&now).0)
         {
             return Ok(false);
         }

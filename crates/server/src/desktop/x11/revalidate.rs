@@ -9,6 +9,7 @@ use super::*;
 
 /// A window's element tree, or why it could not be read.
 type ElementTree = Result<crate::desktop::atspi::Tree, Refusal>;
+use crate::desktop::atspi::actions::structure_of;
 
 /// How much of the window's revision a check reads.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -98,8 +99,10 @@ impl X11Desktop {
             let stated_geometry = revision.split('+').next();
             let changed = match tree {
                 Tree::Whole => {
+                    // The structure only: what the elements hold is bound
+                    // by a press, which checks it itself.
                     let now_revision = self.window_revision(&now)?.0;
-                    if *revision == now_revision {
+                    if structure_of(revision) == structure_of(&now_revision) {
                         None
                     } else if stated_geometry != now_revision.split('+').next() {
                         Some("window_geometry")
@@ -423,7 +426,8 @@ impl X11Desktop {
     ) -> Result<(String, Vec<Value>, ElementTree), Refusal> {
         let (geometry, nodes) = self.tree_revision(record.id)?;
         let tree = self.element_tree(&record.for_elements());
-        let elements = tree.as_ref().map_or("no-elements", |t| t.revision.as_str());
-        Ok((format!("{geometry}+{elements}"), nodes, tree))
+        let revision =
+            crate::desktop::atspi::actions::window_revision(&geometry, tree.as_ref().ok());
+        Ok((revision, nodes, tree))
     }
 }
