@@ -144,7 +144,9 @@ fn line(view: &CheckpointView) -> String {
         view.action_id,
         view.tool,
         view.mode.as_str(),
-        view.target_app_id.as_deref().unwrap_or("(no target)"),
+        view.target_app_id
+            .as_deref()
+            .map_or_else(|| "(no target)".to_owned(), |app| format!("{app:?}")),
         labels.join(", "),
         view.expires_at,
         if view.decided { "decided" } else { "waiting" }
@@ -180,7 +182,9 @@ fn show(view: &CheckpointView, args: &[String]) {
             "target",
             format!(
                 "{} {window}",
-                view.target_app_id.as_deref().unwrap_or("(none)")
+                view.target_app_id
+                    .as_deref()
+                    .map_or_else(|| "(none)".to_owned(), |app| format!("{app:?}"))
             ),
         ),
         (

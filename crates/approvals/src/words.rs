@@ -119,9 +119,11 @@ pub(crate) fn effect(view: &CheckpointView) -> String {
                 |(x, y)| format!("({x}, {y})"),
             )
     };
+    // The application's id is the name it gave itself: quoted, so it
+    // cannot read as part of this sentence.
     let target = match (&view.target_app_id, &view.target_window_id) {
-        (Some(app), Some(window)) => format!("{app} window {window}"),
-        (Some(app), None) => app.clone(),
+        (Some(app), Some(window)) => format!("the application {app:?}, window {window}"),
+        (Some(app), None) => format!("the application {app:?}"),
         (None, Some(window)) => format!("window {window}"),
         (None, None) => "the target".to_owned(),
     };
@@ -204,7 +206,7 @@ pub(crate) fn effect(view: &CheckpointView) -> String {
         }
         tool::CLICK_ELEMENT | tool::PRESS_BUTTON => {
             format!(
-                "Presses the element {} in {target}, submitting what the window holds as the screen shows it: a value or a toggle changed before the press refuses it (a password's value is never read, so a changed password is not seen)",
+                "Presses the element {} in {target}, submitting what the window holds. When the agent's evidence names the window's element revision (an observation with get_ui_tree), a value or a toggle changed before the press refuses it; otherwise only what the screenshot shows is bound. A password's value is never read, so a changed password is not seen",
                 element(&arguments)
             )
         }

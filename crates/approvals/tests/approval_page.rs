@@ -573,7 +573,7 @@ async fn on_a_real_display_the_page_shows_the_screen_with_the_target_marked() {
         .await
         .expect("the point is marked on the screenshot");
     let details = browser.find(&card).await.unwrap().text().await.unwrap();
-    let moves = format!("Clicks at ({x}, {y}) in Xmessage window {window}");
+    let moves = format!("Clicks at ({x}, {y}) in the application \"Xmessage\", window {window}");
     assert!(
         details.contains("bounds") && details.contains(&moves),
         "{moves:?}:\n{details}"

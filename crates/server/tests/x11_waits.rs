@@ -254,3 +254,38 @@ async fn a_wait_for_a_stable_tree_outlasts_a_window_that_keeps_changing() {
     assert!(!form.printed("ticked 100"), "it was still changing");
     let _ = sim.runtime.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[needs(display, accessibility)]
+async fn a_wait_ends_when_its_session_stops() {
+    let _display = DISPLAY_LOCK.lock().await;
+    let title = format!("Stopped {}", std::process::id());
+    let _form = Form::start(&title, &["Name"]);
+    let sim = runtime().await;
+    let (id, _, _) = accessible_window(&sim, &title, 5).await;
+    let waiting = {
+        let runtime = sim.runtime.clone();
+        tokio::spawn(async move {
+            runtime
+                .observe_shadow(
+                    "wait_for_text",
+                    json!({ "window_id": id, "text": "never shown", "timeout_ms": 60000 }),
+                )
+                .await
+        })
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(600)).await;
+    sim.runtime
+        .stop_session(Some("the plan ended"))
+        .await
+        .unwrap();
+    // The wait looks no more once its session stopped: it ends at its
+    // next look, not at its deadline.
+    let err = waiting.await.unwrap().unwrap_err();
+    let adk_computer_use::ComputerUseError::Refused { details, .. } = &err else {
+        panic!("{err}")
+    };
+    let details = details.as_ref().unwrap();
+    assert_eq!(details["cause"], "interrupted", "{details}");
+    assert!(details["waitedMs"].is_null(), "not the deadline: {details}");
+}

@@ -517,6 +517,7 @@ pub fn decide(
                 )?;
                 super::evidence::same_as_sealed_target(
                     id,
+                    &body.preview.envelope.tool,
                     body.preview.envelope.target.as_ref(),
                     &fresh,
                 )?;

@@ -64,11 +64,12 @@ pub(crate) fn millis(duration: Duration) -> u64 {
 /// show again.
 pub(crate) fn same_as_sealed_target(
     id: &CheckpointId,
+    tool: &str,
     sealed: Option<&TargetEvidence>,
     fresh: &TargetEvidence,
 ) -> Result<(), ComputerUseError> {
     let refusal = match sealed {
-        Some(sealed) => same_target(sealed, fresh).err(),
+        Some(sealed) => same_target(tool, sealed, fresh).err(),
         None => Some(CheckpointRefusal::TargetChanged {
             field: "target",
             was: "none".into(),
@@ -80,9 +81,27 @@ pub(crate) fn same_as_sealed_target(
     })
 }
 
+/// A tree revision as `tool` is bound to it: whole for a press (what it
+/// submits is what the window's elements hold), and for every other tool
+/// without the part that digests what the elements hold (the `+values-…`
+/// part the desktop server adds), which a typed value moves.
+fn revision_for<'r>(tool: &str, revision: Option<&'r str>) -> Option<&'r str> {
+    use crate::contracts::catalogue::tool::{CLICK_ELEMENT, PRESS_BUTTON};
+    let revision = revision?;
+    if matches!(tool, PRESS_BUTTON | CLICK_ELEMENT) {
+        return Some(revision);
+    }
+    Some(match revision.rfind("+values-") {
+        Some(at) => &revision[..at],
+        None => revision,
+    })
+}
+
 /// Refuses unless `fresh` shows the target `approved` names with nothing
-/// but its pixels changed (see the module's documentation).
+/// but its pixels changed (see the module's documentation), for an action
+/// of `tool`.
 pub(crate) fn same_target(
+    tool: &str,
     approved: &TargetEvidence,
     fresh: &TargetEvidence,
 ) -> Result<(), CheckpointRefusal> {
@@ -126,7 +145,11 @@ pub(crate) fn same_target(
     }
     // A tree revision the approved evidence named must be there unchanged:
     // its structure is not pixels.
-    if approved.ui_tree_revision.is_some() && approved.ui_tree_revision != fresh.ui_tree_revision {
+    let (was, now) = (
+        revision_for(tool, approved.ui_tree_revision.as_deref()),
+        revision_for(tool, fresh.ui_tree_revision.as_deref()),
+    );
+    if was.is_some() && was != now {
         return Err(CheckpointRefusal::TargetChanged {
             field: "uiTreeRevision",
             was: shown(&approved.ui_tree_revision),
@@ -237,7 +260,7 @@ pub(crate) fn same_but_evidence(
 ) -> Result<(), ComputerUseError> {
     match (&sealed.envelope.target, &fresh.envelope.target) {
         (None, None) => {}
-        (was, Some(now)) => same_as_sealed_target(id, was.as_ref(), now)?,
+        (was, Some(now)) => same_as_sealed_target(id, &sealed.envelope.tool, was.as_ref(), now)?,
         (Some(_), None) => {
             return Err(ComputerUseError::checkpoint(
                 id,
@@ -250,4 +273,54 @@ pub(crate) fn same_but_evidence(
         }
     }
     super::refresh::compare_sealed(sealed, fresh, &["target", "argsDigest"])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::same_target;
+    use crate::chain::CheckpointRefusal;
+    use crate::contracts::TargetEvidence;
+
+    fn evidence(revision: &str) -> TargetEvidence {
+        TargetEvidence {
+            platform: "linux".into(),
+            app_id: "com.example.Form".into(),
+            pid: None,
+            window_id: None,
+            window_title_digest: None,
+            display_id: None,
+            role: None,
+            label_digest: None,
+            bounds: None,
+            observation_id: "observation-1".into(),
+            screenshot_hash: None,
+            ui_tree_revision: Some(revision.into()),
+            confidence: 1.0,
+            captured_at: "2026-12-06T00:00:00Z".into(),
+        }
+    }
+
+    /// What the elements hold binds a press, and only a press: a typed
+    /// value refuses a late approval of a press, not of a write; a changed
+    /// structure refuses both.
+    #[test]
+    fn a_changed_value_refuses_a_press_and_not_a_write() {
+        let approved = evidence("x11-tree-1-aa+atspi-bb+values-cc");
+        let typed = evidence("x11-tree-1-aa+atspi-bb+values-dd");
+        let moved = evidence("x11-tree-1-aa+atspi-ee+values-cc");
+        assert!(same_target("set_value", &approved, &typed).is_ok());
+        assert!(same_target("type", &approved, &typed).is_ok());
+        for press in ["press_button", "click_element"] {
+            assert!(matches!(
+                same_target(press, &approved, &typed),
+                Err(CheckpointRefusal::TargetChanged {
+                    field: "uiTreeRevision",
+                    ..
+                })
+            ));
+        }
+        for tool in ["set_value", "press_button"] {
+            assert!(same_target(tool, &approved, &moved).is_err(), "{tool}");
+        }
+    }
 }

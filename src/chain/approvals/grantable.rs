@@ -92,7 +92,12 @@ pub async fn open_for_grant<R: ComputerUseRuntime>(
         let observed_at = crate::clock::format_rfc3339(time::OffsetDateTime::now_utc())?;
         let fresh =
             super::evidence::look_again(runtime, &body.session_id, sealed, &observed_at).await?;
-        super::evidence::same_as_sealed_target(id, Some(sealed), &fresh)?;
+        super::evidence::same_as_sealed_target(
+            id,
+            &body.preview.envelope.tool,
+            Some(sealed),
+            &fresh,
+        )?;
         let answer = super::evidence::preview_on(runtime, id, &body, fresh.clone()).await?;
         return Ok(GrantableCheckpoint {
             view,

@@ -173,7 +173,12 @@ async fn carried<R: ComputerUseRuntime>(
     };
     let sealed_target = body.preview.envelope.target.clone();
     if let Some(fresh) = approval.fresh_target() {
-        evidence::same_as_sealed_target(id, sealed_target.as_ref(), &fresh)?;
+        evidence::same_as_sealed_target(
+            id,
+            &body.preview.envelope.tool,
+            sealed_target.as_ref(),
+            &fresh,
+        )?;
         if let Some(err) = aged(&fresh) {
             return Err(err);
         }
@@ -192,7 +197,12 @@ async fn carried<R: ComputerUseRuntime>(
                 let fresh =
                     evidence::look_again(&*core.runtime, &core.session_id, sealed, &observed_at)
                         .await?;
-                evidence::same_as_sealed_target(id, Some(sealed), &fresh)?;
+                evidence::same_as_sealed_target(
+                    id,
+                    &body.preview.envelope.tool,
+                    Some(sealed),
+                    &fresh,
+                )?;
                 let answer = evidence::preview_on(&*core.runtime, id, &body, fresh).await?;
                 let followed = super::Approval::runtime_held(
                     approval.action_id(),

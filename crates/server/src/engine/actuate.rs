@@ -258,9 +258,6 @@ impl State {
                 self.desktop.observe_elements(tool, args)?
             }
             tool::LIST_WINDOWS => self.desktop.list_windows()?,
-            tool::WAIT_FOR_WINDOW | tool::WAIT_FOR_TEXT | tool::WAIT_FOR_STABLE => {
-                self.wait_here(tool, args)?
-            }
             tool::READ_CLIPBOARD => json!({ "text": self.desktop.read_clipboard()? }),
             other => {
                 return Err(Refusal::new(

@@ -482,6 +482,13 @@ impl State {
                         crossed: true,
                     },
                 })?
+        } else if super::wait::polled(&request.tool).is_some() {
+            self.wait_here(&request.tool, &request.args, &request.session_id)
+                .map(|answer| ToolResult {
+                    structured: answer,
+                    images: Vec::new(),
+                })
+                .map_err(|error| before(super::wait::failed(&request.tool, error)))?
         } else {
             self.observe(&request.tool, &request.args)
                 .map_err(|error| {

@@ -36,6 +36,7 @@ mod takeover;
 mod tests;
 mod tools;
 mod wait;
+mod waiting;
 mod wire;
 
 use serde_json::{Map, Value, json};

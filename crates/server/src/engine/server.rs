@@ -13,7 +13,7 @@ use serde_json::Value;
 use super::Refusal;
 use super::access::{Connection, Credentials, Watched};
 use super::control::LeaseAnswer;
-use super::execute::{Execution, before};
+use super::execute::Execution;
 use super::state::{Answer, State};
 use crate::Config;
 use adk_computer_use::ComputerUseError;
@@ -206,7 +206,7 @@ impl Server {
 
     /// Runs `work` on the locked state: right here for the simulated
     /// desktop, on Tokio's blocking pool for one that blocks on I/O.
-    async fn on_state<T: Send + 'static>(
+    pub(super) async fn on_state<T: Send + 'static>(
         &self,
         work: impl FnOnce(&mut State) -> T + Send + 'static,
     ) -> Result<T, Refusal> {
@@ -224,60 +224,6 @@ impl Server {
         })
         .await
         .map_err(|err| Refusal::plain(format!("the desktop call failed: {err}")))
-    }
-
-    /// The second phase of a wait, look by look: the state is locked to
-    /// mark the start, for each look and to end the receipt, and free
-    /// while the wait sleeps between looks (see `wait`).
-    async fn finish_wait(&self, begun: super::execute::Begun) -> Result<Answer, Refusal> {
-        use super::wait::{Look, Wait, failed};
-        let tool = begun.request.tool.clone();
-        let parsed = Wait::parse(&tool, &begun.request.args);
-        let mut wait = match parsed {
-            Ok(Some(wait)) => wait,
-            Ok(None) => return Err(Refusal::plain(format!("{tool} is not a wait"))),
-            // The caller's own arguments, refused in its own words.
-            Err(error) => {
-                return self
-                    .on_state(move |state| state.conclude(begun, Err(before(error))))
-                    .await
-                    .and_then(|answer| answer);
-            }
-        };
-        let begun = self
-            .on_state(move |state| {
-                state.wait_started(&begun);
-                begun
-            })
-            .await?;
-        let result = loop {
-            let looked = self
-                .on_state(move |state| {
-                    let look = state.look(&mut wait);
-                    (wait, look)
-                })
-                .await;
-            let look = match looked {
-                Ok((back, look)) => {
-                    wait = back;
-                    look
-                }
-                Err(error) => break Err(before(error)),
-            };
-            match look {
-                Ok(Look::Done(answer)) => {
-                    break Ok(super::actuate::ToolResult {
-                        structured: answer,
-                        images: Vec::new(),
-                    });
-                }
-                Ok(Look::Again(pause)) => tokio::time::sleep(pause).await,
-                Err(error) => break Err(before(failed(&tool, error))),
-            }
-        };
-        self.on_state(move |state| state.conclude(begun, result))
-            .await
-            .and_then(|answer| answer)
     }
 
     /// Answers one call as the MCP result the client will see. A lease

@@ -8,7 +8,11 @@
 //! locked for each look only (one `list_windows`, one read of a window's
 //! elements or revisions) and free while the wait sleeps between looks,
 //! so a two-minute wait never holds up another session. Each look is what
-//! the polled observation is on its own, with its refusals.
+//! the polled observation is on its own, with its refusals, and checks
+//! first that the wait may still observe (the machine not taken over, its
+//! session still running). A text wait's matching runs after its look,
+//! with the state free (a pattern's cost over an application's text is
+//! not bounded).
 //!
 //! What a wait answers holds no application's words: a window's record
 //! (marked `contentOrigin`, as `list_windows` marks it), how many elements
@@ -30,8 +34,12 @@ const WINDOW_POLL: Duration = Duration::from_millis(250);
 /// The longest wait (upstream's bound).
 const MOST_MS: u64 = 120_000;
 /// The longest regular expression `wait_for_text` compiles, in bytes of
-/// its compiled program: a pattern cannot make a look slow.
-const REGEX_SIZE: usize = 1 << 20;
+/// its compiled program. What a pattern costs over an application's text
+/// is not bounded by it (a short pattern can be slow on a long value), so
+/// the matching runs apart from the server's state, on a thread of the
+/// wait's own: it holds up only that wait, which may then end past its
+/// deadline by the match's time.
+const REGEX_SIZE: usize = 1 << 16;
 
 /// The observation a wait polls, whose rule it follows and which a
 /// desktop must perform for the wait to run there.
@@ -87,6 +95,8 @@ enum Condition {
 /// One wait in progress: what it waits for, until when, and what it saw.
 pub(super) struct Wait {
     tool: &'static str,
+    /// The session the wait runs in: each look checks it may still run.
+    session_id: String,
     condition: Condition,
     timeout: Duration,
     poll: Duration,
@@ -100,6 +110,10 @@ pub(super) enum Look {
     Done(Value),
     /// Not yet: look again after this long.
     Again(Duration),
+    /// The texts of window `.0`, read: to be matched (by
+    /// [`Wait::judge_texts`]) with the server's state free, since a
+    /// pattern's cost over an application's text is not bounded.
+    Texts(u64, Vec<String>),
 }
 
 fn text(args: &Value, key: &str) -> Result<Option<String>, Refusal> {
@@ -166,9 +180,13 @@ fn window(args: &Value, name: &str) -> Result<Window, Refusal> {
 }
 
 impl Wait {
-    /// The wait `name` asks for with `args`, or `None` when `name` is not
-    /// a wait.
-    pub(super) fn parse(name: &str, args: &Value) -> Result<Option<Self>, Refusal> {
+    /// The wait `name` asks for with `args` in session `session_id`, or
+    /// `None` when `name` is not a wait.
+    pub(super) fn parse(
+        name: &str,
+        args: &Value,
+        session_id: &str,
+    ) -> Result<Option<Self>, Refusal> {
         let (tool, condition, poll) = match name {
             tool::WAIT_FOR_WINDOW => {
                 refuse_unknown(args, name, &["target_app", "title", "gone", "timeout_ms"])?;
@@ -256,6 +274,7 @@ impl Wait {
         };
         Ok(Some(Self {
             tool,
+            session_id: session_id.to_owned(),
             condition,
             timeout: millis(args, "timeout_ms", 0, 10_000)?,
             poll,
@@ -303,6 +322,30 @@ impl Wait {
             ));
         }
         Ok(Look::Again(self.poll.min(self.timeout - elapsed)))
+    }
+}
+
+impl Wait {
+    /// Matches the texts window `id` shows (read by a look) against the
+    /// wait's rule: its answer, or when to look again. Run with the
+    /// server's state free.
+    pub(super) fn judge_texts(&mut self, id: u64, texts: &[String]) -> Result<Look, Refusal> {
+        let Condition::Text { rule, gone, .. } = &self.condition else {
+            return self.again();
+        };
+        let count = texts
+            .iter()
+            .filter(|t| match rule {
+                TextRule::Exact(w) => normalise(t) == *w,
+                TextRule::Contains(w) => normalise(t).contains(w.as_str()),
+                TextRule::Regex(r) => r.is_match(t),
+            })
+            .count();
+        match (count, *gone) {
+            (n, false) if n > 0 => Ok(self.done(json!({ "windowId": id, "elements": n }))),
+            (0, true) => Ok(self.done(json!({ "windowId": id, "gone": true }))),
+            _ => self.again(),
+        }
     }
 }
 
@@ -357,6 +400,19 @@ impl State {
     /// refusal, or the deadline's).
     pub(super) fn look(&self, wait: &mut Wait) -> Result<Look, Refusal> {
         wait.polls += 1;
+        // A wait observes only while its session may: not once the person
+        // took the machine over, nor once the session stopped or paused.
+        self.machine_free()?;
+        if !self
+            .sessions
+            .get(&wait.session_id)
+            .is_some_and(super::session::Session::can_execute)
+        {
+            return Err(Refusal::new(
+                "interrupted",
+                "the wait's session is no longer running (stopped, or paused by the person): the wait ends",
+            ));
+        }
         match &wait.condition {
             Condition::Window { app, title, gone } => {
                 let records = self.window_records()?;
@@ -369,33 +425,11 @@ impl State {
                     _ => {}
                 }
             }
-            Condition::Text { window, rule, gone } => {
-                let shown = match self.waited_window(window)? {
-                    Some(id) => {
-                        let texts = self.desktop.window_texts(id)?;
-                        let count = texts
-                            .iter()
-                            .filter(|t| match rule {
-                                TextRule::Exact(w) => normalise(t) == *w,
-                                TextRule::Contains(w) => normalise(t).contains(w.as_str()),
-                                TextRule::Regex(r) => r.is_match(t),
-                            })
-                            .count();
-                        Some((id, count))
-                    }
-                    None => None,
-                };
-                match (shown, *gone) {
-                    (Some((id, n)), false) if n > 0 => {
-                        return Ok(wait.done(json!({ "windowId": id, "elements": n })));
-                    }
-                    (Some((id, 0)), true) => {
-                        return Ok(wait.done(json!({ "windowId": id, "gone": true })));
-                    }
-                    (None, true) => return Ok(wait.done(json!({ "gone": true }))),
-                    _ => {}
-                }
-            }
+            Condition::Text { window, gone, .. } => match self.waited_window(window)? {
+                Some(id) => return Ok(Look::Texts(id, self.desktop.window_texts(id)?)),
+                None if *gone => return Ok(wait.done(json!({ "gone": true }))),
+                None => {}
+            },
             Condition::Stable { .. } => return self.look_stable(wait),
         }
         wait.again()
@@ -470,14 +504,24 @@ impl State {
     /// A whole wait in one go, sleeping between looks with the state held:
     /// only for [`State::execute`]'s callers, which hold the state anyway.
     /// The server runs a wait look by look instead (see the module).
-    pub(super) fn wait_here(&self, name: &str, args: &Value) -> Result<Value, Refusal> {
-        let Some(mut wait) = Wait::parse(name, args)? else {
+    pub(super) fn wait_here(
+        &self,
+        name: &str,
+        args: &Value,
+        session_id: &str,
+    ) -> Result<Value, Refusal> {
+        let Some(mut wait) = Wait::parse(name, args, session_id)? else {
             return Err(invalid(format!("{name} is not a wait")));
         };
         loop {
-            match self.look(&mut wait)? {
+            let mut look = self.look(&mut wait)?;
+            if let Look::Texts(id, texts) = look {
+                look = wait.judge_texts(id, &texts)?;
+            }
+            match look {
                 Look::Done(answer) => return Ok(answer),
                 Look::Again(pause) => std::thread::sleep(pause),
+                Look::Texts(..) => return Err(invalid("a wait's texts were not matched")),
             }
         }
     }

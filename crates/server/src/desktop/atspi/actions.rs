@@ -8,13 +8,12 @@
 
 use serde_json::{Value, json};
 
-use super::resolve::{invalid, menu_item, names_what_was_written, resolve, wanted, window_agrees};
+use super::resolve::{menu_item, names_what_was_written, resolve, wanted, window_agrees};
 use super::{Accessibility, Node, Tree};
 use crate::desktop::simulated::Element;
 use crate::engine::{ApplyError, EffectCheck, Refusal};
 use adk_computer_use::contracts::TargetEvidence;
 use adk_computer_use::contracts::catalogue::tool;
-use adk_computer_use::contracts::labels;
 
 /// The element tools a Linux desktop performs when the accessibility bus
 /// is reachable.
@@ -36,26 +35,6 @@ pub(crate) use super::resolve::{Window, show_tree};
 /// The element observations a Linux desktop answers when the
 /// accessibility bus is reachable.
 pub(crate) const OBSERVE_TOOLS: [&str; 2] = [tool::FIND_ELEMENT, tool::GET_FOCUSED_ELEMENT];
-
-/// The part of a window's revision (`{geometry}+{elements}+{values}`)
-/// every action is bound to: its geometry and its elements' structure,
-/// not what the elements hold.
-pub(crate) fn structure_of(revision: &str) -> &str {
-    match revision.match_indices('+').nth(1) {
-        Some((at, _)) => &revision[..at],
-        None => revision,
-    }
-}
-
-/// A window's revision as the desktops state it: the geometry's, and,
-/// when the application answers on the bus, its elements' structure and
-/// what they hold.
-pub(crate) fn window_revision(geometry: &str, tree: Option<&Tree>) -> String {
-    match tree {
-        Some(tree) => format!("{geometry}+{}+{}", tree.revision, tree.values),
-        None => format!("{geometry}+no-elements"),
-    }
-}
 
 fn stale(message: &str) -> Refusal {
     Refusal::new("stale_target", message)
@@ -95,133 +74,6 @@ pub(crate) trait ElementHost {
             )
         })?;
         bus.tree(pid, &record.title, record.bounds)
-    }
-
-    /// `find_element`: the nodes of a window whose role is `role`, whose
-    /// label matches `label` by the one rule of [`labels`] (the exact
-    /// matches when any, else every partial one, each marked `match`), and
-    /// whose value holds `value` (a case-insensitive substring), all given
-    /// criteria at once, at most `max_results`, in the tree's order, each
-    /// in upstream's flat shape with its `path`. The whole tree is
-    /// searched, not what `get_ui_tree` shows. A password's value is never
-    /// read, so never matched.
-    fn find_elements(&self, args: &Value) -> Result<Value, Refusal> {
-        let window = args
-            .get("window_id")
-            .and_then(Value::as_u64)
-            .ok_or_else(|| invalid("find_element needs a window_id (an integer)"))?;
-        let criterion = |key: &str| -> Result<Option<String>, Refusal> {
-            match args.get(key) {
-                None => Ok(None),
-                Some(Value::String(s)) => Ok(Some(labels::normalise(s))),
-                Some(_) => Err(invalid(format!("find_element's {key} must be a string"))),
-            }
-        };
-        let (role, label, value) = (criterion("role")?, criterion("label")?, criterion("value")?);
-        let most = match args.get("max_results") {
-            None => 25,
-            Some(n) => n
-                .as_u64()
-                .filter(|n| (1..=100).contains(n))
-                .ok_or_else(|| {
-                    invalid("find_element's max_results must be an integer from 1 to 100")
-                })?,
-        };
-        let record = self.element_window(window)?;
-        let tree = self.element_tree(&record)?;
-        let candidates = tree
-            .nodes
-            .iter()
-            .filter(|n| {
-                role.as_ref().is_none_or(|r| {
-                    n.role.to_lowercase() == *r || n.atspi_role.to_lowercase() == *r
-                })
-            })
-            .filter(|n| {
-                value.as_ref().is_none_or(|v| {
-                    !n.secure
-                        && n.value
-                            .as_ref()
-                            .is_some_and(|now| labels::normalise(now).contains(v.as_str()))
-                })
-            })
-            .filter_map(|n| match &label {
-                None => Some((n, None)),
-                Some(l) => n.label_match(l).map(|m| (n, Some(m))),
-            });
-        let found = super::resolve::shown_first(&tree, candidates.collect(), label.is_some());
-        let found: Vec<Value> = found
-            .into_iter()
-            .take(usize::try_from(most).unwrap_or(100))
-            .map(|(n, matched)| {
-                let mut shown = n.to_flat_json();
-                // The application's text, untrusted (it may be written to
-                // steer whoever reads it).
-                shown["contentOrigin"] = json!("application_untrusted");
-                if let Some(matched) = matched {
-                    shown["match"] = json!(matched.as_str());
-                }
-                shown["actionable"] = json!(tree.toolkit.enabled(n) && tree.toolkit.shown(n));
-                if tree.truncated {
-                    // Matches from part of a tree: there may be more.
-                    shown["truncated"] = json!(true);
-                }
-                shown
-            })
-            .collect();
-        Ok(Value::Array(found))
-    }
-
-    /// Every text the window `id` shows through its elements: each node's
-    /// name and label, and its value unless a password's (never read).
-    fn shown_texts(&self, id: u64) -> Result<Vec<String>, Refusal> {
-        let record = self.element_window(id)?;
-        let tree = self.element_tree(&record)?;
-        Ok(tree
-            .nodes
-            .iter()
-            .flat_map(|n| {
-                let value = if n.secure { None } else { n.value.clone() };
-                [Some(n.name.clone()), Some(n.label.clone()), value]
-            })
-            .flatten()
-            .filter(|t| !t.is_empty())
-            .collect())
-    }
-
-    /// `get_focused_element`: the element holding the focus in the window
-    /// that holds the display's input focus, in upstream's flat shape with
-    /// the window's id and app id beside it; `null` when no element of an
-    /// accessible window has the focus.
-    fn focused_element(&self) -> Result<Value, Refusal> {
-        let records = self.element_windows()?;
-        let Some(record) = records.iter().find(|r| r.focused) else {
-            return Ok(Value::Null);
-        };
-        let tree = match self.element_tree(record) {
-            Ok(tree) => tree,
-            // A focused window whose application is not on the bus has no
-            // element to name; a bus that does not answer is an error.
-            Err(refusal) if refusal.code == "accessibility_unavailable" => {
-                return Ok(Value::Null);
-            }
-            Err(refusal) => return Err(refusal),
-        };
-        // The deepest focused node: a window and its field may both say
-        // they are focused; typed text goes to the field.
-        let Some(node) = tree
-            .nodes
-            .iter()
-            .filter(|n| n.states.iter().any(|s| s == "focused"))
-            .max_by_key(|n| n.path.len())
-        else {
-            return Ok(Value::Null);
-        };
-        let mut shown = node.to_flat_json();
-        shown["windowId"] = json!(record.id);
-        shown["appId"] = json!(record.app_id);
-        shown["contentOrigin"] = json!("application_untrusted");
-        Ok(shown)
     }
 
     /// The window `id` of the display now, or `stale_target`.
@@ -285,6 +137,8 @@ pub(crate) trait ElementHost {
                 Ok(()) => Ok(json!({
                     "elements": [{ "elementId": node.id(), "role": node.role, "label": node.label }],
                     "backend": "atspi",
+                    // The label is the application's text.
+                    "contentOrigin": "application_untrusted",
                 })),
                 Err(refusal)
                     if !matches!(
@@ -315,23 +169,7 @@ pub(crate) trait ElementHost {
                 json!({ "changed": "tree", "what": "element_tree" }),
             )));
         }
-        // A press submits what the form holds: the values and toggles the
-        // person saw must still be there (a typed value may differ only
-        // for a write, whose own fields are what it sets).
-        if matches!(tool_name, tool::PRESS_BUTTON | tool::CLICK_ELEMENT)
-            && let Some(stated) = target.and_then(|t| t.ui_tree_revision.as_deref())
-            && stated
-                .split('+')
-                .nth(1)
-                .is_some_and(|r| r.starts_with("atspi-"))
-            && stated.split('+').nth(2) != Some(tree.values.as_str())
-        {
-            return Err(ApplyError::NothingSent(Refusal::with_details(
-                "stale_target",
-                "a value or a toggle in the window changed since the evidence was taken: the press would submit what was not approved",
-                json!({ "changed": "tree", "what": "element_values" }),
-            )));
-        }
+        super::revision::press_bound(tool_name, target, &tree).map_err(ApplyError::NothingSent)?;
         let bus = self
             .accessibility()
             .ok_or_else(|| ApplyError::NothingSent(stale("the accessibility bus is gone")))?;
@@ -395,7 +233,12 @@ pub(crate) trait ElementHost {
             done.push(json!({ "elementId": node.id(), "role": node.role, "label": node.label }));
         }
         self.set_written_elements(written);
-        Ok(json!({ "elements": done, "backend": "atspi" }))
+        // The labels are the application's text.
+        Ok(json!({
+            "elements": done,
+            "backend": "atspi",
+            "contentOrigin": "application_untrusted",
+        }))
     }
 
     /// After `set_value` or `fill_form`: each written element's value, read

@@ -20,7 +20,10 @@ pub(crate) mod actions;
 mod cache;
 mod frame;
 #[cfg(any(feature = "x11", feature = "wayland"))]
+pub(crate) mod observe;
+#[cfg(any(feature = "x11", feature = "wayland"))]
 mod resolve;
+pub(crate) mod revision;
 mod roles;
 mod toolkit;
 mod tree;

@@ -1,16 +1,16 @@
 //! One window's accessibility tree, as a person reads it: each node's role,
 //! label, value, bounds, actions and states, a field labelled by its
 //! `labelled-by` relation or else by the label beside it in the layout, a
-//! password's value never read, and a revision digest of everything but
-//! values and focus (so a typed value or a blinking caret does not move it;
-//! a renamed, moved, added or removed element does).
+//! password's value never read, and its revisions (see `revision`): one of
+//! everything but values and focus (so a typed value or a blinking caret
+//! does not move it; a renamed, moved, added or removed element does), and
+//! one of what the elements hold, which only a press is bound to.
 
 use serde_json::{Value, json};
 
 use super::is_field;
 use super::toolkit::Toolkit;
 use adk_computer_use::contracts::labels::{self, LabelMatch};
-use adk_computer_use::digest::sha256_hex;
 
 /// One node of a window's tree.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -253,76 +253,6 @@ fn label_from_layout(nodes: &mut [Node], toolkit: &Toolkit) {
 /// a field they name carries their text as its label, which is digested.
 pub(super) const CONTENT_ROLES: [&str; 2] = ["label", "static"];
 
-/// The digest of what identifies the tree: every node's path and role,
-/// and for each node an action can reach (all but [`CONTENT_ROLES`]) the
-/// one text it is matched by (its label), its bounds, actions and the
-/// states that decide whether it can be acted on; not values, not focus,
-/// not the text of content. A renamed, relabelled, moved, added or removed
-/// element moves it; typed text, a blinking caret
-/// or a status bar's count does not.
-/// What a press submits, beyond the structure [`revision`] covers: each
-/// field's value (a password's is never read, so its changes are not
-/// seen) and each toggle's state (`checked`, `indeterminate`, `pressed`,
-/// `selected`). Kept apart from the structure's revision because a value
-/// changes under typing (the typing's own echo must not make the next key
-/// stale, nor one field of a form being filled the next): only a press or
-/// a click of an element compares it, since what it submits is the form
-/// as the person approved it.
-fn values_revision(nodes: &[Node]) -> String {
-    let toggles = |s: &&String| {
-        matches!(
-            s.as_str(),
-            "checked" | "indeterminate" | "pressed" | "selected"
-        )
-    };
-    let parts: Vec<Value> = nodes
-        .iter()
-        .filter(|n| n.value.is_some() || n.states.iter().any(|s| toggles(&s)))
-        .map(|n| {
-            let value = if n.secure { None } else { n.value.as_deref() };
-            json!([
-                n.path,
-                value,
-                n.states.iter().filter(toggles).collect::<Vec<_>>()
-            ])
-        })
-        .collect();
-    format!(
-        "values-{}",
-        &sha256_hex(Value::Array(parts).to_string())[..24]
-    )
-}
-
-fn revision(nodes: &[Node]) -> String {
-    let lasting = |s: &&String| {
-        matches!(
-            s.as_str(),
-            "enabled" | "sensitive" | "showing" | "visible" | "editable"
-        )
-    };
-    let parts: Vec<Value> = nodes
-        .iter()
-        .map(|n| {
-            if n.acted_on() {
-                json!([
-                    n.path,
-                    n.atspi_role,
-                    n.label,
-                    [n.bounds.0, n.bounds.1, n.bounds.2, n.bounds.3],
-                    n.actions,
-                    n.states.iter().filter(lasting).collect::<Vec<_>>(),
-                ])
-            } else {
-                json!([n.path, n.atspi_role])
-            }
-        })
-        .collect();
-    format!(
-        "atspi-{}",
-        &sha256_hex(Value::Array(parts).to_string())[..24]
-    )
-}
-
 impl Node {
     /// The node alone, as `find_element` answers it (upstream's flat shape:
     /// no children, the `path` from the window). A password's value is
@@ -357,8 +287,8 @@ impl Tree {
     pub(super) fn new(mut nodes: Vec<Node>, truncated: bool, toolkit: Toolkit) -> Self {
         label_from_content(&mut nodes, &toolkit);
         label_from_layout(&mut nodes, &toolkit);
-        let revision = revision(&nodes);
-        let values = values_revision(&nodes);
+        let revision = super::revision::structure(&nodes);
+        let values = super::revision::values(&nodes);
         Self {
             nodes,
             truncated,

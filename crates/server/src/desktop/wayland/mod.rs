@@ -74,9 +74,9 @@ use std::time::{Duration, Instant};
 use base64::Engine as _;
 use serde_json::{Value, json};
 
-use crate::desktop::atspi::actions::{
-    ELEMENT_TOOLS, ElementHost, OBSERVE_TOOLS, Window, structure_of,
-};
+use crate::desktop::atspi::actions::{ELEMENT_TOOLS, ElementHost, OBSERVE_TOOLS, Window};
+use crate::desktop::atspi::observe::ElementObservations as _;
+use crate::desktop::atspi::revision::structure_of;
 use crate::desktop::atspi::{Accessibility, Node};
 use crate::desktop::simulated::Element;
 use crate::engine::{
@@ -509,7 +509,7 @@ impl WaylandDesktop {
         let tree = self.element_tree(&self.for_elements(record)).ok();
         let geometry = format!("wayland-tree-{}-{}", record.id, &geometry[..16]);
         (
-            crate::desktop::atspi::actions::window_revision(&geometry, tree.as_ref()),
+            crate::desktop::atspi::revision::window_revision(&geometry, tree.as_ref()),
             node,
         )
     }

@@ -76,6 +76,7 @@ use x11rb::protocol::xtest::ConnectionExt as _;
 use x11rb::rust_connection::RustConnection;
 
 use crate::desktop::atspi::actions::ElementHost as _;
+use crate::desktop::atspi::observe::ElementObservations as _;
 use crate::desktop::simulated::Element;
 use crate::engine::{
     ApplyError, DesktopBackend, EffectCheck, Frame, PointerAndFocus, Refusal, Revalidation,

@@ -9,7 +9,7 @@ use super::*;
 
 /// A window's element tree, or why it could not be read.
 type ElementTree = Result<crate::desktop::atspi::Tree, Refusal>;
-use crate::desktop::atspi::actions::structure_of;
+use crate::desktop::atspi::revision::structure_of;
 
 /// How much of the window's revision a check reads.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -427,7 +427,7 @@ impl X11Desktop {
         let (geometry, nodes) = self.tree_revision(record.id)?;
         let tree = self.element_tree(&record.for_elements());
         let revision =
-            crate::desktop::atspi::actions::window_revision(&geometry, tree.as_ref().ok());
+            crate::desktop::atspi::revision::window_revision(&geometry, tree.as_ref().ok());
         Ok((revision, nodes, tree))
     }
 }
