@@ -22,21 +22,14 @@ async fn waits_for_a_window_a_text_and_a_still_tree_on_wayland() {
     let _lock = COMPOSITOR_LOCK.lock().await;
     let title = format!("Wayland wait {}", std::process::id());
     let sim = runtime().await;
-    let waiting = {
-        let (runtime, title) = (sim.runtime.clone(), title.clone());
-        tokio::spawn(async move {
-            runtime
-                .observe_shadow(
-                    "wait_for_window",
-                    json!({ "target_app": "adk-form", "title": title, "timeout_ms": 30000 }),
-                )
-                .await
-        })
-    };
+    let waiting = sim.observe_in_background(
+        "wait_for_window",
+        json!({ "target_app": "adk-form", "title": title, "timeout_ms": 30000 }),
+    );
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     assert!(!waiting.is_finished(), "the window is not there yet");
     let form = form_app(&title, &["Name"]);
-    let found = waiting.await.unwrap().unwrap().structured;
+    let found = waiting.await.unwrap().unwrap();
     assert_eq!(found["window"]["title"], title.as_str(), "{found}");
     assert_eq!(found["window"]["contentOrigin"], "application_untrusted");
     let id = found["window"]["windowId"].as_u64().unwrap();
@@ -53,17 +46,10 @@ async fn waits_for_a_window_a_text_and_a_still_tree_on_wayland() {
         .structured;
     assert_eq!(stable["stable"], true, "{stable}");
 
-    let waiting = {
-        let runtime = sim.runtime.clone();
-        tokio::spawn(async move {
-            runtime
-                .observe_shadow(
-                    "wait_for_text",
-                    json!({ "window_id": id, "text": "grace hopper", "timeout_ms": 30000 }),
-                )
-                .await
-        })
-    };
+    let waiting = sim.observe_in_background(
+        "wait_for_text",
+        json!({ "window_id": id, "text": "grace hopper", "timeout_ms": 30000 }),
+    );
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     assert!(!waiting.is_finished(), "no field shows the text yet");
     let mut form = tokio::task::spawn_blocking(move || {
@@ -73,7 +59,7 @@ async fn waits_for_a_window_a_text_and_a_still_tree_on_wayland() {
     })
     .await
     .unwrap();
-    let shown = waiting.await.unwrap().unwrap().structured;
+    let shown = waiting.await.unwrap().unwrap();
     assert_eq!(shown["matched"], true, "{shown}");
     assert!(shown["elements"].as_u64().unwrap() >= 1, "{shown}");
     assert_eq!(form.values(), "Name=Grace Hopper");

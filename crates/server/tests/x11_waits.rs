@@ -45,17 +45,10 @@ async fn a_wait_for_a_window_holds_no_one_up_and_ends_when_the_window_shows() {
     // it waits is answered, and only then is the window opened: a wait
     // that held the server would see the window only after its own
     // deadline, and end in a timeout.
-    let waiting = {
-        let (runtime, app, later) = (sim.runtime.clone(), app.clone(), later.clone());
-        tokio::spawn(async move {
-            runtime
-                .observe_shadow(
-                    "wait_for_window",
-                    json!({ "target_app": app, "title": later, "timeout_ms": 30000 }),
-                )
-                .await
-        })
-    };
+    let waiting = sim.observe_in_background(
+        "wait_for_window",
+        json!({ "target_app": app, "title": later, "timeout_ms": 30000 }),
+    );
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     let listed = sim
         .runtime
@@ -73,7 +66,7 @@ async fn a_wait_for_a_window_holds_no_one_up_and_ends_when_the_window_shows() {
     );
     assert!(!waiting.is_finished(), "the wait is still waiting");
     let later_form = Form::start(&later, &["Name"]);
-    let found = waiting.await.unwrap().unwrap().structured;
+    let found = waiting.await.unwrap().unwrap();
     assert_eq!(found["matched"], true, "{found}");
     assert_eq!(found["window"]["title"], later.as_str(), "{found}");
     assert_eq!(found["window"]["contentOrigin"], "application_untrusted");
@@ -81,20 +74,13 @@ async fn a_wait_for_a_window_holds_no_one_up_and_ends_when_the_window_shows() {
 
     // Gone: the window is closed while the wait looks.
     let id = found["window"]["windowId"].as_u64().unwrap();
-    let gone = {
-        let (runtime, app) = (sim.runtime.clone(), app.clone());
-        tokio::spawn(async move {
-            runtime
-                .observe_shadow(
-                    "wait_for_window",
-                    json!({ "target_app": app, "title": later, "gone": true, "timeout_ms": 30000 }),
-                )
-                .await
-        })
-    };
+    let gone = sim.observe_in_background(
+        "wait_for_window",
+        json!({ "target_app": app, "title": later, "gone": true, "timeout_ms": 30000 }),
+    );
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     drop(later_form);
-    let gone = gone.await.unwrap().unwrap().structured;
+    let gone = gone.await.unwrap().unwrap();
     assert_eq!(gone["gone"], true, "{gone}");
     let after = wait(&sim, "list_windows", json!({})).await.unwrap();
     assert!(
@@ -142,17 +128,10 @@ async fn a_wait_for_text_ends_when_a_field_shows_it_and_when_it_is_gone() {
     let mut form = Form::start(&title, &["Name"]);
     let sim = runtime().await;
     let (id, _, _) = accessible_window(&sim, &title, 5).await;
-    let waiting = {
-        let runtime = sim.runtime.clone();
-        tokio::spawn(async move {
-            runtime
-                .observe_shadow(
-                    "wait_for_text",
-                    json!({ "window_id": id, "text": "ada  LOVELACE", "match": "exact", "timeout_ms": 30000 }),
-                )
-                .await
-        })
-    };
+    let waiting = sim.observe_in_background(
+        "wait_for_text",
+        json!({ "window_id": id, "text": "ada  LOVELACE", "match": "exact", "timeout_ms": 30000 }),
+    );
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     assert!(!waiting.is_finished(), "no field shows the text yet");
     let mut form = tokio::task::spawn_blocking(move || {
@@ -161,7 +140,7 @@ async fn a_wait_for_text_ends_when_a_field_shows_it_and_when_it_is_gone() {
     })
     .await
     .unwrap();
-    let found = waiting.await.unwrap().unwrap().structured;
+    let found = waiting.await.unwrap().unwrap();
     assert_eq!(found["matched"], true, "{found}");
     assert!(found["elements"].as_u64().unwrap() >= 1, "{found}");
     assert!(
@@ -263,17 +242,10 @@ async fn a_wait_ends_when_its_session_stops() {
     let _form = Form::start(&title, &["Name"]);
     let sim = runtime().await;
     let (id, _, _) = accessible_window(&sim, &title, 5).await;
-    let waiting = {
-        let runtime = sim.runtime.clone();
-        tokio::spawn(async move {
-            runtime
-                .observe_shadow(
-                    "wait_for_text",
-                    json!({ "window_id": id, "text": "never shown", "timeout_ms": 60000 }),
-                )
-                .await
-        })
-    };
+    let waiting = sim.observe_in_background(
+        "wait_for_text",
+        json!({ "window_id": id, "text": "never shown", "timeout_ms": 60000 }),
+    );
     tokio::time::sleep(std::time::Duration::from_millis(600)).await;
     sim.runtime
         .stop_session(Some("the plan ended"))

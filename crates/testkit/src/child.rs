@@ -37,6 +37,25 @@ impl std::ops::Deref for Sim {
     }
 }
 
+impl Sim {
+    /// Starts the observation `tool` with `args` (a wait, say) on a task of
+    /// its own, so the test can act while it runs: its structured answer,
+    /// or the runtime's error, once it ends.
+    pub fn observe_in_background(
+        &self,
+        tool: &'static str,
+        args: Value,
+    ) -> tokio::task::JoinHandle<Result<Value, adk_computer_use::ComputerUseError>> {
+        let runtime = Arc::clone(&self.runtime);
+        tokio::spawn(async move {
+            runtime
+                .observe_shadow(tool, args)
+                .await
+                .map(|observed| observed.structured)
+        })
+    }
+}
+
 /// Starts `computer-use-server` (with `--stats` and `flags`) as a child
 /// process authenticating [`PRINCIPAL`], and a session in group `group-e2e`.
 pub async fn spawn_sim(flags: &[&str]) -> Sim {
