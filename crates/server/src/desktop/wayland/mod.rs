@@ -1029,7 +1029,9 @@ impl DesktopBackend for WaylandDesktop {
             .find(|r| window_id.is_none_or(|w| w == r.id))
             .ok_or_else(|| stale("no such window"))?;
         let (revision, node) = self.window_revision(&record);
+        // The app id and the window's title are its client's own words.
         let mut answer = json!({
+            "contentOrigin": "application_untrusted",
             "appId": record.app_id,
             "windowId": record.id,
             "window": node,

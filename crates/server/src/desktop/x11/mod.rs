@@ -477,7 +477,9 @@ impl DesktopBackend for X11Desktop {
             .find(|r| window_id.is_none_or(|w| w == u64::from(r.id)))
             .ok_or_else(|| stale("no such window"))?;
         let (revision, nodes, tree) = self.window_revision(record)?;
+        // The app id and the window's title are its client's own words.
         let mut answer = json!({
+            "contentOrigin": "application_untrusted",
             "appId": record.app_id,
             "windowId": record.id,
             "window": record.to_json(self.display_id(), self.size),
