@@ -146,11 +146,16 @@ fn millis(args: &Value, key: &str, least: u64, default: u64) -> Result<Duration,
     }
 }
 
-/// Refuses what this server does not take of upstream's shape.
-fn refuse_unknown(args: &Value, name: &str, known: &[&str]) -> Result<(), Refusal> {
+/// The arguments that name the window a text or stability wait looks at.
+const WINDOW_ARGS: &[&str] = &["target_app", "window_id", "title"];
+
+/// Refuses what this server does not take of upstream's shape: any
+/// argument not in `known` or `also`.
+fn refuse_unknown(args: &Value, name: &str, known: &[&str], also: &[&str]) -> Result<(), Refusal> {
     let Some(map) = args.as_object() else {
         return Err(invalid(format!("{name}'s arguments must be an object")));
     };
+    let known: Vec<&str> = known.iter().chain(also).copied().collect();
     match map.keys().find(|k| !known.contains(&k.as_str())) {
         Some(key) => Err(invalid(format!(
             "{name} does not take arguments.{key} on this server (it takes {})",
@@ -188,7 +193,12 @@ impl Wait {
     ) -> Result<Option<Self>, Refusal> {
         let (tool, condition, poll) = match name {
             tool::WAIT_FOR_WINDOW => {
-                refuse_unknown(args, name, &["target_app", "title", "gone", "timeout_ms"])?;
+                refuse_unknown(
+                    args,
+                    name,
+                    &["target_app", "title", "gone", "timeout_ms"],
+                    &[],
+                )?;
                 let app = text(args, "target_app")?
                     .ok_or_else(|| invalid("wait_for_window needs target_app (a string)"))?;
                 let condition = Condition::Window {
@@ -202,16 +212,8 @@ impl Wait {
                 refuse_unknown(
                     args,
                     name,
-                    &[
-                        "text",
-                        "match",
-                        "gone",
-                        "timeout_ms",
-                        "poll_ms",
-                        "target_app",
-                        "window_id",
-                        "title",
-                    ],
+                    &["text", "match", "gone", "timeout_ms", "poll_ms"],
+                    WINDOW_ARGS,
                 )?;
                 let wanted = text(args, "text")?
                     .filter(|t| !t.trim().is_empty())
@@ -249,14 +251,8 @@ impl Wait {
                 refuse_unknown(
                     args,
                     name,
-                    &[
-                        "quiet_ms",
-                        "timeout_ms",
-                        "poll_ms",
-                        "target_app",
-                        "window_id",
-                        "title",
-                    ],
+                    &["quiet_ms", "timeout_ms", "poll_ms"],
+                    WINDOW_ARGS,
                 )?;
                 let condition = Condition::Stable {
                     window: window(args, name)?,
