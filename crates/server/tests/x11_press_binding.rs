@@ -29,22 +29,39 @@ fn press_ok(id: u64) -> ProposedAction {
     )
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[needs(display, accessibility)]
-async fn a_press_after_a_field_changed_since_the_evidence_is_refused_and_not_pressed() {
-    let _display = DISPLAY_LOCK.lock().await;
-    let title = format!("Submit {}", std::process::id());
-    let mut form = Form::start(&title, &["Payee", "Amount"]);
-    form.change("fill Payee Ada");
-    form.change("fill Amount 100");
+/// A form titled `title` with `Payee` and `Amount`, after `fills`; the
+/// server over the display, the form's window id, and a session bound to it.
+async fn form_and_session(
+    title: &str,
+    fills: &[&str],
+) -> (
+    Form,
+    adk_computer_use_testkit::child::Sim,
+    u64,
+    adk_computer_use::chain::Session<adk_computer_use::mcp::ComputerUseMcpRuntime>,
+) {
+    let mut form = Form::start(title, &["Payee", "Amount"]);
+    for fill in fills {
+        form.change(fill);
+    }
     let sim = runtime().await;
-    let (id, app, _) = accessible_window(&sim, &title, 5).await;
+    let (id, app, _) = accessible_window(&sim, title, 5).await;
     let session = adk_computer_use_testkit::child::session_on(
         &sim.runtime,
         "press-binding",
         &app,
         Some(WindowId::Number(id)),
     );
+    (form, sim, id, session)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[needs(display, accessibility)]
+async fn a_press_after_a_field_changed_since_the_evidence_is_refused_and_not_pressed() {
+    let _display = DISPLAY_LOCK.lock().await;
+    let title = format!("Submit {}", std::process::id());
+    let (mut form, sim, id, session) =
+        form_and_session(&title, &["fill Payee Ada", "fill Amount 100"]).await;
     // Between the preview (what the person approves) and the press,
     // another program changes what the form would submit.
     let err = refused_after(&sim, &session, &press_ok(id), |_| {
@@ -71,16 +88,7 @@ async fn a_press_after_a_field_changed_since_the_evidence_is_refused_and_not_pre
 async fn the_same_press_with_nothing_changed_is_pressed() {
     let _display = DISPLAY_LOCK.lock().await;
     let title = format!("Unchanged submit {}", std::process::id());
-    let mut form = Form::start(&title, &["Payee", "Amount"]);
-    form.change("fill Payee Ada");
-    let sim = runtime().await;
-    let (id, app, _) = accessible_window(&sim, &title, 5).await;
-    let session = adk_computer_use_testkit::child::session_on(
-        &sim.runtime,
-        "press-binding",
-        &app,
-        Some(WindowId::Number(id)),
-    );
+    let (form, sim, id, session) = form_and_session(&title, &["fill Payee Ada"]).await;
     // The same steps, with nothing changed between them.
     let approved = adk_computer_use_testkit::child::approved(&sim, &session, &press_ok(id)).await;
     let leased = approved.reserve().await.unwrap().lease().await.unwrap();
