@@ -295,12 +295,16 @@ pub async fn run_until_done(
                     retries < 5_000,
                     "{action_id}: still refused after {retries} retries: {err}"
                 );
-                let ceiling = 1u64 << retries.min(7);
-                let jitter = seed
-                    .wrapping_mul(2_654_435_761)
-                    .wrapping_add(u64::from(retries))
-                    % ceiling;
-                tokio::time::sleep(std::time::Duration::from_millis(1 + jitter)).await;
+                // Exponential backoff from about one uncontended chain's
+                // time, with jitter (half the step, spread by a hash of the
+                // seed and the try): retrying sooner only adds refused
+                // chains for the holder's server to answer.
+                let step = 16u64 << retries.min(6);
+                let mut mixed = seed ^ (u64::from(retries) << 32);
+                mixed = (mixed ^ (mixed >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+                mixed = (mixed ^ (mixed >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+                let jitter = (mixed ^ (mixed >> 31)) % (step / 2);
+                tokio::time::sleep(std::time::Duration::from_millis(step / 2 + jitter)).await;
             }
             Err(err) => panic!("{action_id}: {err}"),
         }

@@ -114,6 +114,11 @@ pub(crate) trait ElementHost {
                     format!("the {} {} is not editable", node.role, node.id()),
                 ));
             }
+            if field.value.is_some()
+                && let Some(refusal) = tree.toolkit.refuses_text(&tree.nodes, node)
+            {
+                return Err(refusal);
+            }
         }
         Ok(())
     }

@@ -239,7 +239,7 @@ impl Accessibility {
                 Refusal::new(
                     "element_not_editable",
                     format!(
-                        "the {} {} offers no editable text",
+                        "the {} {} offers no editable text to assistive technologies (Chromium's page fields offer none): nothing was written; write it with `type` after focusing it, which needs the foreground",
                         expected.role,
                         expected.id()
                     ),
@@ -280,15 +280,24 @@ impl Accessibility {
                 .await
                 .map_err(|_| unreadable("the element"))?;
             let action = proxies.action().await.map_err(|_| no_press(&expected))?;
-            let actions = action
-                .get_actions()
+            // Each action's own name by its index (`GetName`): Firefox and
+            // Chromium answer `GetActions` with names of `;;`.
+            let count = action
+                .n_actions()
                 .await
                 .map_err(|_| unreadable("the element's actions"))?;
-            let index = actions
-                .iter()
-                .position(|a| tree::is_press(&a.name))
-                .ok_or_else(|| no_press(&expected))?;
-            let index = i32::try_from(index).map_err(|_| no_press(&expected))?;
+            let mut index = None;
+            for i in 0..count.clamp(0, 16) {
+                let name = action
+                    .get_name(i)
+                    .await
+                    .map_err(|_| unreadable("the element's actions"))?;
+                if tree::is_press(&name) {
+                    index = Some(i);
+                    break;
+                }
+            }
+            let index = index.ok_or_else(|| no_press(&expected))?;
             match action.do_action(index).await {
                 Ok(true) => Ok(()),
                 Ok(false) => Err(Refusal::new(

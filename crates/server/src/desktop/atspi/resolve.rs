@@ -234,9 +234,13 @@ pub(super) fn window_agrees(args: &Value, target: Option<&TargetEvidence>) -> Re
     }
 }
 
-/// Refuses a tree the walk's limits cut short: an element found in part
-/// of a tree is not known to be the only one.
+/// Refuses a tree the walk's limits cut short (an element found in part
+/// of a tree is not known to be the only one) and a window whose
+/// application hides its contents (Chromium without its switch).
 pub(super) fn whole(tree: &Tree) -> Result<(), Refusal> {
+    if let Some(refusal) = tree.toolkit.contents_hidden(&tree.nodes) {
+        return Err(refusal);
+    }
     if tree.truncated {
         return Err(Refusal::with_details(
             "tree_too_large",
@@ -351,6 +355,9 @@ pub(crate) fn show_tree(answer: &mut Value, tree: &Tree, max_depth: Option<usize
     // written to steer whoever reads it.
     answer["contentOrigin"] = json!("application_untrusted");
     answer["tree"] = shown;
+    if let Some(refusal) = tree.toolkit.contents_hidden(&tree.nodes) {
+        answer["accessibilityNote"] = json!(refusal.message);
+    }
 }
 
 /// A window of the display as the element tools see it: which process

@@ -12,6 +12,25 @@
 //! Any other toolkit is not one this server has mapped: an element of it
 //! that does not read as enabled and shown by the common states is refused
 //! as `toolkit_unsupported`, naming the toolkit, never as "disabled".
+//!
+//! Chromium (and Electron) exposes its window's contents only when it was
+//! started told that an assistive technology is present: without its
+//! `--force-renderer-accessibility` switch the window is an empty frame.
+//! Debian 12's Chromium ignored every signal an assistive technology can
+//! give on the bus (the bus's `IsEnabled` and `ScreenReaderEnabled`, a
+//! registered event listener; measured, as were `ACCESSIBILITY_ENABLED=1`
+//! and `GNOME_ACCESSIBILITY=1`), so the server cannot turn it on for a
+//! browser already running: such a window is refused as
+//! `accessibility_off`, naming the switch, never as "not found".
+//!
+//! Neither browser writes a page's field through the bus. Chromium's page
+//! fields offer no EditableText. Firefox's offer it and answer `true` to
+//! `SetTextContents` and `InsertText` while the field stays empty, focused
+//! or not (Firefox ESR 153, measured by reading the field back and on the
+//! screen). A value written there would be a success reported for nothing,
+//! so writing a browser page's field is refused before anything is done
+//! (`element_not_editable`, naming why); the page's check boxes, buttons and
+//! links are acted on through their actions like any other element.
 
 use serde_json::json;
 
@@ -72,6 +91,45 @@ impl Toolkit {
             Self::Gecko => "gecko",
             Self::Other(_) => "other",
         }
+    }
+
+    /// A refusal when the window's application hides its contents from
+    /// assistive technologies: a Chromium window with no page in its tree.
+    pub fn contents_hidden(&self, nodes: &[Node]) -> Option<Refusal> {
+        let page = |n: &Node| matches!(n.atspi_role.as_str(), "document web" | "document frame");
+        (*self == Self::Chromium && !nodes.iter().any(page)).then(|| {
+            Refusal::with_details(
+                "accessibility_off",
+                "this Chromium window exposes no page to assistive technologies, so none of its elements can be read: Chromium (or the Electron application) must be started with --force-renderer-accessibility; the server cannot turn it on for a browser already running",
+                json!({ "toolkit": self.name(), "switch": "--force-renderer-accessibility" }),
+            )
+        })
+    }
+
+    /// A refusal when `node` is a field this toolkit does not let an
+    /// assistive technology write: a browser page's (`nodes` is the tree it
+    /// is in, whose paths say which document holds it).
+    pub fn refuses_text(&self, nodes: &[Node], node: &Node) -> Option<Refusal> {
+        if !matches!(self, Self::Chromium | Self::Gecko) {
+            return None;
+        }
+        let in_page = nodes.iter().any(|n| {
+            matches!(n.atspi_role.as_str(), "document web" | "document frame")
+                && node.path.len() > n.path.len()
+                && node.path.starts_with(&n.path)
+        });
+        in_page.then(|| {
+            Refusal::with_details(
+                "element_not_editable",
+                format!(
+                    "the {} {} is a field of a web page, which {} does not let an assistive technology write (it offers no EditableText, or accepts the call and writes nothing): nothing was written; a page's field is written with `type` after focusing it, which needs the foreground",
+                    node.role,
+                    node.id(),
+                    if *self == Self::Chromium { "Chromium" } else { "Firefox" }
+                ),
+                json!({ "toolkit": self.name() }),
+            )
+        })
     }
 
     /// Whether the node may be acted on now (not greyed out).
@@ -160,6 +218,37 @@ mod tests {
             refused.map(|r| r.code),
             Some("element_not_actionable".into())
         );
+    }
+
+    #[test]
+    fn a_chromium_window_without_its_page_is_named_accessibility_off() {
+        let chromium = Toolkit::from_names("Chromium", "1.0");
+        let frame = node(&["enabled", "showing"]);
+        let refused = chromium.contents_hidden(std::slice::from_ref(&frame));
+        assert_eq!(refused.map(|r| r.code), Some("accessibility_off".into()));
+        let mut page = node(&["enabled", "showing"]);
+        page.atspi_role = "document web".into();
+        assert!(chromium.contents_hidden(&[frame.clone(), page]).is_none());
+        // Other toolkits expose their windows without a page.
+        assert!(Toolkit::Gtk3.contents_hidden(&[frame]).is_none());
+    }
+
+    #[test]
+    fn a_browser_pages_field_is_refused_for_writing_and_its_own_bar_is_not() {
+        let mut page = node(&["enabled", "showing"]);
+        page.atspi_role = "document web".into();
+        page.path = vec![0, 3];
+        let mut field = node(&["editable", "enabled", "showing"]);
+        field.path = vec![0, 3, 1, 2];
+        let mut bar = node(&["editable", "enabled", "showing"]);
+        bar.path = vec![0, 1, 4];
+        let tree = [page, field.clone(), bar.clone()];
+        for browser in [Toolkit::Chromium, Toolkit::Gecko] {
+            let refused = browser.refuses_text(&tree, &field);
+            assert_eq!(refused.map(|r| r.code), Some("element_not_editable".into()));
+            assert!(browser.refuses_text(&tree, &bar).is_none());
+        }
+        assert!(Toolkit::Gtk3.refuses_text(&tree, &field).is_none());
     }
 
     #[test]

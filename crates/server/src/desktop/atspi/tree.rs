@@ -130,11 +130,14 @@ pub(super) fn capped(text: String, most: usize) -> String {
     }
 }
 
-/// Whether an action name is a press (`click`, `press`, `activate`).
+/// Whether an action name is a press: `click`, `press` or `activate`
+/// (GTK, Qt, a browser's buttons), `check`, `uncheck` or `toggle` (a
+/// browser's check boxes, which offer no other), `jump` (a browser's
+/// links).
 pub fn is_press(name: &str) -> bool {
     matches!(
         name.to_ascii_lowercase().as_str(),
-        "click" | "press" | "activate"
+        "click" | "press" | "activate" | "check" | "uncheck" | "toggle" | "jump"
     )
 }
 

@@ -108,7 +108,7 @@ async fn read(
         let Some(action) = proxy_of::<ActionProxy<'_>>(conn, &object).await else {
             return Vec::new();
         };
-        action
+        let listed: Vec<String> = action
             .get_actions()
             .await
             .map(|list| {
@@ -116,7 +116,19 @@ async fn read(
                     .map(|a| a.name.to_ascii_lowercase())
                     .collect()
             })
-            .unwrap_or_default()
+            .unwrap_or_default();
+        // Firefox and Chromium list every action as `;;`: their names are
+        // read one by one instead (at most 16).
+        if listed.iter().all(|n| !n.is_empty() && !n.contains(';')) {
+            return listed;
+        }
+        let mut named = Vec::new();
+        for i in 0..action.n_actions().await.unwrap_or(0).clamp(0, 16) {
+            if let Ok(name) = action.get_name(i).await {
+                named.push(name.to_ascii_lowercase());
+            }
+        }
+        named
     };
     let value = async {
         if !wants_text {
