@@ -7,7 +7,8 @@
 //!
 //! Needs an X server (`$DISPLAY`), a D-Bus session with the accessibility
 //! bus, the applications (gedit, gtk3-widget-factory from gtk-3-examples,
-//! gnome-calculator) and python3-pyatspi. For each application found on
+//! gnome-calculator, Chromium on a page of about 2,000 nodes: a table of
+//! 280 rows and a form) and python3-pyatspi. For each application found on
 //! the machine it prints the tree's nodes, the server's cold read (the
 //! first after the application settled), its warm reads (the next ones),
 //! pyatspi's walk of the same window (a fresh process each time, as a
@@ -92,6 +93,23 @@ fn range(samples: &[f64]) -> String {
     format!("{min:.0}–{max:.0}")
 }
 
+/// A page of `rows` table rows (three cells each) and a small form.
+fn catalogue(rows: usize) -> String {
+    let mut page = String::from(
+        "<!doctype html><title>Catalogue</title><h1>Catalogue</h1><table><tr><th>Item</th><th>Colour</th><th>Price</th></tr>",
+    );
+    for row in 0..rows {
+        page.push_str(&format!(
+            "<tr><td>Item {row}</td><td>Blue</td><td>{}.00</td></tr>",
+            row % 97
+        ));
+    }
+    page.push_str(
+        "</table><form><label>Note <input name=note></label><button>Order</button></form>",
+    );
+    page
+}
+
 fn main() {
     let rounds = knob("TREES_ROUNDS", 3);
     let desktop = X11Desktop::connect_unwatched().expect("an X server and the accessibility bus");
@@ -100,10 +118,26 @@ fn main() {
     std::fs::write(&note, "").unwrap();
     let note_title = format!("note.txt ({}) - gedit", home.path().display());
     let note_path = note.to_str().unwrap().to_owned();
-    let apps: [(&str, Vec<&str>, String); 3] = [
+    let page = home.path().join("catalogue.html");
+    std::fs::write(&page, catalogue(280)).unwrap();
+    let page_url = format!("file://{}", page.display());
+    let profile = format!("--user-data-dir={}", home.path().join("chromium").display());
+    let apps: [(&str, Vec<&str>, String); 4] = [
         ("gedit", vec!["--standalone", &note_path], note_title),
         ("gtk3-widget-factory", vec![], "gtk3-widget-factory".into()),
         ("gnome-calculator", vec![], "Calculator".into()),
+        (
+            "chromium",
+            vec![
+                "--no-sandbox",
+                "--no-first-run",
+                "--disable-gpu",
+                "--force-renderer-accessibility",
+                &profile,
+                &page_url,
+            ],
+            "Catalogue - Chromium".into(),
+        ),
     ];
     println!(
         "| application | nodes | server cold ms | server warm ms | pyatspi ms | server cold nodes/s | server warm nodes/s | pyatspi nodes/s | cold ratio | warm ratio |"

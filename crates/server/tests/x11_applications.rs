@@ -22,7 +22,7 @@ use adk_computer_use::digest::sha256_prefixed;
 use adk_computer_use::runtime::{ComputerUseRuntime, ProposedAction};
 
 use adk_computer_use::{ExecutionMode, VerificationOutcome};
-use adk_computer_use_testkit::child::{Sim, session_on};
+use adk_computer_use_testkit::child::session_on;
 use serde_json::{Value, json};
 
 mod x11_support;
@@ -64,45 +64,6 @@ fn start_fresh(program: &str, args: &[&str], home: &std::path::Path) -> Program 
             .spawn()
             .unwrap_or_else(|e| panic!("{program} could not be started: {e}")),
     )
-}
-
-/// Runs `action` as a plan does: a `stale_target` refused before the effect
-/// (the application still settling from the action before: its tree
-/// changed between the observation and the execution, or between the
-/// approval and the execution) performed nothing, so it is observed again
-/// and run again, after a pause, at most five times in all. Anything else
-/// fails the test, and so does a fifth refusal.
-async fn press_as_a_plan_would(
-    sim: &Sim,
-    session: &adk_computer_use::Session<adk_computer_use::mcp::ComputerUseMcpRuntime>,
-    action: ProposedAction,
-) -> adk_computer_use::chain::Verified {
-    let mut refusals = Vec::new();
-    for attempt in 0..5u64 {
-        let ran = match session.run(action.clone()).await {
-            Ok(adk_computer_use::ChainOutcome::Completed(done)) => Ok(done),
-            Ok(adk_computer_use::ChainOutcome::NeedsApproval(pending)) => {
-                adk_computer_use_testkit::child::host_approves(sim, pending)
-                    .await
-                    .complete()
-                    .await
-            }
-            Ok(adk_computer_use::ChainOutcome::Blocked(b)) => panic!("blocked: {}", b.blocker()),
-            Err(err) => Err(err),
-        };
-        match ran {
-            Ok(done) => return done,
-            Err(err @ adk_computer_use::ComputerUseError::Refused { .. })
-                if err.refusal_code() == Some("stale_target") =>
-            {
-                eprintln!("refused before the effect, observed again: {err}");
-                refusals.push(err.to_string());
-                tokio::time::sleep(Duration::from_millis(250 * (attempt + 1))).await;
-            }
-            Err(err) => panic!("{err}"),
-        }
-    }
-    panic!("refused stale five times: {refusals:#?}")
 }
 
 fn background(tool: &str, arguments: Value) -> ProposedAction {
@@ -152,7 +113,7 @@ async fn gnome_calculator_computes_12_times_7_pressed_by_the_labels_a_person_rea
     // pressed by what a person reads on them.
     for label in ["1", "2", "×", "7", "="] {
         let press = background("press_button", json!({ "window_id": id, "label": label }));
-        let pressed = press_as_a_plan_would(&sim, &session, press).await;
+        let pressed = run_as_a_plan_would(&sim, &session, press).await;
         assert!(pressed.performed(), "{label}");
     }
     session.shutdown().await;
@@ -210,7 +171,7 @@ async fn gedit_writes_a_sentence_by_element_and_saves_it_to_the_file() {
         "set_value",
         json!({ "window_id": id, "role": "AXTextArea", "label": "", "value": sentence }),
     );
-    let written = press_as_a_plan_would(&sim, &session, write).await;
+    let written = run_as_a_plan_would(&sim, &session, write).await;
     assert!(written.performed());
     assert_eq!(
         written.outcome(),
@@ -247,7 +208,7 @@ async fn gedit_writes_a_sentence_by_element_and_saves_it_to_the_file() {
         .unwrap()
         .structured;
     assert_eq!(still["stable"], true, "{still}");
-    let saved = press_as_a_plan_would(&sim, &session, save).await;
+    let saved = run_as_a_plan_would(&sim, &session, save).await;
     assert!(saved.performed());
     assert_eq!(
         saved.outcome(),

@@ -32,20 +32,36 @@ use std::time::Duration;
 use adk_computer_use::contracts::WindowId;
 use adk_computer_use::runtime::ProposedAction;
 use adk_computer_use::{ChainOutcome, ExecutionMode};
-use adk_computer_use_testkit::child::{Sim, host_approves, run_approving, session_on};
+use adk_computer_use_testkit::child::{Sim, host_approves, session_on};
 use serde_json::{Value, json};
 
 mod x11_support;
 
 use x11_support::*;
 
-const FORM: &str = "<!doctype html><html><head><title>Order form</title></head><body>\
-<h1>Order</h1><form method=\"post\" action=\"/submit\">\
+/// The order form, below a table of 280 rows of three cells: a page of
+/// some 2,000 nodes in Chromium (about 2,200 counted), so an element is
+/// resolved in a tree of a real page's size.
+fn form_page() -> String {
+    let mut page = String::from(
+        "<!doctype html><html><head><title>Order form</title></head><body><h1>Order</h1><table>",
+    );
+    for row in 0..280 {
+        page.push_str(&format!(
+            "<tr><td>Item {row}</td><td>Blue</td><td>{}.00</td></tr>",
+            row % 97
+        ));
+    }
+    page.push_str(
+        "</table><form method=\"post\" action=\"/submit\">\
 <p><label for=\"name\">Full name</label> <input id=\"name\" name=\"name\"></p>\
 <p><label for=\"city\">City</label> <input id=\"city\" name=\"city\"></p>\
 <p><label><input type=\"checkbox\" name=\"gift\" value=\"yes\"> Gift wrap</label></p>\
 <p><button type=\"submit\">Send order</button></p>\
-</form></body></html>";
+</form></body></html>",
+    );
+    page
+}
 
 /// A one-page HTTP server on a free local port: it serves the form and
 /// hands every body posted to it to the returned channel.
@@ -53,6 +69,7 @@ fn form_server() -> (String, mpsc::Receiver<String>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let address = format!("http://{}/", listener.local_addr().unwrap());
     let (posted, bodies) = mpsc::channel();
+    let form = form_page();
     std::thread::spawn(move || {
         for stream in listener.incoming() {
             let Ok(mut stream) = stream else { continue };
@@ -71,13 +88,13 @@ fn form_server() -> (String, mpsc::Receiver<String>) {
                     length = value.trim().parse().unwrap_or(0);
                 }
             }
-            let page = if request.starts_with("POST") {
+            let page: &str = if request.starts_with("POST") {
                 let mut body = vec![0; length];
                 let _ = reader.read_exact(&mut body);
                 let _ = posted.send(String::from_utf8_lossy(&body).into_owned());
                 "<!doctype html><title>Thank you</title><p>Order received</p>"
             } else {
-                FORM
+                &form
             };
             let _ = write!(
                 stream,
@@ -150,19 +167,42 @@ async fn refusal_of(
         Ok(ChainOutcome::NeedsApproval(pending)) => {
             host_approves(sim, pending).await.complete().await.map(drop)
         }
-        Ok(_) => Ok(()),
+        Ok(ChainOutcome::Completed(done)) => panic!("the action ran: {}", done.outcome()),
+        Ok(ChainOutcome::Blocked(blocked)) => panic!(
+            "the action was blocked, not refused: {} {:?}",
+            blocked.blocker(),
+            blocked.reasons()
+        ),
         Err(err) => Err(err),
     };
     ran.expect_err("the action was not refused")
 }
 
-/// In the browser window titled `title`: a page field's writing refused
+/// In the browser window titled `title`, once its tree has `nodes` nodes
+/// or more (the whole page exposed): a page field's writing refused
 /// before anything is written, the box ticked and the form sent, each by
 /// element in the background; what the page posts is returned.
-async fn tick_and_send(title: &str, toolkit: &str, bodies: &mpsc::Receiver<String>) -> String {
+async fn tick_and_send(
+    title: &str,
+    toolkit: &str,
+    nodes: u64,
+    bodies: &mpsc::Receiver<String>,
+) -> String {
     let sim = runtime().await;
-    let (id, app, tree) = accessible_window(&sim, title, 40).await;
+    let (id, app, tree) = accessible_window(&sim, title, nodes).await;
     assert_eq!(tree["toolkit"], toolkit, "{}", tree["toolkit"]);
+    // A browser fills its tree in after the page shows: a plan waits for
+    // it to stay still before it acts, as it should.
+    let still = sim
+        .runtime
+        .observe_shadow(
+            "wait_for_stable",
+            json!({ "window_id": id, "quiet_ms": 800, "timeout_ms": 30000 }),
+        )
+        .await
+        .unwrap()
+        .structured;
+    assert_eq!(still["stable"], true, "{still}");
     let session = session_on(&sim.runtime, "browser", &app, Some(WindowId::Number(id)));
 
     let write = background(
@@ -179,12 +219,12 @@ async fn tick_and_send(title: &str, toolkit: &str, bodies: &mpsc::Receiver<Strin
         "click_element",
         json!({ "window_id": id, "role": "AXCheckBox", "label": "Gift wrap" }),
     );
-    assert!(run_approving(&sim, &session, tick).await.performed());
+    assert!(run_as_a_plan_would(&sim, &session, tick).await.performed());
     let send = background(
         "press_button",
         json!({ "window_id": id, "label": "Send order" }),
     );
-    assert!(run_approving(&sim, &session, send).await.performed());
+    assert!(run_as_a_plan_would(&sim, &session, send).await.performed());
     session.shutdown().await;
     posted(bodies)
 }
@@ -196,7 +236,13 @@ async fn a_firefox_form_is_ticked_and_sent_by_element_and_its_text_field_refused
     let (url, bodies) = form_server();
     let profile = tempfile::tempdir().unwrap();
     let _browser = firefox(&url, profile.path());
-    let body = tick_and_send("Order form \u{2014} Mozilla Firefox", "gecko", &bodies).await;
+    let body = tick_and_send(
+        "Order form \u{2014} Mozilla Firefox",
+        "gecko",
+        1000,
+        &bodies,
+    )
+    .await;
     // The box was ticked; the refused field holds nothing.
     assert_eq!(body, "name=&city=&gift=yes");
 }
@@ -208,7 +254,7 @@ async fn a_chromium_form_is_ticked_and_sent_by_element_and_its_text_field_refuse
     let (url, bodies) = form_server();
     let profile = tempfile::tempdir().unwrap();
     let _browser = chromium(&url, profile.path(), true);
-    let body = tick_and_send("Order form - Chromium", "chromium", &bodies).await;
+    let body = tick_and_send("Order form - Chromium", "chromium", 2000, &bodies).await;
     assert_eq!(body, "name=&city=&gift=yes");
 }
 

@@ -284,3 +284,42 @@ pub fn evidence_for(app: &str, id: u64, screenshot_hash: String) -> TargetEviden
             .unwrap(),
     }
 }
+
+/// Runs `action` as a plan does: a `stale_target` refused before the effect
+/// (the application still settling from the action before: its tree
+/// changed between the observation and the execution, or between the
+/// approval and the execution) performed nothing, so it is observed again
+/// and run again, after a pause, at most five times in all. Anything else
+/// fails the test, and so does a fifth refusal.
+pub async fn run_as_a_plan_would(
+    sim: &Sim,
+    session: &Session<ComputerUseMcpRuntime>,
+    action: ProposedAction,
+) -> adk_computer_use::chain::Verified {
+    let mut refusals = Vec::new();
+    for attempt in 0..5u64 {
+        let ran = match session.run(action.clone()).await {
+            Ok(adk_computer_use::ChainOutcome::Completed(done)) => Ok(done),
+            Ok(adk_computer_use::ChainOutcome::NeedsApproval(pending)) => {
+                adk_computer_use_testkit::child::host_approves(sim, pending)
+                    .await
+                    .complete()
+                    .await
+            }
+            Ok(adk_computer_use::ChainOutcome::Blocked(b)) => panic!("blocked: {}", b.blocker()),
+            Err(err) => Err(err),
+        };
+        match ran {
+            Ok(done) => return done,
+            Err(err @ adk_computer_use::ComputerUseError::Refused { .. })
+                if err.refusal_code() == Some("stale_target") =>
+            {
+                eprintln!("refused before the effect, observed again: {err}");
+                refusals.push(err.to_string());
+                tokio::time::sleep(Duration::from_millis(250 * (attempt + 1))).await;
+            }
+            Err(err) => panic!("{err}"),
+        }
+    }
+    panic!("refused stale five times: {refusals:#?}")
+}
