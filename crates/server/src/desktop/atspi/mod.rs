@@ -27,6 +27,7 @@ pub(crate) mod revision;
 mod roles;
 mod toolkit;
 mod tree;
+mod trusted;
 mod walk;
 
 use std::future::Future;
@@ -133,8 +134,9 @@ fn run_bounded<T: Send + 'static>(
 
 impl Accessibility {
     /// Connects to the accessibility bus of this session (the session bus
-    /// names it). Fails when there is no session bus or no accessibility
-    /// bus, within [`DEADLINE`].
+    /// names it, and it must be the one [`trusted`] describes). Fails when
+    /// there is no session bus, no accessibility bus or none to trust,
+    /// within [`DEADLINE`].
     pub fn connect() -> Result<Self, Refusal> {
         let (handle_tx, handle_rx) = std::sync::mpsc::channel();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -162,7 +164,13 @@ impl Accessibility {
             .recv_timeout(DEADLINE)
             .map_err(|_| timed_out("start the accessibility runtime"))??;
         let bus = run_bounded(&handle, "connect to the accessibility bus", async {
-            AccessibilityConnection::new()
+            // Only the bus this session's launcher started, in this
+            // session's runtime directory (see `trusted`).
+            let address = trusted::trusted_address().await?;
+            let address = address
+                .parse()
+                .map_err(|e| failed("the accessibility bus's address cannot be read", e))?;
+            AccessibilityConnection::from_address(address)
                 .await
                 .map_err(|e| failed("the accessibility bus cannot be reached", e))
         })?;
