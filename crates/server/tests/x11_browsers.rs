@@ -39,12 +39,23 @@ mod x11_support;
 
 use x11_support::*;
 
-/// The order form, below a table of 280 rows of three cells: a page of
+/// The order form, above a table of 280 rows of three cells: a page of
 /// some 2,000 nodes in Chromium (about 2,200 counted), so an element is
-/// resolved in a tree of a real page's size.
+/// resolved in a tree of a real page's size. The form is on screen: an
+/// element below the fold is not `showing` and is refused as not shown.
+/// A second form's button "Send", placed off the page, is a decoy a person
+/// never sees: pressing "Send" must press the one on screen.
 fn form_page() -> String {
     let mut page = String::from(
-        "<!doctype html><html><head><title>Order form</title></head><body><h1>Order</h1><table>",
+        "<!doctype html><html><head><title>Order form</title></head><body><h1>Order</h1>\
+<form method=\"post\" action=\"/submit\">\
+<p><label for=\"name\">Full name</label> <input id=\"name\" name=\"name\"></p>\
+<p><label for=\"city\">City</label> <input id=\"city\" name=\"city\"></p>\
+<p><label><input type=\"checkbox\" name=\"gift\" value=\"yes\"> Gift wrap</label></p>\
+<p><button type=\"submit\">Send order</button></p>\
+</form>\
+<form method=\"post\" action=\"/decoy\"><button style=\"position:absolute;left:-9999px\" name=\"decoy\" value=\"1\">Send</button></form>\
+<table>",
     );
     for row in 0..280 {
         page.push_str(&format!(
@@ -52,19 +63,12 @@ fn form_page() -> String {
             row % 97
         ));
     }
-    page.push_str(
-        "</table><form method=\"post\" action=\"/submit\">\
-<p><label for=\"name\">Full name</label> <input id=\"name\" name=\"name\"></p>\
-<p><label for=\"city\">City</label> <input id=\"city\" name=\"city\"></p>\
-<p><label><input type=\"checkbox\" name=\"gift\" value=\"yes\"> Gift wrap</label></p>\
-<p><button type=\"submit\">Send order</button></p>\
-</form></body></html>",
-    );
+    page.push_str("</table></body></html>");
     page
 }
 
 /// A one-page HTTP server on a free local port: it serves the form and
-/// hands every body posted to it to the returned channel.
+/// hands every form posted to it (`path?body`) to the returned channel.
 fn form_server() -> (String, mpsc::Receiver<String>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let address = format!("http://{}/", listener.local_addr().unwrap());
@@ -91,7 +95,8 @@ fn form_server() -> (String, mpsc::Receiver<String>) {
             let page: &str = if request.starts_with("POST") {
                 let mut body = vec![0; length];
                 let _ = reader.read_exact(&mut body);
-                let _ = posted.send(String::from_utf8_lossy(&body).into_owned());
+                let path = request.split_whitespace().nth(1).unwrap_or_default();
+                let _ = posted.send(format!("{path}?{}", String::from_utf8_lossy(&body)));
                 "<!doctype html><title>Thank you</title><p>Order received</p>"
             } else {
                 &form
@@ -220,10 +225,9 @@ async fn tick_and_send(
         json!({ "window_id": id, "role": "AXCheckBox", "label": "Gift wrap" }),
     );
     assert!(run_as_a_plan_would(&sim, &session, tick).await.performed());
-    let send = background(
-        "press_button",
-        json!({ "window_id": id, "label": "Send order" }),
-    );
+    // "Send" matches the decoy exactly, but the decoy is off the page; the
+    // one button a person sees that matches is "Send order".
+    let send = background("press_button", json!({ "window_id": id, "label": "Send" }));
     assert!(run_as_a_plan_would(&sim, &session, send).await.performed());
     session.shutdown().await;
     posted(bodies)
@@ -244,7 +248,7 @@ async fn a_firefox_form_is_ticked_and_sent_by_element_and_its_text_field_refused
     )
     .await;
     // The box was ticked; the refused field holds nothing.
-    assert_eq!(body, "name=&city=&gift=yes");
+    assert_eq!(body, "/submit?name=&city=&gift=yes");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -255,7 +259,7 @@ async fn a_chromium_form_is_ticked_and_sent_by_element_and_its_text_field_refuse
     let profile = tempfile::tempdir().unwrap();
     let _browser = chromium(&url, profile.path(), true);
     let body = tick_and_send("Order form - Chromium", "chromium", 2000, &bodies).await;
-    assert_eq!(body, "name=&city=&gift=yes");
+    assert_eq!(body, "/submit?name=&city=&gift=yes");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -6,18 +6,16 @@
 //! | GTK 3 (`GTK`, version 3) | `enabled` or `sensitive` | `showing` |
 //! | GTK 4 (`GTK`, version 4) | `sensitive` (GTK 4 never reports `enabled`) | `visible` (GTK 4 never reports `showing`) |
 //! | Qt 5 and 6 (`Qt`) | `enabled` or `sensitive` | `showing` |
-//! | Chromium and Electron (`Chromium`) | `enabled` or `sensitive` | `showing`, or `visible` (on the page, scrolled out of view) |
-//! | Firefox (`Gecko`) | `enabled` or `sensitive` | `showing`, or `visible` (on the page, scrolled out of view) |
+//! | Chromium and Electron (`Chromium`) | `enabled` or `sensitive` | `showing` |
+//! | Firefox (`Gecko`) | `enabled` or `sensitive` | `showing` |
 //!
-//! A browser reports an element of its page below the fold `visible` but
-//! not `showing`; an element hidden by the page's style is not `visible`
-//! (or not in the tree at all). A person reaches the first by scrolling,
-//! and its action works where it is (a check box and a button below 280
-//! table rows, measured), so it counts as shown.
-//! Two elements a person could mean (one on screen, one below the fold)
-//! are then both candidates, and an action naming either is refused as
-//! ambiguous rather than guessed.
-//!
+//! A browser reports a page's element below the fold `visible` but not
+//! `showing`, and so it reports an element placed off the page, clipped to
+//! nothing, or in a background tab (Firefox): `visible` is no sign a
+//! person can see it (a hostile review pressed all three through it). Only
+//! `showing` counts, so an element below the fold is refused as not shown
+//! until the page is scrolled to it.
+
 //! Any other toolkit is not one this server has mapped: an element of it
 //! that does not read as enabled and shown by the common states is refused
 //! as `toolkit_unsupported`, naming the toolkit, never as "disabled".
@@ -149,7 +147,7 @@ impl Toolkit {
     /// Whether the node is on screen for a person to see.
     pub fn shown(&self, node: &Node) -> bool {
         match self {
-            Self::Gtk4 | Self::Chromium | Self::Gecko => node.has("visible") || node.has("showing"),
+            Self::Gtk4 => node.has("visible") || node.has("showing"),
             _ => node.has("showing"),
         }
     }
