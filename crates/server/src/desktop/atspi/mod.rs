@@ -134,7 +134,7 @@ fn run_bounded<T: Send + 'static>(
 
 impl Accessibility {
     /// Connects to the accessibility bus of this session (the session bus
-    /// names it, and it must be the one [`trusted`] describes). Fails when
+    /// names it, and it must be the one the `trusted` module describes). Fails when
     /// there is no session bus, no accessibility bus or none to trust,
     /// within [`DEADLINE`].
     pub fn connect() -> Result<Self, Refusal> {
@@ -164,8 +164,8 @@ impl Accessibility {
             .recv_timeout(DEADLINE)
             .map_err(|_| timed_out("start the accessibility runtime"))??;
         let bus = run_bounded(&handle, "connect to the accessibility bus", async {
-            // Only the bus this session's launcher started, in this
-            // session's runtime directory (see `trusted`).
+            // Only the bus this session's launcher started, in a closed
+            // directory of this user's own, not the home's (see `trusted`).
             let address = trusted::trusted_address().await?;
             let address = address
                 .parse()
@@ -270,8 +270,9 @@ impl Accessibility {
         })
     }
 
-    /// Performs the node's press (its first action named `click`, `press`
-    /// or `activate`) through Action: no pointer event is sent.
+    /// Performs the node's press (its first action whose name
+    /// `tree::is_press` accepts) through Action: no pointer event is
+    /// sent.
     pub fn press(
         &self,
         pid: u32,
@@ -400,7 +401,7 @@ fn no_press(expected: &Node) -> Refusal {
     Refusal::new(
         "element_not_pressable",
         format!(
-            "the {} {} offers no click, press or activate action",
+            "the {} {} offers no press (click, press, activate, check, uncheck, toggle or jump)",
             expected.role,
             expected.id()
         ),
