@@ -134,6 +134,7 @@ pub(super) async fn trusted_address() -> Result<String, Refusal> {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
 
     #[test]
