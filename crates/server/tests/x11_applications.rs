@@ -198,16 +198,7 @@ async fn gedit_writes_a_sentence_by_element_and_saves_it_to_the_file() {
     // sensitive): the plan waits for its tree to stay still, as a plan
     // should; a save observed before that would be refused stale, with
     // nothing done, and observed again.
-    let still = sim
-        .runtime
-        .observe_shadow(
-            "wait_for_stable",
-            json!({ "window_id": id, "quiet_ms": 800, "timeout_ms": 30000 }),
-        )
-        .await
-        .unwrap()
-        .structured;
-    assert_eq!(still["stable"], true, "{still}");
+    wait_until_still(&sim, id).await;
     let saved = run_as_a_plan_would(&sim, &session, save).await;
     assert!(saved.performed());
     assert_eq!(

@@ -198,16 +198,7 @@ async fn tick_and_send(
     assert_eq!(tree["toolkit"], toolkit, "{}", tree["toolkit"]);
     // A browser fills its tree in after the page shows: a plan waits for
     // it to stay still before it acts, as it should.
-    let still = sim
-        .runtime
-        .observe_shadow(
-            "wait_for_stable",
-            json!({ "window_id": id, "quiet_ms": 800, "timeout_ms": 30000 }),
-        )
-        .await
-        .unwrap()
-        .structured;
-    assert_eq!(still["stable"], true, "{still}");
+    wait_until_still(&sim, id).await;
     let session = session_on(&sim.runtime, "browser", &app, Some(WindowId::Number(id)));
 
     let write = background(

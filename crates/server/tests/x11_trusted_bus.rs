@@ -75,6 +75,18 @@ async fn server_with(
     panic!("the dialog's window was not listed")
 }
 
+/// `get_ui_tree` of window `id` of `app`.
+async fn window_tree(runtime: &ComputerUseMcpRuntime, app: &str, id: u64) -> serde_json::Value {
+    let mut tree_scope = scope(runtime);
+    tree_scope.app_id = Some(app.to_owned());
+    tree_scope.window_id = Some(adk_computer_use::contracts::WindowId::Number(id));
+    runtime
+        .observe_semantic(&tree_scope)
+        .await
+        .unwrap()
+        .structured
+}
+
 /// A process ended (by its id) when the test ends, however it ends.
 struct Ended(String);
 
@@ -112,14 +124,7 @@ async fn a_server_whose_accessibility_bus_is_under_the_home_directory_trusts_it_
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     }
     if found.as_array().is_none_or(|a| a.is_empty()) {
-        let mut tree_scope = scope(&runtime);
-        tree_scope.app_id = Some(app);
-        tree_scope.window_id = Some(adk_computer_use::contracts::WindowId::Number(id));
-        let tree = runtime
-            .observe_semantic(&tree_scope)
-            .await
-            .unwrap()
-            .structured;
+        let tree = window_tree(&runtime, &app, id).await;
         panic!("{found}: {}", tree["accessibilityNote"]);
     }
     drop((_server, runtime));
@@ -145,14 +150,7 @@ async fn a_server_whose_accessibility_bus_is_under_the_home_directory_trusts_it_
     );
     let _session = Ended(pid);
     let (_server, runtime, id, app) = server_with(&bus, home.path(), &title).await;
-    let mut tree_scope = scope(&runtime);
-    tree_scope.app_id = Some(app);
-    tree_scope.window_id = Some(adk_computer_use::contracts::WindowId::Number(id));
-    let tree = runtime
-        .observe_semantic(&tree_scope)
-        .await
-        .unwrap()
-        .structured;
+    let tree = window_tree(&runtime, &app, id).await;
     assert_eq!(tree["accessibility"], "unavailable", "{tree}");
     let note = tree["accessibilityNote"].as_str().unwrap_or_default();
     assert!(note.contains("under the home directory"), "{tree}");

@@ -323,3 +323,18 @@ pub async fn run_as_a_plan_would(
     }
     panic!("refused stale five times: {refusals:#?}")
 }
+
+/// Waits, as a plan does before it acts, until window `id`'s tree has
+/// stayed still for 800 ms (`wait_for_stable`, at most 30 s).
+pub async fn wait_until_still(sim: &Sim, id: u64) {
+    let still = sim
+        .runtime
+        .observe_shadow(
+            "wait_for_stable",
+            json!({ "window_id": id, "quiet_ms": 800, "timeout_ms": 30000 }),
+        )
+        .await
+        .unwrap()
+        .structured;
+    assert_eq!(still["stable"], true, "{still}");
+}

@@ -289,24 +289,14 @@ impl Accessibility {
                 .await
                 .map_err(|_| unreadable("the element"))?;
             let action = proxies.action().await.map_err(|_| no_press(&expected))?;
-            // Each action's own name by its index (`GetName`): Firefox and
-            // Chromium answer `GetActions` with names of `;;`.
-            let count = action
-                .n_actions()
+            let names = walk::action_names(&action)
                 .await
                 .map_err(|_| unreadable("the element's actions"))?;
-            let mut index = None;
-            for i in 0..count.clamp(0, 16) {
-                let name = action
-                    .get_name(i)
-                    .await
-                    .map_err(|_| unreadable("the element's actions"))?;
-                if tree::is_press(&name) {
-                    index = Some(i);
-                    break;
-                }
-            }
-            let index = index.ok_or_else(|| no_press(&expected))?;
+            let index = names
+                .iter()
+                .position(|name| tree::is_press(name))
+                .and_then(|i| i32::try_from(i).ok())
+                .ok_or_else(|| no_press(&expected))?;
             match action.do_action(index).await {
                 Ok(true) => Ok(()),
                 Ok(false) => Err(Refusal::new(

@@ -108,27 +108,7 @@ async fn read(
         let Some(action) = proxy_of::<ActionProxy<'_>>(conn, &object).await else {
             return Vec::new();
         };
-        let listed: Vec<String> = action
-            .get_actions()
-            .await
-            .map(|list| {
-                list.into_iter()
-                    .map(|a| a.name.to_ascii_lowercase())
-                    .collect()
-            })
-            .unwrap_or_default();
-        // Firefox and Chromium list every action as `;;`: their names are
-        // read one by one instead (at most 16).
-        if listed.iter().all(|n| !n.is_empty() && !n.contains(';')) {
-            return listed;
-        }
-        let mut named = Vec::new();
-        for i in 0..action.n_actions().await.unwrap_or(0).clamp(0, 16) {
-            if let Ok(name) = action.get_name(i).await {
-                named.push(name.to_ascii_lowercase());
-            }
-        }
-        named
+        action_names(&action).await.unwrap_or_default()
     };
     let value = async {
         if !wants_text {
@@ -289,4 +269,25 @@ fn pre_order(mut slots: Vec<Option<Node>>, kids: &[Vec<usize>]) -> Vec<Node> {
         }
     }
     out
+}
+
+/// An element's action names, lower-cased: its `GetActions` list, or,
+/// where that lists every name as `;;` (Firefox, Chromium), each name by
+/// its index (`GetName`, at most 16). The walk and the press read them
+/// the same way.
+pub(super) async fn action_names(action: &ActionProxy<'_>) -> zbus::Result<Vec<String>> {
+    let listed: Vec<String> = action
+        .get_actions()
+        .await?
+        .into_iter()
+        .map(|a| a.name.to_ascii_lowercase())
+        .collect();
+    if listed.iter().all(|n| !n.is_empty() && !n.contains(';')) {
+        return Ok(listed);
+    }
+    let mut named = Vec::new();
+    for i in 0..action.n_actions().await?.clamp(0, 16) {
+        named.push(action.get_name(i).await?.to_ascii_lowercase());
+    }
+    Ok(named)
 }
