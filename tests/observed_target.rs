@@ -176,7 +176,7 @@ fn derived_evidence_passes_the_servers_revalidation_until_the_window_drifts() {
     ] {
         assert!(present, "{field} is derived from the simulator's frames");
     }
-    let mut desktop: SimulatedDesktop = state.desktop().expect("the simulated desktop").clone();
+    let mut desktop: SimulatedDesktop = state.desktop().expect("the simulated desktop");
     assert!(desktop.is_current(&evidence), "unchanged window: current");
     // Each field the evidence states is compared: a wrong one is stale.
     let mut wrong_pid = evidence.clone();

@@ -24,7 +24,7 @@ pub mod engine;
 pub use config::{Config, DEFAULT_CREDENTIAL_APPS, DEFAULT_MAX_TARGET_AGE_MS};
 pub use desktop::simulated::{
     App, CLIPBOARD_APP, CLIPBOARD_LABEL, CLIPBOARD_ROLE, CLIPBOARD_WINDOW, Element, Fault, Faults,
-    SimulatedDesktop, Window,
+    SimulatedBackend, SimulatedDesktop, Window,
 };
 pub use engine::{
     AGENT_NOT_OWNER, APPROVER_CREDENTIAL_REQUIRED, Answer, ApplyError, BOUNDS_TOLERANCE_PX,

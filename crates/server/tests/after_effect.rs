@@ -19,13 +19,13 @@ use adk_computer_use::{ChainOutcome, Session};
 use adk_computer_use_testkit::child::{PRINCIPAL, sim_authorizer};
 use computer_use_server::{
     ApplyError, CLIPBOARD_APP, CLIPBOARD_WINDOW, Config, DesktopBackend, EffectCheck, Element,
-    Frame, PointerAndFocus, Refusal, Revalidation, SimulatedDesktop,
+    Frame, PointerAndFocus, Refusal, Revalidation, SimulatedBackend, SimulatedDesktop,
 };
 use serde_json::{Value, json};
 
 /// The simulated desktop, slow to act or changing as the action lands.
 struct Hostile {
-    inner: SimulatedDesktop,
+    inner: SimulatedBackend,
     /// How long the effect takes.
     slow: Duration,
     /// The target no longer matches once the effect is done.
@@ -38,14 +38,11 @@ impl Hostile {
     fn d(&self) -> &dyn DesktopBackend {
         &self.inner
     }
-    fn d_mut(&mut self) -> &mut dyn DesktopBackend {
-        &mut self.inner
-    }
 }
 
 impl DesktopBackend for Hostile {
-    fn simulated(&self) -> Option<&SimulatedDesktop> {
-        Some(&self.inner)
+    fn simulated(&self) -> Option<SimulatedDesktop> {
+        self.d().simulated()
     }
     fn kind(&self) -> &'static str {
         self.d().kind()
@@ -86,13 +83,13 @@ impl DesktopBackend for Hostile {
         self.d().clipboard_written()
     }
     fn apply(
-        &mut self,
+        &self,
         tool: &str,
         args: &Value,
         target: Option<&TargetEvidence>,
     ) -> Result<Value, ApplyError> {
         std::thread::sleep(self.slow);
-        self.d_mut().apply(tool, args, target)
+        self.d().apply(tool, args, target)
     }
     fn file_holds_now(&self, path: &str, exists: bool, content_digest: Option<&str>) -> bool {
         self.d().file_holds_now(path, exists, content_digest)
@@ -109,8 +106,8 @@ impl DesktopBackend for Hostile {
     fn capture(&self) -> PointerAndFocus {
         self.d().capture()
     }
-    fn restore(&mut self, before: PointerAndFocus) -> Value {
-        self.d_mut().restore(before)
+    fn restore(&self, before: PointerAndFocus) -> Value {
+        self.d().restore(before)
     }
 }
 
@@ -191,7 +188,7 @@ fn assert_unknown(
 async fn a_target_that_changes_as_the_action_lands_is_an_unknown_outcome_not_a_refusal() {
     let (outcome, stats) = write_on(
         Hostile {
-            inner: SimulatedDesktop::default(),
+            inner: SimulatedBackend::new(SimulatedDesktop::default()),
             slow: Duration::ZERO,
             changes_after: true,
         },
@@ -211,7 +208,7 @@ async fn evidence_that_ages_past_its_limit_during_a_slow_effect_does_not_fail_th
     // Its age bounds the time before the effect, not after it.
     let (outcome, stats) = write_on(
         Hostile {
-            inner: SimulatedDesktop::default(),
+            inner: SimulatedBackend::new(SimulatedDesktop::default()),
             slow: Duration::from_secs(2),
             changes_after: false,
         },

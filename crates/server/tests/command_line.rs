@@ -85,7 +85,9 @@ fn an_unknown_desktop_or_fault_is_refused_with_what_was_expected() {
 /// desktop seam has no way to ask for faults at all.
 #[test]
 fn faults_reach_a_server_only_through_the_simulated_desktops_own_door() {
-    use computer_use_server::{Config, DesktopBackend, Fault, SimulatedDesktop, State};
+    use computer_use_server::{
+        Config, DesktopBackend, Fault, SimulatedBackend, SimulatedDesktop, State,
+    };
     let lying = || {
         SimulatedDesktop::default().with_faults(
             [Fault::ReceiptDigest, Fault::FailRelease]
@@ -97,7 +99,7 @@ fn faults_reach_a_server_only_through_the_simulated_desktops_own_door() {
     assert!(simulated.faults().has(Fault::ReceiptDigest));
     assert!(simulated.faults().has(Fault::FailRelease));
 
-    let boxed: Box<dyn DesktopBackend> = Box::new(lying());
+    let boxed: Box<dyn DesktopBackend> = Box::new(SimulatedBackend::new(lying()));
     let through_the_seam = State::on(Config::default(), boxed);
     assert!(
         through_the_seam.faults().is_empty(),

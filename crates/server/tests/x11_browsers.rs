@@ -13,7 +13,9 @@
 //! an assistive technology is present; on Debian 12's Chromium that is its
 //! `--force-renderer-accessibility` switch (the bus's `IsEnabled` and
 //! `ScreenReaderEnabled`, `ACCESSIBILITY_ENABLED=1` and a registered event
-//! listener each left the page out, measured). A Chromium window whose page
+//! listener each left the page out, measured; the server sets `IsEnabled`
+//! when it connects, without which neither browser registers on the bus
+//! at all). A Chromium window whose page
 //! is not exposed is refused as `accessibility_off`, naming the switch
 //! (the second test).
 //!

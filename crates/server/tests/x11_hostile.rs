@@ -432,7 +432,7 @@ async fn the_read_back_counts_only_while_this_process_owns_the_clipboard() {
         return;
     }
     let _display = DISPLAY_LOCK.lock().await;
-    let mut desktop = X11Desktop::connect().unwrap();
+    let desktop = X11Desktop::connect().unwrap();
     let ours = json!({ "text": "ours" });
     desktop.apply("write_clipboard", &ours, None).unwrap();
     assert!(
@@ -520,7 +520,7 @@ async fn only_the_announced_clipboard_check_is_judged_on_the_clipboard() {
         return;
     }
     let _display = DISPLAY_LOCK.lock().await;
-    let mut desktop = X11Desktop::connect().unwrap();
+    let desktop = X11Desktop::connect().unwrap();
     let text = "judged on the clipboard";
     let args = json!({ "text": text });
     desktop.apply("write_clipboard", &args, None).unwrap();
@@ -660,7 +660,7 @@ async fn a_window_another_client_hides_or_strips_is_not_gone() {
 async fn the_check_inside_the_grab_is_as_complete_as_the_check_before() {
     let _display = DISPLAY_LOCK.lock().await;
     let runtime = runtime().await;
-    let mut desktop = X11Desktop::connect_unwatched().unwrap();
+    let desktop = X11Desktop::connect_unwatched().unwrap();
     type Change = fn(u64);
     let changes: [(&str, Change); 3] = [
         ("moved", |id| {

@@ -26,4 +26,4 @@ mod spawn;
 
 pub use adk_computer_use_testkit_macros::needs;
 pub use computer_use_server as server;
-pub use spawn::{STATS_TOOL, spawn, spawn_on, spawn_simulated};
+pub use spawn::{STATS_TOOL, connect, spawn, spawn_on, spawn_simulated};

@@ -80,6 +80,17 @@ pub async fn spawn_simulated(
     serve(Server::simulated(server, desktop), config).await
 }
 
+/// Connects one more MCP runtime to `server`, served on a task of the
+/// current Tokio runtime over an in-memory pipe of its own: runtimes
+/// connected to clones of one [`Server`] share its desktop and its state,
+/// as two agents of one server do. Otherwise as [`spawn`].
+pub async fn connect(
+    server: Server,
+    config: McpRuntimeConfig,
+) -> Result<(ComputerUseMcpRuntime, McpApprover), ComputerUseError> {
+    serve(server, config).await
+}
+
 /// Serves `server` on a task of the current Tokio runtime and connects an
 /// MCP runtime to it over an in-memory pipe.
 async fn serve(

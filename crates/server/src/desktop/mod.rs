@@ -18,10 +18,13 @@
 
 #[cfg(feature = "atspi")]
 pub mod atspi;
+pub mod deadline;
 #[cfg(any(feature = "x11", feature = "wayland"))]
 pub mod files;
 #[cfg(any(feature = "x11", feature = "wayland"))]
 pub mod keys;
+#[cfg(any(feature = "x11", feature = "wayland"))]
+pub(crate) mod notes;
 pub mod simulated;
 #[cfg(feature = "wayland")]
 pub mod wayland;

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use time::OffsetDateTime;
 
 use super::Refusal;
-use super::backend::{ApplyError, PointerAndFocus, Revalidation};
+use super::backend::{ApplyError, EffectCheck, PointerAndFocus, Revalidation};
 use super::preview::ActionRequest;
 use super::state::State;
 use super::wire::{now, parse_time, stamp, uuid};
@@ -51,7 +51,56 @@ fn window_of(target: &Value) -> Option<u64> {
     target.get("windowId").and_then(Value::as_u64)
 }
 
+/// The desktop as an action reaches it, without the server's state: the
+/// checks and the effect the server runs with its lock free, so a slow
+/// application holds up only the call that reaches it (see
+/// [`super::DesktopBackend`]).
+#[derive(Clone)]
+pub(super) struct Desk {
+    pub(in crate::engine) desktop: std::sync::Arc<dyn super::DesktopBackend>,
+    /// How old target evidence may be before the effect.
+    max_target_age_ms: u64,
+}
+
+/// What the desktop says of a request before the server's state is taken
+/// for it: the sensitivity of the fields a semantic edit writes (an
+/// accessibility walk of the target window, which a slow application can
+/// make long).
+pub(super) struct Read {
+    /// As [`Desk::sensitivity`] answers it.
+    pub(super) sensitivity: Option<Value>,
+}
+
+impl Desk {
+    /// Reads what the preview of `args` asks of the desktop.
+    pub(super) fn read(&self, args: &Value) -> Read {
+        Read {
+            sensitivity: self.sensitivity(&ActionRequest::parse(args)),
+        }
+    }
+}
+
+/// The desktop's own questions (`prepare`, `file_holds_now`, ...), asked
+/// through the desk.
+impl std::ops::Deref for Desk {
+    type Target = dyn super::DesktopBackend;
+
+    fn deref(&self) -> &Self::Target {
+        &*self.desktop
+    }
+}
+
 impl State {
+    /// The desktop, for work done without this state held.
+    pub(super) fn desk(&self) -> Desk {
+        Desk {
+            desktop: std::sync::Arc::clone(&self.desktop),
+            max_target_age_ms: self.config.max_target_age_ms,
+        }
+    }
+}
+
+impl Desk {
     /// Fails `stale_target` when the evidence is too old or no longer
     /// describes the desktop.
     pub(super) fn revalidate_target(
@@ -65,7 +114,7 @@ impl State {
             .get("capturedAt")
             .and_then(Value::as_str)
             .and_then(parse_time);
-        let limit = i128::from(self.config.max_target_age_ms);
+        let limit = i128::from(self.max_target_age_ms);
         // The evidence's age bounds how long before the effect it may have
         // been taken; after the effect its age says nothing.
         if round != Revalidation::AfterEffect
@@ -277,7 +326,7 @@ impl State {
 
     /// Performs a mutating tool. `Err` is a tool result with `isError`.
     pub(super) fn mutate(
-        &mut self,
+        &self,
         tool: &str,
         args: &Value,
         target: Option<&Value>,
@@ -290,19 +339,17 @@ impl State {
         })
     }
 
-    /// The server's own check of the effect: `(verified, method, checks)`.
+    /// The server's own check of the effect.
     pub(super) fn verify_effect(
         &self,
         tool: &str,
         args: &Value,
         postcondition: Option<&Value>,
         target: Option<&Value>,
-    ) -> (bool, &'static str, u64) {
+    ) -> EffectCheck {
         let target = target.and_then(evidence);
-        let check = self
-            .desktop
-            .verify(tool, args, postcondition, target.as_ref());
-        (check.verified, check.method, check.checks)
+        self.desktop
+            .verify(tool, args, postcondition, target.as_ref())
     }
 
     /// The cursor and focus, before a mutation.
@@ -311,7 +358,7 @@ impl State {
     }
 
     /// Puts the cursor and focus back where they were.
-    pub(super) fn restore(&mut self, snapshot: Snapshot) -> Value {
+    pub(super) fn restore(&self, snapshot: Snapshot) -> Value {
         self.desktop.restore(snapshot)
     }
 }

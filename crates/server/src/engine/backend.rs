@@ -102,7 +102,15 @@ pub type PointerAndFocus = ((i64, i64), Option<(String, u64)>);
 /// Every method answers for the desktop as it is now; a method that needs
 /// the display and cannot reach it answers with a [`Refusal`] (an
 /// observation) or a failed check (a revalidation), never with a guess.
-pub trait DesktopBackend: Send + 'static {
+///
+/// Every method takes `&self` and the desktop is shared between threads:
+/// the server calls it without its own state held, so one slow
+/// application (an accessibility walk, a form filled field by field)
+/// holds up only the call that reaches it, never another session's. A
+/// desktop keeps what one action notes for the next step of that action
+/// (what it wrote, for the read-back) behind its own lock; the server runs
+/// one mutation at a time on it (its effect gate), whatever the leases.
+pub trait DesktopBackend: Send + Sync + 'static {
     /// A short name for reports: `simulated` or `x11`.
     fn kind(&self) -> &'static str;
 
@@ -117,8 +125,9 @@ pub trait DesktopBackend: Send + 'static {
         None
     }
 
-    /// The simulated desktop, when this is it (for tests that inspect it).
-    fn simulated(&self) -> Option<&crate::desktop::simulated::SimulatedDesktop> {
+    /// A copy of the simulated desktop as it is now, when this is it (for
+    /// tests that inspect it).
+    fn simulated(&self) -> Option<crate::desktop::simulated::SimulatedDesktop> {
         None
     }
 
@@ -227,7 +236,7 @@ pub trait DesktopBackend: Send + 'static {
     /// A refusal made before anything reached the desktop is
     /// [`ApplyError::NothingSent`].
     fn apply(
-        &mut self,
+        &self,
         tool: &str,
         args: &Value,
         target: Option<&TargetEvidence>,
@@ -236,7 +245,7 @@ pub trait DesktopBackend: Send + 'static {
     /// Sees the sealed envelope of the action about to be sent, after the
     /// last revalidation and before the effect, for what a desktop needs of
     /// it (its data labels). By default nothing is noted or refused.
-    fn before_effect(&mut self, _tool: &str, _envelope: &Value) -> Result<(), Refusal> {
+    fn before_effect(&self, _tool: &str, _envelope: &Value) -> Result<(), Refusal> {
         Ok(())
     }
 
@@ -277,5 +286,5 @@ pub trait DesktopBackend: Send + 'static {
 
     /// Puts the cursor and focus back; returns upstream's restoration
     /// record (`restored`, `cursorRestored`, `focusRestored`).
-    fn restore(&mut self, before: PointerAndFocus) -> Value;
+    fn restore(&self, before: PointerAndFocus) -> Value;
 }

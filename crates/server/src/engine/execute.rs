@@ -6,14 +6,13 @@
 //! `rejected`; after it, `indeterminate` (and the lease revoked).
 
 use adk_computer_use::contracts::catalogue::protocol::name as protocol;
-use adk_computer_use::contracts::{ActionPostcondition, PostconditionFields};
 use adk_computer_use::journal::events;
 use serde_json::{Value, json};
 use time::OffsetDateTime;
 
 use super::Refusal;
-use super::actuate::ToolResult;
-use super::backend::{ApplyError, Revalidation};
+use super::actuate::{Read, Snapshot, ToolResult};
+use super::effect::Performed;
 use super::policy;
 use super::preview::{ActionRequest, Preview, postcondition_summary};
 use super::state::{Answer, State, StoredReceipt};
@@ -78,8 +77,8 @@ pub(super) enum Execution {
 /// A failure inside the execution, and whether it came after the
 /// side-effect boundary.
 pub(super) struct Failure {
-    error: Box<Refusal>,
-    crossed: bool,
+    pub(super) error: Box<Refusal>,
+    pub(super) crossed: bool,
 }
 
 pub(super) fn before(error: Refusal) -> Failure {
@@ -125,7 +124,7 @@ impl State {
     /// `execute_action` in one go (no other call can come between its
     /// phases): for callers of [`State::call`].
     pub(super) fn execute(&mut self, args: &Value) -> Result<Answer, Refusal> {
-        match self.begin_execution(args) {
+        match self.begin_execution(args, None) {
             Execution::Answered(answer) => answer,
             Execution::Begun(begun) => self.finish_execution(*begun),
         }
@@ -138,14 +137,16 @@ impl State {
     /// upstream's does while it revalidates: a duplicate of the action then
     /// finds its receipt pending (`indeterminate`), and a release or pause
     /// of its lease makes the lease's spending fail (`lease_revoked`).
-    pub(super) fn begin_execution(&mut self, args: &Value) -> Execution {
-        match self.begin(args) {
+    /// `read` is what the desktop said of the request with the state free
+    /// (read here when `None`).
+    pub(super) fn begin_execution(&mut self, args: &Value, read: Option<Read>) -> Execution {
+        match self.begin(args, read) {
             Ok(execution) => execution,
             Err(error) => Execution::Answered(Err(error)),
         }
     }
 
-    fn begin(&mut self, args: &Value) -> Result<Execution, Refusal> {
+    fn begin(&mut self, args: &Value, read: Option<Read>) -> Result<Execution, Refusal> {
         self.machine_free()?;
         let request = ActionRequest::parse(args);
         if let Some(refusal) = policy::outside_catalogue(&request.tool, protocol::EXECUTE_ACTION) {
@@ -170,7 +171,7 @@ impl State {
                 "execute requires an explicit actionId for idempotency",
             ));
         };
-        let preview = self.preview(&request)?;
+        let preview = self.preview(&request, read)?;
         if preview.blocker().is_some() {
             return Err(blocked(&preview));
         }
@@ -385,78 +386,37 @@ impl State {
         stored.receipt.clone()
     }
 
-    /// From the lease's spending to the restore: the tool's result, or why
-    /// not. The desktop checks that the action can be carried out whole,
-    /// the cursor and focus are captured, and the target is revalidated
-    /// once more (the capture came between) before the one-shot lease is
-    /// spent; a lease released or revoked since the first phase is
-    /// `lease_revoked` here.
-    /// A check that already holds before the action could not show the
-    /// action's effect: a file check on a file the action only named (not
-    /// a file tool's own path), or a check that a window is gone when it
-    /// is gone already (or never was). Refused before anything is sent, on
-    /// every desktop that can tell.
-    fn refuse_held_before(&self, request: &ActionRequest, envelope: &Value) -> Result<(), Refusal> {
-        if request.is_file_tool() {
-            return Ok(());
+    /// From the checks before the effect to the restore, in one go: the
+    /// steps the server runs with its state free between them (`staged`):
+    /// `Desk::check_before`, [`State::cross`], `Desk::perform`, and
+    /// [`State::settle`].
+    fn run(&mut self, begun: &Begun) -> Result<ToolResult, Failure> {
+        let desk = self.desk();
+        let snapshot = desk.check_before(begun)?;
+        self.cross(begun)?;
+        let request = &begun.request;
+        if !begun.preview.meta.mutates && super::wait::polled(&request.tool).is_some() {
+            return self
+                .wait_here(&request.tool, &request.args, &request.session_id)
+                .map(|answer| ToolResult {
+                    structured: answer,
+                    images: Vec::new(),
+                })
+                .map_err(|error| before(super::wait::failed(&request.tool, error)));
         }
-        let Some(postcondition) = envelope
-            .get("postcondition")
-            .and_then(|p| serde_json::from_value::<ActionPostcondition>(p.clone()).ok())
-        else {
-            return Ok(());
-        };
-        match postcondition.fields() {
-            PostconditionFields::Filesystem {
-                path,
-                exists,
-                content_digest,
-            } if self
-                .desktop
-                .file_holds_now(path, *exists, content_digest.as_deref()) =>
-            {
-                Err(Refusal::new(
-                    "policy_denied",
-                    format!(
-                        "the file check on {path:?} holds before the action, so it could not show the action's effect: name a state only the action brings about (a content digest the file does not have yet)"
-                    ),
-                ))
-            }
-            // A window that is gone (or never was) before the action: its
-            // being gone afterwards shows nothing the action did.
-            PostconditionFields::Window {
-                window_id,
-                exists: false,
-            } if self.desktop.window_shown_now(*window_id) == Some(false) => Err(Refusal::new(
-                "policy_denied",
-                format!(
-                    "the check that window {window_id} is gone holds before the action, so it could not show the action's effect: name a window that is shown now"
-                ),
-            )),
-            _ => Ok(()),
-        }
+        let performed = desk.perform(begun);
+        self.settle(begun, performed, snapshot)
     }
 
-    fn run(&mut self, begun: &Begun) -> Result<ToolResult, Failure> {
-        let (request, preview, action_id) =
-            (&begun.request, &begun.preview, begun.action_id.as_str());
-        let envelope = preview.envelope();
-        let mutating = preview.meta.mutates;
-        let mut snapshot = None;
+    /// The crossing, on the state: the one-shot lease is spent (a lease
+    /// released or revoked since the first phase is `lease_revoked` here)
+    /// and the start is published. Past this point the action is
+    /// performed.
+    pub(super) fn cross(&mut self, begun: &Begun) -> Result<(), Failure> {
+        let (request, action_id) = (&begun.request, begun.action_id.as_str());
+        let mutating = begun.preview.meta.mutates;
         if let (true, Some(lease_id)) = (mutating, &request.lease_id) {
-            let target = envelope.get("target").and_then(super::actuate::evidence);
-            self.desktop
-                .prepare(&request.tool, &request.args, target.as_ref())
-                .map_err(before)?;
-            self.desktop
-                .before_effect(&request.tool, envelope)
-                .map_err(before)?;
-            self.refuse_held_before(request, envelope).map_err(before)?;
-            snapshot = Some(self.capture());
-            let at = now();
-            self.revalidate_context(request, envelope, at)
-                .map_err(before)?;
-            self.leases.consume(lease_id, at).map_err(before)?;
+            self.leases.consume(lease_id, now()).map_err(before)?;
         }
         self.publish(
             &request.session_id,
@@ -467,57 +427,30 @@ impl State {
         if mutating && self.faults.has(Fault::CrashBeforeEffect) {
             return Err(before(Refusal::crash("injected crash before the effect")));
         }
-        let tool = json!({ "tool": request.tool });
-        let result = if mutating {
-            self.mutate(&request.tool, &request.args, envelope.get("target"))
-                .map_err(|error| match error {
-                    // The desktop refused before anything reached it.
-                    ApplyError::NothingSent(error) => before(error),
-                    ApplyError::Failed(_) => Failure {
-                        error: Box::new(Refusal::with_details(
-                            "indeterminate",
-                            "mutating handler returned an error after entering the side-effect boundary",
-                            tool,
-                        )),
-                        crossed: true,
-                    },
-                })?
-        } else if super::wait::polled(&request.tool).is_some() {
-            self.wait_here(&request.tool, &request.args, &request.session_id)
-                .map(|answer| ToolResult {
-                    structured: answer,
-                    images: Vec::new(),
-                })
-                .map_err(|error| before(super::wait::failed(&request.tool, error)))?
-        } else {
-            self.observe(&request.tool, &request.args)
-                .map_err(|error| {
-                    // Upstream's shape, with the desktop's own code beside the
-                    // tool (`accessibility_timeout`, `stale_target`, ...): a
-                    // typed cause, never the desktop's message, which may hold
-                    // an application's text.
-                    before(Refusal::with_details(
-                        "execution_failed",
-                        "observation handler returned an error",
-                        json!({ "tool": request.tool, "cause": error.code }),
-                    ))
-                })?
-        };
-        if !mutating {
+        Ok(())
+    }
+
+    /// After the effect, on the state: the effect counted, its check
+    /// published and judged, the target's check after it judged, and the
+    /// cursor and focus put back while the action's lease still stands.
+    pub(super) fn settle(
+        &mut self,
+        begun: &Begun,
+        performed: Performed,
+        snapshot: Option<Snapshot>,
+    ) -> Result<ToolResult, Failure> {
+        let (request, action_id) = (&begun.request, begun.action_id.as_str());
+        let result = performed.result?;
+        let Some(check) = performed.check else {
             return Ok(result);
-        }
+        };
         *self
             .effects
             .entry((request.session_id.clone(), action_id.to_owned()))
             .or_default() += 1;
-        let postcondition = envelope.get("postcondition");
-        let (verified, method, checks) = self.verify_effect(
-            &request.tool,
-            &request.args,
-            postcondition,
-            envelope.get("target"),
-        );
-        let mut payload = json!({ "verified": verified, "method": method, "checks": checks });
+        let postcondition = begun.preview.envelope().get("postcondition");
+        let mut payload =
+            json!({ "verified": check.verified, "method": check.method, "checks": check.checks });
         if let (Value::Object(map), Some(postcondition)) = (&mut payload, postcondition) {
             map.extend(postcondition_summary(postcondition));
         }
@@ -531,25 +464,22 @@ impl State {
             error: Box::new(error),
             crossed: true,
         };
-        if !verified {
+        if !check.verified {
             return Err(after(Refusal::with_details(
                 "indeterminate",
                 "postcondition verification failed",
-                json!({ "method": method }),
+                json!({ "method": check.method }),
             )));
         }
-        if let Some(target) = envelope.get("target") {
+        if let Some(Err(error)) = performed.after {
             // After the effect nothing may read as "not performed": a
             // target that no longer matches is an unknown outcome, with
             // the check's own code as its cause, never `stale_target`.
-            self.revalidate_target(target, now(), Revalidation::AfterEffect)
-                .map_err(|error| {
-                    after(Refusal::with_details(
-                        "indeterminate",
-                        "the action was performed; the target's check after it failed",
-                        json!({ "cause": error.code, "tool": request.tool }),
-                    ))
-                })?;
+            return Err(after(Refusal::with_details(
+                "indeterminate",
+                "the action was performed; the target's check after it failed",
+                json!({ "cause": error.code, "tool": request.tool }),
+            )));
         }
         if let (Some(snapshot), Some(lease_id)) = (snapshot, &request.lease_id)
             && self
@@ -557,7 +487,7 @@ impl State {
                 .current(now())
                 .is_some_and(|l| &l.lease_id == lease_id)
         {
-            let restoration = self.restore(snapshot);
+            let restoration = self.desk().restore(snapshot);
             self.publish(
                 &request.session_id,
                 Some(action_id),

@@ -14,6 +14,7 @@ mod actuate;
 mod authority;
 mod backend;
 mod control;
+mod effect;
 mod execute;
 mod forge;
 mod grants;
@@ -30,6 +31,7 @@ mod schema;
 mod server;
 mod service;
 mod session;
+mod staged;
 mod state;
 mod takeover;
 #[cfg(test)]
@@ -52,6 +54,7 @@ pub use backend::{
 pub(crate) use backend::{bounds_agree, stated_or_same};
 pub use server::Server;
 pub use service::ConnectionService;
+pub use staged::CALL_BUDGET;
 pub use state::{Answer, State};
 
 /// A refusal (or a crash) the simulator answers with.

@@ -8,6 +8,7 @@ use adk_computer_use::journal::events;
 use serde_json::{Map, Value, json};
 
 use super::Refusal;
+use super::actuate::Read;
 use super::grants::Pending;
 use super::policy::{self, Classification, ToolMeta};
 use super::request::sensitivity_summary;
@@ -55,12 +56,16 @@ fn denied_binding() -> Refusal {
 }
 
 impl State {
-    pub(super) fn preview_tool(&mut self, args: &Value) -> Result<Answer, Refusal> {
+    pub(super) fn preview_tool(
+        &mut self,
+        args: &Value,
+        read: Option<Read>,
+    ) -> Result<Answer, Refusal> {
         let request = ActionRequest::parse(args);
         if let Some(refusal) = policy::outside_catalogue(&request.tool, protocol::PREVIEW_ACTION) {
             return Err(refusal);
         }
-        Ok(Answer::of(self.preview(&request)?.answer))
+        Ok(Answer::of(self.preview(&request, read)?.answer))
     }
 
     /// Checks the resource a caller named: an absolute path, and for a
@@ -125,7 +130,14 @@ impl State {
 
     /// Binds the request into an envelope, judges it, records the events
     /// and any pending approval.
-    pub(super) fn preview(&mut self, request: &ActionRequest) -> Result<Preview, Refusal> {
+    /// The desktop's part (the sensitivity of the fields a semantic edit
+    /// writes) is `read` when the server read it with its state free, and
+    /// read here otherwise.
+    pub(super) fn preview(
+        &mut self,
+        request: &ActionRequest,
+        read: Option<Read>,
+    ) -> Result<Preview, Refusal> {
         let session = self.session_of(&request.session_id)?;
         if !session.can_execute() {
             return Err(Refusal::with_details(
@@ -144,7 +156,10 @@ impl State {
                 "postconditions are only valid for mutating actions",
             ));
         }
-        let sensitivity = self.sensitivity(request);
+        let sensitivity = match read {
+            Some(read) => read.sensitivity,
+            None => self.desk().sensitivity(request),
+        };
         let assessment = sensitivity
             .as_ref()
             .and_then(|s| s.get("assessment"))

@@ -1,8 +1,11 @@
 //! Execution-time revalidation: just before the one mutation, the action's
 //! context (session, grant, envelope, target) and its lease are checked
 //! again, since time passes and others act between preview and execute.
+//! The lease is the state's; the target and its sensitivity are the
+//! desktop's, checked with the state free.
 
 use super::Refusal;
+use super::actuate::Desk;
 use super::backend::Revalidation;
 use super::execute::{Begun, Failure, before};
 use super::preview::ActionRequest;
@@ -10,8 +13,9 @@ use super::state::State;
 use serde_json::{Value, json};
 use time::OffsetDateTime;
 
-impl State {
-    /// The target and its sensitivity, checked again.
+impl Desk {
+    /// The target and its sensitivity, checked again (on the desktop, with
+    /// the server's state free).
     pub(super) fn revalidate_context(
         &self,
         request: &ActionRequest,
@@ -57,10 +61,13 @@ impl State {
         }
         Ok(())
     }
+}
 
-    /// The lease named for a mutation, in scope of the envelope's target,
-    /// and the target and its sensitivity as the preview saw them: the
-    /// first phase's checks (nothing for an observation).
+impl State {
+    /// The lease named for a mutation, in scope of the envelope's target:
+    /// the first phase's check (nothing for an observation). The target
+    /// and its sensitivity are checked again on the desktop, with the state
+    /// free, before the lease is spent (`Desk::check_before`).
     pub(super) fn check_lease(&mut self, begun: &Begun) -> Result<(), Failure> {
         let (request, envelope) = (&begun.request, begun.preview.envelope());
         if !begun.preview.meta.mutates {
@@ -85,8 +92,7 @@ impl State {
         ];
         self.leases
             .validate(lease_id, target, begun.at)
-            .map_err(before)?;
-        self.revalidate_context(request, envelope, begun.at)
+            .map(|_| ())
             .map_err(before)
     }
 }

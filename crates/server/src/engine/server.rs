@@ -1,6 +1,7 @@
 //! The rules engine served over MCP: on stdio to the host that spawned it,
-//! or over TCP to credentialed clients, one call at a time against the
-//! server's state.
+//! or over TCP to credentialed clients, each call taking the server's
+//! state only for the rules, never while an application works (see
+//! `staged`).
 
 use adk_computer_use::contracts::catalogue::protocol::name as protocol;
 use std::borrow::Cow;
@@ -13,7 +14,6 @@ use serde_json::Value;
 use super::Refusal;
 use super::access::{Connection, Credentials, Watched};
 use super::control::LeaseAnswer;
-use super::execute::Execution;
 use super::state::{Answer, State};
 use crate::Config;
 use adk_computer_use::ComputerUseError;
@@ -22,6 +22,10 @@ use adk_computer_use::ComputerUseError;
 #[derive(Clone)]
 pub struct Server {
     pub(super) state: Arc<Mutex<State>>,
+    /// The desktop, reached with the state free (see `staged`).
+    pub(super) desk: super::actuate::Desk,
+    /// One mutation at a time on the desktop (see `staged`).
+    pub(super) gate: Arc<tokio::sync::Mutex<()>>,
     pub(super) slow: std::time::Duration,
     /// The desktop answers through blocking I/O (a real display): its
     /// calls run on the blocking pool, never on an executor thread.
@@ -178,8 +182,11 @@ impl Server {
     /// [`SimulatedDesktop::with_faults`]: crate::desktop::simulated::SimulatedDesktop::with_faults
     pub fn simulated(config: Config, desktop: crate::desktop::simulated::SimulatedDesktop) -> Self {
         let slow = std::time::Duration::from_millis(config.slow_ms);
+        let state = State::simulated(config, desktop);
         Self {
-            state: Arc::new(Mutex::new(State::simulated(config, desktop))),
+            desk: state.desk(),
+            gate: Arc::default(),
+            state: Arc::new(Mutex::new(state)),
             slow,
             blocking: false,
         }
@@ -193,8 +200,11 @@ impl Server {
     pub fn on(config: Config, desktop: Box<dyn super::DesktopBackend>) -> Self {
         let slow = std::time::Duration::from_millis(config.slow_ms);
         let blocking = desktop.simulated().is_none();
+        let state = State::on(config, desktop);
         Self {
-            state: Arc::new(Mutex::new(State::on(config, desktop))),
+            desk: state.desk(),
+            gate: Arc::default(),
+            state: Arc::new(Mutex::new(state)),
             slow,
             blocking,
         }
@@ -270,44 +280,26 @@ impl Server {
             return outcome.map_or_else(refused, success);
         }
         if tool == protocol::EXECUTE_ACTION {
-            // Two phases, with the server free between them (see
-            // `State::begin_execution`).
-            let begun = self
-                .on_state(move |state| {
-                    match state.admit(caller.as_ref(), protocol::EXECUTE_ACTION, &arguments) {
-                        Ok(()) => state.begin_execution(&arguments),
-                        Err(refusal) => Execution::Answered(Err(refusal)),
-                    }
-                })
-                .await;
-            let outcome = match begun {
-                Err(error) => Err(error),
-                Ok(Execution::Answered(answer)) => answer,
-                Ok(Execution::Begun(begun)) => {
-                    // Once begun, an execution is finished whatever becomes
-                    // of the call: on a task of its own, so a caller that
-                    // stops waiting cannot leave its receipt pending.
-                    let server = self.clone();
-                    let finished = tokio::spawn(async move {
-                        tokio::task::yield_now().await;
-                        if super::wait::polled(&begun.request.tool).is_some() {
-                            return server.finish_wait(*begun).await;
-                        }
-                        server
-                            .on_state(move |state| state.finish_execution(*begun))
-                            .await
-                            .and_then(|answer| answer)
-                    });
-                    finished.await.unwrap_or_else(|err| {
-                        Err(Refusal::plain(format!(
-                            "the execution's task failed: {err}"
-                        )))
-                    })
-                }
-            };
-            return outcome.map_or_else(refused, success);
+            // With the state free while the desktop works (see `staged`).
+            return self
+                .execute_staged(caller, arguments)
+                .await
+                .map_or_else(refused, success);
+        }
+        if tool == protocol::PREVIEW_ACTION {
+            return self
+                .preview_staged(caller, arguments)
+                .await
+                .map_or_else(refused, success);
         }
         if tool != protocol::ACQUIRE_CONTROL_LEASE {
+            // When a stop or a person's takeover answers, no effect of an
+            // agent is under way: they wait for one to end (see `staged`).
+            let _gate = if tool == protocol::EMERGENCY_STOP || tool == protocol::TAKE_OVER {
+                Some(self.gate.lock().await)
+            } else {
+                None
+            };
             let tool = tool.to_owned();
             let outcome = self
                 .on_state(move |state| {

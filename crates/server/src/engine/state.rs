@@ -23,7 +23,7 @@ use super::reservation::Reservations;
 use super::session::Session;
 use super::wire::{EventLog, given, now};
 use crate::Config;
-use crate::desktop::simulated::{Faults, SimulatedDesktop};
+use crate::desktop::simulated::{Faults, SimulatedBackend, SimulatedDesktop};
 use adk_computer_use::contracts::catalogue::protocol::name;
 
 /// What a tool answers: the structured part, its images (base64, MIME
@@ -75,7 +75,8 @@ fn unknown_tool(tool: &str) -> Refusal {
 /// receipts, onboarding, and the desktop behind them.
 pub struct State {
     pub(super) config: Config,
-    pub(super) desktop: Box<dyn DesktopBackend>,
+    /// Shared with the work the server does without this state held.
+    pub(super) desktop: std::sync::Arc<dyn DesktopBackend>,
     /// The faults injected: none, unless built by [`State::simulated`].
     pub(super) faults: Faults,
     pub(super) sessions: BTreeMap<String, Session>,
@@ -110,7 +111,7 @@ impl State {
         let faults = desktop.injected().clone();
         Self {
             faults,
-            ..Self::on(config, Box::new(desktop))
+            ..Self::on(config, Box::new(SimulatedBackend::new(desktop)))
         }
     }
 
@@ -119,7 +120,7 @@ impl State {
     pub fn on(config: Config, desktop: Box<dyn DesktopBackend>) -> Self {
         Self {
             config,
-            desktop,
+            desktop: std::sync::Arc::from(desktop),
             faults: Faults::default(),
             sessions: BTreeMap::new(),
             events: EventLog::default(),
@@ -149,8 +150,9 @@ impl State {
         &self.config
     }
 
-    /// The simulated desktop, for inspection (`None` over another desktop).
-    pub fn desktop(&self) -> Option<&SimulatedDesktop> {
+    /// A copy of the simulated desktop as it is now, for inspection
+    /// (`None` over another desktop).
+    pub fn desktop(&self) -> Option<SimulatedDesktop> {
         self.desktop.simulated()
     }
 
@@ -241,7 +243,7 @@ impl State {
             name::GET_CERTIFICATION_TRACE => {
                 Err(Refusal::bare("certification_unavailable", json!({})))
             }
-            name::PREVIEW_ACTION => self.preview_tool(args),
+            name::PREVIEW_ACTION => self.preview_tool(args, None),
             name::EXECUTE_ACTION => self.execute(args),
             name::RELEASE_CONTROL_LEASE => self.release_lease(args),
             name::EMERGENCY_STOP => self.emergency_stop(args),

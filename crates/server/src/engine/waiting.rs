@@ -1,6 +1,6 @@
 //! The server's side of a wait (see `wait`): its second phase, look by
-//! look, each look a call of its own on the server's state, the wait
-//! sleeping between them with the state free.
+//! look, each look allowed on the server's state and made on the desktop
+//! with the state free, the wait sleeping between them.
 
 use super::Refusal;
 use super::execute::before;
@@ -36,11 +36,26 @@ impl Server {
             })
             .await?;
         let result = loop {
-            let looked = self
+            // Whether it may look, on the state; the look itself on the
+            // desktop, with the state free (see `staged`).
+            let (back, may) = self
                 .on_state(move |state| {
-                    let look = state.look(&mut wait);
-                    (wait, look)
+                    let may = state.may_look(&wait);
+                    (wait, may)
                 })
+                .await?;
+            wait = back;
+            if let Err(error) = may {
+                break Err(before(failed(&tool, error)));
+            }
+            let looked = self
+                .on_desk(
+                    std::time::Instant::now() + super::staged::CALL_BUDGET,
+                    move |desk| {
+                        let look = desk.look(&mut wait);
+                        (wait, look)
+                    },
+                )
                 .await;
             let look = match looked {
                 Ok((back, look)) => {

@@ -77,6 +77,12 @@ impl Form {
         }
     }
 
+    /// Waits (up to 30 s) for the form to print a line starting with
+    /// `prefix`; lines before it are passed over.
+    pub fn awaited(&self, prefix: &str) -> String {
+        self.line(prefix)
+    }
+
     /// Sends `command` and waits until the form has applied it.
     pub fn change(&mut self, command: &str) {
         writeln!(self.stdin, "{command}").unwrap();

@@ -21,6 +21,10 @@ answered with "ack <command>" once GTK has applied it:
     tick N             the first field's label changes every 100 ms, N
                        times ("Tick 1", "Tick 2", ...), then the program
                        prints "ticked N"
+    slow MS            from now on the main loop stalls MS ms whenever it
+                       is idle (an application whose main loop is slow:
+                       each answer it gives the bus waits up to MS ms), and
+                       each change of a field's text prints "changed LABEL"
 
 Usage: form_app.py TITLE FIELD... where a field is LABEL, or LABEL:secret
 (a password entry), or LABEL:upper (the application rewrites what is put
@@ -33,6 +37,7 @@ nothing.
 
 import os
 import sys
+import time
 
 import gi
 
@@ -175,6 +180,14 @@ class Form:
         elif verb == "tick":
             self.ticks = (0, int(args[0]))
             GLib.timeout_add(100, self.tick)
+        elif verb == "slow":
+            self.stall = int(args[0]) / 1000
+            GLib.timeout_add(20, self.stalled, priority=GLib.PRIORITY_LOW)
+            for label, entry in self.rows:
+                entry.connect(
+                    "changed",
+                    lambda _, label=label: print(f"changed {label.get_text()}", flush=True),
+                )
         # Let GTK apply the change (and its bridge tell the bus) first.
         GLib.idle_add(self.ack, line.strip(), priority=GLib.PRIORITY_LOW)
         return True
@@ -188,6 +201,10 @@ class Form:
             return True
         print(f"ticked {done}", flush=True)
         return False
+
+    def stalled(self):
+        time.sleep(self.stall)
+        return True
 
     def ack(self, line):
         print(f"ack {line}", flush=True)

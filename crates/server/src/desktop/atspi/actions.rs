@@ -53,9 +53,9 @@ pub(crate) trait ElementHost {
     /// The window the evidence names, as the display shows it now.
     fn element_target(&self, target: Option<&TargetEvidence>) -> Result<Window, Refusal>;
     /// The elements the last element action wrote.
-    fn written_elements(&self) -> &[Node];
+    fn written_elements(&self) -> Vec<Node>;
     /// Replaces them.
-    fn set_written_elements(&mut self, nodes: Vec<Node>);
+    fn set_written_elements(&self, nodes: Vec<Node>);
 
     /// The whole accessible tree of the window `record` (up to the walk's
     /// limits): the tree targets are resolved in and revisions taken of;
@@ -125,7 +125,7 @@ pub(crate) trait ElementHost {
 
     /// The effect, through the application's own interfaces.
     fn apply_elements(
-        &mut self,
+        &self,
         tool_name: &str,
         args: &Value,
         target: Option<&TargetEvidence>,
@@ -316,14 +316,15 @@ pub(crate) trait ElementHost {
             return failed(0);
         };
         let pid = record.pid.unwrap_or_default();
-        if self.written_elements().len() != fields.len() {
+        let written = self.written_elements();
+        if written.len() != fields.len() {
             return failed(0);
         }
         let mut checks = 0;
         let mut skipped_a_secret = false;
         // The nodes written, each read again where it was written (not
         // looked up by label a third time).
-        for (field, node) in fields.iter().zip(self.written_elements()) {
+        for (field, node) in fields.iter().zip(&written) {
             let Some(value) = field.value else {
                 return failed(checks);
             };

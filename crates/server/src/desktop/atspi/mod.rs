@@ -103,32 +103,42 @@ fn call_failed(what: &str, _err: impl std::fmt::Display) -> Refusal {
     )
 }
 
-fn timed_out(what: &str) -> Refusal {
+fn timed_out(what: &str, limit: Duration) -> Refusal {
     Refusal::new(
         "accessibility_timeout",
         format!(
             "{what}: the application did not answer within {} ms",
-            DEADLINE.as_millis()
+            limit.as_millis()
         ),
     )
 }
 
 /// Runs `work` on `handle`'s runtime and waits for it, at most
-/// [`DEADLINE`]; the caller's thread only waits on a channel, so this may be
+/// [`DEADLINE`] and never past the call's deadline
+/// ([`crate::desktop::deadline`]); the caller's thread only waits on a channel, so this may be
 /// called from inside another runtime.
 fn run_bounded<T: Send + 'static>(
     handle: &tokio::runtime::Handle,
     what: &str,
     work: impl Future<Output = Result<T, Refusal>> + Send + 'static,
 ) -> Result<T, Refusal> {
+    // The operation's own bound, or what the call has left (see
+    // `deadline`): a call past its deadline starts nothing more.
+    let limit = crate::desktop::deadline::bound(DEADLINE);
+    if limit.is_zero() {
+        return Err(Refusal::new(
+            "accessibility_timeout",
+            format!("{what}: not started, the call has used up its time"),
+        ));
+    }
     let (tx, rx) = std::sync::mpsc::channel();
     handle.spawn(async move {
-        let answer = tokio::time::timeout(DEADLINE, work).await;
+        let answer = tokio::time::timeout(limit, work).await;
         let _ = tx.send(answer);
     });
-    match rx.recv_timeout(DEADLINE + Duration::from_millis(500)) {
+    match rx.recv_timeout(limit + Duration::from_millis(500)) {
         Ok(Ok(answer)) => answer,
-        Ok(Err(_)) | Err(_) => Err(timed_out(what)),
+        Ok(Err(_)) | Err(_) => Err(timed_out(what, limit)),
     }
 }
 
@@ -162,7 +172,7 @@ impl Accessibility {
             .map_err(|e| failed("cannot start the accessibility thread", e))?;
         let handle = handle_rx
             .recv_timeout(DEADLINE)
-            .map_err(|_| timed_out("start the accessibility runtime"))??;
+            .map_err(|_| timed_out("start the accessibility runtime", DEADLINE))??;
         let bus = run_bounded(&handle, "connect to the accessibility bus", async {
             // Only the bus this session's launcher started, in a closed
             // directory of this user's own, not the home's (see `trusted`).

@@ -107,7 +107,7 @@ impl Toolkit {
         (*self == Self::Chromium && !nodes.iter().any(page)).then(|| {
             Refusal::with_details(
                 "accessibility_off",
-                "this Chromium window exposes no page to assistive technologies, so none of its elements can be read: Chromium (or the Electron application) must be started with --force-renderer-accessibility; the server cannot turn it on for a browser already running",
+                "this Chromium window exposes no page to assistive technologies, so none of its elements can be read: Chromium (or the Electron application) must be started with --force-renderer-accessibility (the server announces itself as an assistive technology on the bus, which Chromium does not take as enough); the server cannot turn it on for a browser already running",
                 json!({ "toolkit": self.name(), "switch": "--force-renderer-accessibility" }),
             )
         })

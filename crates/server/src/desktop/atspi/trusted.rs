@@ -129,7 +129,26 @@ pub(super) async fn trusted_address() -> Result<String, Refusal> {
         )
     })?;
     check_socket(&socket, home.as_deref(), uid)?;
+    announce(&session).await;
     Ok(address)
+}
+
+/// Announces an assistive technology on this session, as a screen reader
+/// does: the launcher's `org.a11y.Status.IsEnabled` is set. Browsers
+/// (Firefox, Chromium) read it when they start and expose their windows
+/// on the bus only when it is set; GTK and Qt follow it too. A launcher
+/// that refuses leaves those browsers' windows unexposed, which their
+/// trees then say; nothing else depends on it.
+async fn announce(session: &zbus::Connection) {
+    let announced = async {
+        atspi::proxy::bus::StatusProxy::new(session)
+            .await?
+            .set_is_enabled(true)
+            .await
+    };
+    if announced.await.is_err() {
+        tracing::debug!("the accessibility launcher did not take IsEnabled");
+    }
 }
 
 #[cfg(test)]

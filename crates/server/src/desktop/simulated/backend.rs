@@ -4,7 +4,34 @@
 use super::*;
 use adk_computer_use::contracts::catalogue::tool;
 
-impl crate::engine::DesktopBackend for SimulatedDesktop {
+/// The simulated desktop as the engine holds it: behind a lock of its own,
+/// since the engine calls its desktop from any thread with `&self`. Its
+/// calls only read and write memory, so one lock for all of them holds up
+/// nothing.
+pub struct SimulatedBackend(std::sync::Mutex<SimulatedDesktop>);
+
+impl SimulatedBackend {
+    /// The simulated desktop, as a desktop the engine can hold.
+    pub fn new(desktop: SimulatedDesktop) -> Self {
+        Self(std::sync::Mutex::new(desktop))
+    }
+
+    fn world(&self) -> std::sync::MutexGuard<'_, SimulatedDesktop> {
+        // A call that panicked left the desktop as it was at that point:
+        // still a desktop to answer from.
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+impl From<SimulatedDesktop> for SimulatedBackend {
+    fn from(desktop: SimulatedDesktop) -> Self {
+        Self::new(desktop)
+    }
+}
+
+impl crate::engine::DesktopBackend for SimulatedBackend {
     fn kind(&self) -> &'static str {
         "simulated"
     }
@@ -28,44 +55,50 @@ impl crate::engine::DesktopBackend for SimulatedDesktop {
     }
 
     fn window_shown_now(&self, window_id: u64) -> Option<bool> {
+        let d = self.world();
         Some(
-            self.apps
+            d.apps
                 .iter()
                 .any(|app| app.windows.iter().any(|w| w.id == window_id)),
         )
     }
 
     fn file_holds_now(&self, path: &str, exists: bool, content_digest: Option<&str>) -> bool {
-        let content = self.files.get(path);
+        let d = self.world();
+        let content = d.files.get(path);
         content.is_some() == exists
-            && content_digest.is_none_or(|d| content.map(sha256_prefixed).as_deref() == Some(d))
+            && content_digest
+                .is_none_or(|want| content.map(sha256_prefixed).as_deref() == Some(want))
     }
 
-    fn simulated(&self) -> Option<&SimulatedDesktop> {
-        Some(self)
+    fn simulated(&self) -> Option<SimulatedDesktop> {
+        Some(self.world().clone())
     }
 
     fn is_current(&self, target: &TargetEvidence, _round: Revalidation) -> bool {
-        SimulatedDesktop::is_current(self, target)
+        let d = self.world();
+        SimulatedDesktop::is_current(&d, target)
     }
 
     fn snapshot(&self, _window: Option<u64>) -> Result<Frame, Refusal> {
+        let d = self.world();
         Ok(Frame {
             png_base64: SNAPSHOT_PNG.to_owned(),
-            digest: self.screenshot_hash(),
+            digest: d.screenshot_hash(),
         })
     }
 
     fn snapshot_fields(&self, _window: Option<u64>) -> Value {
+        let d = self.world();
         json!({
-            "revision": self.revision,
-            "cursor": [self.cursor.0, self.cursor.1],
-            "focus": self.focus,
+            "revision": d.revision,
+            "cursor": [d.cursor.0, d.cursor.1],
+            "focus": d.focus,
         })
     }
 
     fn list_windows(&self) -> Result<Value, Refusal> {
-        Ok(SimulatedDesktop::list_windows(self))
+        Ok(SimulatedDesktop::list_windows(&self.world()))
     }
 
     fn ui_tree(
@@ -74,33 +107,38 @@ impl crate::engine::DesktopBackend for SimulatedDesktop {
         window_id: Option<u64>,
         _max_depth: Option<usize>,
     ) -> Result<Value, Refusal> {
-        SimulatedDesktop::ui_tree(self, app_id, window_id)
+        let d = self.world();
+        SimulatedDesktop::ui_tree(&d, app_id, window_id)
     }
 
     fn elements(&self, app_id: &str, window_id: u64) -> Result<Vec<Element>, &'static str> {
-        self.window(app_id, Some(&WindowId::Number(window_id)))
+        let d = self.world();
+        d.window(app_id, Some(&WindowId::Number(window_id)))
             .map(|w| w.elements.clone())
             .ok_or("invalid_field")
     }
 
     fn read_clipboard(&self) -> Result<String, Refusal> {
-        Ok(self.clipboard.clone())
+        let d = self.world();
+        Ok(d.clipboard.clone())
     }
 
     fn clipboard_written(&self) -> Option<String> {
-        Some(self.clipboard.clone())
+        let d = self.world();
+        Some(d.clipboard.clone())
     }
 
     fn apply(
-        &mut self,
+        &self,
         tool: &str,
         args: &Value,
         target: Option<&TargetEvidence>,
     ) -> Result<Value, ApplyError> {
+        let mut d = self.world();
         // Every refusal of the simulated desktop (a malformed argument, a
         // window gone) comes before it changes anything: nothing was sent,
         // so the caller gets a refusal, never an unknown outcome.
-        SimulatedDesktop::apply(self, tool, args, target).map_err(ApplyError::NothingSent)
+        SimulatedDesktop::apply(&mut d, tool, args, target).map_err(ApplyError::NothingSent)
     }
 
     fn verify(
@@ -110,6 +148,7 @@ impl crate::engine::DesktopBackend for SimulatedDesktop {
         postcondition: Option<&Value>,
         target: Option<&TargetEvidence>,
     ) -> EffectCheck {
+        let d = self.world();
         let Some(postcondition) = postcondition else {
             return EffectCheck {
                 verified: true,
@@ -130,8 +169,8 @@ impl crate::engine::DesktopBackend for SimulatedDesktop {
         // reads the clipboard itself, whatever window the write targeted.
         if tool == tool::WRITE_CLIPBOARD && is_clipboard_check(&postcondition) {
             let holds = postcondition.expected_digest()
-                == Some(sha256_prefixed(&self.clipboard).as_str())
-                && args.get("text").and_then(Value::as_str) == Some(self.clipboard.as_str());
+                == Some(sha256_prefixed(&d.clipboard).as_str())
+                && args.get("text").and_then(Value::as_str) == Some(d.clipboard.as_str());
             return EffectCheck {
                 verified: holds,
                 method: "simulated_clipboard_readback",
@@ -139,20 +178,22 @@ impl crate::engine::DesktopBackend for SimulatedDesktop {
             };
         }
         EffectCheck {
-            verified: self.observe_postcondition(&postcondition, target).0,
+            verified: d.observe_postcondition(&postcondition, target).0,
             method: "simulated_state",
             checks: 1,
         }
     }
 
     fn capture(&self) -> PointerAndFocus {
-        (self.cursor, self.focus.clone())
+        let d = self.world();
+        (d.cursor, d.focus.clone())
     }
 
-    fn restore(&mut self, before: PointerAndFocus) -> Value {
+    fn restore(&self, before: PointerAndFocus) -> Value {
+        let mut d = self.world();
         let (cursor, focus) = before;
-        self.cursor = cursor;
-        self.focus = focus;
+        d.cursor = cursor;
+        d.focus = focus;
         json!({ "restored": true, "cursorRestored": true, "focusRestored": true })
     }
 }

@@ -20,6 +20,7 @@ use adk_computer_use::contracts::{
 };
 use adk_computer_use::digest::{sha256_hex, sha256_prefixed};
 
+pub use backend::SimulatedBackend;
 pub use faults::{Fault, Faults};
 
 /// One accessibility element.

@@ -78,6 +78,7 @@ use crate::desktop::atspi::actions::{ELEMENT_TOOLS, ElementHost, OBSERVE_TOOLS, 
 use crate::desktop::atspi::observe::ElementObservations as _;
 use crate::desktop::atspi::revision::structure_of;
 use crate::desktop::atspi::{Accessibility, Node};
+use crate::desktop::notes::{Noted, labels_a_secret};
 use crate::desktop::simulated::Element;
 use crate::engine::{
     ApplyError, DesktopBackend, EffectCheck, Frame, PointerAndFocus, Refusal, Revalidation,
@@ -86,7 +87,7 @@ use crate::engine::{
 use adk_computer_use::ComputerUseError;
 use adk_computer_use::contracts::catalogue::tool;
 use adk_computer_use::contracts::{
-    ActionPostcondition, DataLabel, PostconditionFields, TargetEvidence, WindowId,
+    ActionPostcondition, PostconditionFields, TargetEvidence, WindowId,
 };
 use adk_computer_use::digest::{sha256_hex, sha256_prefixed};
 use client::{Compositor, Pointer};
@@ -175,15 +176,12 @@ pub struct WaylandDesktop {
     size: (u32, u32),
     display: String,
     frames: Mutex<VecDeque<Seen>>,
-    offer: clipboard::Offer,
-    written: Option<String>,
-    written_secret: bool,
-    writing_secret: bool,
+    offer: Mutex<clipboard::Offer>,
+    /// What the last action noted for its next steps.
+    notes: Noted,
     keep_clipboard: bool,
     accessibility: Option<Accessibility>,
     accessibility_note: String,
-    written_elements: Vec<Node>,
-    acted_by_element: bool,
 }
 
 fn unavailable(message: String) -> ComputerUseError {
@@ -240,19 +238,24 @@ impl Drop for WaylandDesktop {
     /// still offers is handed to `computer-use-wl-clipboard`, unless it was
     /// labelled as a secret; the outcome is said on standard error.
     fn drop(&mut self) {
-        let Some(text) = self.written.take() else {
+        let notes = self.notes.take();
+        let Some(text) = notes.written else {
             return;
         };
         // The offer may have been replaced a moment ago, before its thread
         // heard: the clipboard is read once more, so that text a person
         // copied since is never overwritten by the keeper.
         if !self.keep_clipboard
-            || !self.offer.stands()
+            || !self
+                .offer
+                .get_mut()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .stands()
             || clipboard::read().ok().as_deref() != Some(text.as_str())
         {
             return;
         }
-        if self.written_secret {
+        if notes.written_secret {
             eprintln!(
                 "computer-use-server: the clipboard's text goes with this process: it was labelled as a secret (credential or payment), and is kept by no other program"
             );
@@ -297,15 +300,11 @@ impl WaylandDesktop {
             size,
             display: std::env::var("WAYLAND_DISPLAY").unwrap_or_else(|_| "wayland-0".into()),
             frames: Mutex::new(VecDeque::new()),
-            offer: clipboard::Offer::default(),
-            written: None,
-            written_secret: false,
-            writing_secret: false,
+            offer: Mutex::default(),
+            notes: Noted::default(),
             keep_clipboard: false,
             accessibility,
             accessibility_note,
-            written_elements: Vec::new(),
-            acted_by_element: false,
         })
     }
 
@@ -725,7 +724,7 @@ impl WaylandDesktop {
     /// Checks the target again, gives it the focus, checks that it holds
     /// it (and is still where it was), then sends.
     fn send_checked(
-        &mut self,
+        &self,
         tool: &str,
         args: &Value,
         target: Option<&TargetEvidence>,
@@ -812,7 +811,11 @@ impl WaylandDesktop {
         // A read-back proves what every client gets only while the offer is
         // this process's own: another client's offer may answer each
         // reader differently.
-        let ours = self.offer.stands();
+        let ours = self
+            .offer
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .stands();
         EffectCheck {
             verified: ours && wanted.is_some() && read.as_deref() == wanted && digest_holds,
             method: "wayland_data_control_readback",
@@ -901,12 +904,12 @@ impl ElementHost for WaylandDesktop {
         self.target_record(target).map(|w| self.for_elements(&w))
     }
 
-    fn written_elements(&self) -> &[Node] {
-        &self.written_elements
+    fn written_elements(&self) -> Vec<Node> {
+        self.notes.get().written_elements.clone()
     }
 
-    fn set_written_elements(&mut self, nodes: Vec<Node>) {
-        self.written_elements = nodes;
+    fn set_written_elements(&self, nodes: Vec<Node>) {
+        self.notes.get().written_elements = nodes;
     }
 }
 
@@ -1091,11 +1094,11 @@ impl DesktopBackend for WaylandDesktop {
     }
 
     fn clipboard_written(&self) -> Option<String> {
-        self.written.clone()
+        self.notes.get().written.clone()
     }
 
     fn apply(
-        &mut self,
+        &self,
         tool: &str,
         args: &Value,
         target: Option<&TargetEvidence>,
@@ -1104,30 +1107,28 @@ impl DesktopBackend for WaylandDesktop {
             return Err(ApplyError::NothingSent(refusal));
         }
         if ELEMENT_TOOLS.contains(&tool) {
-            self.acted_by_element = true;
+            self.notes.get().acted_by_element = true;
             return self.apply_elements(tool, args, target);
         }
-        self.acted_by_element = false;
+        self.notes.get().acted_by_element = false;
         if tool == tool::WRITE_CLIPBOARD {
             let text = text(args, "text").map_err(ApplyError::NothingSent)?;
-            self.offer.write(text, self.writing_secret)?;
-            self.written = Some(text.to_owned());
-            self.written_secret = self.writing_secret;
+            let secret = self.notes.get().writing_secret;
+            self.offer
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .write(text, secret)?;
+            let mut notes = self.notes.get();
+            notes.written = Some(text.to_owned());
+            notes.written_secret = secret;
             return Ok(json!({ "written": text.chars().count() }));
         }
         self.send_checked(tool, args, target)
     }
 
-    fn before_effect(&mut self, _tool: &str, envelope: &Value) -> Result<(), Refusal> {
+    fn before_effect(&self, _tool: &str, envelope: &Value) -> Result<(), Refusal> {
         // Text labelled as a secret is never kept past this process.
-        self.writing_secret = envelope
-            .get("dataLabels")
-            .and_then(Value::as_array)
-            .is_some_and(|labels| {
-                labels.iter().any(|l| {
-                    l == DataLabel::Credential.as_str() || l == DataLabel::Payment.as_str()
-                })
-            });
+        self.notes.get().writing_secret = labels_a_secret(envelope);
         Ok(())
     }
 
@@ -1185,9 +1186,8 @@ impl DesktopBackend for WaylandDesktop {
         ((0, 0), focus)
     }
 
-    fn restore(&mut self, before: PointerAndFocus) -> Value {
-        if self.acted_by_element {
-            self.acted_by_element = false;
+    fn restore(&self, before: PointerAndFocus) -> Value {
+        if std::mem::take(&mut self.notes.get().acted_by_element) {
             return json!({ "restored": true, "cursorRestored": true, "focusRestored": true, "inputSent": false });
         }
         let (_, focus) = before;

@@ -46,12 +46,12 @@ impl ElementHost for X11Desktop {
         self.target_window(target).map(|r| r.for_elements())
     }
 
-    fn written_elements(&self) -> &[Node] {
-        &self.written_elements
+    fn written_elements(&self) -> Vec<Node> {
+        self.notes.get().written_elements.clone()
     }
 
-    fn set_written_elements(&mut self, nodes: Vec<Node>) {
-        self.written_elements = nodes;
+    fn set_written_elements(&self, nodes: Vec<Node>) {
+        self.notes.get().written_elements = nodes;
     }
 }
 

@@ -77,13 +77,13 @@ use x11rb::rust_connection::RustConnection;
 
 use crate::desktop::atspi::actions::ElementHost as _;
 use crate::desktop::atspi::observe::ElementObservations as _;
+use crate::desktop::notes::{Noted, labels_a_secret};
 use crate::desktop::simulated::Element;
 use crate::engine::{
     ApplyError, DesktopBackend, EffectCheck, Frame, PointerAndFocus, Refusal, Revalidation,
     bounds_agree, stated_or_same,
 };
 use adk_computer_use::ComputerUseError;
-use adk_computer_use::contracts::DataLabel;
 use adk_computer_use::contracts::catalogue::tool;
 use adk_computer_use::contracts::{
     ActionPostcondition, PostconditionFields, TargetEvidence, WindowId,
@@ -125,14 +125,11 @@ pub struct X11Desktop {
     atoms: windows::Atoms,
     layout: screen::Layout,
     frames: Mutex<screen::Frames>,
-    owner: clipboard::Owner,
+    /// This process's clipboard selection (one writer at a time).
+    owner: Mutex<clipboard::Owner>,
     reader: clipboard::Reader,
-    written: Option<String>,
-    /// The text written was labelled credential or payment: it goes with
-    /// this process, never to a keeper or a clipboard manager.
-    written_secret: bool,
-    /// The action about to be sent is labelled credential or payment.
-    writing_secret: bool,
+    /// What the last action noted for its next steps.
+    notes: Noted,
     /// Whether the clipboard's text is handed on at the end
     /// ([`X11Desktop::keeping_clipboard_after_exit`]).
     keep_clipboard: bool,
@@ -143,10 +140,6 @@ pub struct X11Desktop {
     watch: Option<std::sync::Arc<watch::Watch>>,
     /// Why there is no accessibility bus, when there is none.
     accessibility_note: String,
-    /// The elements the last element action wrote, for its read-back.
-    written_elements: Vec<crate::desktop::atspi::Node>,
-    /// The last mutation was an element action (nothing to restore).
-    acted_by_element: bool,
 }
 
 /// The server's end: when asked to
@@ -157,13 +150,14 @@ pub struct X11Desktop {
 /// written, or the text was labelled as a secret.
 impl Drop for X11Desktop {
     fn drop(&mut self) {
-        let Some(text) = self.written.take() else {
+        let notes = self.notes.take();
+        let Some(text) = notes.written else {
             return;
         };
         if !self.keep_clipboard || !self.selection_is_ours() {
             return;
         }
-        if self.written_secret {
+        if notes.written_secret {
             eprintln!(
                 "computer-use-server: the clipboard's text goes with this process: it was labelled as a secret (credential or payment), and is kept by no other program"
             );
@@ -264,17 +258,13 @@ impl X11Desktop {
             atoms,
             layout,
             frames: Mutex::new(screen::Frames::default()),
-            owner,
+            owner: Mutex::new(owner),
             reader,
-            written: None,
-            written_secret: false,
-            writing_secret: false,
+            notes: Noted::default(),
             keep_clipboard: false,
             accessibility,
             accessibility_note,
             watch: None,
-            written_elements: Vec::new(),
-            acted_by_element: false,
         })
     }
 
@@ -543,24 +533,28 @@ impl DesktopBackend for X11Desktop {
     }
 
     fn clipboard_written(&self) -> Option<String> {
-        self.written.clone()
+        self.notes.get().written.clone()
     }
 
     fn apply(
-        &mut self,
+        &self,
         tool: &str,
         args: &Value,
         target: Option<&TargetEvidence>,
     ) -> Result<Value, ApplyError> {
         if elements::ELEMENT_TOOLS.contains(&tool) {
-            self.acted_by_element = true;
+            self.notes.get().acted_by_element = true;
             return self.apply_elements(tool, args, target);
         }
         if tool == tool::WRITE_CLIPBOARD {
             let text = text(args, "text").map_err(ApplyError::NothingSent)?;
-            self.owner.write(text)?;
-            self.written = Some(text.to_owned());
-            self.written_secret = self.writing_secret;
+            self.owner
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .write(text)?;
+            let mut notes = self.notes.get();
+            notes.written = Some(text.to_owned());
+            notes.written_secret = notes.writing_secret;
             return Ok(json!({ "written": text.chars().count() }));
         }
         // From the checks to the last event, no other client's request is
@@ -585,16 +579,9 @@ impl DesktopBackend for X11Desktop {
         sent
     }
 
-    fn before_effect(&mut self, _tool: &str, envelope: &Value) -> Result<(), Refusal> {
+    fn before_effect(&self, _tool: &str, envelope: &Value) -> Result<(), Refusal> {
         // Text labelled as a secret is never kept past this process.
-        self.writing_secret = envelope
-            .get("dataLabels")
-            .and_then(Value::as_array)
-            .is_some_and(|labels| {
-                labels.iter().any(|l| {
-                    l == DataLabel::Credential.as_str() || l == DataLabel::Payment.as_str()
-                })
-            });
+        self.notes.get().writing_secret = labels_a_secret(envelope);
         Ok(())
     }
 
@@ -663,11 +650,10 @@ impl DesktopBackend for X11Desktop {
         (pointer, focus)
     }
 
-    fn restore(&mut self, before: PointerAndFocus) -> Value {
-        if self.acted_by_element {
+    fn restore(&self, before: PointerAndFocus) -> Value {
+        if std::mem::take(&mut self.notes.get().acted_by_element) {
             // An element action sent no input and took no focus: there is
             // nothing to put back, and nothing is sent.
-            self.acted_by_element = false;
             return json!({ "restored": true, "cursorRestored": true, "focusRestored": true, "inputSent": false });
         }
         let (pointer, focus) = before;

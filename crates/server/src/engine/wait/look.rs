@@ -1,7 +1,7 @@
-//! A wait's looks, on the server's state: each one observation (the
-//! windows, a window's texts or its revisions), after checking the wait
-//! may still observe; and a whole wait in one go for callers that hold
-//! the state anyway.
+//! A wait's looks: each one observation on the desktop (the windows, a
+//! window's texts or its revisions), after the state said the wait may
+//! still observe; and a whole wait in one go for callers that hold the
+//! state anyway.
 
 use std::time::Instant;
 
@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 
 use super::{Condition, Look, Wait, Window, invalid};
 use crate::engine::Refusal;
+use crate::engine::actuate::Desk;
 use crate::engine::state::State;
 
 /// Whether a window record is an application's (with the title) and shown.
@@ -23,7 +24,7 @@ fn is_of(record: &Value, app: &str, title: Option<&str>) -> bool {
         })
 }
 
-impl State {
+impl Desk {
     /// The windows `list_windows` shows now, as records.
     fn window_records(&self) -> Result<Vec<Value>, Refusal> {
         let listed = self.desktop.list_windows()?;
@@ -58,24 +59,12 @@ impl State {
         }
     }
 
-    /// One look of `wait`: its answer when the condition holds, else when
-    /// to look again, or why the wait ends (the polled observation's
-    /// refusal, or the deadline's).
+    /// One look of `wait` on the desktop (with the server's state free,
+    /// once [`State::may_look`] allowed it): its answer when the condition
+    /// holds, else when to look again, or why the wait ends (the polled
+    /// observation's refusal, or the deadline's).
     pub(in crate::engine) fn look(&self, wait: &mut Wait) -> Result<Look, Refusal> {
         wait.polls += 1;
-        // A wait observes only while its session may: not once the person
-        // took the machine over, nor once the session stopped or paused.
-        self.machine_free()?;
-        if !self
-            .sessions
-            .get(&wait.session_id)
-            .is_some_and(crate::engine::session::Session::can_execute)
-        {
-            return Err(Refusal::new(
-                "interrupted",
-                "the wait's session is no longer running (stopped, or paused by the person): the wait ends",
-            ));
-        }
         match &wait.condition {
             Condition::Window { app, title, gone } => {
                 let records = self.window_records()?;
@@ -139,6 +128,24 @@ impl State {
 }
 
 impl State {
+    /// Whether a wait may look now: a wait observes only while its session
+    /// may, not once the person took the machine over, nor once the
+    /// session stopped or paused.
+    pub(in crate::engine) fn may_look(&self, wait: &Wait) -> Result<(), Refusal> {
+        self.machine_free()?;
+        if !self
+            .sessions
+            .get(&wait.session_id)
+            .is_some_and(crate::engine::session::Session::can_execute)
+        {
+            return Err(Refusal::new(
+                "interrupted",
+                "the wait's session is no longer running (stopped, or paused by the person): the wait ends",
+            ));
+        }
+        Ok(())
+    }
+
     /// Marks a wait's start, as every execution's start is marked.
     pub(in crate::engine) fn wait_started(&mut self, begun: &crate::engine::execute::Begun) {
         let request = &begun.request;
@@ -162,8 +169,10 @@ impl State {
         let Some(mut wait) = Wait::parse(name, args, session_id)? else {
             return Err(invalid(format!("{name} is not a wait")));
         };
+        let desk = self.desk();
         loop {
-            let mut look = self.look(&mut wait)?;
+            self.may_look(&wait)?;
+            let mut look = desk.look(&mut wait)?;
             if let Look::Texts(id, texts) = look {
                 look = wait.judge_texts(id, &texts)?;
             }

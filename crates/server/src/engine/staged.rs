@@ -1,0 +1,186 @@
+//! `preview_action` and `execute_action` served with the server's state
+//! free while the desktop works.
+//!
+//! The state (sessions, leases, receipts, events) is what every session
+//! needs; the desktop's work (an accessibility walk, a form filled field by
+//! field, a read-back) may be slow when an application is. So a call takes
+//! the state only for the rules, and reaches the desktop between: what the
+//! preview reads of the fields, the checks before the effect, and the
+//! effect with its own checks run on the desktop alone. Another session's
+//! `list_windows` is answered while an application is slow to fill.
+//!
+//! What keeps this as safe as one long lock:
+//! - the one-writer lease is spent on the state, after the desktop's
+//!   checks and before the effect (`State::cross`), as before;
+//! - one mutation at a time reaches the desktop (the effect gate), even
+//!   when a lease is revoked during an effect and granted again;
+//! - an emergency stop and a person's takeover wait at the gate, so when
+//!   they answer no effect of an agent is under way;
+//! - all the desktop work of one call shares one deadline
+//!   ([`CALL_BUDGET`], see `desktop::deadline`).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use adk_computer_use::contracts::catalogue::protocol::name as protocol;
+use serde_json::Value;
+
+use super::Refusal;
+use super::access::Role;
+use super::actuate::Desk;
+use super::execute::{Begun, Execution};
+use super::server::Server;
+use super::state::Answer;
+
+/// How long all the desktop work of one call may take: the preview's
+/// reading, the checks before the effect, the effect and its read-back.
+/// Past it every accessibility operation fails at once as timed out (an
+/// effect already under way reports its outcome as unknown).
+pub const CALL_BUDGET: std::time::Duration = std::time::Duration::from_secs(30);
+
+impl Server {
+    /// Runs `work` on the desktop with the state free, under the call's
+    /// `deadline`: right here for the simulated desktop, on Tokio's
+    /// blocking pool for one that blocks on I/O.
+    pub(super) async fn on_desk<T: Send + 'static>(
+        &self,
+        deadline: Instant,
+        work: impl FnOnce(&Desk) -> T + Send + 'static,
+    ) -> Result<T, Refusal> {
+        let desk = self.desk.clone();
+        if !self.blocking {
+            return Ok(crate::desktop::deadline::within(deadline, || work(&desk)));
+        }
+        tokio::task::spawn_blocking(move || {
+            crate::desktop::deadline::within(deadline, || work(&desk))
+        })
+        .await
+        .map_err(|err| Refusal::plain(format!("the desktop call failed: {err}")))
+    }
+
+    /// Admits `caller` to `tool` on the state, before the desktop is asked
+    /// anything for it: a call the server refuses makes it read nothing.
+    async fn admitted(
+        &self,
+        caller: Option<&Role>,
+        tool: &'static str,
+        args: &Value,
+    ) -> Result<(), Refusal> {
+        let (caller, args) = (caller.cloned(), args.clone());
+        self.on_state(move |state| state.admit(caller.as_ref(), tool, &args))
+            .await
+            .and_then(|admitted| admitted)
+    }
+
+    /// `preview_action`: the fields' sensitivity read on the desktop, then
+    /// the preview bound on the state.
+    pub(super) async fn preview_staged(
+        &self,
+        caller: Option<Role>,
+        arguments: Value,
+    ) -> Result<Answer, Refusal> {
+        self.admitted(caller.as_ref(), protocol::PREVIEW_ACTION, &arguments)
+            .await?;
+        let deadline = Instant::now() + CALL_BUDGET;
+        let args = arguments.clone();
+        let read = self.on_desk(deadline, move |desk| desk.read(&args)).await?;
+        self.on_state(move |state| {
+            state.admit(caller.as_ref(), protocol::PREVIEW_ACTION, &arguments)?;
+            state.machine_free()?;
+            state.preview_tool(&arguments, Some(read))
+        })
+        .await
+        .and_then(|answer| answer)
+    }
+
+    /// `execute_action`: the preview's reading on the desktop, the first
+    /// phase on the state (see `State::begin_execution`), then the rest on
+    /// a task of its own, so a caller that stops waiting cannot leave its
+    /// receipt pending.
+    pub(super) async fn execute_staged(
+        &self,
+        caller: Option<Role>,
+        arguments: Value,
+    ) -> Result<Answer, Refusal> {
+        self.admitted(caller.as_ref(), protocol::EXECUTE_ACTION, &arguments)
+            .await?;
+        let deadline = Instant::now() + CALL_BUDGET;
+        let args = arguments.clone();
+        let read = self.on_desk(deadline, move |desk| desk.read(&args)).await?;
+        let begun = self
+            .on_state(move |state| {
+                match state.admit(caller.as_ref(), protocol::EXECUTE_ACTION, &arguments) {
+                    Ok(()) => state.begin_execution(&arguments, Some(read)),
+                    Err(refusal) => Execution::Answered(Err(refusal)),
+                }
+            })
+            .await?;
+        let begun = match begun {
+            Execution::Answered(answer) => return answer,
+            Execution::Begun(begun) => begun,
+        };
+        let server = self.clone();
+        let finished = tokio::spawn(async move {
+            tokio::task::yield_now().await;
+            if super::wait::polled(&begun.request.tool).is_some() {
+                return server.finish_wait(*begun).await;
+            }
+            server.finish_staged(*begun, deadline).await
+        });
+        finished.await.unwrap_or_else(|err| {
+            Err(Refusal::plain(format!(
+                "the execution's task failed: {err}"
+            )))
+        })
+    }
+
+    /// The second phase, staged: the checks on the desktop, the crossing
+    /// on the state, the effect on the desktop, the settling on the state.
+    async fn finish_staged(&self, begun: Begun, deadline: Instant) -> Result<Answer, Refusal> {
+        let _gate = match begun.preview.meta.mutates {
+            true => Some(Arc::clone(&self.gate).lock_owned().await),
+            false => None,
+        };
+        let (begun, checked) = self
+            .on_desk(deadline, move |desk| {
+                let checked = desk.check_before(&begun);
+                (begun, checked)
+            })
+            .await?;
+        let snapshot = match checked {
+            Ok(snapshot) => snapshot,
+            Err(failure) => return self.conclude(begun, Err(failure)).await,
+        };
+        let (begun, crossed) = self
+            .on_state(move |state| {
+                let crossed = state.cross(&begun);
+                (begun, crossed)
+            })
+            .await?;
+        if let Err(failure) = crossed {
+            return self.conclude(begun, Err(failure)).await;
+        }
+        let (begun, performed) = self
+            .on_desk(deadline, move |desk| {
+                let performed = desk.perform(&begun);
+                (begun, performed)
+            })
+            .await?;
+        self.on_state(move |state| {
+            let result = state.settle(&begun, performed, snapshot);
+            state.conclude(begun, result)
+        })
+        .await
+        .and_then(|answer| answer)
+    }
+
+    async fn conclude(
+        &self,
+        begun: Begun,
+        result: Result<super::actuate::ToolResult, super::execute::Failure>,
+    ) -> Result<Answer, Refusal> {
+        self.on_state(move |state| state.conclude(begun, result))
+            .await
+            .and_then(|answer| answer)
+    }
+}
