@@ -21,8 +21,8 @@ use std::sync::Arc;
 use adk_computer_use::contracts::WindowId;
 use adk_computer_use::mcp::McpRuntimeConfig;
 use adk_computer_use::runtime::{ComputerUseRuntime, ProposedAction};
-use adk_computer_use::{ExecutionMode, VerificationOutcome};
-use adk_computer_use_testkit::child::{PRINCIPAL, Sim, run_approving, session_on};
+use adk_computer_use::{ChainOutcome, ExecutionMode, VerificationOutcome};
+use adk_computer_use_testkit::child::{PRINCIPAL, Sim, host_approves, run_approving, session_on};
 use adk_computer_use_testkit::needs;
 use computer_use_server::desktop::x11::X11Desktop;
 use computer_use_server::{Config, Server};
@@ -123,5 +123,80 @@ async fn another_agent_is_answered_while_a_slow_application_is_being_filled() {
     assert_eq!(
         form.values(),
         "Name=Name value|Email=Email value|City=City value|Phone=Phone value"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[needs(display, accessibility)]
+async fn an_emergency_stop_during_a_slow_fill_leaves_the_rest_of_the_form_unwritten() {
+    let _display = DISPLAY_LOCK.lock().await;
+    let title = format!("Stopped slow form {}", std::process::id());
+    let mut form = Form::start(&title, &FIELDS);
+    let server = Server::on(
+        Config::for_principal(PRINCIPAL),
+        Box::new(X11Desktop::connect_unwatched().unwrap()),
+    );
+    let filler = agent(&server).await;
+    let host = Arc::clone(&filler.runtime);
+    let (id, app, _) = accessible_window(&filler, &title, 8).await;
+    form.change("slow 150");
+
+    let session = session_on(&filler.runtime, "filler", &app, Some(WindowId::Number(id)));
+    let fields: Vec<_> = FIELDS
+        .iter()
+        .map(|label| json!({ "role": "AXTextField", "label": label, "value": format!("{label} value") }))
+        .collect();
+    let fill = ProposedAction::new(
+        "fill_form",
+        json!({ "window_id": id, "fields": fields }),
+        ExecutionMode::Background,
+    );
+    // Whether the fill ended verified; it is approved by the host when the
+    // policy asks.
+    let filling = tokio::spawn(async move {
+        let verified = match session.run(fill).await {
+            Ok(ChainOutcome::Completed(done)) => done.outcome() == &VerificationOutcome::Verified,
+            Ok(ChainOutcome::NeedsApproval(pending)) => host_approves(&filler, pending)
+                .await
+                .complete()
+                .await
+                .is_ok_and(|done| done.outcome() == &VerificationOutcome::Verified),
+            _ => false,
+        };
+        session.shutdown().await;
+        verified
+    });
+    let first = format!("changed {}", FIELDS[0]);
+    let form = tokio::task::spawn_blocking(move || {
+        form.awaited(&first);
+        form
+    })
+    .await
+    .unwrap();
+    // The person stops everything while the form is being filled.
+    host.emergency_stop(Some("the person pressed stop"))
+        .await
+        .unwrap();
+    // Once the stop has answered, nothing more is written: what was
+    // printed by then is passed over, and no change follows.
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let _ = form.printed("changed ");
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    assert!(
+        !form.printed("changed "),
+        "a field was written after the emergency stop answered"
+    );
+    // The form was cut short: its last field was never written, and the
+    // fill does not read as done.
+    let mut form = form;
+    let values = form.values();
+    assert!(
+        values.ends_with("|Phone="),
+        "the last field was written: {values}"
+    );
+    assert!(values.starts_with("Name=Name value|"), "{values}");
+    assert!(
+        !filling.await.unwrap(),
+        "a fill cut short by the stop read as verified"
     );
 }

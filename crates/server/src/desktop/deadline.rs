@@ -9,6 +9,10 @@
 //! that thread waits at most until then ([`bound`]), and one that would
 //! start past it fails at once as timed out.
 //!
+//! The same thread also carries what an effect under way watches (its
+//! lease's end, see [`Watch`]), so an effect of many writes stops before
+//! the next one once a stop, a pause or a release has answered.
+//!
 //! A thread-local is the carrier because the desktops' methods are the
 //! engine's one seam ([`crate::DesktopBackend`]): a deadline argument on
 //! each of them would reach every desktop, the simulated one too, for the
@@ -19,6 +23,49 @@ use std::time::{Duration, Instant};
 
 thread_local! {
     static CALL: Cell<Option<Instant>> = const { Cell::new(None) };
+    static WATCH: std::cell::RefCell<Option<Watch>> = const { std::cell::RefCell::new(None) };
+}
+
+/// What an effect under way watches: a count that moves when the lease it
+/// spent ends (released, revoked, paused, stopped, the person's takeover),
+/// and its value when the lease was spent.
+#[derive(Clone, Debug)]
+pub struct Watch {
+    /// The count, shared with the server's leases.
+    pub count: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    /// Its value when the effect's lease was spent.
+    pub seen: u64,
+}
+
+impl Watch {
+    /// Whether the lease has ended since.
+    pub fn ended(&self) -> bool {
+        self.count.load(std::sync::atomic::Ordering::SeqCst) != self.seen
+    }
+}
+
+/// Puts the watch back as it was when the work ends.
+struct Unwatch(Option<Watch>);
+
+impl Drop for Unwatch {
+    fn drop(&mut self) {
+        let before = self.0.take();
+        WATCH.with(|watch| *watch.borrow_mut() = before);
+    }
+}
+
+/// Runs `work` with `watch` as this thread's effect watch: an effect of
+/// many writes (a form, field by field) asks [`ended`] before each.
+pub fn watching<T>(watch: Watch, work: impl FnOnce() -> T) -> T {
+    let before = WATCH.with(|w| w.borrow_mut().replace(watch));
+    let _restore = Unwatch(before);
+    work()
+}
+
+/// Whether the lease of the effect under way on this thread has ended
+/// (false where no effect is watched).
+pub fn ended() -> bool {
+    WATCH.with(|w| w.borrow().as_ref().is_some_and(Watch::ended))
 }
 
 /// Puts the deadline back as it was when the work ends, even by a panic.
@@ -73,6 +120,23 @@ mod tests {
             "a call past its deadline leaves nothing"
         );
         assert_eq!(bound(long), long, "the deadline ends with the call");
+    }
+
+    #[test]
+    fn an_effect_sees_its_lease_end_only_while_it_is_watched() {
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicU64, Ordering};
+        let count = Arc::new(AtomicU64::new(3));
+        let watch = Watch {
+            count: Arc::clone(&count),
+            seen: 3,
+        };
+        watching(watch, || {
+            assert!(!ended(), "nothing ended yet");
+            count.fetch_add(1, Ordering::SeqCst);
+            assert!(ended(), "the lease ended during the effect");
+        });
+        assert!(!ended(), "no effect is watched any more");
     }
 
     #[test]

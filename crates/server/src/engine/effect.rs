@@ -12,6 +12,7 @@ use super::backend::{ApplyError, EffectCheck, Revalidation};
 use super::execute::{Begun, Failure, before};
 use super::preview::ActionRequest;
 use super::wire::now;
+use crate::desktop::deadline::Watch;
 
 /// What the effect left, read on the desktop with the state free: the
 /// tool's result, and for a mutation the server's check of it and of the
@@ -23,6 +24,24 @@ pub(super) struct Performed {
     /// The target checked once more after the effect (when the effect's
     /// check held and the envelope has a target).
     pub(super) after: Option<Result<(), Refusal>>,
+}
+
+impl Performed {
+    /// The desktop's code panicked during the effect: whether anything was
+    /// sent is not known.
+    pub(super) fn panicked() -> Self {
+        Self {
+            result: Err(Failure {
+                error: Box::new(Refusal::new(
+                    "indeterminate",
+                    "the desktop failed during the effect; whether it was performed is not known",
+                )),
+                crossed: true,
+            }),
+            check: None,
+            after: None,
+        }
+    }
 }
 
 impl Desk {
@@ -99,7 +118,9 @@ impl Desk {
     /// The effect (or the observation), on the desktop: the mutation sent
     /// and checked, then the target checked once more. Waits are not run
     /// here: they look through the state (see `waiting`).
-    pub(super) fn perform(&self, begun: &Begun) -> Performed {
+    /// A mutation whose lease ended since it was spent (`watch`) sends
+    /// nothing; one of many writes stops before the next.
+    pub(super) fn perform(&self, begun: &Begun, watch: Watch) -> Performed {
         let (request, envelope) = (&begun.request, begun.preview.envelope());
         if !begun.preview.meta.mutates {
             let result = self.observe(&request.tool, &request.args).map_err(|error| {
@@ -119,21 +140,32 @@ impl Desk {
                 after: None,
             };
         }
+        if watch.ended() {
+            return Performed {
+                result: Err(before(Refusal::new(
+                    "interrupted",
+                    "the action's lease ended (released, revoked, paused or stopped) after it was spent and before the effect: nothing was sent",
+                ))),
+                check: None,
+                after: None,
+            };
+        }
         let tool = json!({ "tool": request.tool });
-        let result = self
-            .mutate(&request.tool, &request.args, envelope.get("target"))
-            .map_err(|error| match error {
-                // The desktop refused before anything reached it.
-                ApplyError::NothingSent(error) => before(error),
-                ApplyError::Failed(_) => Failure {
-                    error: Box::new(Refusal::with_details(
-                        "indeterminate",
-                        "mutating handler returned an error after entering the side-effect boundary",
-                        tool,
-                    )),
-                    crossed: true,
-                },
-            });
+        let result = crate::desktop::deadline::watching(watch, || {
+            self.mutate(&request.tool, &request.args, envelope.get("target"))
+        })
+        .map_err(|error| match error {
+            // The desktop refused before anything reached it.
+            ApplyError::NothingSent(error) => before(error),
+            ApplyError::Failed(_) => Failure {
+                error: Box::new(Refusal::with_details(
+                    "indeterminate",
+                    "mutating handler returned an error after entering the side-effect boundary",
+                    tool,
+                )),
+                crossed: true,
+            },
+        });
         if result.is_err() {
             return Performed {
                 result,

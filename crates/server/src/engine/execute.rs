@@ -17,6 +17,7 @@ use super::policy;
 use super::preview::{ActionRequest, Preview, postcondition_summary};
 use super::state::{Answer, State, StoredReceipt};
 use super::wire::{now, object, reached, stamp, uuid};
+use crate::desktop::deadline::Watch;
 use crate::desktop::simulated::Fault;
 
 /// How a preview's blocker is refused at execution.
@@ -393,7 +394,7 @@ impl State {
     fn run(&mut self, begun: &Begun) -> Result<ToolResult, Failure> {
         let desk = self.desk();
         let snapshot = desk.check_before(begun)?;
-        self.cross(begun)?;
+        let watch = self.cross(begun)?;
         let request = &begun.request;
         if !begun.preview.meta.mutates && super::wait::polled(&request.tool).is_some() {
             return self
@@ -404,7 +405,7 @@ impl State {
                 })
                 .map_err(|error| before(super::wait::failed(&request.tool, error)));
         }
-        let performed = desk.perform(begun);
+        let performed = desk.perform(begun, watch);
         self.settle(begun, performed, snapshot)
     }
 
@@ -412,7 +413,10 @@ impl State {
     /// released or revoked since the first phase is `lease_revoked` here)
     /// and the start is published. Past this point the action is
     /// performed.
-    pub(super) fn cross(&mut self, begun: &Begun) -> Result<(), Failure> {
+    /// The watch the effect carries (see `desktop::deadline::Watch`):
+    /// the count of lease ends as it stood right after this lease was
+    /// spent.
+    pub(super) fn cross(&mut self, begun: &Begun) -> Result<Watch, Failure> {
         let (request, action_id) = (&begun.request, begun.action_id.as_str());
         let mutating = begun.preview.meta.mutates;
         if let (true, Some(lease_id)) = (mutating, &request.lease_id) {
@@ -427,7 +431,9 @@ impl State {
         if mutating && self.faults.has(Fault::CrashBeforeEffect) {
             return Err(before(Refusal::crash("injected crash before the effect")));
         }
-        Ok(())
+        let count = self.leases.ends();
+        let seen = count.load(std::sync::atomic::Ordering::SeqCst);
+        Ok(Watch { count, seen })
     }
 
     /// After the effect, on the state: the effect counted, its check

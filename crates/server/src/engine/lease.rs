@@ -86,6 +86,10 @@ pub(crate) struct LeaseManager {
     tickets: u64,
     revision: u64,
     stopped: bool,
+    /// How many times a lease has ended (released, revoked, expired,
+    /// stopped): read without the state by an effect under way, which
+    /// stops before its next write when the lease it spent has ended.
+    ends: std::sync::Arc<std::sync::atomic::AtomicU64>,
 }
 
 fn revoked(lease_id: &str, message: &str) -> Refusal {
@@ -212,6 +216,7 @@ impl LeaseManager {
     pub(crate) fn release(&mut self, lease_id: &str, now: OffsetDateTime) -> Option<Lease> {
         let mut lease = self.active.take_if(|l| l.lease_id == lease_id)?;
         self.revision += 1;
+        self.ended();
         lease.state = "released";
         lease.revision = self.revision;
         self.grant_next(now);
@@ -227,6 +232,7 @@ impl LeaseManager {
     ) -> Option<Lease> {
         let mut lease = self.active.take_if(|l| l.lease_id == lease_id)?;
         self.revision += 1;
+        self.ended();
         lease.state = "revoked";
         lease.revoked_reason = Some(reason.to_owned());
         lease.revision = self.revision;
@@ -302,7 +308,18 @@ impl LeaseManager {
         }
         if self.active.take().is_some() {
             self.revision += 1;
+            self.ended();
             self.grant_next(now);
         }
+    }
+
+    fn ended(&self) {
+        self.ends.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// The count of lease ends, shared: an effect under way compares it
+    /// with what it was when the effect's lease was spent.
+    pub(crate) fn ends(&self) -> std::sync::Arc<std::sync::atomic::AtomicU64> {
+        std::sync::Arc::clone(&self.ends)
     }
 }

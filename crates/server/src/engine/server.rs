@@ -293,13 +293,7 @@ impl Server {
                 .map_or_else(refused, success);
         }
         if tool != protocol::ACQUIRE_CONTROL_LEASE {
-            // When a stop or a person's takeover answers, no effect of an
-            // agent is under way: they wait for one to end (see `staged`).
-            let _gate = if tool == protocol::EMERGENCY_STOP || tool == protocol::TAKE_OVER {
-                Some(self.gate.lock().await)
-            } else {
-                None
-            };
+            let stops = tool == protocol::EMERGENCY_STOP || tool == protocol::TAKE_OVER;
             let tool = tool.to_owned();
             let outcome = self
                 .on_state(move |state| {
@@ -312,6 +306,14 @@ impl Server {
                 })
                 .await
                 .and_then(|answer| answer);
+            if stops && outcome.is_ok() {
+                // The stop has ended every lease: an effect under way
+                // writes nothing more, and one queued is refused when it
+                // would spend its lease. The answer waits for the one
+                // under way to end, so when it comes nothing of an
+                // agent's is being done (see `staged`).
+                drop(self.gate.lock().await);
+            }
             return outcome.map_or_else(refused, success);
         }
         // Between agents the queue is first come, first served: an agent's

@@ -14,10 +14,16 @@
 //!   checks and before the effect (`State::cross`), as before;
 //! - one mutation at a time reaches the desktop (the effect gate), even
 //!   when a lease is revoked during an effect and granted again;
-//! - an emergency stop and a person's takeover wait at the gate, so when
-//!   they answer no effect of an agent is under way;
+//! - every end of a lease (a release, a revocation, a pause or stop of its
+//!   session, an emergency stop, the person's takeover) is counted; an
+//!   effect whose lease ended after it was spent sends nothing, and a form
+//!   being filled stops before its next field (`desktop::deadline::Watch`);
+//! - an emergency stop and a person's takeover end the leases first, then
+//!   wait at the gate for an effect under way to end, so when they answer
+//!   no effect of an agent is under way and none queued can start;
 //! - all the desktop work of one call shares one deadline
-//!   ([`CALL_BUDGET`], see `desktop::deadline`).
+//!   ([`CALL_BUDGET`], see `desktop::deadline`); the time a mutation waits
+//!   at the gate for another to end is not counted against it.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -28,6 +34,7 @@ use serde_json::Value;
 use super::Refusal;
 use super::access::Role;
 use super::actuate::Desk;
+use super::effect::Performed;
 use super::execute::{Begun, Execution};
 use super::server::Server;
 use super::state::Answer;
@@ -67,9 +74,13 @@ impl Server {
         args: &Value,
     ) -> Result<(), Refusal> {
         let (caller, args) = (caller.cloned(), args.clone());
-        self.on_state(move |state| state.admit(caller.as_ref(), tool, &args))
-            .await
-            .and_then(|admitted| admitted)
+        self.on_state(move |state| {
+            state.admit(caller.as_ref(), tool, &args)?;
+            // Nothing is read of the desktop once the person took it over.
+            state.machine_free()
+        })
+        .await
+        .and_then(|admitted| admitted)
     }
 
     /// `preview_action`: the fields' sensitivity read on the desktop, then
@@ -137,13 +148,24 @@ impl Server {
     /// The second phase, staged: the checks on the desktop, the crossing
     /// on the state, the effect on the desktop, the settling on the state.
     async fn finish_staged(&self, begun: Begun, deadline: Instant) -> Result<Answer, Refusal> {
+        // The call's clock stops while it waits its turn at the gate: that
+        // wait is another call's desktop work, not this one's.
+        let queued = Instant::now();
         let _gate = match begun.preview.meta.mutates {
             true => Some(Arc::clone(&self.gate).lock_owned().await),
             false => None,
         };
+        let deadline = deadline + queued.elapsed();
         let (begun, checked) = self
             .on_desk(deadline, move |desk| {
-                let checked = desk.check_before(&begun);
+                let checked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    desk.check_before(&begun)
+                }))
+                .unwrap_or_else(|_| {
+                    Err(super::execute::before(Refusal::plain(
+                        "the desktop's checks before the effect failed; nothing was sent",
+                    )))
+                });
                 (begun, checked)
             })
             .await?;
@@ -157,12 +179,19 @@ impl Server {
                 (begun, crossed)
             })
             .await?;
-        if let Err(failure) = crossed {
-            return self.conclude(begun, Err(failure)).await;
-        }
+        let watch = match crossed {
+            Ok(watch) => watch,
+            Err(failure) => return self.conclude(begun, Err(failure)).await,
+        };
         let (begun, performed) = self
             .on_desk(deadline, move |desk| {
-                let performed = desk.perform(&begun);
+                // A panic in the desktop's code past the crossing is an
+                // unknown outcome, concluded as one (never a pending
+                // receipt, never "not performed").
+                let performed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    desk.perform(&begun, watch)
+                }))
+                .unwrap_or_else(|_| Performed::panicked());
                 (begun, performed)
             })
             .await?;

@@ -190,6 +190,19 @@ pub(crate) trait ElementHost {
         let mut written = Vec::new();
         let started = std::time::Instant::now();
         for (field, node) in fields.iter().zip(&nodes) {
+            if crate::desktop::deadline::ended() {
+                // The lease this action spent ended (a stop, a pause, a
+                // release answered): nothing more is written.
+                let refusal = Refusal::new(
+                    "interrupted",
+                    "the action's lease ended during it; no field after that was written",
+                );
+                return Err(if done.is_empty() {
+                    ApplyError::NothingSent(refusal)
+                } else {
+                    ApplyError::Failed(refusal)
+                });
+            }
             if !done.is_empty() && started.elapsed() > ACTION_BUDGET {
                 // Every call has its own deadline; the action has one too,
                 // so a slow application cannot hold the server's state for

@@ -135,11 +135,19 @@ pub(super) async fn trusted_address() -> Result<String, Refusal> {
 
 /// Announces an assistive technology on this session, as a screen reader
 /// does: the launcher's `org.a11y.Status.IsEnabled` is set. Browsers
-/// (Firefox, Chromium) read it when they start and expose their windows
-/// on the bus only when it is set; GTK and Qt follow it too. A launcher
-/// that refuses leaves those browsers' windows unexposed, which their
-/// trees then say; nothing else depends on it.
+/// (Firefox, Chromium) expose their windows on the bus only when it is
+/// set; GTK and Qt follow it too. A launcher that refuses leaves those
+/// browsers' windows unexposed, which their trees then say; nothing else
+/// depends on it.
+///
+/// It outlives the server: at-spi's launcher keeps it in the person's
+/// settings (`org.gnome.desktop.interface toolkit-accessibility`), as it
+/// does for a screen reader, and the server does not put it back.
+/// `COMPUTER_USE_ANNOUNCE_AT=0` leaves it alone.
 async fn announce(session: &zbus::Connection) {
+    if std::env::var("COMPUTER_USE_ANNOUNCE_AT").is_ok_and(|v| v == "0") {
+        return;
+    }
     let announced = async {
         atspi::proxy::bus::StatusProxy::new(session)
             .await?

@@ -546,6 +546,9 @@ impl DesktopBackend for X11Desktop {
             self.notes.get().acted_by_element = true;
             return self.apply_elements(tool, args, target);
         }
+        // A pointer or key action is put back by its restore, whatever the
+        // last action was.
+        self.notes.get().acted_by_element = false;
         if tool == tool::WRITE_CLIPBOARD {
             let text = text(args, "text").map_err(ApplyError::NothingSent)?;
             self.owner
