@@ -11,13 +11,11 @@ use serde_json::{Value, json};
 use time::OffsetDateTime;
 
 use super::Refusal;
-use super::actuate::{Read, Snapshot, ToolResult};
-use super::effect::Performed;
+use super::actuate::{Read, ToolResult};
 use super::policy;
-use super::preview::{ActionRequest, Preview, postcondition_summary};
+use super::preview::{ActionRequest, Preview};
 use super::state::{Answer, State, StoredReceipt};
 use super::wire::{now, object, reached, stamp, uuid};
-use crate::desktop::deadline::Watch;
 use crate::desktop::simulated::Fault;
 
 /// How a preview's blocker is refused at execution.
@@ -407,100 +405,5 @@ impl State {
         }
         let performed = desk.perform(begun, watch);
         self.settle(begun, performed, snapshot)
-    }
-
-    /// The crossing, on the state: the one-shot lease is spent (a lease
-    /// released or revoked since the first phase is `lease_revoked` here)
-    /// and the start is published. Past this point the action is
-    /// performed.
-    /// The watch the effect carries (see `desktop::deadline::Watch`):
-    /// the count of lease ends as it stood right after this lease was
-    /// spent.
-    pub(super) fn cross(&mut self, begun: &Begun) -> Result<Watch, Failure> {
-        let (request, action_id) = (&begun.request, begun.action_id.as_str());
-        let mutating = begun.preview.meta.mutates;
-        if let (true, Some(lease_id)) = (mutating, &request.lease_id) {
-            self.leases.consume(lease_id, now()).map_err(before)?;
-        }
-        self.publish(
-            &request.session_id,
-            Some(action_id),
-            events::STARTED,
-            json!({ "tool": request.tool, "mode": request.mode, "leaseId": request.lease_id }),
-        );
-        if mutating && self.faults.has(Fault::CrashBeforeEffect) {
-            return Err(before(Refusal::crash("injected crash before the effect")));
-        }
-        let count = self.leases.ends();
-        let seen = count.load(std::sync::atomic::Ordering::SeqCst);
-        Ok(Watch { count, seen })
-    }
-
-    /// After the effect, on the state: the effect counted, its check
-    /// published and judged, the target's check after it judged, and the
-    /// cursor and focus put back while the action's lease still stands.
-    pub(super) fn settle(
-        &mut self,
-        begun: &Begun,
-        performed: Performed,
-        snapshot: Option<Snapshot>,
-    ) -> Result<ToolResult, Failure> {
-        let (request, action_id) = (&begun.request, begun.action_id.as_str());
-        let result = performed.result?;
-        let Some(check) = performed.check else {
-            return Ok(result);
-        };
-        *self
-            .effects
-            .entry((request.session_id.clone(), action_id.to_owned()))
-            .or_default() += 1;
-        let postcondition = begun.preview.envelope().get("postcondition");
-        let mut payload =
-            json!({ "verified": check.verified, "method": check.method, "checks": check.checks });
-        if let (Value::Object(map), Some(postcondition)) = (&mut payload, postcondition) {
-            map.extend(postcondition_summary(postcondition));
-        }
-        self.publish(
-            &request.session_id,
-            Some(action_id),
-            events::VERIFIED,
-            payload,
-        );
-        let after = |error: Refusal| Failure {
-            error: Box::new(error),
-            crossed: true,
-        };
-        if !check.verified {
-            return Err(after(Refusal::with_details(
-                "indeterminate",
-                "postcondition verification failed",
-                json!({ "method": check.method }),
-            )));
-        }
-        if let Some(Err(error)) = performed.after {
-            // After the effect nothing may read as "not performed": a
-            // target that no longer matches is an unknown outcome, with
-            // the check's own code as its cause, never `stale_target`.
-            return Err(after(Refusal::with_details(
-                "indeterminate",
-                "the action was performed; the target's check after it failed",
-                json!({ "cause": error.code, "tool": request.tool }),
-            )));
-        }
-        if let (Some(snapshot), Some(lease_id)) = (snapshot, &request.lease_id)
-            && self
-                .leases
-                .current(now())
-                .is_some_and(|l| &l.lease_id == lease_id)
-        {
-            let restoration = self.desk().restore(snapshot);
-            self.publish(
-                &request.session_id,
-                Some(action_id),
-                events::RESTORED,
-                restoration,
-            );
-        }
-        Ok(result)
     }
 }

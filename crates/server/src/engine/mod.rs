@@ -14,6 +14,7 @@ mod actuate;
 mod authority;
 mod backend;
 mod control;
+mod crossing;
 mod effect;
 mod execute;
 mod forge;
