@@ -224,6 +224,13 @@ pub(super) fn client_windows(
     Ok(clients)
 }
 
+/// Whether `window` still exists on the X server.
+fn exists(conn: &RustConnection, window: XWindow) -> bool {
+    conn.get_window_attributes(window)
+        .ok()
+        .is_some_and(|cookie| cookie.reply().is_ok())
+}
+
 fn viewable(conn: &RustConnection, window: XWindow) -> Result<bool, Refusal> {
     // A window that went away between the listing and this call is simply
     // not shown.
@@ -388,8 +395,13 @@ pub(super) fn all(
     let focus = focus(conn)?;
     let mut records = Vec::new();
     for window in client_windows(conn, root)? {
-        if let Some(record) = record(conn, root, atoms, window, focus)? {
-            records.push(record);
+        match record(conn, root, atoms, window, focus) {
+            Ok(Some(record)) => records.push(record),
+            Ok(None) => {}
+            // A window that went away while it was being read (a dialog
+            // closing) is simply not listed; any other failure is said.
+            Err(_) if !exists(conn, window) => {}
+            Err(error) => return Err(error),
         }
     }
     Ok(records)
