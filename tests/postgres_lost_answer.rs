@@ -5,7 +5,9 @@
 //!
 //! A TCP proxy of this test's own stands between the store and the server;
 //! it forwards everything, except that once, right after it forwards the
-//! claim's statement, it cuts the connection and throws the answer away.
+//! claim's statement, it throws the answer away and either cuts the
+//! connection or keeps it open without a word more (a network that drops
+//! packets without closing).
 //! Needs `ADK_POSTGRES_URL` (`.ci/run` starts a server and sets it).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -45,12 +47,14 @@ fn pipe(mut from: TcpStream, mut to: TcpStream, silent: Arc<AtomicBool>) {
 /// The client's side of one connection: after a chunk holding the claim's
 /// Parse, the next chunk that binds and executes it is forwarded, the
 /// server's answer is silenced, and once the server has had time to commit,
-/// both ends are closed. Only the first claim is cut.
+/// both ends are closed, or (`hang`) kept open with nothing more forwarded.
+/// Only the first claim is cut.
 fn client_side(
     mut client: TcpStream,
     mut server: TcpStream,
     silent: Arc<AtomicBool>,
     cut: Arc<AtomicBool>,
+    hang: bool,
 ) {
     let mut buf = [0u8; 16384];
     let mut armed = false;
@@ -70,6 +74,12 @@ fn client_side(
         if server.write_all(chunk).is_err() {
             break;
         }
+        if cutting && hang {
+            // Whatever the client sends from now on goes nowhere, and the
+            // connection stays open until the client leaves.
+            while matches!(client.read(&mut buf), Ok(n) if n > 0) {}
+            break;
+        }
         if cutting {
             std::thread::sleep(std::time::Duration::from_millis(500));
             break;
@@ -81,7 +91,7 @@ fn client_side(
 }
 
 /// Serves the proxy on `listener`, in front of `upstream` (`host:port`).
-fn proxy(listener: TcpListener, upstream: String, cut: Arc<AtomicBool>) {
+fn proxy(listener: TcpListener, upstream: String, cut: Arc<AtomicBool>, hang: bool) {
     std::thread::spawn(move || {
         for client in listener.incoming() {
             let Ok(client) = client else { continue };
@@ -96,7 +106,7 @@ fn proxy(listener: TcpListener, upstream: String, cut: Arc<AtomicBool>) {
             );
             std::thread::spawn(move || pipe(s2, c2, quiet));
             let cut = Arc::clone(&cut);
-            std::thread::spawn(move || client_side(client, server, silent, cut));
+            std::thread::spawn(move || client_side(client, server, silent, cut, hang));
         }
     });
 }
@@ -118,24 +128,25 @@ fn through(url: &str, addr: &str) -> (String, String) {
     )
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[needs(postgres)]
-async fn a_claim_whose_answer_is_lost_still_resumes_the_action_once() {
+/// Suspends an action through a proxy that loses the claim's answer (by a
+/// cut, or by a connection that stops answering: `hang`), resumes it, and
+/// checks it ran once and a second resume is refused.
+async fn resumes_once_through(hang: bool, session: &str) {
     let Some(url) = url() else { return };
     let cut = Arc::new(AtomicBool::new(false));
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let (upstream, proxied) = through(&url, &listener.local_addr().unwrap().to_string());
-    proxy(listener, upstream, Arc::clone(&cut));
+    proxy(listener, upstream, Arc::clone(&cut), hang);
 
     // Suspended through the proxy; resumed through it.
-    let (rig, _store, id, approval) = suspended_in(&proxied, "lost-answer", "pg-lost").await;
+    let (rig, _store, id, approval) = suspended_in(&proxied, session, "pg-lost").await;
     let done = match rig.session.resume(&id, approval.clone()).await {
         Ok(approved) => approved.complete().await,
         Err(err) => Err(err),
     };
     assert!(
         cut.load(Ordering::SeqCst),
-        "the proxy cut the connection after forwarding the claim"
+        "the proxy lost the answer after forwarding the claim"
     );
     let done = done.unwrap_or_else(|err| panic!("the claim's own row read as another's: {err}"));
     assert!(done.performed());
@@ -147,4 +158,20 @@ async fn a_claim_whose_answer_is_lost_still_resumes_the_action_once() {
     assert!(!direct.ids().unwrap().contains(&id), "consumed");
     assert!(rig.session.resume(&id, approval).await.is_err(), "once");
     assert_eq!(rig.runtime.mutations(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[needs(postgres)]
+async fn a_claim_whose_answer_is_lost_still_resumes_the_action_once() {
+    resumes_once_through(false, "lost-answer").await;
+}
+
+/// The connection stops answering after the claim's statement: the claim
+/// gives up on it (15 s), asks again on a fresh connection, and finds the
+/// row its own. Before, both tries waited on the silent connection and the
+/// approval was lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[needs(postgres)]
+async fn a_claim_whose_connection_stops_answering_still_resumes_the_action_once() {
+    resumes_once_through(true, "hung-answer").await;
 }

@@ -173,6 +173,10 @@ impl PostgresCheckpointStore {
     }
 }
 
+/// How many times a claim asks in all when answers are lost: a first try,
+/// and two more on a fresh connection each.
+const CLAIM_TRIES: usize = 3;
+
 struct RowState {
     consumed: bool,
     claimed_undecided: bool,
@@ -221,17 +225,24 @@ impl CheckpointStore for PostgresCheckpointStore {
     /// One statement on the row: of racing claims and decisions, on any
     /// machine, exactly one changes it. The statement also writes who
     /// claimed (a random id of this claim), so an answer lost on the way
-    /// back (the connection dropped after the row changed) does not void
-    /// the approval: the claim asks once more on a fresh connection, where
-    /// the row it changed reads as its own.
+    /// back (the connection dropped, or stopped answering, after the row
+    /// changed) does not void the approval: the claim asks again, up to
+    /// [`CLAIM_TRIES`] times in all, on a fresh connection, where the row
+    /// it changed reads as its own.
     fn claim(&self, id: &CheckpointId, basis: &ClaimBasis) -> Result<(), ComputerUseError> {
         let claimer = crate::auth::secret::random_token()?;
         let mut lost = None;
-        for _ in 0..2 {
+        for _ in 0..CLAIM_TRIES {
             match self.claim_once(id, basis, &claimer) {
                 Ok(1) => return Ok(()),
-                Ok(_) if lost.is_some() && self.claimed_by(id, &claimer)? => return Ok(()),
-                Ok(_) => return Err(self.claim_refused(id, basis)?),
+                Ok(_) if lost.is_none() => return Err(self.claim_refused(id, basis)?),
+                // An earlier try's answer was lost: the row may be this
+                // claim's own.
+                Ok(_) => match self.claimed_by(id, &claimer) {
+                    Ok(true) => return Ok(()),
+                    Ok(false) => return Err(self.claim_refused(id, basis)?),
+                    Err(err) => lost = Some(err),
+                },
                 Err(err) => lost = Some(err),
             }
         }

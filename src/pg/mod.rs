@@ -29,9 +29,22 @@ type Job = Box<dyn FnOnce(&mut postgres::Client) + Send>;
 /// runs longer is cancelled by the server, so no call waits without end.
 const TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
-/// One connection, on its own thread, taking one statement at a time.
+/// How long after a statement is handed to the connection's thread it may
+/// still start. It then ends within [`TIMEOUT`] (the server cancels it),
+/// before its caller stops waiting (`START_BY + TIMEOUT` and a second
+/// more): a statement never runs after its caller gave up on it.
+const START_BY: std::time::Duration = std::time::Duration::from_secs(4);
+
+/// How long a caller waits for a statement's answer.
+const ANSWER_BY: std::time::Duration = std::time::Duration::from_secs(15);
+
+/// One connection, on its own thread, taking one statement at a time. A
+/// connection that stops answering (a network that drops packets without
+/// closing) is left to its thread and replaced by a fresh one: the
+/// statements queued behind it will not start (see [`START_BY`]).
 pub(crate) struct Connection {
     jobs: Mutex<mpsc::Sender<Job>>,
+    config: postgres::Config,
 }
 
 fn failed(doing: &str, err: impl std::fmt::Display) -> ComputerUseError {
@@ -61,31 +74,50 @@ fn connect(config: &postgres::Config) -> Result<postgres::Client, ComputerUseErr
     Ok(client)
 }
 
+/// Serves `queue` on `client` (connected again before a statement once it
+/// is closed, or first when there is none), skipping each statement whose
+/// caller will have stopped waiting before it could end.
+fn serve(
+    config: &postgres::Config,
+    mut client: Option<postgres::Client>,
+    queue: mpsc::Receiver<Job>,
+) {
+    for job in queue {
+        // A dropped connection (a restart, a failover, a killed backend)
+        // is made again before the next statement.
+        if client.as_ref().is_none_or(postgres::Client::is_closed)
+            && let Ok(fresh) = connect(config)
+        {
+            client = Some(fresh);
+        }
+        match client.as_mut() {
+            Some(client) => job(client),
+            // Not connected: the job is dropped, and its caller told at
+            // once that no answer will come.
+            None => drop(job),
+        }
+    }
+}
+
 impl Connection {
     /// Connects to `url` (a `postgres://` URL or key=value string) and runs
     /// `schema` once.
     pub(crate) fn open(url: &str, schema: &'static str) -> Result<Self, ComputerUseError> {
+        let mut config = url
+            .parse::<postgres::Config>()
+            .map_err(|err| failed("read the database URL", describe(&err)))?;
+        config.connect_timeout(TIMEOUT);
         // The client blocks on a runtime of its own: it is made and used on
         // its thread only, never on a thread that drives async tasks.
         let (jobs, queue) = mpsc::channel::<Job>();
         let (ready, connected) = mpsc::channel();
-        let url = url.to_owned();
+        let thread_config = config.clone();
         std::thread::Builder::new()
             .name("adk-postgres".into())
             .spawn(move || {
-                let config = match url.parse::<postgres::Config>() {
-                    Ok(mut config) => {
-                        config.connect_timeout(TIMEOUT);
-                        config
-                    }
-                    Err(err) => {
-                        let _ = ready.send(Err(failed("read the database URL", describe(&err))));
-                        return;
-                    }
-                };
                 // Serialized: two processes creating the tables at once
                 // would otherwise collide in the catalog.
-                let opened = connect(&config).and_then(|mut client| {
+                let opened = connect(&thread_config).and_then(|mut client| {
                     let guarded =
                         format!("BEGIN; SELECT pg_advisory_xact_lock(4243271); {schema}; COMMIT;");
                     client
@@ -93,25 +125,14 @@ impl Connection {
                         .map_err(|err| failed("create the tables", describe(&err)))
                         .map(|()| client)
                 });
-                let mut client = match opened {
+                match opened {
                     Ok(client) => {
                         let _ = ready.send(Ok(()));
-                        client
+                        serve(&thread_config, Some(client), queue);
                     }
                     Err(err) => {
                         let _ = ready.send(Err(err));
-                        return;
                     }
-                };
-                for job in queue {
-                    // A dropped connection (a restart, a failover, a killed
-                    // backend) is made again before the next statement.
-                    if client.is_closed()
-                        && let Ok(fresh) = connect(&config)
-                    {
-                        client = fresh;
-                    }
-                    job(&mut client);
                 }
             })
             .map_err(|err| failed("start the connection thread", err))?;
@@ -120,7 +141,22 @@ impl Connection {
             .map_err(|_| failed("connect to the database", "the connection thread stopped"))??;
         Ok(Self {
             jobs: Mutex::new(jobs),
+            config,
         })
+    }
+
+    /// Leaves the connection that stopped answering to its thread and
+    /// hands the next statements to a fresh one, connected before its
+    /// first.
+    fn replace(&self) {
+        let (jobs, queue) = mpsc::channel::<Job>();
+        let config = self.config.clone();
+        let started = std::thread::Builder::new()
+            .name("adk-postgres".into())
+            .spawn(move || serve(&config, None, queue));
+        if started.is_ok() {
+            *self.jobs.lock().unwrap_or_else(|p| p.into_inner()) = jobs;
+        }
     }
 
     /// Runs `work` on the connection and waits for its answer.
@@ -130,22 +166,31 @@ impl Connection {
         work: impl FnOnce(&mut postgres::Client) -> Result<T, postgres::Error> + Send + 'static,
     ) -> Result<T, ComputerUseError> {
         let (reply, answer) = mpsc::channel();
+        let start_by = std::time::Instant::now() + START_BY;
         let job: Job = Box::new(move |client| {
-            let _ = reply.send(work(client));
+            // Too late to end before the caller stops waiting: not run.
+            if std::time::Instant::now() < start_by {
+                let _ = reply.send(work(client));
+            }
         });
         self.jobs
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .send(job)
             .map_err(|_| failed(doing, "the connection thread has stopped"))?;
-        answer
-            .recv_timeout(TIMEOUT + std::time::Duration::from_secs(5))
-            .map_err(|_| {
-                failed(
+        match answer.recv_timeout(ANSWER_BY) {
+            Ok(answered) => answered.map_err(|err| failed(doing, describe(&err))),
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                self.replace();
+                Err(failed(
                     doing,
-                    "no answer from the database in time, or its thread stopped",
-                )
-            })?
-            .map_err(|err| failed(doing, describe(&err)))
+                    "no answer from the database in time; the connection was replaced",
+                ))
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => Err(failed(
+                doing,
+                "the statement was not run: no connection, or it came too late to run",
+            )),
+        }
     }
 }

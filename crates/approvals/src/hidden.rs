@@ -35,12 +35,65 @@ pub(crate) fn hidden(c: char) -> bool {
         || ESCAPED.contains(CodePointMapData::<GeneralCategory>::new().get(c))
 }
 
+/// The one character drawn as a blank that no Unicode property names:
+/// U+2800 BRAILLE PATTERN BLANK, a symbol (So) whose glyph is an empty
+/// cell, so text made of it reads as nothing or as spaces.
+const BLANK_SYMBOL: char = '\u{2800}';
+
+/// How many combining marks one letter carries raw: enough for every
+/// script's stacked diacritics (Vietnamese two, Hebrew with points and a
+/// cantillation mark three or four), past which further marks draw over
+/// the lines above and below.
+const MOST_MARKS: usize = 4;
+
+/// `text` as a person is shown it: each character of [`hidden`], the
+/// blank symbol, and each combining mark that does not sit on a letter
+/// (a mark on a digit, a sign or a space changes how a number or a word
+/// reads: U+0338 strikes a digit through; an enclosing mark draws a box or
+/// a circle over what it follows) or that stacks past [`MOST_MARKS`] on
+/// one, written as its `\u{…}` escape.
+pub(crate) fn escape(text: &str) -> String {
+    let category = CodePointMapData::<GeneralCategory>::new();
+    let mut shown = String::with_capacity(text.len());
+    // Whether the last character shown raw that was not a mark is a
+    // letter, and how many marks it carries raw.
+    let (mut on_letter, mut marks) = (false, 0usize);
+    for c in text.chars() {
+        let group = category.get(c);
+        let mark = GeneralCategoryGroup::Mark.contains(group);
+        let raw = if hidden(c) || c == BLANK_SYMBOL {
+            false
+        } else if mark {
+            on_letter && group != GeneralCategory::EnclosingMark && marks < MOST_MARKS
+        } else {
+            true
+        };
+        if raw {
+            if mark {
+                marks += 1;
+            } else {
+                on_letter = GeneralCategoryGroup::Letter.contains(group);
+                marks = 0;
+            }
+            shown.push(c);
+        } else {
+            // An escape is drawn as letters of its own: nothing after it
+            // sits on what came before it.
+            on_letter = false;
+            shown.extend(c.escape_unicode());
+        }
+    }
+    shown
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     /// Every code point of the properties, over the whole of Unicode, is
-    /// shown escaped by `safe`, and nothing else is.
+    /// shown escaped by `safe`, and nothing else is (a combining mark
+    /// alone, with no letter under it, is escaped as well, as is the
+    /// blank symbol).
     #[test]
     fn every_code_point_of_the_properties_is_escaped_and_no_other() {
         let ignorable = CodePointSetData::new::<DefaultIgnorableCodePoint>();
@@ -56,7 +109,11 @@ mod tests {
                         | GeneralCategory::ParagraphSeparator
                         | GeneralCategory::PrivateUse
                         | GeneralCategory::Unassigned
-                );
+                        | GeneralCategory::NonspacingMark
+                        | GeneralCategory::SpacingMark
+                        | GeneralCategory::EnclosingMark
+                )
+                || c == '\u{2800}';
             let shown = crate::safe(&c.to_string());
             if expected {
                 escaped += 1;
@@ -113,6 +170,50 @@ mod tests {
         }
         for visible in ['a', ' ', 'é', '\u{05D0}', '\u{0628}', '中', '😀', '€', '1'] {
             assert!(!hidden(visible), "{visible:?} is shown as itself");
+        }
+    }
+
+    /// Marks that change how a number reads, and the blank symbol, are
+    /// escaped; a script's own marks on its letters are not.
+    #[test]
+    fn marks_off_letters_and_the_blank_symbol_are_escaped() {
+        let escaped = [
+            (
+                "10\u{338} 0",
+                "10\\u{338} 0",
+                "a solidus struck through a digit",
+            ),
+            ("1\u{20E3}", "1\\u{20e3}", "a keycap enclosing a digit"),
+            ("a\u{20DD}", "a\\u{20dd}", "an enclosing circle on a letter"),
+            ("\u{301}x", "\\u{301}x", "a mark with nothing under it"),
+            (" \u{336}", " \\u{336}", "a mark on a space"),
+            ("9\u{307}", "9\\u{307}", "a dot above a digit"),
+            ("\u{2800}\u{2800}", "\\u{2800}\\u{2800}", "braille blanks"),
+            (
+                "e\u{301}\u{302}\u{303}\u{304}\u{305}\u{306}",
+                "e\u{301}\u{302}\u{303}\u{304}\\u{305}\\u{306}",
+                "a stack past four marks on one letter",
+            ),
+            (
+                "\u{200B}\u{301}",
+                "\\u{200b}\\u{301}",
+                "a mark after an escape",
+            ),
+        ];
+        for (text, shown, what) in escaped {
+            assert_eq!(escape(text), shown, "{what}");
+        }
+        for kept in [
+            "caf\u{E9}",
+            "cafe\u{301}",
+            "Vi\u{1EC7}t",
+            "vie\u{323}\u{302}t",
+            "\u{5E9}\u{5C1}\u{5B8}\u{5DC}\u{5D5}\u{5B9}\u{5DD}",
+            "\u{928}\u{92E}\u{938}\u{94D}\u{924}\u{947}",
+            "\u{645}\u{64E}\u{631}\u{652}\u{62D}\u{64E}\u{628}\u{64B}\u{627}",
+            "transfer 100 EUR",
+        ] {
+            assert_eq!(escape(kept), kept, "{kept:?} is shown as written");
         }
     }
 }

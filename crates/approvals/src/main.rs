@@ -77,17 +77,9 @@ fn safe_keeping_lines(text: &str) -> String {
 
 /// Text from a checkpoint, made safe to show: every character that draws
 /// nothing or changes how the text around it is drawn is shown escaped
-/// ([`hidden::hidden`]).
+/// ([`hidden::escape`]).
 fn safe(text: &str) -> String {
-    text.chars()
-        .flat_map(|c| {
-            if hidden::hidden(c) {
-                c.escape_unicode().collect::<Vec<_>>()
-            } else {
-                vec![c]
-            }
-        })
-        .collect()
+    hidden::escape(text)
 }
 
 fn flag(args: &[String], name: &str) -> Option<String> {

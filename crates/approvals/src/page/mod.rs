@@ -152,12 +152,14 @@ fn hardened(mut response: Response) -> Response {
     response
 }
 
+/// A refusal as plain text, its words through [`crate::safe`] as the
+/// page's own are: an error can quote what a checkpoint or an agent wrote.
 fn refused(status: StatusCode, why: &str) -> Response {
     hardened(
         (
             status,
             [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
-            why.to_owned(),
+            super::safe(why),
         )
             .into_response(),
     )
@@ -366,4 +368,26 @@ async fn record(page: &Page, id: &CheckpointId, decision: Decision) -> Result<()
         .await
         .map_err(|e| e.to_string())?
         .map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    /// A refusal answered as plain text shows hidden characters escaped,
+    /// as the page does: its words can quote an agent's.
+    #[tokio::test]
+    async fn a_plain_text_refusal_escapes_what_draws_nothing() {
+        let response = refused(
+            StatusCode::CONFLICT,
+            "no\u{E0049}\u{E0047} such action\u{202E}",
+        );
+        let body = axum::body::to_bytes(response.into_body(), 1 << 16)
+            .await
+            .unwrap();
+        let text = String::from_utf8(body.to_vec()).unwrap();
+        assert_eq!(text, "no\\u{e0049}\\u{e0047} such action\\u{202e}");
+    }
 }

@@ -38,6 +38,9 @@ mod takeover;
 #[cfg(test)]
 mod tests;
 mod tools;
+mod turns;
+#[cfg(test)]
+mod turns_tests;
 mod wait;
 mod waiting;
 mod wire;
@@ -57,6 +60,7 @@ pub use server::Server;
 pub use service::ConnectionService;
 pub use staged::CALL_BUDGET;
 pub use state::{Answer, State};
+pub use turns::TURNS_PER_CALLER;
 
 /// A refusal (or a crash) the simulator answers with.
 ///

@@ -26,6 +26,8 @@ pub struct Server {
     pub(super) desk: super::actuate::Desk,
     /// One mutation at a time on the desktop (see `staged`).
     pub(super) gate: Arc<tokio::sync::Mutex<()>>,
+    /// Each caller's share of the desktop's threads (see `turns`).
+    pub(super) turns: Arc<super::turns::Turns>,
     pub(super) slow: std::time::Duration,
     /// The desktop answers through blocking I/O (a real display): its
     /// calls run on the blocking pool, never on an executor thread.
@@ -186,6 +188,7 @@ impl Server {
         Self {
             desk: state.desk(),
             gate: Arc::default(),
+            turns: Arc::default(),
             state: Arc::new(Mutex::new(state)),
             slow,
             blocking: false,
@@ -204,6 +207,7 @@ impl Server {
         Self {
             desk: state.desk(),
             gate: Arc::default(),
+            turns: Arc::default(),
             state: Arc::new(Mutex::new(state)),
             slow,
             blocking,
@@ -289,6 +293,14 @@ impl Server {
         if tool == protocol::PREVIEW_ACTION {
             return self
                 .preview_staged(caller, arguments)
+                .await
+                .map_or_else(refused, success);
+        }
+        if tool == protocol::ONBOARDING
+            && arguments.get("action").and_then(Value::as_str) == Some("test_semantic")
+        {
+            return self
+                .test_semantic(caller, arguments)
                 .await
                 .map_or_else(refused, success);
         }

@@ -38,6 +38,7 @@ use super::effect::Performed;
 use super::execute::{Begun, Execution};
 use super::server::Server;
 use super::state::Answer;
+use super::turns::Turn;
 
 /// How long all the desktop work of one call may take: the preview's
 /// reading, the checks before the effect, the effect and its read-back.
@@ -47,10 +48,12 @@ pub const CALL_BUDGET: std::time::Duration = std::time::Duration::from_secs(30);
 
 impl Server {
     /// Runs `work` on the desktop with the state free, under the call's
-    /// `deadline`: right here for the simulated desktop, on Tokio's
-    /// blocking pool for one that blocks on I/O.
+    /// `deadline`, in one of the caller's turns (see `turns`): right here
+    /// for the simulated desktop, on Tokio's blocking pool for one that
+    /// blocks on I/O.
     pub(super) async fn on_desk<T: Send + 'static>(
         &self,
+        _turn: &Turn,
         deadline: Instant,
         work: impl FnOnce(&Desk) -> T + Send + 'static,
     ) -> Result<T, Refusal> {
@@ -92,13 +95,45 @@ impl Server {
     ) -> Result<Answer, Refusal> {
         self.admitted(caller.as_ref(), protocol::PREVIEW_ACTION, &arguments)
             .await?;
+        let turn = self.turns.take(caller.as_ref()).await?;
         let deadline = Instant::now() + CALL_BUDGET;
         let args = arguments.clone();
-        let read = self.on_desk(deadline, move |desk| desk.read(&args)).await?;
+        let read = self
+            .on_desk(&turn, deadline, move |desk| desk.read(&args))
+            .await?;
+        drop(turn);
         self.on_state(move |state| {
             state.admit(caller.as_ref(), protocol::PREVIEW_ACTION, &arguments)?;
             state.machine_free()?;
             state.preview_tool(&arguments, Some(read))
+        })
+        .await
+        .and_then(|answer| answer)
+    }
+
+    /// `onboarding`'s `test_semantic`: the window's tree read on the
+    /// desktop, then the check recorded on the state.
+    pub(super) async fn test_semantic(
+        &self,
+        caller: Option<Role>,
+        arguments: Value,
+    ) -> Result<Answer, Refusal> {
+        self.admitted(caller.as_ref(), protocol::ONBOARDING, &arguments)
+            .await?;
+        let turn = self.turns.take(caller.as_ref()).await?;
+        let window = arguments
+            .get("window_id")
+            .and_then(Value::as_i64)
+            .and_then(|w| u64::try_from(w).ok());
+        let read = self
+            .on_desk(&turn, Instant::now() + CALL_BUDGET, move |desk| {
+                window.map(|w| desk.ui_tree(None, Some(w), None).is_ok())
+            })
+            .await?;
+        drop(turn);
+        self.on_state(move |state| {
+            state.admit(caller.as_ref(), protocol::ONBOARDING, &arguments)?;
+            state.onboarding_read(&arguments, read)
         })
         .await
         .and_then(|answer| answer)
@@ -115,9 +150,14 @@ impl Server {
     ) -> Result<Answer, Refusal> {
         self.admitted(caller.as_ref(), protocol::EXECUTE_ACTION, &arguments)
             .await?;
+        let who = caller.clone();
+        let turn = self.turns.take(who.as_ref()).await?;
         let deadline = Instant::now() + CALL_BUDGET;
         let args = arguments.clone();
-        let read = self.on_desk(deadline, move |desk| desk.read(&args)).await?;
+        let read = self
+            .on_desk(&turn, deadline, move |desk| desk.read(&args))
+            .await?;
+        drop(turn);
         let begun = self
             .on_state(move |state| {
                 match state.admit(caller.as_ref(), protocol::EXECUTE_ACTION, &arguments) {
@@ -134,9 +174,9 @@ impl Server {
         let finished = tokio::spawn(async move {
             tokio::task::yield_now().await;
             if super::wait::polled(&begun.request.tool).is_some() {
-                return server.finish_wait(*begun).await;
+                return server.finish_wait(*begun, who).await;
             }
-            server.finish_staged(*begun, deadline).await
+            server.finish_staged(*begun, who, deadline).await
         });
         finished.await.unwrap_or_else(|err| {
             Err(Refusal::plain(format!(
@@ -147,17 +187,27 @@ impl Server {
 
     /// The second phase, staged: the checks on the desktop, the crossing
     /// on the state, the effect on the desktop, the settling on the state.
-    async fn finish_staged(&self, begun: Begun, deadline: Instant) -> Result<Answer, Refusal> {
-        // The call's clock stops while it waits its turn at the gate: that
-        // wait is another call's desktop work, not this one's.
+    async fn finish_staged(
+        &self,
+        begun: Begun,
+        who: Option<Role>,
+        deadline: Instant,
+    ) -> Result<Answer, Refusal> {
+        // The call's clock stops while it waits for one of its caller's
+        // turns and at the gate: those waits are other calls' desktop
+        // work, not this one's. The turn is taken first and kept from the
+        // checks to the effect's end, so an effect past the crossing never
+        // waits for one (and a caller waiting for its own turns keeps no
+        // other caller's mutation at the gate).
         let queued = Instant::now();
+        let turn = self.turns.take(who.as_ref()).await?;
         let _gate = match begun.preview.meta.mutates {
             true => Some(Arc::clone(&self.gate).lock_owned().await),
             false => None,
         };
         let deadline = deadline + queued.elapsed();
         let (begun, checked) = self
-            .on_desk(deadline, move |desk| {
+            .on_desk(&turn, deadline, move |desk| {
                 let checked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                     desk.check_before(&begun)
                 }))
@@ -184,7 +234,7 @@ impl Server {
             Err(failure) => return self.conclude(begun, Err(failure)).await,
         };
         let (begun, performed) = self
-            .on_desk(deadline, move |desk| {
+            .on_desk(&turn, deadline, move |desk| {
                 // A panic in the desktop's code past the crossing is an
                 // unknown outcome, concluded as one (never a pending
                 // receipt, never "not performed").

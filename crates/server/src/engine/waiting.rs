@@ -14,6 +14,7 @@ impl Server {
     pub(super) async fn finish_wait(
         &self,
         begun: super::execute::Begun,
+        who: Option<super::access::Role>,
     ) -> Result<Answer, Refusal> {
         use super::wait::{Look, Wait, failed};
         let tool = begun.request.tool.clone();
@@ -48,8 +49,15 @@ impl Server {
             if let Err(error) = may {
                 break Err(before(failed(&tool, error)));
             }
+            // One of the caller's turns for the look and its matching,
+            // none while the wait sleeps.
+            let turn = match self.turns.take(who.as_ref()).await {
+                Ok(turn) => turn,
+                Err(error) => break Err(before(error)),
+            };
             let looked = self
                 .on_desk(
+                    &turn,
                     std::time::Instant::now() + super::staged::CALL_BUDGET,
                     move |desk| {
                         let look = desk.look(&mut wait);
@@ -86,6 +94,7 @@ impl Server {
                 }
                 other => other,
             };
+            drop(turn);
             match look {
                 Ok(Look::Texts(..)) => {
                     break Err(before(Refusal::plain("a wait's texts were not matched")));
