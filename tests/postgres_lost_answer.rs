@@ -6,8 +6,9 @@
 //! A TCP proxy of this test's own stands between the store and the server;
 //! it forwards everything, except that once, right after it forwards the
 //! claim's statement, it throws the answer away and either cuts the
-//! connection or keeps it open without a word more (a network that drops
-//! packets without closing).
+//! connection, or keeps it open without a word more (a network that drops
+//! packets without closing), or keeps every connection from then on
+//! without a word (a network that stays down).
 //! Needs `ADK_POSTGRES_URL` (`.ci/run` starts a server and sets it).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -44,17 +45,28 @@ fn pipe(mut from: TcpStream, mut to: TcpStream, silent: Arc<AtomicBool>) {
     let _ = from.shutdown(Shutdown::Both);
 }
 
+/// How the proxy loses the claim's answer.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Loss {
+    /// The connection is cut.
+    Cut,
+    /// The connection stays open and silent.
+    Hang,
+    /// That connection and every later one stay open and silent.
+    Partition,
+}
+
 /// The client's side of one connection: after a chunk holding the claim's
 /// Parse, the next chunk that binds and executes it is forwarded, the
 /// server's answer is silenced, and once the server has had time to commit,
-/// both ends are closed, or (`hang`) kept open with nothing more forwarded.
-/// Only the first claim is cut.
+/// both ends are closed, or kept open with nothing more forwarded. Only
+/// the first claim is cut.
 fn client_side(
     mut client: TcpStream,
     mut server: TcpStream,
     silent: Arc<AtomicBool>,
     cut: Arc<AtomicBool>,
-    hang: bool,
+    loss: Loss,
 ) {
     let mut buf = [0u8; 16384];
     let mut armed = false;
@@ -74,7 +86,7 @@ fn client_side(
         if server.write_all(chunk).is_err() {
             break;
         }
-        if cutting && hang {
+        if cutting && loss != Loss::Cut {
             // Whatever the client sends from now on goes nowhere, and the
             // connection stays open until the client leaves.
             while matches!(client.read(&mut buf), Ok(n) if n > 0) {}
@@ -91,10 +103,18 @@ fn client_side(
 }
 
 /// Serves the proxy on `listener`, in front of `upstream` (`host:port`).
-fn proxy(listener: TcpListener, upstream: String, cut: Arc<AtomicBool>, hang: bool) {
+fn proxy(listener: TcpListener, upstream: String, cut: Arc<AtomicBool>, loss: Loss) {
     std::thread::spawn(move || {
         for client in listener.incoming() {
-            let Ok(client) = client else { continue };
+            let Ok(mut client) = client else { continue };
+            if loss == Loss::Partition && cut.load(Ordering::SeqCst) {
+                // The network is down: what is sent goes nowhere.
+                std::thread::spawn(move || {
+                    let mut buf = [0u8; 16384];
+                    while matches!(client.read(&mut buf), Ok(n) if n > 0) {}
+                });
+                continue;
+            }
             let Ok(server) = TcpStream::connect(&upstream) else {
                 continue;
             };
@@ -106,7 +126,7 @@ fn proxy(listener: TcpListener, upstream: String, cut: Arc<AtomicBool>, hang: bo
             );
             std::thread::spawn(move || pipe(s2, c2, quiet));
             let cut = Arc::clone(&cut);
-            std::thread::spawn(move || client_side(client, server, silent, cut, hang));
+            std::thread::spawn(move || client_side(client, server, silent, cut, loss));
         }
     });
 }
@@ -129,14 +149,14 @@ fn through(url: &str, addr: &str) -> (String, String) {
 }
 
 /// Suspends an action through a proxy that loses the claim's answer (by a
-/// cut, or by a connection that stops answering: `hang`), resumes it, and
-/// checks it ran once and a second resume is refused.
-async fn resumes_once_through(hang: bool, session: &str) {
+/// cut, or by a connection that stops answering), resumes it, and checks
+/// it ran once and a second resume is refused.
+async fn resumes_once_through(loss: Loss, session: &str) {
     let Some(url) = url() else { return };
     let cut = Arc::new(AtomicBool::new(false));
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let (upstream, proxied) = through(&url, &listener.local_addr().unwrap().to_string());
-    proxy(listener, upstream, Arc::clone(&cut), hang);
+    proxy(listener, upstream, Arc::clone(&cut), loss);
 
     // Suspended through the proxy; resumed through it.
     let (rig, _store, id, approval) = suspended_in(&proxied, session, "pg-lost").await;
@@ -163,7 +183,7 @@ async fn resumes_once_through(hang: bool, session: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[needs(postgres)]
 async fn a_claim_whose_answer_is_lost_still_resumes_the_action_once() {
-    resumes_once_through(false, "lost-answer").await;
+    resumes_once_through(Loss::Cut, "lost-answer").await;
 }
 
 /// The connection stops answering after the claim's statement: the claim
@@ -173,5 +193,40 @@ async fn a_claim_whose_answer_is_lost_still_resumes_the_action_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[needs(postgres)]
 async fn a_claim_whose_connection_stops_answering_still_resumes_the_action_once() {
-    resumes_once_through(true, "hung-answer").await;
+    resumes_once_through(Loss::Hang, "hung-answer").await;
+}
+
+/// The network goes down right after the claim's statement and stays
+/// down. The claim gives up within its own budget (25 s), before the
+/// chain's bound on a store call (30 s) ends the wait for it: none of its
+/// statements is sent after the resume was answered. Nothing runs; the
+/// approval is spent (fail-safe: never twice). Before, the claim went on
+/// asking for 15 s after the resume had been answered "timed out".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[needs(postgres)]
+async fn a_claim_cut_off_for_good_ends_before_the_resume_is_answered() {
+    let Some(url) = url() else { return };
+    let cut = Arc::new(AtomicBool::new(false));
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let (upstream, proxied) = through(&url, &listener.local_addr().unwrap().to_string());
+    proxy(listener, upstream, Arc::clone(&cut), Loss::Partition);
+    let (rig, _store, id, approval) = suspended_in(&proxied, "partition", "pg-lost").await;
+    let resumed = rig.session.resume(&id, approval).await;
+    assert!(
+        cut.load(Ordering::SeqCst),
+        "the proxy lost the claim's answer"
+    );
+    let Err(err) = resumed else {
+        panic!("a resume whose claim was never answered went on")
+    };
+    assert_eq!(
+        err.class(),
+        "storage",
+        "the claim ended itself, before the chain's bound on it: {err}"
+    );
+    assert_eq!(rig.runtime.mutations(), 0, "nothing ran");
+    // The claim's first statement reached the server: the checkpoint is
+    // spent, not resumable twice.
+    let direct = PostgresCheckpointStore::connect(&url, pg_key()).unwrap();
+    assert!(!direct.ids().unwrap().contains(&id), "consumed");
 }

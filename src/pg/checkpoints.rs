@@ -12,6 +12,7 @@ use super::Connection;
 use crate::ComputerUseError;
 use crate::chain::approvals::stores::sealed::Sealed;
 use crate::chain::{CheckpointId, CheckpointRefusal, CheckpointStore, ClaimBasis, SealingKey};
+use std::time::Instant;
 
 const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS adk_checkpoints (
     id text PRIMARY KEY,
@@ -120,10 +121,11 @@ impl PostgresCheckpointStore {
         id: &CheckpointId,
         basis: &ClaimBasis,
         claimer: &str,
+        deadline: Instant,
     ) -> Result<u64, ComputerUseError> {
         let (key, claimer) = (id.to_string(), claimer.to_owned());
         match basis {
-            ClaimBasis::Undecided => self.connection.run("consume a checkpoint", move |client| {
+            ClaimBasis::Undecided => self.connection.run_by("consume a checkpoint", Some(deadline), move |client| {
                 client.execute(
                     "UPDATE adk_checkpoints SET consumed = true, claimed_undecided = true, claimed_by = $2 WHERE id = $1 AND NOT consumed AND decision IS NULL",
                     &[&key, &claimer],
@@ -131,7 +133,7 @@ impl PostgresCheckpointStore {
             }),
             ClaimBasis::Decision(record) => {
                 let record = record.clone();
-                self.connection.run("consume a checkpoint", move |client| {
+                self.connection.run_by("consume a checkpoint", Some(deadline), move |client| {
                     client.execute(
                         "UPDATE adk_checkpoints SET consumed = true, claimed_by = $3 WHERE id = $1 AND NOT consumed AND decision = $2",
                         &[&key, &record, &claimer],
@@ -142,17 +144,25 @@ impl PostgresCheckpointStore {
     }
 
     /// Whether `id` stands consumed by the claim named `claimer`.
-    fn claimed_by(&self, id: &CheckpointId, claimer: &str) -> Result<bool, ComputerUseError> {
+    fn claimed_by(
+        &self,
+        id: &CheckpointId,
+        claimer: &str,
+        deadline: Instant,
+    ) -> Result<bool, ComputerUseError> {
         let (key, claimer) = (id.to_string(), claimer.to_owned());
-        self.connection
-            .run("read who consumed a checkpoint", move |client| {
+        self.connection.run_by(
+            "read who consumed a checkpoint",
+            Some(deadline),
+            move |client| {
                 Ok(client
                 .query_opt(
                     "SELECT 1 FROM adk_checkpoints WHERE id = $1 AND consumed AND claimed_by = $2",
                     &[&key, &claimer],
                 )?
                 .is_some())
-            })
+            },
+        )
     }
 
     /// Why a claim on `basis` changed nothing.
@@ -174,8 +184,13 @@ impl PostgresCheckpointStore {
 }
 
 /// How many times a claim asks in all when answers are lost: a first try,
-/// and two more on a fresh connection each.
+/// and two more on a fresh connection each, within [`CLAIM_BUDGET`].
 const CLAIM_TRIES: usize = 3;
+
+/// How long a claim's statements may take in all: less than the bound the
+/// chain puts on one store call (30 s), so that no statement of a claim
+/// runs after the resume that asked for it has given up.
+const CLAIM_BUDGET: std::time::Duration = std::time::Duration::from_secs(25);
 
 struct RowState {
     consumed: bool,
@@ -227,18 +242,19 @@ impl CheckpointStore for PostgresCheckpointStore {
     /// claimed (a random id of this claim), so an answer lost on the way
     /// back (the connection dropped, or stopped answering, after the row
     /// changed) does not void the approval: the claim asks again, up to
-    /// [`CLAIM_TRIES`] times in all, on a fresh connection, where the row
+    /// three times in all, on a fresh connection, where the row
     /// it changed reads as its own.
     fn claim(&self, id: &CheckpointId, basis: &ClaimBasis) -> Result<(), ComputerUseError> {
         let claimer = crate::auth::secret::random_token()?;
+        let deadline = Instant::now() + CLAIM_BUDGET;
         let mut lost = None;
         for _ in 0..CLAIM_TRIES {
-            match self.claim_once(id, basis, &claimer) {
+            match self.claim_once(id, basis, &claimer, deadline) {
                 Ok(1) => return Ok(()),
                 Ok(_) if lost.is_none() => return Err(self.claim_refused(id, basis)?),
                 // An earlier try's answer was lost: the row may be this
                 // claim's own.
-                Ok(_) => match self.claimed_by(id, &claimer) {
+                Ok(_) => match self.claimed_by(id, &claimer, deadline) {
                     Ok(true) => return Ok(()),
                     Ok(false) => return Err(self.claim_refused(id, basis)?),
                     Err(err) => lost = Some(err),

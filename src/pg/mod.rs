@@ -25,25 +25,38 @@ pub use journal::{PostgresJournal, read_postgres_journal};
 
 type Job = Box<dyn FnOnce(&mut postgres::Client) + Send>;
 
-/// How long connecting, and any one statement, may take. A statement that
-/// runs longer is cancelled by the server, so no call waits without end.
+/// How long connecting may take.
 const TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
-/// How long after a statement is handed to the connection's thread it may
-/// still start. It then ends within [`TIMEOUT`] (the server cancels it),
-/// before its caller stops waiting (`START_BY + TIMEOUT` and a second
-/// more): a statement never runs after its caller gave up on it.
-const START_BY: std::time::Duration = std::time::Duration::from_secs(4);
+/// How long any one statement may run: the server cancels it past this.
+/// Every statement here changes or reads one row or a short list.
+const STATEMENT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
-/// How long a caller waits for a statement's answer.
+/// How long a caller waits for a statement's answer (or less, to a
+/// deadline of its own: [`Connection::run_by`]).
 const ANSWER_BY: std::time::Duration = std::time::Duration::from_secs(15);
+
+/// What a statement's start leaves before its caller stops waiting: the
+/// server's timeout and a second more. A statement that cannot start that
+/// early is not started, so none runs after its caller gave up on it
+/// (unless the network itself holds it back: see docs/approvals.md).
+const END_MARGIN: std::time::Duration =
+    STATEMENT_TIMEOUT.saturating_add(std::time::Duration::from_secs(1));
+
+/// Where statements go: the current connection's thread, and which of
+/// the connections made so far it is.
+struct Queue {
+    jobs: mpsc::Sender<Job>,
+    generation: u64,
+}
 
 /// One connection, on its own thread, taking one statement at a time. A
 /// connection that stops answering (a network that drops packets without
-/// closing) is left to its thread and replaced by a fresh one: the
-/// statements queued behind it will not start (see [`START_BY`]).
+/// closing) is left to its thread and replaced by a fresh one; the
+/// statements queued behind it are not started once they could no longer
+/// end before their callers stop waiting.
 pub(crate) struct Connection {
-    jobs: Mutex<mpsc::Sender<Job>>,
+    queue: Mutex<Queue>,
     config: postgres::Config,
 }
 
@@ -63,13 +76,16 @@ fn describe(err: &postgres::Error) -> String {
     }
 }
 
-/// One connection, every statement on it bounded by [`TIMEOUT`].
+/// One connection, every statement on it bounded by [`STATEMENT_TIMEOUT`].
 fn connect(config: &postgres::Config) -> Result<postgres::Client, ComputerUseError> {
     let mut client = config
         .connect(postgres::NoTls)
         .map_err(|err| failed("connect to the database", describe(&err)))?;
     client
-        .batch_execute(&format!("SET statement_timeout = {}", TIMEOUT.as_millis()))
+        .batch_execute(&format!(
+            "SET statement_timeout = {}",
+            STATEMENT_TIMEOUT.as_millis()
+        ))
         .map_err(|err| failed("set the statement timeout", describe(&err)))?;
     Ok(client)
 }
@@ -107,6 +123,16 @@ impl Connection {
             .parse::<postgres::Config>()
             .map_err(|err| failed("read the database URL", describe(&err)))?;
         config.connect_timeout(TIMEOUT);
+        // A peer that stops acknowledging what is sent, or answering
+        // keepalives, is given up on by the kernel within seconds: the
+        // thread of a connection left behind ends instead of waiting for
+        // TCP's own minutes.
+        config
+            .tcp_user_timeout(ANSWER_BY)
+            .keepalives(true)
+            .keepalives_idle(std::time::Duration::from_secs(5))
+            .keepalives_interval(std::time::Duration::from_secs(2))
+            .keepalives_retries(3);
         // The client blocks on a runtime of its own: it is made and used on
         // its thread only, never on a thread that drives async tasks.
         let (jobs, queue) = mpsc::channel::<Job>();
@@ -140,22 +166,33 @@ impl Connection {
             .recv_timeout(TIMEOUT + std::time::Duration::from_secs(5))
             .map_err(|_| failed("connect to the database", "the connection thread stopped"))??;
         Ok(Self {
-            jobs: Mutex::new(jobs),
+            queue: Mutex::new(Queue {
+                jobs,
+                generation: 0,
+            }),
             config,
         })
     }
 
     /// Leaves the connection that stopped answering to its thread and
     /// hands the next statements to a fresh one, connected before its
-    /// first.
-    fn replace(&self) {
-        let (jobs, queue) = mpsc::channel::<Job>();
+    /// first; only once for the `generation` that stopped answering, however
+    /// many callers saw it stop.
+    fn replace(&self, generation: u64) {
+        let mut queue = self.queue.lock().unwrap_or_else(|p| p.into_inner());
+        if queue.generation != generation {
+            return;
+        }
+        let (jobs, waiting) = mpsc::channel::<Job>();
         let config = self.config.clone();
         let started = std::thread::Builder::new()
             .name("adk-postgres".into())
-            .spawn(move || serve(&config, None, queue));
+            .spawn(move || serve(&config, None, waiting));
         if started.is_ok() {
-            *self.jobs.lock().unwrap_or_else(|p| p.into_inner()) = jobs;
+            *queue = Queue {
+                jobs,
+                generation: generation.wrapping_add(1),
+            };
         }
     }
 
@@ -165,23 +202,48 @@ impl Connection {
         doing: &'static str,
         work: impl FnOnce(&mut postgres::Client) -> Result<T, postgres::Error> + Send + 'static,
     ) -> Result<T, ComputerUseError> {
+        self.run_by(doing, None, work)
+    }
+
+    /// Runs `work` on the connection and waits for its answer, at most
+    /// [`ANSWER_BY`] and never past `deadline`. The statement is started
+    /// only while it can still end (run or be cancelled by the server)
+    /// before the wait does; one that cannot is never sent.
+    pub(crate) fn run_by<T: Send + 'static>(
+        &self,
+        doing: &'static str,
+        deadline: Option<std::time::Instant>,
+        work: impl FnOnce(&mut postgres::Client) -> Result<T, postgres::Error> + Send + 'static,
+    ) -> Result<T, ComputerUseError> {
+        let now = std::time::Instant::now();
+        let answer_by = deadline.map_or(now + ANSWER_BY, |d| d.min(now + ANSWER_BY));
+        let start_by = answer_by.checked_sub(END_MARGIN).filter(|at| *at > now);
+        let Some(start_by) = start_by else {
+            return Err(failed(
+                doing,
+                "not sent: too little time was left for the database to answer",
+            ));
+        };
         let (reply, answer) = mpsc::channel();
-        let start_by = std::time::Instant::now() + START_BY;
         let job: Job = Box::new(move |client| {
             // Too late to end before the caller stops waiting: not run.
             if std::time::Instant::now() < start_by {
                 let _ = reply.send(work(client));
             }
         });
-        self.jobs
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .send(job)
-            .map_err(|_| failed(doing, "the connection thread has stopped"))?;
-        match answer.recv_timeout(ANSWER_BY) {
+        let generation = {
+            let queue = self.queue.lock().unwrap_or_else(|p| p.into_inner());
+            queue
+                .jobs
+                .send(job)
+                .map_err(|_| failed(doing, "the connection thread has stopped"))?;
+            queue.generation
+        };
+        let wait = answer_by.saturating_duration_since(std::time::Instant::now());
+        match answer.recv_timeout(wait) {
             Ok(answered) => answered.map_err(|err| failed(doing, describe(&err))),
             Err(mpsc::RecvTimeoutError::Timeout) => {
-                self.replace();
+                self.replace(generation);
                 Err(failed(
                     doing,
                     "no answer from the database in time; the connection was replaced",

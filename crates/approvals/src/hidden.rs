@@ -9,7 +9,9 @@
 //! ICU share), not from a hand list, so that a character Unicode adds to
 //! them is escaped without a change here.
 
-use icu_properties::props::{DefaultIgnorableCodePoint, GeneralCategory, GeneralCategoryGroup};
+use icu_properties::props::{
+    CanonicalCombiningClass, DefaultIgnorableCodePoint, GeneralCategory, GeneralCategoryGroup,
+};
 use icu_properties::{CodePointMapData, CodePointSetData};
 
 /// The general categories shown escaped: format characters (Cf: bidi
@@ -47,24 +49,64 @@ const BLANK_SYMBOL: char = '\u{2800}';
 const MOST_MARKS: usize = 4;
 
 /// `text` as a person is shown it: each character of [`hidden`], the
-/// blank symbol, and each combining mark that does not sit on a letter
-/// (a mark on a digit, a sign or a space changes how a number or a word
-/// reads: U+0338 strikes a digit through; an enclosing mark draws a box or
-/// a circle over what it follows) or that stacks past [`MOST_MARKS`] on
-/// one, written as its `\u{…}` escape.
+/// blank symbol, and what changes how a number or a word reads without a
+/// sign of it, written as its `\u{…}` escape:
+/// - a combining mark that does not sit on a letter (a mark on a digit, a
+///   sign or a space: U+0338 strikes a digit through), every enclosing mark
+///   (a box or a circle drawn over what it follows), every overlay mark
+///   (canonical combining class Overlay: a stroke through a letter, which
+///   makes a word read as struck out), and marks stacked past
+///   [`MOST_MARKS`] on one letter;
+/// - a space other than U+0020 (general category Zs: no-break, ideographic,
+///   figure and Ogham spaces look like a space, or like nothing, and are not
+///   one to a program);
+/// - a decimal digit of another digit system than the digit beside it
+///   (Arabic-Indic zero, drawn as a dot, inside "1٠000");
+/// - a backslash before `u`, so that no text can spell one of these
+///   escapes: every `\u{…}` on the page is the page's own.
 pub(crate) fn escape(text: &str) -> String {
     let category = CodePointMapData::<GeneralCategory>::new();
+    let combining = CodePointMapData::<CanonicalCombiningClass>::new();
+    let chars: Vec<char> = text.chars().collect();
+    let digit = |c: u32| {
+        char::from_u32(c).is_some_and(|c| category.get(c) == GeneralCategory::DecimalNumber)
+    };
+    // A digit's system, named by its zero: Unicode encodes each decimal
+    // digit system as ten code points in a row from its zero, systems
+    // side by side in runs, so the zero is found from the run's start.
+    let digit_system = |c: Option<&char>| {
+        let c = u32::from(*c.filter(|c| category.get(**c) == GeneralCategory::DecimalNumber)?);
+        let mut start = c;
+        while start > 0 && digit(start - 1) {
+            start -= 1;
+        }
+        Some(start + (c - start) / 10 * 10)
+    };
     let mut shown = String::with_capacity(text.len());
     // Whether the last character shown raw that was not a mark is a
     // letter, and how many marks it carries raw.
     let (mut on_letter, mut marks) = (false, 0usize);
-    for c in text.chars() {
+    for (at, &c) in chars.iter().enumerate() {
         let group = category.get(c);
         let mark = GeneralCategoryGroup::Mark.contains(group);
-        let raw = if hidden(c) || c == BLANK_SYMBOL {
+        let mixed_digit = digit_system(Some(&c)).is_some_and(|system| {
+            let before = at.checked_sub(1).and_then(|b| chars.get(b));
+            [before, chars.get(at + 1)]
+                .into_iter()
+                .any(|n| digit_system(n).is_some_and(|other| other != system))
+        });
+        let raw = if hidden(c)
+            || c == BLANK_SYMBOL
+            || mixed_digit
+            || (group == GeneralCategory::SpaceSeparator && c != ' ')
+            || (c == '\\' && chars.get(at + 1) == Some(&'u'))
+        {
             false
         } else if mark {
-            on_letter && group != GeneralCategory::EnclosingMark && marks < MOST_MARKS
+            on_letter
+                && group != GeneralCategory::EnclosingMark
+                && combining.get(c) != CanonicalCombiningClass::Overlay
+                && marks < MOST_MARKS
         } else {
             true
         };
@@ -92,8 +134,8 @@ mod tests {
 
     /// Every code point of the properties, over the whole of Unicode, is
     /// shown escaped by `safe`, and nothing else is (a combining mark
-    /// alone, with no letter under it, is escaped as well, as is the
-    /// blank symbol).
+    /// alone, with no letter under it, is escaped as well, as are the
+    /// blank symbol and every space but U+0020).
     #[test]
     fn every_code_point_of_the_properties_is_escaped_and_no_other() {
         let ignorable = CodePointSetData::new::<DefaultIgnorableCodePoint>();
@@ -113,7 +155,8 @@ mod tests {
                         | GeneralCategory::SpacingMark
                         | GeneralCategory::EnclosingMark
                 )
-                || c == '\u{2800}';
+                || c == '\u{2800}'
+                || (category.get(c) == GeneralCategory::SpaceSeparator && c != ' ');
             let shown = crate::safe(&c.to_string());
             if expected {
                 escaped += 1;
@@ -212,6 +255,10 @@ mod tests {
             "\u{928}\u{92E}\u{938}\u{94D}\u{924}\u{947}",
             "\u{645}\u{64E}\u{631}\u{652}\u{62D}\u{64E}\u{628}\u{64B}\u{627}",
             "transfer 100 EUR",
+            "\u{661}\u{662}\u{663}",
+            "\u{1D7CE}\u{1D7CF}\u{1D7D7}",
+            "\u{966}\u{96F}",
+            "C:\\Users\\ada",
         ] {
             assert_eq!(escape(kept), kept, "{kept:?} is shown as written");
         }

@@ -390,12 +390,15 @@ fn run(args: &[String]) -> Result<(), String> {
             if expired(&view) {
                 eprintln!(
                     "note: {} expired at {}; the agent's resume_decided previews the same action again and runs it only if both digests are unchanged",
-                    id, view.expires_at
+                    id,
+                    safe(&view.expires_at)
                 );
             }
             println!(
                 "approved {} (action {}, digest {})",
-                id, view.action_id, view.action_digest
+                id,
+                safe(&view.action_id),
+                safe(&view.action_digest)
             );
             Ok(())
         }
@@ -459,7 +462,8 @@ fn main() -> ExitCode {
     match run(&args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
-            eprintln!("computer-use-approvals: {message}");
+            // An error can quote a store's or a server's words.
+            eprintln!("computer-use-approvals: {}", safe(&message));
             ExitCode::from(2)
         }
     }

@@ -44,19 +44,41 @@ impl State {
         Ok(Watch { count, seen })
     }
 
+    /// Whether the lease `begun` would spend still stands: asked once a
+    /// mutation's turn at the gate came, so one whose lease ended while it
+    /// queued (an emergency stop, a takeover, a revocation) is refused
+    /// without reading the desktop, and what waits behind it (the stop's
+    /// own answer among them) is not held up by its checks. The crossing
+    /// still decides.
+    pub(super) fn lease_stands(&mut self, begun: &Begun) -> Result<(), Failure> {
+        match (&begun.request.lease_id, begun.preview.meta.mutates) {
+            (Some(lease_id), true) => self
+                .leases
+                .validate(
+                    lease_id,
+                    [("app", None), ("window", None), ("display", None)],
+                    now(),
+                )
+                .map(|_| ())
+                .map_err(before),
+            _ => Ok(()),
+        }
+    }
+
     /// After the effect, on the state: the effect counted, its check
-    /// published and judged, the target's check after it judged, and the
-    /// cursor and focus put back while the action's lease still stands.
+    /// published and judged, the target's check after it judged; with the
+    /// cursor and focus to put back (on the desktop, with this state free:
+    /// see [`State::restored`]) when the action's lease still stands.
     pub(super) fn settle(
         &mut self,
         begun: &Begun,
         performed: Performed,
         snapshot: Option<Snapshot>,
-    ) -> Result<ToolResult, Failure> {
+    ) -> Result<(ToolResult, Option<Snapshot>), Failure> {
         let (request, action_id) = (&begun.request, begun.action_id.as_str());
         let result = performed.result?;
         let Some(check) = performed.check else {
-            return Ok(result);
+            return Ok((result, None));
         };
         *self
             .effects
@@ -95,20 +117,23 @@ impl State {
                 json!({ "cause": error.code, "tool": request.tool }),
             )));
         }
-        if let (Some(snapshot), Some(lease_id)) = (snapshot, &request.lease_id)
-            && self
-                .leases
-                .current(now())
-                .is_some_and(|l| &l.lease_id == lease_id)
-        {
-            let restoration = self.desk().restore(snapshot);
-            self.publish(
-                &request.session_id,
-                Some(action_id),
-                events::RESTORED,
-                restoration,
-            );
-        }
-        Ok(result)
+        let restore = snapshot.filter(|_| {
+            request.lease_id.as_ref().is_some_and(|lease_id| {
+                self.leases
+                    .current(now())
+                    .is_some_and(|l| &l.lease_id == lease_id)
+            })
+        });
+        Ok((result, restore))
+    }
+
+    /// The cursor and focus were put back after the effect: published.
+    pub(super) fn restored(&mut self, begun: &Begun, restoration: Value) {
+        self.publish(
+            &begun.request.session_id,
+            Some(&begun.action_id),
+            events::RESTORED,
+            restoration,
+        );
     }
 }

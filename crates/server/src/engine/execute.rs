@@ -404,6 +404,11 @@ impl State {
                 .map_err(|error| before(super::wait::failed(&request.tool, error)));
         }
         let performed = desk.perform(begun, watch);
-        self.settle(begun, performed, snapshot)
+        let (result, restore) = self.settle(begun, performed, snapshot)?;
+        if let Some(snapshot) = restore {
+            let restoration = desk.restore(snapshot);
+            self.restored(begun, restoration);
+        }
+        Ok(result)
     }
 }

@@ -189,7 +189,7 @@ impl Server {
     /// on the state, the effect on the desktop, the settling on the state.
     async fn finish_staged(
         &self,
-        begun: Begun,
+        mut begun: Begun,
         who: Option<Role>,
         deadline: Instant,
     ) -> Result<Answer, Refusal> {
@@ -206,6 +206,18 @@ impl Server {
             false => None,
         };
         let deadline = deadline + queued.elapsed();
+        if begun.preview.meta.mutates {
+            let (back, stands) = self
+                .on_state(move |state| {
+                    let stands = state.lease_stands(&begun);
+                    (begun, stands)
+                })
+                .await?;
+            if let Err(failure) = stands {
+                return self.conclude(back, Err(failure)).await;
+            }
+            begun = back;
+        }
         let (begun, checked) = self
             .on_desk(&turn, deadline, move |desk| {
                 let checked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -233,6 +245,7 @@ impl Server {
             Ok(watch) => watch,
             Err(failure) => return self.conclude(begun, Err(failure)).await,
         };
+        let lease_watch = watch.clone();
         let (begun, performed) = self
             .on_desk(&turn, deadline, move |desk| {
                 // A panic in the desktop's code past the crossing is an
@@ -245,8 +258,34 @@ impl Server {
                 (begun, performed)
             })
             .await?;
+        let (begun, settled) = self
+            .on_state(move |state| {
+                let settled = state.settle(&begun, performed, snapshot);
+                (begun, settled)
+            })
+            .await?;
+        // The cursor and focus put back on the desktop, with the state
+        // free, still at the gate (the next effect captures them after),
+        // unless the lease ended since it was spent (an emergency stop,
+        // the person's takeover: nothing is put back).
+        let (result, restoration) = match settled {
+            Ok((result, Some(snapshot))) => {
+                let restoration = self
+                    .on_desk(&turn, deadline, move |desk| {
+                        (!lease_watch.ended()).then(|| desk.restore(snapshot))
+                    })
+                    .await
+                    .ok()
+                    .flatten();
+                (Ok(result), restoration)
+            }
+            Ok((result, None)) => (Ok(result), None),
+            Err(failure) => (Err(failure), None),
+        };
         self.on_state(move |state| {
-            let result = state.settle(&begun, performed, snapshot);
+            if let Some(restoration) = restoration {
+                state.restored(&begun, restoration);
+            }
             state.conclude(begun, result)
         })
         .await

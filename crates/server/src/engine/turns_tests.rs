@@ -27,8 +27,10 @@ struct Reads {
     under_way: Mutex<Vec<u64>>,
     /// The most reads of window 7 under way at once.
     most: AtomicUsize,
-    /// Whether reads may end.
-    open: Mutex<bool>,
+    /// Whether reads may end, and how many may end while it is shut.
+    open: Mutex<(bool, usize)>,
+    /// How many reads have started.
+    started: AtomicUsize,
     /// Signalled when a read starts.
     changed: Condvar,
     /// Signalled when the gate opens.
@@ -37,6 +39,7 @@ struct Reads {
 
 impl Reads {
     fn enter(&self, window: u64) {
+        self.started.fetch_add(1, Ordering::SeqCst);
         let mut under_way = self.under_way.lock().unwrap();
         under_way.push(window);
         let of_seven = under_way.iter().filter(|w| **w == 7).count();
@@ -44,7 +47,13 @@ impl Reads {
         drop(under_way);
         self.changed.notify_all();
         let open = self.open.lock().unwrap();
-        let open = self.opened.wait_while(open, |open| !*open).unwrap();
+        let mut open = self
+            .opened
+            .wait_while(open, |(open, passes)| !*open && *passes == 0)
+            .unwrap();
+        if !open.0 {
+            open.1 -= 1;
+        }
         drop(open);
         let mut under_way = self.under_way.lock().unwrap();
         if let Some(at) = under_way.iter().position(|w| *w == window) {
@@ -72,7 +81,17 @@ impl Reads {
     }
 
     fn open(&self) {
-        *self.open.lock().unwrap() = true;
+        self.open.lock().unwrap().0 = true;
+        self.opened.notify_all();
+    }
+
+    fn shut(&self) {
+        self.open.lock().unwrap().0 = false;
+    }
+
+    /// Lets one read end while the gate is shut.
+    fn pass_one(&self) {
+        self.open.lock().unwrap().1 += 1;
         self.opened.notify_all();
     }
 }
@@ -92,6 +111,11 @@ impl DesktopBackend for Slow {
         self.inner.performs(tool)
     }
     fn is_current(&self, target: &TargetEvidence, round: Revalidation) -> bool {
+        let window = match &target.window_id {
+            Some(adk_computer_use::contracts::WindowId::Number(id)) => *id,
+            _ => 0,
+        };
+        self.reads.enter(window);
         self.inner.is_current(target, round)
     }
     fn snapshot(&self, window: Option<u64>) -> Result<Frame, Refusal> {
@@ -289,5 +313,119 @@ async fn onboarding_s_semantic_test_reads_with_the_state_free() {
         tested["onboarding"]["checks"]["semantic"],
         json!({ "tested": true, "passed": true, "windowId": 7 }),
         "{tested}"
+    );
+}
+
+/// A clipboard write on the simulated desktop's clipboard window, with
+/// target evidence of it as the simulator shows it.
+fn clipboard_write(session: &Value, action: &str) -> Value {
+    use sha2::Digest;
+    let desktop = SimulatedDesktop::default();
+    let title = sha2::Sha256::digest(b"Clipboard")
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<String>();
+    json!({
+        "session_id": session, "action_id": action, "tool": "write_clipboard",
+        "arguments": { "text": action }, "mode": "background", "agent_id": "agent-a",
+        "data_labels": ["public"],
+        "target": {
+            "platform": "linux", "app_id": crate::desktop::simulated::CLIPBOARD_APP,
+            "window_id": crate::desktop::simulated::CLIPBOARD_WINDOW,
+            "observation_id": "turns-observation", "confidence": 1,
+            "captured_at": super::wire::stamp(super::wire::now()),
+            "pid": 4101, "window_title_digest": title, "display_id": "1",
+            "screenshot_hash": desktop.screenshot_hash(),
+            "ui_tree_revision": format!("tree-{}-1", crate::desktop::simulated::CLIPBOARD_WINDOW),
+        },
+    })
+}
+
+/// An emergency stop waits for the effect under way, not for the checks
+/// of the mutations queued behind it: one whose lease the stop ended is
+/// refused at its turn without reading the desktop. Before, each queued
+/// mutation read the (slow) desktop before its lease was found spent, and
+/// the stop's answer waited for all of them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_emergency_stop_is_not_held_up_by_mutations_queued_behind_an_effect() {
+    let (server, reads) = slow_server();
+    let _open = OpenAtEnd(Arc::clone(&reads));
+    reads.open();
+    let started = server
+        .answer("start_session", json!({ "objective": "turns" }))
+        .await
+        .structured_content
+        .unwrap();
+    let session = started["session"]["sessionId"].clone();
+    let (first, second) = (
+        clipboard_write(&session, "first"),
+        clipboard_write(&session, "second"),
+    );
+    for action in [&first, &second] {
+        let previewed = server.answer("preview_action", action.clone()).await;
+        assert_ne!(previewed.is_error, Some(true), "{previewed:?}");
+    }
+    let lease = server
+        .answer(
+            "acquire_control_lease",
+            json!({ "session_id": session, "kind": "cooperative", "mode": "background",
+                    "ttl_ms": 30000, "action_budget": 4, "agent_id": "agent-a",
+                    "app_ids": [crate::desktop::simulated::CLIPBOARD_APP],
+                    "window_ids": [crate::desktop::simulated::CLIPBOARD_WINDOW] }),
+        )
+        .await
+        .structured_content
+        .unwrap();
+    let lease_id = lease["lease"]["leaseId"].clone();
+    assert!(lease_id.is_string(), "{lease}");
+    reads.shut();
+    let execute = |mut action: Value| {
+        action["lease_id"] = lease_id.clone();
+        let server = server.clone();
+        tokio::spawn(async move { server.answer("execute_action", action).await })
+    };
+    // The first write is under way: held in its checks, at the gate.
+    let first = execute(first);
+    let waiting = Arc::clone(&reads);
+    tokio::task::spawn_blocking(move || waiting.until(|u| !u.is_empty()))
+        .await
+        .unwrap();
+    // The second queues behind it; then the person presses stop.
+    let second = execute(second);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let stop = {
+        let server = server.clone();
+        tokio::spawn(async move {
+            server
+                .answer(
+                    "emergency_stop",
+                    json!({ "reason": "the person pressed stop" }),
+                )
+                .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The first write's checks end, one read at a time, until it is
+    // answered (refused: the stop ended its lease before the crossing).
+    while !first.is_finished() {
+        reads.pass_one();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let reads_by_first = reads.started.load(Ordering::SeqCst);
+    let first = first.await.unwrap();
+    assert_eq!(first.is_error, Some(true), "{first:?}");
+    // The stop answers without the second write's checks: its turn came
+    // after its lease ended, and it read nothing.
+    let stopped = tokio::time::timeout(STUCK, stop)
+        .await
+        .expect("the stop waited for a queued mutation's checks")
+        .unwrap();
+    assert_ne!(stopped.is_error, Some(true), "{stopped:?}");
+    let second = second.await.unwrap().structured_content.unwrap();
+    assert_eq!(second["error"], "lease_revoked", "{second}");
+    assert_eq!(
+        reads.started.load(Ordering::SeqCst),
+        reads_by_first,
+        "the refused mutation read the desktop"
     );
 }
