@@ -82,6 +82,7 @@
 pub mod agent;
 pub mod auth;
 pub mod binding;
+mod call_deadline;
 pub mod chain;
 pub mod clock;
 pub mod contracts;

@@ -20,14 +20,24 @@ use std::net::{Shutdown, TcpListener, TcpStream};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use adk_computer_use::chain::CheckpointStore;
-use adk_computer_use::pg::PostgresCheckpointStore;
+use adk_computer_use::chain::{
+    ChainOutcome, CheckpointStore, Decision, Session, decide, decision_of,
+};
+use adk_computer_use::journal::{Journal, JournalSink, verify_journal};
+use adk_computer_use::pg::{PostgresCheckpointStore, PostgresJournal, read_postgres_journal};
 use adk_computer_use_testkit::needs;
+use common::*;
 use pg_support::*;
 
 /// The statement that claims a checkpoint, as it travels in the protocol's
 /// Parse message.
 const CLAIM: &[u8] = b"UPDATE adk_checkpoints SET consumed = true";
+
+/// The statement that records a person's decision.
+const DECISION: &[u8] = b"UPDATE adk_checkpoints SET decision";
+
+/// The statement that appends to the journal.
+const APPEND: &[u8] = b"INSERT INTO adk_journal";
 
 /// Forwards `from` to `to` until either end closes; once `silent` is set,
 /// what is read is thrown away instead.
@@ -67,6 +77,7 @@ fn client_side(
     silent: Arc<AtomicBool>,
     cut: Arc<AtomicBool>,
     loss: Loss,
+    statement: &'static [u8],
 ) {
     let mut buf = [0u8; 16384];
     let mut armed = false;
@@ -96,14 +107,20 @@ fn client_side(
             std::thread::sleep(std::time::Duration::from_millis(500));
             break;
         }
-        armed = chunk.windows(CLAIM.len()).any(|w| w == CLAIM);
+        armed = chunk.windows(statement.len()).any(|w| w == statement);
     }
     let _ = server.shutdown(Shutdown::Both);
     let _ = client.shutdown(Shutdown::Both);
 }
 
 /// Serves the proxy on `listener`, in front of `upstream` (`host:port`).
-fn proxy(listener: TcpListener, upstream: String, cut: Arc<AtomicBool>, loss: Loss) {
+fn proxy(
+    listener: TcpListener,
+    upstream: String,
+    cut: Arc<AtomicBool>,
+    loss: Loss,
+    statement: &'static [u8],
+) {
     std::thread::spawn(move || {
         for client in listener.incoming() {
             let Ok(mut client) = client else { continue };
@@ -126,7 +143,7 @@ fn proxy(listener: TcpListener, upstream: String, cut: Arc<AtomicBool>, loss: Lo
             );
             std::thread::spawn(move || pipe(s2, c2, quiet));
             let cut = Arc::clone(&cut);
-            std::thread::spawn(move || client_side(client, server, silent, cut, loss));
+            std::thread::spawn(move || client_side(client, server, silent, cut, loss, statement));
         }
     });
 }
@@ -156,7 +173,7 @@ async fn resumes_once_through(loss: Loss, session: &str) {
     let cut = Arc::new(AtomicBool::new(false));
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let (upstream, proxied) = through(&url, &listener.local_addr().unwrap().to_string());
-    proxy(listener, upstream, Arc::clone(&cut), loss);
+    proxy(listener, upstream, Arc::clone(&cut), loss, CLAIM);
 
     // Suspended through the proxy; resumed through it.
     let (rig, _store, id, approval) = suspended_in(&proxied, session, "pg-lost").await;
@@ -209,7 +226,7 @@ async fn a_claim_cut_off_for_good_ends_before_the_resume_is_answered() {
     let cut = Arc::new(AtomicBool::new(false));
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let (upstream, proxied) = through(&url, &listener.local_addr().unwrap().to_string());
-    proxy(listener, upstream, Arc::clone(&cut), Loss::Partition);
+    proxy(listener, upstream, Arc::clone(&cut), Loss::Partition, CLAIM);
     let (rig, _store, id, approval) = suspended_in(&proxied, "partition", "pg-lost").await;
     let resumed = rig.session.resume(&id, approval).await;
     assert!(
@@ -229,4 +246,73 @@ async fn a_claim_cut_off_for_good_ends_before_the_resume_is_answered() {
     // spent, not resumable twice.
     let direct = PostgresCheckpointStore::connect(&url, pg_key()).unwrap();
     assert!(!direct.ids().unwrap().contains(&id), "consumed");
+}
+
+/// A person's decision whose answer is lost (the connection cut right
+/// after the statement): the person is told it was recorded, because it
+/// was. Before, the person was told it failed while the agent went on to
+/// act on it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[needs(postgres)]
+async fn a_decision_whose_answer_is_lost_is_reported_recorded() {
+    let Some(url) = url() else { return };
+    let cut = Arc::new(AtomicBool::new(false));
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let (upstream, proxied) = through(&url, &listener.local_addr().unwrap().to_string());
+    proxy(listener, upstream, Arc::clone(&cut), Loss::Cut, DECISION);
+    let (_rig, store, id, approval) = suspended_in(&url, "lost-decision", "pg-lost").await;
+    let person = PostgresCheckpointStore::connect(&proxied, pg_key()).unwrap();
+    let decided = decide(
+        &person,
+        &id,
+        &Decision::Approve(approval.clone()),
+        &approver(),
+    );
+    assert!(
+        cut.load(Ordering::SeqCst),
+        "the proxy lost the decision's answer"
+    );
+    decided.unwrap_or_else(|err| panic!("a recorded decision was reported failed: {err}"));
+    assert_eq!(
+        decision_of(&*store, &id, &approver().public()).unwrap(),
+        Some(Decision::Approve(approval)),
+        "the decision stands"
+    );
+}
+
+/// A journal append whose answer is lost: the entry was written, the
+/// journal knows it, and the chain goes on. Before, every later entry of
+/// the session was refused as a fork.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[needs(postgres)]
+async fn a_journal_append_whose_answer_is_lost_does_not_stop_the_chain() {
+    let Some(url) = url() else { return };
+    let cut = Arc::new(AtomicBool::new(false));
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let (upstream, proxied) = through(&url, &listener.local_addr().unwrap().to_string());
+    proxy(listener, upstream, Arc::clone(&cut), Loss::Cut, APPEND);
+    let session_id = unique("lost-append");
+    let sink = Arc::new(PostgresJournal::connect(&proxied).unwrap());
+    let rig = rig();
+    rig.runtime.act_in(&session_id, None);
+    let session = Session::builder(Arc::clone(&rig.runtime), full_authorizer())
+        .clock(Arc::new(rig.clock.clone()))
+        .journal(Arc::new(Journal::new(sink as Arc<dyn JournalSink>)))
+        .build()
+        .unwrap();
+    for i in 0..3 {
+        match session.run(action(&format!("pg-lost-append-{i}"))).await {
+            Ok(ChainOutcome::Completed(_)) => {}
+            Ok(_) => panic!("action {i} did not complete"),
+            Err(err) => panic!("action {i}: {err}"),
+        }
+    }
+    assert!(
+        cut.load(Ordering::SeqCst),
+        "the proxy lost an append's answer"
+    );
+    let entries = read_postgres_journal(&url, &session_id).unwrap();
+    assert!(entries.len() >= 12, "{}", entries.len());
+    verify_journal(&entries, None).unwrap();
+    let _ = session.shutdown().await;
 }

@@ -274,15 +274,36 @@ impl CheckpointStore for PostgresCheckpointStore {
         )
     }
 
+    /// One conditional statement; an answer lost on the way back is asked
+    /// about again (up to three tries), and a decision found stored is
+    /// this one's when it is this very record (signed, with its own nonce):
+    /// a person is never told a decision failed that the agent will act on.
     fn record_decision(&self, id: &CheckpointId, record: &str) -> Result<(), ComputerUseError> {
-        let (key, record) = (id.to_string(), record.to_owned());
-        let changed = self.connection.run("record a decision", move |client| {
-            client.execute(
-                "UPDATE adk_checkpoints SET decision = $2 WHERE id = $1 AND decision IS NULL AND NOT consumed",
-                &[&key, &record],
-            )
-        })?;
-        if changed == 1 {
+        let deadline = Instant::now() + CLAIM_BUDGET;
+        let mut lost = None;
+        let mut changed = None;
+        for _ in 0..CLAIM_TRIES {
+            let (key, text) = (id.to_string(), record.to_owned());
+            let tried = self.connection.run_by("record a decision", Some(deadline), move |client| {
+                client.execute(
+                    "UPDATE adk_checkpoints SET decision = $2 WHERE id = $1 AND decision IS NULL AND NOT consumed",
+                    &[&key, &text],
+                )
+            });
+            match tried {
+                Ok(count) => {
+                    changed = Some(count);
+                    break;
+                }
+                Err(err) => lost = Some(err),
+            }
+        }
+        let changed = match (changed, lost) {
+            (Some(count), _) => count,
+            (None, Some(err)) => return Err(err),
+            (None, None) => 0,
+        };
+        if changed == 1 || self.decision(id)?.as_deref() == Some(record) {
             Ok(())
         } else {
             Err(match self.state(id)? {

@@ -66,17 +66,39 @@ impl JournalSink for PostgresJournal {
                 expected: "a sequence PostgreSQL can store".into(),
                 actual: entry.event.sequence.to_string(),
             })?;
-        let (previous, digest) = (entry.previous.clone(), entry.digest.clone());
-        let inserted = self
-            .connection
-            .run("append to the journal", move |client| {
+        // An answer lost on the way back is asked about again (up to three
+        // tries): an entry found at its place with its own digest is this
+        // one, written by an earlier try.
+        let mut lost = None;
+        let mut inserted = None;
+        for _ in 0..APPEND_TRIES {
+            let (session, previous, digest, text) = (
+                session.clone(),
+                entry.previous.clone(),
+                entry.digest.clone(),
+                text.clone(),
+            );
+            let tried = self.connection.run("append to the journal", move |client| {
                 client.execute(
                     "INSERT INTO adk_journal (session_id, sequence, previous, digest, entry)
                  VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
                     &[&session, &sequence, &previous, &digest, &text],
                 )
-            })?;
-        if inserted == 1 {
+            });
+            match tried {
+                Ok(count) => {
+                    inserted = Some(count);
+                    break;
+                }
+                Err(err) => lost = Some(err),
+            }
+        }
+        let inserted = match (inserted, lost) {
+            (Some(count), _) => count,
+            (None, Some(err)) => return Err(err),
+            (None, None) => 0,
+        };
+        if inserted == 1 || self.holds(&session, sequence, &entry.digest)? {
             Ok(())
         } else {
             Err(ComputerUseError::Integrity {
@@ -89,6 +111,24 @@ impl JournalSink for PostgresJournal {
                 ),
             })
         }
+    }
+}
+
+/// How many times an append asks in all when answers are lost.
+const APPEND_TRIES: usize = 3;
+
+impl PostgresJournal {
+    /// Whether the entry at `sequence` of `session` is the one of `digest`.
+    fn holds(&self, session: &str, sequence: i64, digest: &str) -> Result<bool, ComputerUseError> {
+        let (session, digest) = (session.to_owned(), digest.to_owned());
+        self.connection.run("read the journal's entry", move |client| {
+            Ok(client
+                .query_opt(
+                    "SELECT 1 FROM adk_journal WHERE session_id = $1 AND sequence = $2 AND digest = $3",
+                    &[&session, &sequence, &digest],
+                )?
+                .is_some())
+        })
     }
 }
 

@@ -23,25 +23,32 @@ use crate::ComputerUseError;
 pub use checkpoints::PostgresCheckpointStore;
 pub use journal::{PostgresJournal, read_postgres_journal};
 
-type Job = Box<dyn FnOnce(&mut postgres::Client) + Send>;
+/// One statement for the connection's thread, and the last moment it may
+/// start (see [`Connection::run_by`]).
+struct Job {
+    start_by: std::time::Instant,
+    work: Box<dyn FnOnce(&mut postgres::Client) + Send>,
+}
 
 /// How long connecting may take.
 const TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
-/// How long any one statement may run: the server cancels it past this.
-/// Every statement here changes or reads one row or a short list.
-const STATEMENT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+/// How long any one step of a statement may run: the server cancels it
+/// past this. Every statement here changes or reads one row or one
+/// session's list.
+const STATEMENT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// How long a caller waits for a statement's answer (or less, to a
 /// deadline of its own: [`Connection::run_by`]).
-const ANSWER_BY: std::time::Duration = std::time::Duration::from_secs(15);
+const ANSWER_BY: std::time::Duration = std::time::Duration::from_secs(12);
 
-/// What a statement's start leaves before its caller stops waiting: the
-/// server's timeout and a second more. A statement that cannot start that
-/// early is not started, so none runs after its caller gave up on it
+/// What a statement's start leaves before its caller stops waiting: a
+/// statement is sent as two steps (prepared, then run), each bounded by
+/// the server's timeout, and a second more. A statement that cannot start
+/// that early is not started, so none runs after its caller gave up on it
 /// (unless the network itself holds it back: see docs/approvals.md).
 const END_MARGIN: std::time::Duration =
-    STATEMENT_TIMEOUT.saturating_add(std::time::Duration::from_secs(1));
+    std::time::Duration::from_secs(2 * STATEMENT_TIMEOUT.as_secs() + 1);
 
 /// Where statements go: the current connection's thread, and which of
 /// the connections made so far it is.
@@ -99,6 +106,11 @@ fn serve(
     queue: mpsc::Receiver<Job>,
 ) {
     for job in queue {
+        // Too late to end before its caller stops waiting: dropped, before
+        // any connection is made for it.
+        if std::time::Instant::now() >= job.start_by {
+            continue;
+        }
         // A dropped connection (a restart, a failover, a killed backend)
         // is made again before the next statement.
         if client.as_ref().is_none_or(postgres::Client::is_closed)
@@ -107,7 +119,7 @@ fn serve(
             client = Some(fresh);
         }
         match client.as_mut() {
-            Some(client) => job(client),
+            Some(client) => (job.work)(client),
             // Not connected: the job is dropped, and its caller told at
             // once that no answer will come.
             None => drop(job),
@@ -216,7 +228,11 @@ impl Connection {
         work: impl FnOnce(&mut postgres::Client) -> Result<T, postgres::Error> + Send + 'static,
     ) -> Result<T, ComputerUseError> {
         let now = std::time::Instant::now();
-        let answer_by = deadline.map_or(now + ANSWER_BY, |d| d.min(now + ANSWER_BY));
+        // The caller's own deadline, and the one its thread runs under.
+        let answer_by = [deadline, crate::call_deadline::current()]
+            .into_iter()
+            .flatten()
+            .fold(now + ANSWER_BY, std::time::Instant::min);
         let start_by = answer_by.checked_sub(END_MARGIN).filter(|at| *at > now);
         let Some(start_by) = start_by else {
             return Err(failed(
@@ -225,12 +241,15 @@ impl Connection {
             ));
         };
         let (reply, answer) = mpsc::channel();
-        let job: Job = Box::new(move |client| {
-            // Too late to end before the caller stops waiting: not run.
-            if std::time::Instant::now() < start_by {
-                let _ = reply.send(work(client));
-            }
-        });
+        let job = Job {
+            start_by,
+            work: Box::new(move |client| {
+                // Too late to end before the caller stops waiting: not run.
+                if std::time::Instant::now() < start_by {
+                    let _ = reply.send(work(client));
+                }
+            }),
+        };
         let generation = {
             let queue = self.queue.lock().unwrap_or_else(|p| p.into_inner());
             queue

@@ -29,7 +29,12 @@ where
     F: FnOnce(&dyn CheckpointStore) -> Result<T, ComputerUseError> + Send + 'static,
 {
     let store = Arc::clone(store);
-    let task = tokio::task::spawn_blocking(move || work(&*store));
+    // The store is told when this wait ends (less a second for its answer
+    // to come back): it sends nothing it could not finish by then.
+    let deadline = std::time::Instant::now() + STORE_CALL_BOUND - Duration::from_secs(1);
+    let task = tokio::task::spawn_blocking(move || {
+        crate::call_deadline::within(deadline, || work(&*store))
+    });
     match tokio::time::timeout(STORE_CALL_BOUND, task).await {
         Ok(Ok(result)) => result,
         Ok(Err(join)) => Err(ComputerUseError::Storage {

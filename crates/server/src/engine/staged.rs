@@ -272,7 +272,13 @@ impl Server {
             Ok((result, Some(snapshot))) => {
                 let restoration = self
                     .on_desk(&turn, deadline, move |desk| {
-                        (!lease_watch.ended()).then(|| desk.restore(snapshot))
+                        // A panic here leaves the cursor where it is; the
+                        // action is concluded all the same.
+                        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                            (!lease_watch.ended()).then(|| desk.restore(snapshot))
+                        }))
+                        .ok()
+                        .flatten()
                     })
                     .await
                     .ok()
