@@ -67,8 +67,8 @@ impl JournalSink for PostgresJournal {
                 actual: entry.event.sequence.to_string(),
             })?;
         // An answer lost on the way back is asked about again (up to three
-        // tries): an entry found at its place with its own digest is this
-        // one, written by an earlier try.
+        // tries): an entry found at its place, the same entry to the byte,
+        // is this one, written by an earlier try.
         let mut lost = None;
         let mut inserted = None;
         for _ in 0..APPEND_TRIES {
@@ -98,7 +98,7 @@ impl JournalSink for PostgresJournal {
             (None, Some(err)) => return Err(err),
             (None, None) => 0,
         };
-        if inserted == 1 || self.holds(&session, sequence, &entry.digest)? {
+        if inserted == 1 || self.holds(&session, sequence, &text)? {
             Ok(())
         } else {
             Err(ComputerUseError::Integrity {
@@ -118,14 +118,15 @@ impl JournalSink for PostgresJournal {
 const APPEND_TRIES: usize = 3;
 
 impl PostgresJournal {
-    /// Whether the entry at `sequence` of `session` is the one of `digest`.
-    fn holds(&self, session: &str, sequence: i64, digest: &str) -> Result<bool, ComputerUseError> {
-        let (session, digest) = (session.to_owned(), digest.to_owned());
+    /// Whether the entry at `sequence` of `session` is `text`, to the byte
+    /// (its digest alone would pass an entry forged under another's digest).
+    fn holds(&self, session: &str, sequence: i64, text: &str) -> Result<bool, ComputerUseError> {
+        let (session, text) = (session.to_owned(), text.to_owned());
         self.connection.run("read the journal's entry", move |client| {
             Ok(client
                 .query_opt(
-                    "SELECT 1 FROM adk_journal WHERE session_id = $1 AND sequence = $2 AND digest = $3",
-                    &[&session, &sequence, &digest],
+                    "SELECT 1 FROM adk_journal WHERE session_id = $1 AND sequence = $2 AND entry = $3",
+                    &[&session, &sequence, &text],
                 )?
                 .is_some())
         })
