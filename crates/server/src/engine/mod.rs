@@ -11,6 +11,7 @@
 
 mod access;
 mod actuate;
+mod admission;
 mod authority;
 mod backend;
 mod control;
@@ -25,6 +26,7 @@ mod lease;
 mod onboarding;
 mod policy;
 mod preview;
+mod reply;
 mod request;
 mod reservation;
 mod revalidate;

@@ -8,13 +8,15 @@ use std::borrow::Cow;
 use std::sync::{Arc, Mutex};
 
 use rmcp::ServiceExt;
-use rmcp::model::{CallToolResult, ContentBlock, JsonObject, MetaObject, Tool, ToolAnnotations};
+use rmcp::model::{CallToolResult, JsonObject, MetaObject, Tool, ToolAnnotations};
 use serde_json::Value;
 
 use super::Refusal;
 use super::access::{Connection, Credentials, Watched};
+use super::admission::{EVICTION_GRACE, PreAuth, Share, Shares};
 use super::control::LeaseAnswer;
-use super::state::{Answer, State};
+use super::reply::{refused, success};
+use super::state::State;
 use crate::Config;
 use adk_computer_use::ComputerUseError;
 
@@ -32,127 +34,6 @@ pub struct Server {
     /// The desktop answers through blocking I/O (a real display): its
     /// calls run on the blocking pool, never on an executor thread.
     pub(super) blocking: bool,
-}
-
-fn content_block(block: &Value) -> Option<ContentBlock> {
-    match block.get("type").and_then(Value::as_str)? {
-        "text" => Some(ContentBlock::text(block.get("text")?.as_str()?.to_owned())),
-        "image" => Some(ContentBlock::image(
-            block.get("data")?.as_str()?.to_owned(),
-            block.get("mimeType")?.as_str()?.to_owned(),
-        )),
-        _ => None,
-    }
-}
-
-fn success(answer: Answer) -> CallToolResult {
-    let content = answer.content.clone();
-    let mut result = CallToolResult::structured(answer.structured);
-    match content {
-        Some(blocks) => result.content = blocks.iter().filter_map(content_block).collect(),
-        None => {
-            for (data, mime) in answer.images {
-                result.content.push(ContentBlock::image(data, mime));
-            }
-        }
-    }
-    result
-}
-
-fn refused(error: Refusal) -> CallToolResult {
-    if error.crash {
-        eprintln!("computer-use-server: {}; exiting", error.message);
-        std::process::exit(70);
-    }
-    if error.text_only {
-        return CallToolResult::error(vec![ContentBlock::text(error.message)]);
-    }
-    CallToolResult::structured_error(error.body())
-}
-
-/// How many connections may wait to authenticate at once.
-const PRE_AUTH_CONNECTIONS: usize = 64;
-
-/// The connections waiting to authenticate, oldest first. When one more
-/// arrives and every place is taken, the oldest is closed to make room:
-/// a process holding every place with silent connections (and reopening
-/// each as it closes) only ever closes its own, while a client that
-/// authenticates at once does so long before 64 newer ones arrive.
-#[derive(Default)]
-struct PreAuth {
-    next: std::sync::atomic::AtomicU64,
-    waiting: std::sync::Mutex<std::collections::VecDeque<(u64, Arc<tokio::sync::Notify>)>>,
-}
-
-impl PreAuth {
-    /// Takes a place for a new connection, closing the oldest waiting one
-    /// when every place is taken; the new one's ticket and the signal that
-    /// closes it.
-    fn admit(&self) -> (u64, Arc<tokio::sync::Notify>) {
-        let ticket = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let evict = Arc::new(tokio::sync::Notify::new());
-        let mut waiting = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
-        while waiting.len() >= PRE_AUTH_CONNECTIONS {
-            if let Some((_, oldest)) = waiting.pop_front() {
-                // A permit is kept if the connection is not waiting yet.
-                oldest.notify_one();
-            }
-        }
-        waiting.push_back((ticket, Arc::clone(&evict)));
-        (ticket, evict)
-    }
-
-    /// The connection `ticket` authenticated or ended: its place is free.
-    fn leave(&self, ticket: u64) {
-        self.waiting
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .retain(|(t, _)| *t != ticket);
-    }
-}
-
-/// How long a connection chosen to make room may still finish a
-/// handshake it has begun.
-const EVICTION_GRACE: std::time::Duration = std::time::Duration::from_millis(100);
-
-/// The most connections one authenticated role (one agent, the approver,
-/// the host) holds at once.
-const MOST_PER_ROLE: usize = 32;
-
-/// The connections each authenticated role holds.
-#[derive(Default)]
-struct Shares {
-    held: std::sync::Mutex<std::collections::HashMap<super::access::Role, usize>>,
-}
-
-impl Shares {
-    /// Takes one of `role`'s places; `false` when it holds its most.
-    fn take(&self, role: &super::access::Role) -> bool {
-        let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
-        let count = held.entry(role.clone()).or_default();
-        if *count >= MOST_PER_ROLE {
-            return false;
-        }
-        *count += 1;
-        true
-    }
-
-    /// Gives one of `role`'s places back.
-    fn give(&self, role: &super::access::Role) {
-        let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(count) = held.get_mut(role) {
-            *count = count.saturating_sub(1);
-        }
-    }
-}
-
-/// A place taken in [`Shares`], given back when the connection ends.
-struct Share<'a>(&'a Shares, super::access::Role);
-
-impl Drop for Share<'_> {
-    fn drop(&mut self) {
-        self.0.give(&self.1);
-    }
 }
 
 /// The longest message a TCP client may send, in bytes: far more than any
