@@ -148,6 +148,17 @@ fn proxy(
     });
 }
 
+/// A proxy of its own in front of the server `url` names, losing the
+/// answer to `statement` as `loss` says: the URL through it, and whether
+/// it has lost that answer yet.
+fn proxied(url: &str, loss: Loss, statement: &'static [u8]) -> (String, Arc<AtomicBool>) {
+    let cut = Arc::new(AtomicBool::new(false));
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let (upstream, proxied) = through(url, &listener.local_addr().unwrap().to_string());
+    proxy(listener, upstream, Arc::clone(&cut), loss, statement);
+    (proxied, cut)
+}
+
 /// The server `url` names (`host:port`), and `url` sent through `addr`
 /// instead.
 fn through(url: &str, addr: &str) -> (String, String) {
@@ -170,10 +181,7 @@ fn through(url: &str, addr: &str) -> (String, String) {
 /// it ran once and a second resume is refused.
 async fn resumes_once_through(loss: Loss, session: &str) {
     let Some(url) = url() else { return };
-    let cut = Arc::new(AtomicBool::new(false));
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let (upstream, proxied) = through(&url, &listener.local_addr().unwrap().to_string());
-    proxy(listener, upstream, Arc::clone(&cut), loss, CLAIM);
+    let (proxied, cut) = proxied(&url, loss, CLAIM);
 
     // Suspended through the proxy; resumed through it.
     let (rig, _store, id, approval) = suspended_in(&proxied, session, "pg-lost").await;
@@ -223,10 +231,7 @@ async fn a_claim_whose_connection_stops_answering_still_resumes_the_action_once(
 #[needs(postgres)]
 async fn a_claim_cut_off_for_good_ends_before_the_resume_is_answered() {
     let Some(url) = url() else { return };
-    let cut = Arc::new(AtomicBool::new(false));
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let (upstream, proxied) = through(&url, &listener.local_addr().unwrap().to_string());
-    proxy(listener, upstream, Arc::clone(&cut), Loss::Partition, CLAIM);
+    let (proxied, cut) = proxied(&url, Loss::Partition, CLAIM);
     let (rig, _store, id, approval) = suspended_in(&proxied, "partition", "pg-lost").await;
     let resumed = rig.session.resume(&id, approval).await;
     assert!(
@@ -256,10 +261,7 @@ async fn a_claim_cut_off_for_good_ends_before_the_resume_is_answered() {
 #[needs(postgres)]
 async fn a_decision_whose_answer_is_lost_is_reported_recorded() {
     let Some(url) = url() else { return };
-    let cut = Arc::new(AtomicBool::new(false));
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let (upstream, proxied) = through(&url, &listener.local_addr().unwrap().to_string());
-    proxy(listener, upstream, Arc::clone(&cut), Loss::Cut, DECISION);
+    let (proxied, cut) = proxied(&url, Loss::Cut, DECISION);
     let (_rig, store, id, approval) = suspended_in(&url, "lost-decision", "pg-lost").await;
     let person = PostgresCheckpointStore::connect(&proxied, pg_key()).unwrap();
     let decided = decide(
@@ -287,10 +289,7 @@ async fn a_decision_whose_answer_is_lost_is_reported_recorded() {
 #[needs(postgres)]
 async fn a_journal_append_whose_answer_is_lost_does_not_stop_the_chain() {
     let Some(url) = url() else { return };
-    let cut = Arc::new(AtomicBool::new(false));
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let (upstream, proxied) = through(&url, &listener.local_addr().unwrap().to_string());
-    proxy(listener, upstream, Arc::clone(&cut), Loss::Cut, APPEND);
+    let (proxied, cut) = proxied(&url, Loss::Cut, APPEND);
     let session_id = unique("lost-append");
     let sink = Arc::new(PostgresJournal::connect(&proxied).unwrap());
     let rig = rig();

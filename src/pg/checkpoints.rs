@@ -114,18 +114,20 @@ impl PostgresCheckpointStore {
         }
     }
 
-    /// The claim's one statement: how many rows it changed (one, or none
-    /// when the row is not claimable on `basis`).
+    /// The claim's one statement, asked again while its answer is lost:
+    /// how many rows it changed (one, or none when the row is not
+    /// claimable on `basis`), and whether an earlier try's answer was lost.
     fn claim_once(
         &self,
         id: &CheckpointId,
         basis: &ClaimBasis,
         claimer: &str,
         deadline: Instant,
-    ) -> Result<u64, ComputerUseError> {
+    ) -> Result<(u64, bool), ComputerUseError> {
         let (key, claimer) = (id.to_string(), claimer.to_owned());
+        let doing = "consume a checkpoint";
         match basis {
-            ClaimBasis::Undecided => self.connection.run_by("consume a checkpoint", Some(deadline), move |client| {
+            ClaimBasis::Undecided => self.connection.run_retrying(doing, Some(deadline), move |client| {
                 client.execute(
                     "UPDATE adk_checkpoints SET consumed = true, claimed_undecided = true, claimed_by = $2 WHERE id = $1 AND NOT consumed AND decision IS NULL",
                     &[&key, &claimer],
@@ -133,7 +135,7 @@ impl PostgresCheckpointStore {
             }),
             ClaimBasis::Decision(record) => {
                 let record = record.clone();
-                self.connection.run_by("consume a checkpoint", Some(deadline), move |client| {
+                self.connection.run_retrying(doing, Some(deadline), move |client| {
                     client.execute(
                         "UPDATE adk_checkpoints SET consumed = true, claimed_by = $3 WHERE id = $1 AND NOT consumed AND decision = $2",
                         &[&key, &record, &claimer],
@@ -151,18 +153,20 @@ impl PostgresCheckpointStore {
         deadline: Instant,
     ) -> Result<bool, ComputerUseError> {
         let (key, claimer) = (id.to_string(), claimer.to_owned());
-        self.connection.run_by(
-            "read who consumed a checkpoint",
-            Some(deadline),
-            move |client| {
-                Ok(client
-                .query_opt(
-                    "SELECT 1 FROM adk_checkpoints WHERE id = $1 AND consumed AND claimed_by = $2",
-                    &[&key, &claimer],
-                )?
-                .is_some())
-            },
-        )
+        self.connection
+            .run_retrying(
+                "read who consumed a checkpoint",
+                Some(deadline),
+                move |client| {
+                    Ok(client
+                        .query_opt(
+                            "SELECT 1 FROM adk_checkpoints WHERE id = $1 AND consumed AND claimed_by = $2",
+                            &[&key, &claimer],
+                        )?
+                        .is_some())
+                },
+            )
+            .map(|(claimed, _)| claimed)
     }
 
     /// Why a claim on `basis` changed nothing.
@@ -183,14 +187,10 @@ impl PostgresCheckpointStore {
     }
 }
 
-/// How many times a claim asks in all when answers are lost: a first try,
-/// and two more on a fresh connection each, within [`CLAIM_BUDGET`].
-const CLAIM_TRIES: usize = 3;
-
-/// How long a claim's statements may take in all: less than the bound the
-/// chain puts on one store call (30 s), so that no statement of a claim
-/// runs after the resume that asked for it has given up.
-const CLAIM_BUDGET: std::time::Duration = std::time::Duration::from_secs(25);
+/// How long the statements of a claim, or of a decision, may take in all:
+/// less than the bound the chain puts on one store call (30 s), so that
+/// none runs after the step that asked for it has given up.
+const ROW_BUDGET: std::time::Duration = std::time::Duration::from_secs(25);
 
 struct RowState {
     consumed: bool,
@@ -241,30 +241,19 @@ impl CheckpointStore for PostgresCheckpointStore {
     /// machine, exactly one changes it. The statement also writes who
     /// claimed (a random id of this claim), so an answer lost on the way
     /// back (the connection dropped, or stopped answering, after the row
-    /// changed) does not void the approval: the claim asks again, up to
-    /// three times in all, on a fresh connection, where the row
-    /// it changed reads as its own.
+    /// changed) does not void the approval: the claim asks again
+    /// on the connection as it then is, and the row it changed reads
+    /// as its own.
     fn claim(&self, id: &CheckpointId, basis: &ClaimBasis) -> Result<(), ComputerUseError> {
         let claimer = crate::auth::secret::random_token()?;
-        let deadline = Instant::now() + CLAIM_BUDGET;
-        let mut lost = None;
-        for _ in 0..CLAIM_TRIES {
-            match self.claim_once(id, basis, &claimer, deadline) {
-                Ok(1) => return Ok(()),
-                Ok(_) if lost.is_none() => return Err(self.claim_refused(id, basis)?),
-                // An earlier try's answer was lost: the row may be this
-                // claim's own.
-                Ok(_) => match self.claimed_by(id, &claimer, deadline) {
-                    Ok(true) => return Ok(()),
-                    Ok(false) => return Err(self.claim_refused(id, basis)?),
-                    Err(err) => lost = Some(err),
-                },
-                Err(err) => lost = Some(err),
-            }
-        }
-        match lost {
-            Some(err) => Err(err),
-            None => Err(self.claim_refused(id, basis)?),
+        let deadline = Instant::now() + ROW_BUDGET;
+        let (changed, lost) = self.claim_once(id, basis, &claimer, deadline)?;
+        // When an earlier try's answer was lost, the row may be this
+        // claim's own.
+        if changed == 1 || (lost && self.claimed_by(id, &claimer, deadline)?) {
+            Ok(())
+        } else {
+            Err(self.claim_refused(id, basis)?)
         }
     }
     fn ids(&self) -> Result<Vec<CheckpointId>, ComputerUseError> {
@@ -279,30 +268,17 @@ impl CheckpointStore for PostgresCheckpointStore {
     /// this one's when it is this very record (signed, with its own nonce):
     /// a person is never told a decision failed that the agent will act on.
     fn record_decision(&self, id: &CheckpointId, record: &str) -> Result<(), ComputerUseError> {
-        let deadline = Instant::now() + CLAIM_BUDGET;
-        let mut lost = None;
-        let mut changed = None;
-        for _ in 0..CLAIM_TRIES {
-            let (key, text) = (id.to_string(), record.to_owned());
-            let tried = self.connection.run_by("record a decision", Some(deadline), move |client| {
+        let (key, text) = (id.to_string(), record.to_owned());
+        let (changed, _) = self.connection.run_retrying(
+            "record a decision",
+            Some(Instant::now() + ROW_BUDGET),
+            move |client| {
                 client.execute(
                     "UPDATE adk_checkpoints SET decision = $2 WHERE id = $1 AND decision IS NULL AND NOT consumed",
                     &[&key, &text],
                 )
-            });
-            match tried {
-                Ok(count) => {
-                    changed = Some(count);
-                    break;
-                }
-                Err(err) => lost = Some(err),
-            }
-        }
-        let changed = match (changed, lost) {
-            (Some(count), _) => count,
-            (None, Some(err)) => return Err(err),
-            (None, None) => 0,
-        };
+            },
+        )?;
         if changed == 1 || self.decision(id)?.as_deref() == Some(record) {
             Ok(())
         } else {

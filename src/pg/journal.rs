@@ -66,38 +66,24 @@ impl JournalSink for PostgresJournal {
                 expected: "a sequence PostgreSQL can store".into(),
                 actual: entry.event.sequence.to_string(),
             })?;
-        // An answer lost on the way back is asked about again (up to three
-        // tries): an entry found at its place, the same entry to the byte,
-        // is this one, written by an earlier try.
-        let mut lost = None;
-        let mut inserted = None;
-        for _ in 0..APPEND_TRIES {
-            let (session, previous, digest, text) = (
-                session.clone(),
-                entry.previous.clone(),
-                entry.digest.clone(),
-                text.clone(),
-            );
-            let tried = self.connection.run("append to the journal", move |client| {
-                client.execute(
-                    "INSERT INTO adk_journal (session_id, sequence, previous, digest, entry)
+        // An answer lost on the way back is asked about again
+        // (`run_retrying`): an entry found at its place, the same entry to
+        // the byte, is this one, written by an earlier try.
+        let (own, previous, digest, written) = (
+            session.clone(),
+            entry.previous.clone(),
+            entry.digest.clone(),
+            text.clone(),
+        );
+        let (inserted, _) =
+            self.connection
+                .run_retrying("append to the journal", None, move |client| {
+                    client.execute(
+                        "INSERT INTO adk_journal (session_id, sequence, previous, digest, entry)
                  VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
-                    &[&session, &sequence, &previous, &digest, &text],
-                )
-            });
-            match tried {
-                Ok(count) => {
-                    inserted = Some(count);
-                    break;
-                }
-                Err(err) => lost = Some(err),
-            }
-        }
-        let inserted = match (inserted, lost) {
-            (Some(count), _) => count,
-            (None, Some(err)) => return Err(err),
-            (None, None) => 0,
-        };
+                        &[&own, &sequence, &previous, &digest, &written],
+                    )
+                })?;
         if inserted == 1 || self.holds(&session, sequence, &text)? {
             Ok(())
         } else {
@@ -113,9 +99,6 @@ impl JournalSink for PostgresJournal {
         }
     }
 }
-
-/// How many times an append asks in all when answers are lost.
-const APPEND_TRIES: usize = 3;
 
 impl PostgresJournal {
     /// Whether the entry at `sequence` of `session` is `text`, to the byte

@@ -50,6 +50,10 @@ const ANSWER_BY: std::time::Duration = std::time::Duration::from_secs(12);
 const END_MARGIN: std::time::Duration =
     std::time::Duration::from_secs(2 * STATEMENT_TIMEOUT.as_secs() + 1);
 
+/// How many times a write whose answer is lost is asked in all
+/// ([`Connection::run_retrying`]).
+const TRIES: usize = 3;
+
 /// Where statements go: the current connection's thread, and which of
 /// the connections made so far it is.
 struct Queue {
@@ -106,9 +110,11 @@ fn serve(
     queue: mpsc::Receiver<Job>,
 ) {
     for job in queue {
-        // Too late to end before its caller stops waiting: dropped, before
-        // any connection is made for it.
-        if std::time::Instant::now() >= job.start_by {
+        // Too late to end before its caller stops waiting: dropped (its
+        // caller told at once that no answer will come), before any
+        // connection is made for it and again once one is.
+        let late = || std::time::Instant::now() >= job.start_by;
+        if late() {
             continue;
         }
         // A dropped connection (a restart, a failover, a killed backend)
@@ -119,10 +125,9 @@ fn serve(
             client = Some(fresh);
         }
         match client.as_mut() {
-            Some(client) => (job.work)(client),
-            // Not connected: the job is dropped, and its caller told at
-            // once that no answer will come.
-            None => drop(job),
+            Some(client) if !late() => (job.work)(client),
+            // Not connected, or too late: the job is dropped.
+            _ => drop(job),
         }
     }
 }
@@ -217,6 +222,32 @@ impl Connection {
         self.run_by(doing, None, work)
     }
 
+    /// Runs `work` as [`Self::run_by`] does, asked again while no answer
+    /// comes back (up to [`TRIES`] in all, each on the connection as it
+    /// then is: a dropped one made again, a silent one replaced): the
+    /// first answer, and whether an earlier try's answer was lost, so that
+    /// its statement may have run (the caller then recognises its own
+    /// write). Every try ends by `deadline`.
+    pub(crate) fn run_retrying<T, F>(
+        &self,
+        doing: &'static str,
+        deadline: Option<std::time::Instant>,
+        work: F,
+    ) -> Result<(T, bool), ComputerUseError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut postgres::Client) -> Result<T, postgres::Error> + Clone + Send + 'static,
+    {
+        let mut lost = None;
+        for _ in 0..TRIES {
+            match self.run_by(doing, deadline, work.clone()) {
+                Ok(answer) => return Ok((answer, lost.is_some())),
+                Err(err) => lost = Some(err),
+            }
+        }
+        Err(lost.unwrap_or_else(|| failed(doing, "not tried")))
+    }
+
     /// Runs `work` on the connection and waits for its answer, at most
     /// [`ANSWER_BY`] and never past `deadline`. The statement is started
     /// only while it can still end (run or be cancelled by the server)
@@ -244,10 +275,7 @@ impl Connection {
         let job = Job {
             start_by,
             work: Box::new(move |client| {
-                // Too late to end before the caller stops waiting: not run.
-                if std::time::Instant::now() < start_by {
-                    let _ = reply.send(work(client));
-                }
+                let _ = reply.send(work(client));
             }),
         };
         let generation = {
@@ -273,5 +301,28 @@ impl Connection {
                 "the statement was not run: no connection, or it came too late to run",
             )),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+
+    /// The deadline of the store call a thread runs (set by the chain's
+    /// bounded wait) reaches the statement: one that could not end before
+    /// it is never sent, and one that can is.
+    #[adk_computer_use_testkit::needs(postgres)]
+    #[test]
+    fn a_statement_is_not_sent_past_the_deadline_of_its_call() {
+        let url = std::env::var("ADK_POSTGRES_URL").expect("needs(postgres)");
+        let connection = Connection::open(&url, "SELECT 1").unwrap();
+        let ask = || connection.run("ask the time", |client| client.execute("SELECT 1", &[]));
+        let soon = std::time::Instant::now() + END_MARGIN - std::time::Duration::from_secs(1);
+        let err = crate::call_deadline::within(soon, ask).unwrap_err();
+        assert!(err.to_string().contains("not sent"), "{err}");
+        let later = std::time::Instant::now() + END_MARGIN + std::time::Duration::from_secs(2);
+        assert_eq!(crate::call_deadline::within(later, ask).unwrap(), 1);
     }
 }

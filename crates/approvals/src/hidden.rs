@@ -68,12 +68,12 @@ const MOST_MARKS: usize = 4;
 pub(crate) fn escape(text: &str) -> String {
     let category = CodePointMapData::<GeneralCategory>::new();
     let combining = CodePointMapData::<CanonicalCombiningClass>::new();
-    let chars: Vec<char> = text.chars().collect();
+    let mut chars = text.chars().peekable();
     let mut shown = String::with_capacity(text.len());
     // Whether the last character shown raw that was not a mark is a
     // letter, and how many marks it carries raw.
     let (mut on_letter, mut marks) = (false, 0usize);
-    for (at, &c) in chars.iter().enumerate() {
+    while let Some(c) = chars.next() {
         let group = category.get(c);
         let mark = GeneralCategoryGroup::Mark.contains(group);
         // A digit of another system than ASCII's: a Bengali four reads as
@@ -83,7 +83,7 @@ pub(crate) fn escape(text: &str) -> String {
             || c == BLANK_SYMBOL
             || foreign_digit
             || (group == GeneralCategory::SpaceSeparator && c != ' ')
-            || (c == '\\' && chars.get(at + 1) == Some(&'u'))
+            || (c == '\\' && chars.peek() == Some(&'u'))
         {
             false
         } else if mark {

@@ -76,11 +76,8 @@ fn safe_keeping_lines(text: &str) -> String {
 }
 
 /// Text from a checkpoint, made safe to show: every character that draws
-/// nothing or changes how the text around it is drawn is shown escaped
-/// ([`hidden::escape`]).
-fn safe(text: &str) -> String {
-    hidden::escape(text)
-}
+/// nothing or changes how the text around it is drawn is shown escaped.
+use hidden::escape as safe;
 
 fn flag(args: &[String], name: &str) -> Option<String> {
     args.iter()

@@ -54,11 +54,7 @@ impl State {
         match (&begun.request.lease_id, begun.preview.meta.mutates) {
             (Some(lease_id), true) => self
                 .leases
-                .validate(
-                    lease_id,
-                    [("app", None), ("window", None), ("display", None)],
-                    now(),
-                )
+                .stands(lease_id, now())
                 .map(|_| ())
                 .map_err(before),
             _ => Ok(()),

@@ -197,13 +197,19 @@ impl LeaseManager {
         Ok(lease)
     }
 
-    /// Spends one action of the lease's budget.
-    pub(crate) fn consume(&mut self, lease_id: &str, now: OffsetDateTime) -> Result<(), Refusal> {
+    /// Checks that `lease_id` is the active lease with budget left, as
+    /// spending it would ([`Self::validate`] with no target).
+    pub(crate) fn stands(&mut self, lease_id: &str, now: OffsetDateTime) -> Result<Lease, Refusal> {
         self.validate(
             lease_id,
             [("app", None), ("window", None), ("display", None)],
             now,
-        )?;
+        )
+    }
+
+    /// Spends one action of the lease's budget.
+    pub(crate) fn consume(&mut self, lease_id: &str, now: OffsetDateTime) -> Result<(), Refusal> {
+        self.stands(lease_id, now)?;
         self.revision += 1;
         if let Some(lease) = self.active.as_mut() {
             lease.actions_used += 1;

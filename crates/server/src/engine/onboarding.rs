@@ -116,16 +116,23 @@ fn configuration(profile: &Value) -> Value {
     json!({ "restartRequired": true, "environment": environment })
 }
 
+impl super::actuate::Desk {
+    /// Whether the tree of the window `args` names (`window_id`) can be
+    /// read: onboarding's semantic test. `None` when no window is named.
+    pub(super) fn tree_readable(&self, args: &Value) -> Option<bool> {
+        let window = args.get("window_id").and_then(Value::as_i64)?;
+        let window = u64::try_from(window).ok()?;
+        Some(self.ui_tree(None, Some(window), None).is_ok())
+    }
+}
+
 impl State {
     /// `onboarding`, its semantic test reading the window's tree here
     /// (the in-process state, which no other session waits on).
     pub(super) fn onboarding(&mut self, args: &Value) -> Result<Answer, Refusal> {
-        let semantic = args
-            .get("window_id")
-            .and_then(Value::as_i64)
-            .filter(|_| text(args, "action") == Some("test_semantic"))
-            .and_then(|w| u64::try_from(w).ok())
-            .map(|w| self.desktop.ui_tree(None, Some(w), None).is_ok());
+        let semantic = (text(args, "action") == Some("test_semantic"))
+            .then(|| self.desk().tree_readable(args))
+            .flatten();
         self.onboarding_read(args, semantic)
     }
 

@@ -68,6 +68,19 @@ impl Server {
         .map_err(|err| Refusal::plain(format!("the desktop call failed: {err}")))
     }
 
+    /// Runs `work` on the desktop in a turn of `caller`'s own, taken for
+    /// this one piece of work (see `turns`), under a deadline of a whole
+    /// call's budget.
+    async fn read_desk<T: Send + 'static>(
+        &self,
+        caller: Option<&Role>,
+        work: impl FnOnce(&Desk) -> T + Send + 'static,
+    ) -> Result<T, Refusal> {
+        let turn = self.turns.take(caller).await?;
+        self.on_desk(&turn, Instant::now() + CALL_BUDGET, work)
+            .await
+    }
+
     /// Admits `caller` to `tool` on the state, before the desktop is asked
     /// anything for it: a call the server refuses makes it read nothing.
     async fn admitted(
@@ -95,13 +108,10 @@ impl Server {
     ) -> Result<Answer, Refusal> {
         self.admitted(caller.as_ref(), protocol::PREVIEW_ACTION, &arguments)
             .await?;
-        let turn = self.turns.take(caller.as_ref()).await?;
-        let deadline = Instant::now() + CALL_BUDGET;
         let args = arguments.clone();
         let read = self
-            .on_desk(&turn, deadline, move |desk| desk.read(&args))
+            .read_desk(caller.as_ref(), move |desk| desk.read(&args))
             .await?;
-        drop(turn);
         self.on_state(move |state| {
             state.admit(caller.as_ref(), protocol::PREVIEW_ACTION, &arguments)?;
             state.machine_free()?;
@@ -120,17 +130,10 @@ impl Server {
     ) -> Result<Answer, Refusal> {
         self.admitted(caller.as_ref(), protocol::ONBOARDING, &arguments)
             .await?;
-        let turn = self.turns.take(caller.as_ref()).await?;
-        let window = arguments
-            .get("window_id")
-            .and_then(Value::as_i64)
-            .and_then(|w| u64::try_from(w).ok());
+        let args = arguments.clone();
         let read = self
-            .on_desk(&turn, Instant::now() + CALL_BUDGET, move |desk| {
-                window.map(|w| desk.ui_tree(None, Some(w), None).is_ok())
-            })
+            .read_desk(caller.as_ref(), move |desk| desk.tree_readable(&args))
             .await?;
-        drop(turn);
         self.on_state(move |state| {
             state.admit(caller.as_ref(), protocol::ONBOARDING, &arguments)?;
             state.onboarding_read(&arguments, read)
@@ -151,13 +154,13 @@ impl Server {
         self.admitted(caller.as_ref(), protocol::EXECUTE_ACTION, &arguments)
             .await?;
         let who = caller.clone();
-        let turn = self.turns.take(who.as_ref()).await?;
+        // The effect's own budget starts with the read: the read is part
+        // of the call's desktop work.
         let deadline = Instant::now() + CALL_BUDGET;
         let args = arguments.clone();
         let read = self
-            .on_desk(&turn, deadline, move |desk| desk.read(&args))
+            .read_desk(who.as_ref(), move |desk| desk.read(&args))
             .await?;
-        drop(turn);
         let begun = self
             .on_state(move |state| {
                 match state.admit(caller.as_ref(), protocol::EXECUTE_ACTION, &arguments) {
