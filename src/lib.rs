@@ -89,6 +89,8 @@ pub mod contracts;
 pub mod digest;
 mod error;
 pub mod eval;
+#[cfg(feature = "adk")]
+pub mod graph;
 pub mod journal;
 #[cfg(feature = "mcp")]
 pub mod mcp;

@@ -27,6 +27,7 @@ mod executed;
 mod guard;
 mod leased;
 mod observed;
+mod parts;
 mod pending;
 mod previewed;
 mod proposal;

@@ -14,7 +14,7 @@ use super::guard::{
 use super::recorder::Recorder;
 use super::witness::Acting;
 use super::{Approved, Observed, PendingApproval};
-use crate::auth::{Scope, ScopeAuthorizer};
+use crate::auth::ScopeAuthorizer;
 use crate::clock::{Clock, SystemClock};
 use crate::contracts::{ExecutionMode, WindowId};
 use crate::journal::Journal;
@@ -140,7 +140,7 @@ impl<R: ComputerUseRuntime> Core<R> {
 /// [`Session::resume`]; finish with [`Session::shutdown`].
 #[must_use = "a session owns the reaper of dropped reservations; call shutdown().await to drain it"]
 pub struct Session<R: ComputerUseRuntime> {
-    core: Arc<Core<R>>,
+    pub(super) core: Arc<Core<R>>,
 }
 
 /// Builds a [`Session`] over a runtime, in the runtime session it acts in.
@@ -343,16 +343,7 @@ impl<R: ComputerUseRuntime> Session<R> {
     /// Observes widely: capabilities, a visual frame and a semantic frame, all
     /// three at once. Needs the `computer:plan` scope.
     pub async fn observe(&self) -> Result<Observed<R>, ComputerUseError> {
-        self.core.ensure_open("observe")?;
-        self.core
-            .authorize(ExecutionMode::Shadow)
-            .map_err(|err| match err {
-                ComputerUseError::Unauthorized { reason, .. } => ComputerUseError::Unauthorized {
-                    required: Scope::Plan.to_string(),
-                    reason,
-                },
-                other => other,
-            })?;
+        self.may_observe()?;
         let scope = &self.core.scope;
         let runtime = &self.core.runtime;
         let (capabilities, visual, semantic) = tokio::try_join!(

@@ -236,30 +236,32 @@ async fn two_windows_with_one_title_are_told_apart_by_their_process() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[needs(display, accessibility)]
-async fn a_form_larger_than_what_a_model_is_shown_is_acted_on_in_full() {
+async fn a_field_deep_in_a_ten_thousand_node_window_is_found_once_and_written() {
     let _display = DISPLAY_LOCK.lock().await;
     let title = format!("Large {}", std::process::id());
     let mut form = Form::start(&title, &["Name"]);
-    form.change("rows 300");
+    // 5,000 rows of a label and an entry in one grid: 10,008 nodes, one
+    // parent of 10,000 children (a layout search per pair of them, or a
+    // walk bounded by the 10 s of one bus operation, left the field
+    // unfound or the tree unread).
+    form.change("rows 5000");
     let sim = runtime().await;
-    let (id, app) = shown(&sim, &title).await;
-    let mut tree_scope = scope(&sim);
-    tree_scope.app_id = Some(app.clone());
-    tree_scope.window_id = Some(WindowId::Number(id));
-    let tree = sim.observe_semantic(&tree_scope).await.unwrap().structured;
+    let (id, app, tree) = accessible_window(&sim, &title, 10_000).await;
     // What a model is shown is cut at 500 nodes, and says so; the tree the
     // server resolves in is whole.
     assert_eq!(
         tree["elementTreeTruncated"], true,
-        "600 rows pass the 500 shown"
+        "10,008 nodes pass the 500 shown"
     );
     assert!(
-        tree["elementTreeNodes"].as_u64().is_some_and(|n| n > 600),
+        tree["elementTreeNodes"]
+            .as_u64()
+            .is_some_and(|n| n > 10_000),
         "{}",
         tree["elementTreeNodes"]
     );
     let session = session(&sim, &app, id);
-    let done = match session.run(set(id, "Name", "Ada")).await.unwrap() {
+    let done = match session.run(set(id, "Row 4321", "Ada")).await.unwrap() {
         ChainOutcome::Completed(done) => done,
         ChainOutcome::NeedsApproval(pending) => {
             host_approves(&sim, pending).await.complete().await.unwrap()
@@ -273,9 +275,15 @@ async fn a_form_larger_than_what_a_model_is_shown_is_acted_on_in_full() {
         &adk_computer_use::VerificationOutcome::Verified
     );
     session.shutdown().await;
+    let values = form.values();
     assert!(
-        form.values().starts_with("Name=Ada|"),
-        "the field was written"
+        values.contains("|Row 4321=Ada|"),
+        "the field of row 4321 was written"
+    );
+    assert_eq!(
+        values.matches("=Ada").count(),
+        1,
+        "no other field was written"
     );
 }
 

@@ -19,6 +19,7 @@
 pub(crate) mod actions;
 mod cache;
 mod frame;
+mod layout;
 #[cfg(any(feature = "x11", feature = "wayland"))]
 pub(crate) mod observe;
 #[cfg(any(feature = "x11", feature = "wayland"))]
@@ -45,6 +46,11 @@ pub use tree::{Node, Source, Tree};
 
 /// How long one observation or action may take, whole.
 pub const DEADLINE: Duration = Duration::from_secs(10);
+/// How long one whole read of a window's tree may take: the walk's limit
+/// of time, sized for [`WALK_MAX_NODES`] (a cold 10,000-node GTK window
+/// read in 5.3 s on a 2-core machine, its application answering most of
+/// it), and still bounded by what the call has left of its budget.
+pub const WALK_DEADLINE: Duration = Duration::from_secs(25);
 /// The deepest tree `get_ui_tree` shows (upstream's cap).
 pub const MAX_DEPTH: usize = 20;
 /// How deep a tree is shown when no depth is asked for (upstream's
@@ -122,9 +128,19 @@ fn run_bounded<T: Send + 'static>(
     what: &str,
     work: impl Future<Output = Result<T, Refusal>> + Send + 'static,
 ) -> Result<T, Refusal> {
+    run_within(handle, what, DEADLINE, work)
+}
+
+/// [`run_bounded`] with the operation's own bound `per_operation`.
+fn run_within<T: Send + 'static>(
+    handle: &tokio::runtime::Handle,
+    what: &str,
+    per_operation: Duration,
+    work: impl Future<Output = Result<T, Refusal>> + Send + 'static,
+) -> Result<T, Refusal> {
     // The operation's own bound, or what the call has left (see
     // `deadline`): a call past its deadline starts nothing more.
-    let limit = crate::desktop::deadline::bound(DEADLINE);
+    let limit = crate::desktop::deadline::bound(per_operation);
     if limit.is_zero() {
         return Err(Refusal::new(
             "accessibility_timeout",
@@ -208,30 +224,35 @@ impl Accessibility {
         let bus = Arc::clone(&self.bus);
         let cache = self.cache.clone();
         let title = title.to_owned();
-        run_bounded(&self.handle, "read the window's tree", async move {
-            if let Some(cache) = &cache
-                && let Some(mut tree) = cache.current(pid, &title, bounds).await
-            {
-                tree.source = tree::Source::Events;
-                return Ok(tree);
-            }
-            let (frame, toolkit) = frame(&bus, pid, &title, bounds).await?;
-            let app = frame.name().map(|n| n.to_string());
-            // The generation before the walk: an event during the walk makes
-            // the next read walk again.
-            let generation = match (&cache, &app) {
-                (Some(cache), Some(app)) => cache.generation(app).await,
-                _ => None,
-            };
-            let direct = direct(bus.connection(), &frame, pid).await;
-            let conn = direct.as_ref().unwrap_or(bus.connection());
-            let walked = walk::walk(conn, frame, WALK_MAX_DEPTH, WALK_MAX_NODES).await?;
-            let tree = Tree::new(walked.nodes, walked.truncated, toolkit);
-            if let (Some(cache), Some(app), Some(generation)) = (&cache, &app, generation) {
-                cache.keep((pid, &title, bounds), app, generation, &tree);
-            }
-            Ok(tree)
-        })
+        run_within(
+            &self.handle,
+            "read the window's tree",
+            WALK_DEADLINE,
+            async move {
+                if let Some(cache) = &cache
+                    && let Some(mut tree) = cache.current(pid, &title, bounds).await
+                {
+                    tree.source = tree::Source::Events;
+                    return Ok(tree);
+                }
+                let (frame, toolkit) = frame(&bus, pid, &title, bounds).await?;
+                let app = frame.name().map(|n| n.to_string());
+                // The generation before the walk: an event during the walk makes
+                // the next read walk again.
+                let generation = match (&cache, &app) {
+                    (Some(cache), Some(app)) => cache.generation(app).await,
+                    _ => None,
+                };
+                let direct = direct(bus.connection(), &frame, pid).await;
+                let conn = direct.as_ref().unwrap_or(bus.connection());
+                let walked = walk::walk(conn, frame, WALK_MAX_DEPTH, WALK_MAX_NODES).await?;
+                let tree = Tree::new(walked.nodes, walked.truncated, toolkit);
+                if let (Some(cache), Some(app), Some(generation)) = (&cache, &app, generation) {
+                    cache.keep((pid, &title, bounds), app, generation, &tree);
+                }
+                Ok(tree)
+            },
+        )
     }
 
     /// Sets the text of the editable node `expected` names (found again by

@@ -250,6 +250,13 @@ pub(super) fn whole(tree: &Tree) -> Result<(), Refusal> {
             json!({ "maxNodes": WALK_MAX_NODES, "maxDepth": WALK_MAX_DEPTH }),
         ));
     }
+    if tree.labels_cut {
+        return Err(Refusal::with_details(
+            "tree_too_large",
+            "the window's layout is too costly to read for the labels beside its fields (more label and field pairs than this server compares for one window), so a field is not known by the label a person reads: name the element another way, or act in a smaller window",
+            json!({ "cause": "layout_pairs" }),
+        ));
+    }
     Ok(())
 }
 

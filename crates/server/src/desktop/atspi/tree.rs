@@ -83,6 +83,10 @@ pub struct Tree {
     pub nodes: Vec<Node>,
     /// Whether the walk's limits (depth, nodes) cut it short.
     pub truncated: bool,
+    /// Whether the labels beside fields were not all read: the layout
+    /// pass stopped at its count of pairs (see `layout`), so a field may
+    /// lack the label a person reads beside it.
+    pub labels_cut: bool,
     /// The digest of the tree's structure and labels.
     pub revision: String,
     /// The digest of what the tree's elements hold: every value (never a
@@ -195,61 +199,6 @@ fn label_from_content(nodes: &mut [Node], toolkit: &Toolkit) {
     }
 }
 
-/// A field still without a label takes the label beside it, as a person
-/// reads a form: a label of the same parent on the same line, ending left
-/// of the field, the nearest one.
-/// The most children a parent may have for its fields to take the labels
-/// beside them.
-const MAX_LAYOUT_SIBLINGS: usize = 2_048;
-
-fn label_from_layout(nodes: &mut [Node], toolkit: &Toolkit) {
-    let parents: Vec<(usize, Vec<usize>)> = nodes
-        .iter()
-        .enumerate()
-        .map(|(i, n)| (i, n.children.clone()))
-        .collect();
-    for (_, children) in parents {
-        // A form, not a list: a parent of more than this many children is
-        // not read for labels beside fields (the search is per pair of
-        // siblings, and an application chooses how many there are).
-        if children.len() > MAX_LAYOUT_SIBLINGS {
-            continue;
-        }
-        for &field in &children {
-            let Some(f) = nodes.get(field) else { continue };
-            if !f.label.is_empty() || !is_field(&f.atspi_role) {
-                continue;
-            }
-            // In 64 bits: an application's bounds are any i32 at all.
-            let (fx, fy, fh) = (
-                i64::from(f.bounds.0),
-                i64::from(f.bounds.1),
-                i64::from(f.bounds.3),
-            );
-            let middle = fy + fh / 2;
-            let beside = children
-                .iter()
-                .filter_map(|&i| nodes.get(i).map(|n| (i, n)))
-                .filter(|(_, n)| n.atspi_role == "label" && !n.label.is_empty())
-                .filter(|(_, n)| toolkit.shown(n))
-                .filter(|(_, n)| {
-                    let (x, y, w, h) = n.bounds;
-                    let (x, y, w, h) = (i64::from(x), i64::from(y), i64::from(w), i64::from(h));
-                    // On the field's line, ending left of it, and near it.
-                    y <= middle && middle <= y + h && x + w <= fx + 2 && fx - (x + w) <= 200
-                })
-                .max_by_key(|(_, n)| i64::from(n.bounds.0) + i64::from(n.bounds.2))
-                .map(|(_, n)| n.label.clone());
-            if let Some(label) = beside
-                && let Some(f) = nodes.get_mut(field)
-            {
-                f.label = label;
-                f.labelled_apart = true;
-            }
-        }
-    }
-}
-
 /// The roles whose text is content, not structure: a status bar's
 /// "Ln 2, Col 15", a calculator's history. No action acts on one
 /// ([`Node::acted_on`]), and their text changes as the application works:
@@ -289,12 +238,13 @@ impl Tree {
     /// them, and the revision is taken of the whole.
     pub(super) fn new(mut nodes: Vec<Node>, truncated: bool, toolkit: Toolkit) -> Self {
         label_from_content(&mut nodes, &toolkit);
-        label_from_layout(&mut nodes, &toolkit);
+        let labels_cut = super::layout::label_from_layout(&mut nodes, &toolkit);
         let revision = super::revision::structure(&nodes);
         let values = super::revision::values(&nodes);
         Self {
             nodes,
             truncated,
+            labels_cut,
             revision,
             values,
             toolkit,

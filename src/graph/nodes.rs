@@ -1,0 +1,437 @@
+//! The reference graph's nodes, each one transition of the chain.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use adk_graph::{GraphError, NodeContext, NodeOutput};
+use serde_json::{Value, json};
+
+use super::checks::{approval_of, same_preview, set};
+use super::runs::{Runs, Stage};
+use crate::agent::{AllowedActions, PlannedStep};
+use crate::chain::{Approval, Route, Session};
+use crate::contracts::{ActionPreview, ExecutionMode};
+use crate::runtime::{ComputerUseRuntime, Observation};
+
+/// What a node returns.
+pub(super) type NodeFuture = Pin<Box<dyn Future<Output = Result<NodeOutput, GraphError>> + Send>>;
+
+/// The session every node acts in, and the runs' stages.
+pub(super) struct Nodes<R: ComputerUseRuntime> {
+    session: Arc<Session<R>>,
+    runs: Arc<Runs<R>>,
+}
+
+impl<R: ComputerUseRuntime> Clone for Nodes<R> {
+    fn clone(&self) -> Self {
+        Self {
+            session: Arc::clone(&self.session),
+            runs: Arc::clone(&self.runs),
+        }
+    }
+}
+
+pub(super) fn failed(node: &str, message: impl std::fmt::Display) -> GraphError {
+    GraphError::NodeExecutionFailed {
+        node: node.to_owned(),
+        message: message.to_string(),
+    }
+}
+
+fn frame(observation: &Observation) -> Value {
+    json!({
+        "observationId": observation.observation_id,
+        "capturedAt": observation.captured_at,
+    })
+}
+
+impl<R: ComputerUseRuntime + Send + Sync + 'static> Nodes<R> {
+    pub(super) fn new(session: Arc<Session<R>>) -> Self {
+        Self {
+            session,
+            runs: Arc::new(Runs::new()),
+        }
+    }
+
+    /// `step` as an adk-graph node function.
+    pub(super) fn node(
+        &self,
+        step: fn(Self, NodeContext) -> NodeFuture,
+    ) -> impl Fn(NodeContext) -> NodeFuture + Send + Sync + 'static {
+        let nodes = self.clone();
+        move |ctx| step(nodes.clone(), ctx)
+    }
+
+    pub(super) fn discover(self, ctx: NodeContext) -> NodeFuture {
+        Box::pin(async move {
+            let capabilities = self
+                .session
+                .observe_capabilities()
+                .await
+                .map_err(|e| failed("discover", e))?;
+            let shown = serde_json::to_value(&capabilities).map_err(|e| failed("discover", e))?;
+            self.runs.with(&ctx.config.thread_id, |run| {
+                run.capabilities = Some(capabilities);
+            });
+            Ok(NodeOutput::new().with_update("capabilities", shown))
+        })
+    }
+
+    pub(super) fn observe_visual(self, ctx: NodeContext) -> NodeFuture {
+        Box::pin(async move { self.frame_node(ctx, false).await })
+    }
+
+    pub(super) fn observe_semantic(self, ctx: NodeContext) -> NodeFuture {
+        Box::pin(async move { self.frame_node(ctx, true).await })
+    }
+
+    /// `observe_semantic` (when `semantic`) or `observe_visual`: one frame,
+    /// kept for the join, its id and time shown.
+    async fn frame_node(self, ctx: NodeContext, semantic: bool) -> Result<NodeOutput, GraphError> {
+        let (node, channel) = if semantic {
+            ("observe_semantic", "semantic_evidence")
+        } else {
+            ("observe_visual", "visual_evidence")
+        };
+        let taken = if semantic {
+            self.session.observe_semantic_frame().await
+        } else {
+            self.session.observe_visual_frame().await
+        };
+        let taken = taken.map_err(|e| failed(node, e))?;
+        let shown = frame(&taken);
+        self.runs.with(&ctx.config.thread_id, |run| {
+            if semantic {
+                run.semantic = Some(taken);
+            } else {
+                run.visual = Some(taken);
+            }
+        });
+        Ok(NodeOutput::new().with_update(channel, shown))
+    }
+
+    pub(super) fn join_observations(self, ctx: NodeContext) -> NodeFuture {
+        Box::pin(async move {
+            let parts = self
+                .runs
+                .with(&ctx.config.thread_id, |run| run.parts())
+                .ok_or_else(|| {
+                    failed(
+                        "join_observations",
+                        "the fan-in completed without all three parts of the observation",
+                    )
+                })?;
+            let observed = self
+                .session
+                .join(parts)
+                .map_err(|e| failed("join_observations", e))?;
+            // A new round: whatever an earlier run of this thread left is
+            // dropped (and released by its guard).
+            self.runs
+                .put(&ctx.config.thread_id, Stage::Observed(observed));
+            Ok(NodeOutput::new().with_update("observations_joined", json!(true)))
+        })
+    }
+
+    pub(super) fn plan(self, ctx: NodeContext) -> NodeFuture {
+        Box::pin(async move {
+            let proposed = ctx
+                .get("proposed_action")
+                .cloned()
+                .ok_or_else(|| failed("plan", "the state holds no proposed_action"))?;
+            let mut step = proposed.clone();
+            if let Some(fields) = step.as_object_mut() {
+                fields.entry("kind").or_insert_with(|| json!("act"));
+            }
+            let thread = ctx.config.thread_id.clone();
+            // The action's shape is checked strictly (unknown fields, the
+            // tool's required arguments, no targeting keys, known labels);
+            // whether the runtime offers it is the preview's to say. Its
+            // mode, when not named, is background.
+            let tool = step.get("tool").and_then(Value::as_str).unwrap_or_default();
+            let allowed = AllowedActions::from_capabilities([]).allow(
+                tool,
+                &[ExecutionMode::Background, ExecutionMode::Foreground],
+                None,
+            );
+            let action = match allowed.check(&step) {
+                Ok(PlannedStep::Act(action)) => *action,
+                Ok(PlannedStep::Done { .. }) => {
+                    return Err(failed(
+                        "plan",
+                        "proposed_action is no action (kind \"done\")",
+                    ));
+                }
+                Err(err) => return Err(failed("plan", err)),
+            };
+            self.runs.with(&thread, |run| run.action = Some(action));
+            Ok(NodeOutput::new().with_update("proposed_action", proposed))
+        })
+    }
+
+    pub(super) fn preview(self, ctx: NodeContext) -> NodeFuture {
+        Box::pin(async move {
+            let thread = ctx.config.thread_id.clone();
+            let (stage, action) = self
+                .runs
+                .with(&thread, |run| (run.stage.take(), run.action.take()));
+            let (Some(Stage::Observed(observed)), Some(action)) = (stage, action) else {
+                return Err(failed(
+                    "preview",
+                    "no joined observation and planned action to preview",
+                ));
+            };
+            let previewed = observed
+                .preview(&action)
+                .await
+                .map_err(|e| failed("preview", e))?;
+            let shown =
+                serde_json::to_value(previewed.preview()).map_err(|e| failed("preview", e))?;
+            let route = match previewed.route() {
+                Route::Allowed(approved) => {
+                    self.runs.put(&thread, Stage::Approved(approved));
+                    "allowed"
+                }
+                Route::NeedsApproval(pending) => {
+                    self.runs.put(
+                        &thread,
+                        Stage::Pending {
+                            pending,
+                            asked: false,
+                        },
+                    );
+                    "approval"
+                }
+                Route::Blocked(_) => "blocked",
+            };
+            Ok(NodeOutput::new()
+                .with_update("preview", shown.clone())
+                .with_update("preview_history", shown)
+                .with_update("route", json!(route)))
+        })
+    }
+
+    pub(super) fn request_approval(self, ctx: NodeContext) -> NodeFuture {
+        Box::pin(async move { self.approval(ctx).await })
+    }
+
+    async fn approval(self, ctx: NodeContext) -> Result<NodeOutput, GraphError> {
+        const NODE: &str = "request_approval";
+        let thread = ctx.config.thread_id.clone();
+        let approved = match self.runs.take(&thread) {
+            Some(Stage::Pending {
+                pending,
+                asked: false,
+            }) => {
+                same_preview(&ctx, NODE, pending.preview())?;
+                if set(&ctx, "approval") {
+                    // Dropped: nothing was reserved; the run ends here.
+                    return Err(failed(
+                        NODE,
+                        "the state held an approval before this run asked for one (written into the initial state): an approval answers the interrupt, never precedes it",
+                    ));
+                }
+                let shown = serde_json::to_value(pending.preview()).map_err(|e| failed(NODE, e))?;
+                let stage = if self.session.keeps_checkpoints() {
+                    let id = pending.suspend().await.map_err(|e| failed(NODE, e))?;
+                    Stage::Suspended(id)
+                } else {
+                    Stage::Pending {
+                        pending,
+                        asked: true,
+                    }
+                };
+                self.runs.put(&thread, stage);
+                return Ok(NodeOutput::interrupt_with_data(
+                    "computer-use action requires scoped approval",
+                    shown,
+                ));
+            }
+            Some(Stage::Pending {
+                pending,
+                asked: true,
+            }) => {
+                same_preview(&ctx, NODE, pending.preview())?;
+                let approval = self.answer(&ctx, pending.action_id())?;
+                pending.approve(approval).map_err(|e| failed(NODE, e))?
+            }
+            Some(Stage::Suspended(id)) => self.resume_sealed(&ctx, &id).await?,
+            Some(other) => {
+                self.runs.put(&thread, other);
+                return Err(failed(NODE, "this run is past its approval"));
+            }
+            None => {
+                // A graph that never saw this run's interrupt (another
+                // instance, after a restart): only the sealed checkpoint.
+                if !self.session.keeps_checkpoints() {
+                    return Err(failed(
+                        NODE,
+                        "this graph holds no pending approval for the run and its session keeps no checkpoints: resume in the graph that interrupted, or give the session a store of record",
+                    ));
+                }
+                let preview: ActionPreview = ctx
+                    .get("preview")
+                    .cloned()
+                    .map(serde_json::from_value)
+                    .transpose()
+                    .map_err(|e| failed(NODE, e))?
+                    .ok_or_else(|| failed(NODE, "the state holds no preview"))?;
+                let id = self.session.checkpoint_id(&preview);
+                self.resume_sealed(&ctx, &id).await?
+            }
+        };
+        let preview = approved.preview().clone();
+        let grant = approved.authority().grant_id().map(str::to_owned);
+        self.runs.put(&thread, Stage::Approved(approved));
+        Ok(NodeOutput::new()
+            .with_update("approval_grant_id", json!(grant))
+            .with_update(
+                "approved_action_digest",
+                json!(preview.envelope.args_digest),
+            )
+            .with_update(
+                "approved_policy_digest",
+                json!(preview.policy.policy_digest),
+            ))
+    }
+
+    /// The approval the resume wrote, for `action_id`.
+    fn answer(&self, ctx: &NodeContext, action_id: &str) -> Result<Approval, GraphError> {
+        let value = ctx.get("approval").filter(|v| !v.is_null()).ok_or_else(|| {
+            failed(
+                "request_approval",
+                "resumed without an approval: write approval = {actionDigest, policyDigest, grantId | runtimeApproved: true}",
+            )
+        })?;
+        approval_of(value, action_id).map_err(|e| failed("request_approval", e))
+    }
+
+    async fn resume_sealed(
+        &self,
+        ctx: &NodeContext,
+        id: &crate::chain::CheckpointId,
+    ) -> Result<crate::chain::Approved<R>, GraphError> {
+        const NODE: &str = "request_approval";
+        let preview: ActionPreview = ctx
+            .get("preview")
+            .cloned()
+            .map(serde_json::from_value)
+            .transpose()
+            .map_err(|e| failed(NODE, e))?
+            .ok_or_else(|| failed(NODE, "the state holds no preview"))?;
+        same_preview(ctx, NODE, &preview)?;
+        let approval = self.answer(ctx, &preview.envelope.action_id)?;
+        let approved = self
+            .session
+            .resume(id, approval)
+            .await
+            .map_err(|e| failed(NODE, e))?;
+        if approved.preview() != &preview {
+            return Err(failed(
+                NODE,
+                "the sealed preview is not the state's: the state's preview was replaced",
+            ));
+        }
+        Ok(approved)
+    }
+
+    pub(super) fn blocked(self, ctx: NodeContext) -> NodeFuture {
+        Box::pin(async move {
+            let blocker = ctx
+                .get("preview")
+                .and_then(|p| p.get("blocker"))
+                .cloned()
+                .filter(|b| !b.is_null())
+                .unwrap_or_else(|| json!("policy_denied"));
+            self.runs.end(&ctx.config.thread_id);
+            Ok(NodeOutput::new()
+                .with_update("result", json!({ "status": "blocked", "reason": blocker })))
+        })
+    }
+
+    pub(super) fn reserve_target(self, ctx: NodeContext) -> NodeFuture {
+        Box::pin(async move {
+            const NODE: &str = "reserve_target";
+            let thread = ctx.config.thread_id.clone();
+            let Some(Stage::Approved(approved)) = self.runs.take(&thread) else {
+                return Err(failed(NODE, "no approved action to reserve for"));
+            };
+            same_preview(&ctx, NODE, approved.preview())?;
+            let by_policy = matches!(approved.authority(), crate::chain::Authority::Policy);
+            if by_policy
+                && [
+                    "approval",
+                    "approval_grant_id",
+                    "approved_action_digest",
+                    "approved_policy_digest",
+                ]
+                .iter()
+                .any(|k| set(&ctx, k))
+            {
+                return Err(failed(
+                    NODE,
+                    "an action policy allows carried approval authority in the state: refused, nothing reserved",
+                ));
+            }
+            let reserved = approved.reserve().await.map_err(|e| failed(NODE, e))?;
+            let shown =
+                serde_json::to_value(reserved.reservation()).map_err(|e| failed(NODE, e))?;
+            self.runs.put(&thread, Stage::Reserved(reserved));
+            Ok(NodeOutput::new().with_update("reservation", shown))
+        })
+    }
+
+    pub(super) fn acquire_lease(self, ctx: NodeContext) -> NodeFuture {
+        Box::pin(async move {
+            const NODE: &str = "acquire_lease";
+            let thread = ctx.config.thread_id.clone();
+            let Some(Stage::Reserved(reserved)) = self.runs.take(&thread) else {
+                return Err(failed(NODE, "no reserved target to lease"));
+            };
+            let leased = reserved.lease().await.map_err(|e| failed(NODE, e))?;
+            let shown = serde_json::to_value(leased.lease()).map_err(|e| failed(NODE, e))?;
+            self.runs.put(&thread, Stage::Leased(leased));
+            Ok(NodeOutput::new().with_update("lease", shown))
+        })
+    }
+
+    pub(super) fn execute(self, ctx: NodeContext) -> NodeFuture {
+        Box::pin(async move {
+            const NODE: &str = "execute";
+            let thread = ctx.config.thread_id.clone();
+            let Some(Stage::Leased(leased)) = self.runs.take(&thread) else {
+                return Err(failed(NODE, "no lease to act under"));
+            };
+            same_preview(&ctx, NODE, leased.preview())?;
+            let executed = leased.execute().await.map_err(|e| failed(NODE, e))?;
+            let shown = serde_json::to_value(executed.receipt()).map_err(|e| failed(NODE, e))?;
+            self.runs.put(&thread, Stage::Executed(executed));
+            Ok(NodeOutput::new().with_update("receipt", shown))
+        })
+    }
+
+    pub(super) fn verify(self, ctx: NodeContext) -> NodeFuture {
+        Box::pin(async move {
+            const NODE: &str = "verify";
+            let thread = ctx.config.thread_id.clone();
+            let Some(Stage::Executed(executed)) = self.runs.take(&thread) else {
+                return Err(failed(NODE, "no performed action to verify"));
+            };
+            self.runs.end(&thread);
+            let verified = executed.verify().await.map_err(|e| failed(NODE, e))?;
+            let outcome = verified.outcome();
+            Ok(NodeOutput::new()
+                .with_update("verified", json!(outcome.is_verified()))
+                .with_update("committed", json!(outcome.is_committed()))
+                .with_update(
+                    "result",
+                    json!({
+                        "status": outcome.status(),
+                        "receiptId": verified.receipt_id(),
+                        "verificationDetail": outcome.detail(),
+                    }),
+                ))
+        })
+    }
+}

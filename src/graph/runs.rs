@@ -1,0 +1,133 @@
+//! Where a graph run's stages wait between its nodes.
+//!
+//! adk-graph hands each node a JSON state, and JSON can say anything: were
+//! a stage rebuilt from it, whoever writes the state (a resumed caller, a
+//! model through a tool) could mint one. So the stages never enter the
+//! state. Each run (its adk thread id) has a slot here, inside the compiled
+//! graph, holding the one stage it has reached; a node takes the stage out,
+//! makes the next with the chain's own consuming transition, and puts that
+//! back. The state carries only what a reader needs to follow the run (ids,
+//! digests, the preview) and is checked against the stage, never trusted in
+//! its place. A stage dropped here (an error, a run abandoned) releases
+//! what it holds by its guard's fallback.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use crate::chain::CheckpointId;
+use crate::chain::{Approved, Executed, Leased, Observed, PendingApproval, Reserved};
+use crate::contracts::ExecutionCapability;
+use crate::runtime::{ComputerUseRuntime, Observation, Observations, ProposedAction};
+
+/// The stage one run has reached.
+pub(super) enum Stage<R: ComputerUseRuntime> {
+    /// Joined observations, ready to preview.
+    Observed(Observed<R>),
+    /// Waits for a person; `asked` once the graph has interrupted for it.
+    Pending {
+        pending: PendingApproval<R>,
+        asked: bool,
+    },
+    /// Suspended into the session's store of record under this id: only
+    /// the sealed checkpoint can be resumed.
+    Suspended(CheckpointId),
+    /// Approved (by policy or by a person).
+    Approved(Approved<R>),
+    /// The target reserved.
+    Reserved(Reserved<R>),
+    /// The lease taken: the only stage that can act.
+    Leased(Leased<R>),
+    /// Performed, not yet verified.
+    Executed(Executed<R>),
+}
+
+/// One run: the observation's parts as they arrive, the planned action, and
+/// the stage reached.
+pub(super) struct Run<R: ComputerUseRuntime> {
+    pub capabilities: Option<Vec<ExecutionCapability>>,
+    pub visual: Option<Observation>,
+    pub semantic: Option<Observation>,
+    pub action: Option<ProposedAction>,
+    pub stage: Option<Stage<R>>,
+}
+
+impl<R: ComputerUseRuntime> Default for Run<R> {
+    fn default() -> Self {
+        Self {
+            capabilities: None,
+            visual: None,
+            semantic: None,
+            action: None,
+            stage: None,
+        }
+    }
+}
+
+impl<R: ComputerUseRuntime> Run<R> {
+    /// The three parts, when all have arrived (taken out).
+    pub fn parts(&mut self) -> Option<Observations> {
+        match (
+            self.capabilities.clone(),
+            self.visual.take(),
+            self.semantic.take(),
+        ) {
+            (Some(capabilities), Some(visual), Some(semantic)) => Some(Observations {
+                capabilities,
+                visual,
+                semantic,
+            }),
+            (_, visual, semantic) => {
+                self.visual = visual;
+                self.semantic = semantic;
+                None
+            }
+        }
+    }
+}
+
+/// Every run's slot, by thread id. The lock is never held across an await.
+pub(super) struct Runs<R: ComputerUseRuntime> {
+    slots: Mutex<HashMap<String, Run<R>>>,
+}
+
+impl<R: ComputerUseRuntime> Runs<R> {
+    pub fn new() -> Self {
+        Self {
+            slots: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Runs `f` on the slot of `thread` (made when missing). A poisoned lock
+    /// (a panic elsewhere while it was held) still holds whole slots: each
+    /// change is one assignment.
+    pub fn with<T>(&self, thread: &str, f: impl FnOnce(&mut Run<R>) -> T) -> T {
+        let mut slots = self
+            .slots
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        f(slots.entry(thread.to_owned()).or_default())
+    }
+
+    /// The stage of `thread`, taken out of its slot.
+    pub fn take(&self, thread: &str) -> Option<Stage<R>> {
+        self.with(thread, |run| run.stage.take())
+    }
+
+    /// Puts `stage` in the slot of `thread`.
+    pub fn put(&self, thread: &str, stage: Stage<R>) {
+        self.with(thread, |run| run.stage = Some(stage));
+    }
+
+    /// Forgets `thread`'s run (it ended): what it still holds is dropped,
+    /// and released by its guard.
+    pub fn end(&self, thread: &str) {
+        let ended = {
+            let mut slots = self
+                .slots
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            slots.remove(thread)
+        };
+        drop(ended);
+    }
+}
