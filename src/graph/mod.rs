@@ -92,6 +92,7 @@
 mod checks;
 mod nodes;
 mod runs;
+mod tool;
 
 use std::sync::Arc;
 
@@ -105,6 +106,7 @@ use crate::auth::ScopeAuthorizer;
 use crate::chain::Session;
 use crate::runtime::ComputerUseRuntime;
 use nodes::Nodes;
+pub use tool::{GovernedComputerUse, GrantFuture, HostGrant, RuntimeHeldGrant, TOOL_NAME};
 
 /// The channels of the reference graph's state, upstream's names.
 pub const CHANNELS: [&str; 17] = [

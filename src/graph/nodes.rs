@@ -141,8 +141,21 @@ impl<R: ComputerUseRuntime + Send + Sync + 'static> Nodes<R> {
                 .cloned()
                 .ok_or_else(|| failed("plan", "the state holds no proposed_action"))?;
             let mut step = proposed.clone();
+            // An `action_id` the host chose makes a retry idempotent (the
+            // runtime answers a known id with its stored receipt).
+            let mut action_id = None;
             if let Some(fields) = step.as_object_mut() {
                 fields.entry("kind").or_insert_with(|| json!("act"));
+                action_id = match fields.remove("action_id") {
+                    None | Some(Value::Null) => None,
+                    Some(Value::String(id)) if !id.is_empty() => Some(id),
+                    Some(_) => {
+                        return Err(failed(
+                            "plan",
+                            "proposed_action.action_id must be a non-empty string",
+                        ));
+                    }
+                };
             }
             let thread = ctx.config.thread_id.clone();
             // The action's shape is checked strictly (unknown fields, the
@@ -156,7 +169,10 @@ impl<R: ComputerUseRuntime + Send + Sync + 'static> Nodes<R> {
                 None,
             );
             let action = match allowed.check(&step) {
-                Ok(PlannedStep::Act(action)) => *action,
+                Ok(PlannedStep::Act(action)) => match action_id {
+                    Some(id) => action.with_action_id(id),
+                    None => *action,
+                },
                 Ok(PlannedStep::Done { .. }) => {
                     return Err(failed(
                         "plan",

@@ -238,12 +238,17 @@ impl GrantRequest {
     pub fn for_pending<R: crate::runtime::ComputerUseRuntime>(
         pending: &crate::chain::PendingApproval<R>,
     ) -> Self {
-        let envelope = &pending.preview().envelope;
+        Self::for_preview(pending.preview())
+    }
+
+    /// The action `preview` describes (a graph's interrupt carries it).
+    pub fn for_preview(preview: &crate::contracts::ActionPreview) -> Self {
+        let envelope = &preview.envelope;
         Self {
             session_id: envelope.session_id.clone(),
             action_id: envelope.action_id.clone(),
             action_digest: envelope.args_digest.clone(),
-            policy_digest: pending.policy_digest().to_owned(),
+            policy_digest: preview.policy.policy_digest.clone(),
         }
     }
 

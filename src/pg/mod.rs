@@ -13,6 +13,8 @@
 //! build needs no database.
 
 mod checkpoints;
+#[cfg(feature = "adk")]
+mod graph;
 mod journal;
 
 use std::sync::Mutex;
@@ -21,6 +23,8 @@ use std::sync::mpsc;
 use crate::ComputerUseError;
 
 pub use checkpoints::PostgresCheckpointStore;
+#[cfg(feature = "adk")]
+pub use graph::PostgresGraphCheckpointer;
 pub use journal::{PostgresJournal, read_postgres_journal};
 
 /// One statement for the connection's thread, and the last moment it may

@@ -10,8 +10,8 @@ use super::*;
 
 /// Argument keys a model may not set: the ones that aim a low-level tool
 /// at another app or window than its evidence names, or that name the
-/// chain's own ids.
-pub const FORBIDDEN_ARGUMENTS: [&str; 12] = [
+/// chain's own ids or an approval.
+pub const FORBIDDEN_ARGUMENTS: [&str; 18] = [
     "target_app",
     "target_window_id",
     "focus_strategy",
@@ -24,6 +24,13 @@ pub const FORBIDDEN_ARGUMENTS: [&str; 12] = [
     "approval_grant_id",
     "approval_token",
     "target",
+    // An approval comes from the host, never from a model's arguments.
+    "approval",
+    "grantId",
+    "grant_id",
+    "approvalGrantId",
+    "runtimeApproved",
+    "runtime_approved",
 ];
 
 /// Whether an argument key may name a point on the screen: any key that
