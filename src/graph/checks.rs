@@ -70,7 +70,14 @@ pub(super) fn approval_of(value: &Value, action_id: &str) -> Result<Approval, St
         Some(Value::Bool(true)) => true,
         Some(_) => return Err("approval.runtimeApproved must be true or absent".into()),
     };
-    match (text("grantId"), runtime_held) {
+    // A grantId present is one, whatever it holds: it must then be a
+    // non-empty string, never taken for absent.
+    let grant = match fields.get("grantId") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(grant)) if !grant.is_empty() => Some(grant.as_str()),
+        Some(_) => return Err("approval.grantId must be a non-empty string or absent".into()),
+    };
+    match (grant, runtime_held) {
         (Some(grant), false) => Ok(Approval::with_grant(action_id, action, policy, grant)),
         (None, true) => Ok(Approval::runtime_held(action_id, action, policy)),
         (Some(_), true) => Err(

@@ -89,7 +89,9 @@
 //! each frame's id and capture time, not the frames themselves (an
 //! application's text stays out of adk checkpoints).
 
+mod acting;
 mod checks;
+mod file;
 mod nodes;
 mod runs;
 mod tool;
@@ -105,6 +107,7 @@ use serde_json::Value;
 use crate::auth::ScopeAuthorizer;
 use crate::chain::Session;
 use crate::runtime::ComputerUseRuntime;
+pub use file::FileGraphCheckpointer;
 use nodes::Nodes;
 pub use tool::{GovernedComputerUse, GrantFuture, HostGrant, RuntimeHeldGrant, TOOL_NAME};
 
@@ -145,7 +148,8 @@ where
 }
 
 /// [`build_reference_graph`], with adk-graph's `checkpointer` for the
-/// graph's own state (the interrupt's frontier and channels).
+/// graph's own state (the interrupt's frontier and channels); `None` is
+/// adk-graph's memory checkpointer.
 pub fn build_reference_graph_with_checkpointer<R>(
     runtime: Arc<R>,
     authorizer: Arc<ScopeAuthorizer>,
@@ -162,7 +166,8 @@ where
 
 /// The reference graph over a session built by the host (its target, its
 /// store of record, its journal and clock), with adk-graph's
-/// `checkpointer` when given.
+/// `checkpointer` (`None`: adk-graph's memory checkpointer, so an interrupt
+/// is resumed by this graph while it lives).
 pub fn reference_graph_over<R>(
     session: Arc<Session<R>>,
     checkpointer: Option<Arc<dyn Checkpointer>>,
@@ -231,8 +236,9 @@ where
         // A node writing a channel the schema does not hold is an error,
         // not a silent overwrite.
         .with_strict_channels();
-    Ok(match checkpointer {
-        Some(checkpointer) => graph.with_checkpointer_arc(checkpointer),
-        None => graph,
-    })
+    // Without one of the host's, adk-graph's memory checkpointer: an
+    // interrupt is resumed by this graph while it lives.
+    let checkpointer =
+        checkpointer.unwrap_or_else(|| Arc::new(adk_graph::MemoryCheckpointer::new()));
+    Ok(graph.with_checkpointer_arc(checkpointer))
 }

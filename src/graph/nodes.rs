@@ -19,8 +19,8 @@ pub(super) type NodeFuture = Pin<Box<dyn Future<Output = Result<NodeOutput, Grap
 
 /// The session every node acts in, and the runs' stages.
 pub(super) struct Nodes<R: ComputerUseRuntime> {
-    session: Arc<Session<R>>,
-    runs: Arc<Runs<R>>,
+    pub(super) session: Arc<Session<R>>,
+    pub(super) runs: Arc<Runs<R>>,
 }
 
 impl<R: ComputerUseRuntime> Clone for Nodes<R> {
@@ -126,10 +126,30 @@ impl<R: ComputerUseRuntime + Send + Sync + 'static> Nodes<R> {
                 .session
                 .join(parts)
                 .map_err(|e| failed("join_observations", e))?;
-            // A new round: whatever an earlier run of this thread left is
-            // dropped (and released by its guard).
-            self.runs
-                .put(&ctx.config.thread_id, Stage::Observed(observed));
+            // A new round of this thread. What an earlier run left that
+            // holds nothing is dropped; a reservation, a lease or a
+            // performed action not yet verified is never dropped by a new
+            // run: the earlier one is resumed, or another thread used.
+            let thread = ctx.config.thread_id.clone();
+            let refused = self.runs.with(&thread, |run| match run.stage.take() {
+                Some(stage) if stage.holds() => {
+                    let name = stage.name();
+                    run.stage = Some(stage);
+                    Some(name)
+                }
+                _ => {
+                    run.stage = Some(Stage::Observed(observed));
+                    None
+                }
+            });
+            if let Some(holds) = refused {
+                return Err(failed(
+                    "join_observations",
+                    format!(
+                        "an earlier run of this thread holds {holds}: resume it (its last checkpoint), or start this run on another thread"
+                    ),
+                ));
+            }
             Ok(NodeOutput::new().with_update("observations_joined", json!(true)))
         })
     }
@@ -363,91 +383,6 @@ impl<R: ComputerUseRuntime + Send + Sync + 'static> Nodes<R> {
             self.runs.end(&ctx.config.thread_id);
             Ok(NodeOutput::new()
                 .with_update("result", json!({ "status": "blocked", "reason": blocker })))
-        })
-    }
-
-    pub(super) fn reserve_target(self, ctx: NodeContext) -> NodeFuture {
-        Box::pin(async move {
-            const NODE: &str = "reserve_target";
-            let thread = ctx.config.thread_id.clone();
-            let Some(Stage::Approved(approved)) = self.runs.take(&thread) else {
-                return Err(failed(NODE, "no approved action to reserve for"));
-            };
-            same_preview(&ctx, NODE, approved.preview())?;
-            let by_policy = matches!(approved.authority(), crate::chain::Authority::Policy);
-            if by_policy
-                && [
-                    "approval",
-                    "approval_grant_id",
-                    "approved_action_digest",
-                    "approved_policy_digest",
-                ]
-                .iter()
-                .any(|k| set(&ctx, k))
-            {
-                return Err(failed(
-                    NODE,
-                    "an action policy allows carried approval authority in the state: refused, nothing reserved",
-                ));
-            }
-            let reserved = approved.reserve().await.map_err(|e| failed(NODE, e))?;
-            let shown =
-                serde_json::to_value(reserved.reservation()).map_err(|e| failed(NODE, e))?;
-            self.runs.put(&thread, Stage::Reserved(reserved));
-            Ok(NodeOutput::new().with_update("reservation", shown))
-        })
-    }
-
-    pub(super) fn acquire_lease(self, ctx: NodeContext) -> NodeFuture {
-        Box::pin(async move {
-            const NODE: &str = "acquire_lease";
-            let thread = ctx.config.thread_id.clone();
-            let Some(Stage::Reserved(reserved)) = self.runs.take(&thread) else {
-                return Err(failed(NODE, "no reserved target to lease"));
-            };
-            let leased = reserved.lease().await.map_err(|e| failed(NODE, e))?;
-            let shown = serde_json::to_value(leased.lease()).map_err(|e| failed(NODE, e))?;
-            self.runs.put(&thread, Stage::Leased(leased));
-            Ok(NodeOutput::new().with_update("lease", shown))
-        })
-    }
-
-    pub(super) fn execute(self, ctx: NodeContext) -> NodeFuture {
-        Box::pin(async move {
-            const NODE: &str = "execute";
-            let thread = ctx.config.thread_id.clone();
-            let Some(Stage::Leased(leased)) = self.runs.take(&thread) else {
-                return Err(failed(NODE, "no lease to act under"));
-            };
-            same_preview(&ctx, NODE, leased.preview())?;
-            let executed = leased.execute().await.map_err(|e| failed(NODE, e))?;
-            let shown = serde_json::to_value(executed.receipt()).map_err(|e| failed(NODE, e))?;
-            self.runs.put(&thread, Stage::Executed(executed));
-            Ok(NodeOutput::new().with_update("receipt", shown))
-        })
-    }
-
-    pub(super) fn verify(self, ctx: NodeContext) -> NodeFuture {
-        Box::pin(async move {
-            const NODE: &str = "verify";
-            let thread = ctx.config.thread_id.clone();
-            let Some(Stage::Executed(executed)) = self.runs.take(&thread) else {
-                return Err(failed(NODE, "no performed action to verify"));
-            };
-            self.runs.end(&thread);
-            let verified = executed.verify().await.map_err(|e| failed(NODE, e))?;
-            let outcome = verified.outcome();
-            Ok(NodeOutput::new()
-                .with_update("verified", json!(outcome.is_verified()))
-                .with_update("committed", json!(outcome.is_committed()))
-                .with_update(
-                    "result",
-                    json!({
-                        "status": outcome.status(),
-                        "receiptId": verified.receipt_id(),
-                        "verificationDetail": outcome.detail(),
-                    }),
-                ))
         })
     }
 }

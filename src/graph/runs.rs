@@ -39,6 +39,41 @@ pub(super) enum Stage<R: ComputerUseRuntime> {
     Leased(Leased<R>),
     /// Performed, not yet verified.
     Executed(Executed<R>),
+    /// Performed and verified: what `execute` and `verify` answered, so a
+    /// node entered again (a resume from an earlier checkpoint, a retry
+    /// after a failed checkpoint save) answers the same, acting on nothing.
+    Finished {
+        /// `execute`'s update (the receipt).
+        receipt: serde_json::Value,
+        /// `verify`'s updates (`verified`, `committed`, `result`).
+        verified: Vec<(String, serde_json::Value)>,
+    },
+}
+
+impl<R: ComputerUseRuntime> Stage<R> {
+    /// Its name, for an error that says what the run holds instead.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Observed(_) => "a joined observation",
+            Self::Pending { .. } => "an action waiting for approval",
+            Self::Suspended(_) => "an approval sealed in the store of record",
+            Self::Approved(_) => "an approved action, nothing reserved",
+            Self::Reserved(_) => "a reserved target",
+            Self::Leased(_) => "a lease",
+            Self::Executed(_) => "a performed action not yet verified",
+            Self::Finished { .. } => "a performed and verified action",
+        }
+    }
+
+    /// Whether it holds what the runtime gave (a reservation, a lease) or
+    /// an action performed and not yet verified: a new run of the thread
+    /// must not drop it.
+    pub fn holds(&self) -> bool {
+        matches!(
+            self,
+            Self::Reserved(_) | Self::Leased(_) | Self::Executed(_)
+        )
+    }
 }
 
 /// One run: the observation's parts as they arrive, the planned action, and
@@ -111,6 +146,25 @@ impl<R: ComputerUseRuntime> Runs<R> {
     /// The stage of `thread`, taken out of its slot.
     pub fn take(&self, thread: &str) -> Option<Stage<R>> {
         self.with(thread, |run| run.stage.take())
+    }
+
+    /// The stage of `thread` when `want` accepts it; else it stays in the
+    /// slot (never dropped by a node that expected another), and the
+    /// refusal names what the thread holds.
+    pub fn take_if(
+        &self,
+        thread: &str,
+        want: impl FnOnce(&Stage<R>) -> bool,
+    ) -> Result<Stage<R>, &'static str> {
+        self.with(thread, |run| match run.stage.take() {
+            None => Err("nothing"),
+            Some(stage) if want(&stage) => Ok(stage),
+            Some(stage) => {
+                let name = stage.name();
+                run.stage = Some(stage);
+                Err(name)
+            }
+        })
     }
 
     /// Puts `stage` in the slot of `thread`.

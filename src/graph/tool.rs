@@ -84,12 +84,21 @@ struct Held<R: ComputerUseRuntime> {
     fingerprint: String,
 }
 
+/// What the tool keeps by function call id: the actions waiting for the
+/// host, and the calls the host has decided (with the fingerprint of the
+/// arguments decided on and what the call answered), which are never
+/// decided again.
+struct Calls<R: ComputerUseRuntime> {
+    held: HashMap<String, Held<R>>,
+    decided: HashMap<String, (String, Value)>,
+}
+
 /// The governed chain as an adk-core tool (name `computer_use`).
 pub struct GovernedComputerUse<R: ComputerUseRuntime> {
     session: Arc<Session<R>>,
     allowed: AllowedActions,
     grant: Arc<dyn HostGrant>,
-    held: Mutex<HashMap<String, Held<R>>>,
+    calls: Mutex<Calls<R>>,
     description: String,
 }
 
@@ -114,18 +123,21 @@ impl<R: ComputerUseRuntime + Send + Sync + 'static> GovernedComputerUse<R> {
             session,
             allowed,
             grant,
-            held: Mutex::new(HashMap::new()),
+            calls: Mutex::new(Calls {
+                held: HashMap::new(),
+                decided: HashMap::new(),
+            }),
             description,
         }
     }
 
     /// How many actions wait for the host.
     pub fn waiting(&self) -> usize {
-        self.lock().len()
+        self.lock().held.len()
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Held<R>>> {
-        self.held
+    fn lock(&self) -> std::sync::MutexGuard<'_, Calls<R>> {
+        self.calls
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
@@ -160,11 +172,27 @@ impl<R: ComputerUseRuntime + Send + Sync + 'static> GovernedComputerUse<R> {
                 return Ok(json!({ "status": "done", "summary": summary }));
             }
         };
-        let held = self.lock().remove(&call);
+        // A call the host has decided is never decided again: replayed
+        // with its arguments, it answers what it answered; with others, it
+        // is refused. Nothing runs either way.
+        let held = {
+            let mut calls = self.lock();
+            if let Some((decided_on, answered)) = calls.decided.get(&call) {
+                return Ok(if *decided_on == fingerprint {
+                    answered.clone()
+                } else {
+                    json!({
+                        "status": "refused",
+                        "reason": "this call id was already decided by the host, for other arguments: propose the action in a new call",
+                    })
+                });
+            }
+            calls.held.remove(&call)
+        };
         if let Some(held) = held {
             if held.fingerprint != fingerprint {
                 // Another action under the same call id: what waits stays.
-                self.lock().insert(call, held);
+                self.lock().held.insert(call, held);
                 return Err(ComputerUseError::invalid(
                     "GovernedComputerUse",
                     "arguments",
@@ -172,22 +200,33 @@ impl<R: ComputerUseRuntime + Send + Sync + 'static> GovernedComputerUse<R> {
                     "other arguments",
                 ));
             }
-            return match Self::decision(ctx.as_ref(), &call, &fingerprint) {
-                Some(ToolConfirmationDecision::Approve) => {
-                    let approval = self.grant.grant(held.pending.preview()).await?;
-                    let done = held.pending.approve(approval)?.complete().await?;
-                    Ok(finished(&done))
-                }
-                Some(ToolConfirmationDecision::Deny) => Ok(json!({
-                    "status": "denied",
-                    "actionId": held.pending.action_id(),
-                })),
-                None => {
-                    let shown = pending_json(&held.pending);
-                    self.lock().insert(call, held);
-                    Ok(shown)
-                }
+            let decision = Self::decision(ctx.as_ref(), &call, &fingerprint);
+            if decision.is_none() {
+                let shown = pending_json(&held.pending);
+                self.lock().held.insert(call, held);
+                return Ok(shown);
+            }
+            // Spent before anything runs, so a replay racing this one
+            // finds it decided.
+            let action_id = held.pending.action_id().to_owned();
+            let in_progress = json!({ "status": "in_progress", "actionId": action_id });
+            self.lock()
+                .decided
+                .insert(call.clone(), (fingerprint.clone(), in_progress));
+            let answered = match decision {
+                Some(ToolConfirmationDecision::Approve) => self.approve(held).await,
+                _ => Ok(json!({ "status": "denied", "actionId": action_id })),
             };
+            let recorded = match &answered {
+                Ok(value) => value.clone(),
+                Err(err) => json!({
+                    "status": "error",
+                    "actionId": action_id,
+                    "error": err.to_string(),
+                }),
+            };
+            self.lock().decided.insert(call, (fingerprint, recorded));
+            return answered;
         }
         match self.session.run(action).await? {
             ChainOutcome::Completed(done) => Ok(finished(&done)),
@@ -197,7 +236,7 @@ impl<R: ComputerUseRuntime + Send + Sync + 'static> GovernedComputerUse<R> {
             })),
             ChainOutcome::NeedsApproval(pending) => {
                 let shown = pending_json(&pending);
-                self.lock().insert(
+                self.lock().held.insert(
                     call,
                     Held {
                         pending,
@@ -207,6 +246,15 @@ impl<R: ComputerUseRuntime + Send + Sync + 'static> GovernedComputerUse<R> {
                 Ok(shown)
             }
         }
+    }
+}
+
+impl<R: ComputerUseRuntime + Send + Sync + 'static> GovernedComputerUse<R> {
+    /// Runs what waits, with the host's grant for it.
+    async fn approve(&self, held: Held<R>) -> Result<Value, ComputerUseError> {
+        let approval = self.grant.grant(held.pending.preview()).await?;
+        let done = held.pending.approve(approval)?.complete().await?;
+        Ok(finished(&done))
     }
 }
 

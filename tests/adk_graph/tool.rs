@@ -276,3 +276,91 @@ async fn the_hosts_confirmation_of_that_call_runs_it_once_and_a_denial_drops_it(
     assert_eq!(runtime.mutations(), 1);
     assert_eq!(tool.waiting(), 0);
 }
+
+/// Review finding 6 (mended): one host approval of one call, bound to its
+/// arguments by fingerprint, runs that action once: a model replaying the
+/// call id (same arguments) is answered what the call answered, and
+/// nothing runs again.
+#[tokio::test]
+async fn a_replayed_call_id_never_runs_one_bound_host_approval_twice() {
+    let (tool, runtime) = tool(PreviewRoute::NeedsApproval);
+    let none = Invocation::deciding("call-1", HashMap::new(), HashMap::new());
+    let pending = tool.execute(none, write("hello")).await.unwrap();
+    assert_eq!(pending["status"], "pending_approval");
+    // The host approves call-1, bound to exactly these arguments.
+    let approve = HashMap::from([("call-1".to_owned(), ToolConfirmationDecision::Approve)]);
+    let bound = HashMap::from([(
+        "call-1".to_owned(),
+        tool_call_fingerprint(TOOL_NAME, &write("hello")),
+    )]);
+    let host = || Invocation::deciding("call-1", approve.clone(), bound.clone());
+    let done = tool.execute(host(), write("hello")).await.unwrap();
+    assert_eq!(done["committed"], true);
+    assert_eq!(runtime.mutations(), 1);
+    // The model replays call-1 twice in the same (approved) invocation.
+    let again = tool.execute(host(), write("hello")).await.unwrap();
+    let third = tool.execute(host(), write("hello")).await.unwrap();
+    assert_eq!(
+        runtime.mutations(),
+        1,
+        "one host approval performed {} actions (replays answered {} then {})",
+        runtime.mutations(),
+        again["status"],
+        third["status"]
+    );
+}
+
+/// Claim 3: a host approval of call-1 (not bound by fingerprint: the host
+/// approved the pending `hello` it was shown) must not cover other
+/// arguments. After the approved action ran, the model replays call-1 with
+/// other arguments twice and they run under the same decision.
+#[tokio::test]
+async fn an_unbound_host_approval_never_runs_other_arguments_under_a_replayed_call_id() {
+    let (tool, _runtime) = tool(PreviewRoute::NeedsApproval);
+    let approve = HashMap::from([("call-1".to_owned(), ToolConfirmationDecision::Approve)]);
+    let host = || Invocation::deciding("call-1", approve.clone(), HashMap::new());
+    let none = Invocation::deciding("call-1", HashMap::new(), HashMap::new());
+    assert_eq!(
+        tool.execute(none, write("hello")).await.unwrap()["status"],
+        "pending_approval"
+    );
+    assert_eq!(
+        tool.execute(host(), write("hello")).await.unwrap()["committed"],
+        true
+    );
+    let _ = tool.execute(host(), write("rm -rf evil")).await.unwrap();
+    let evil = tool.execute(host(), write("rm -rf evil")).await.unwrap();
+    assert_ne!(
+        evil["committed"], true,
+        "the host approved 'hello'; the model's replayed call-1 ran 'rm -rf evil': {evil}"
+    );
+}
+
+/// HOLDS: changing the arguments under a call id whose action is held is
+/// refused, and the bound approval does not transfer.
+#[tokio::test]
+async fn holds_other_arguments_under_a_held_call_id_are_refused_and_nothing_runs() {
+    let (tool, runtime) = tool(PreviewRoute::NeedsApproval);
+    let none = Invocation::deciding("call-1", HashMap::new(), HashMap::new());
+    tool.execute(none, write("hello")).await.unwrap();
+    let approve = HashMap::from([("call-1".to_owned(), ToolConfirmationDecision::Approve)]);
+    let swapped = tool
+        .execute(
+            Invocation::deciding("call-1", approve.clone(), HashMap::new()),
+            write("evil"),
+        )
+        .await;
+    assert!(swapped.is_err(), "{swapped:?}");
+    // `summary` is free text: changing it is other arguments too.
+    let mut resummarised = write("hello");
+    resummarised["summary"] = json!("approved by host");
+    let refused = tool
+        .execute(
+            Invocation::deciding("call-1", approve, HashMap::new()),
+            resummarised,
+        )
+        .await;
+    assert!(refused.is_err(), "{refused:?}");
+    assert_eq!(runtime.mutations(), 0);
+    assert_eq!(tool.waiting(), 1);
+}
