@@ -129,3 +129,47 @@ impl Checkpointer for FileGraphCheckpointer {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+
+    fn checkpoint(thread: &str, step: usize) -> Checkpoint {
+        Checkpoint::new(thread, adk_graph::State::new(), step, vec!["next".into()])
+    }
+
+    #[tokio::test]
+    async fn checkpoints_come_back_in_the_order_saved_and_no_thread_id_leaves_the_directory() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("graph");
+        let store = FileGraphCheckpointer::new(&dir).unwrap();
+        let hostile = "../../escaped";
+        let first = store.save(&checkpoint(hostile, 1)).await.unwrap();
+        let second = store.save(&checkpoint(hostile, 2)).await.unwrap();
+        store.save(&checkpoint("other", 9)).await.unwrap();
+        // Nothing was written outside the directory.
+        let outside: Vec<_> = std::fs::read_dir(root.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(outside, ["graph"]);
+        assert_eq!(store.load(hostile).await.unwrap().unwrap().step, 2);
+        let steps: Vec<usize> = store
+            .list(hostile)
+            .await
+            .unwrap()
+            .iter()
+            .map(|c| c.step)
+            .collect();
+        assert_eq!(steps, [1, 2]);
+        assert_eq!(store.load_by_id(&first).await.unwrap().unwrap().step, 1);
+        // Another process over the same directory reads the same.
+        let again = FileGraphCheckpointer::new(&dir).unwrap();
+        assert_eq!(again.load_by_id(&second).await.unwrap().unwrap().step, 2);
+        again.delete(hostile).await.unwrap();
+        assert!(again.load(hostile).await.unwrap().is_none());
+        assert_eq!(again.load("other").await.unwrap().unwrap().step, 9);
+    }
+}
