@@ -41,4 +41,8 @@ fn illegal_orderings_do_not_compile() {
     if cfg!(feature = "postgres") {
         cases.compile_fail("ui-tests/fail-postgres/*.rs");
     }
+    // The graph face: no node decodes a stage or a proof from the state.
+    if cfg!(all(feature = "adk", feature = "mcp")) {
+        cases.compile_fail("ui-tests/fail-adk/*.rs");
+    }
 }
