@@ -90,6 +90,7 @@
 //! application's text stays out of adk checkpoints).
 
 mod acting;
+mod cancel;
 mod checks;
 mod file;
 mod nodes;
@@ -107,6 +108,7 @@ use serde_json::Value;
 use crate::auth::ScopeAuthorizer;
 use crate::chain::Session;
 use crate::runtime::ComputerUseRuntime;
+pub use cancel::{CancellationBridge, Interrupter};
 pub use file::FileGraphCheckpointer;
 use nodes::Nodes;
 pub use tool::{GovernedComputerUse, GrantFuture, HostGrant, RuntimeHeldGrant, TOOL_NAME};

@@ -261,3 +261,36 @@ async fn graph_retry_after_pre_effect_crash_executes_exactly_once() {
     assert_eq!(runtime.mutations(), 1);
     assert_eq!(runtime.truth().releases.len(), 2);
 }
+
+#[tokio::test]
+async fn cancellation_bridge_revokes_runtime_before_interrupting_adk() {
+    use adk_computer_use::graph::CancellationBridge;
+    let runtime = rig().runtime;
+    let seen = Arc::clone(&runtime);
+    // The interrupter checks that the runtime's pause came first.
+    let bridge = CancellationBridge::new(
+        Arc::clone(&runtime),
+        Arc::new(move |session: &str| {
+            session == "adk-session" && seen.truth().controls == ["pause:user_takeover"]
+        }),
+    );
+    assert!(bridge.pause("adk-session", "user_takeover").await.unwrap());
+    // A runtime that refuses the pause: the run is still interrupted, and
+    // the error says the revocation failed.
+    runtime.script().fail.insert(
+        Call::Pause,
+        refusal("pause_session", "injected_pause_failure"),
+    );
+    let interrupted = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = Arc::clone(&interrupted);
+    let bridge = CancellationBridge::new(
+        Arc::clone(&runtime),
+        Arc::new(move |_: &str| {
+            flag.store(true, std::sync::atomic::Ordering::SeqCst);
+            true
+        }),
+    );
+    let err = bridge.pause("adk-session", "again").await.unwrap_err();
+    assert!(err.to_string().contains("injected_pause_failure"), "{err}");
+    assert!(interrupted.load(std::sync::atomic::Ordering::SeqCst));
+}

@@ -46,6 +46,7 @@ pub enum Call {
     Release,
     ReleaseLease,
     TaskLease,
+    Pause,
 }
 
 /// A crash injected into `execute_action`.
@@ -121,6 +122,8 @@ pub struct Truth {
     pub task_uses: BTreeMap<String, u32>,
     /// Each task lease proof, as the session sent it.
     pub task_asks: Vec<Value>,
+    /// The session controls received, in order (`pause:REASON`).
+    pub controls: Vec<String>,
 }
 
 pub struct FakeRuntime {
@@ -373,6 +376,14 @@ impl ComputerUseRuntime for FakeRuntime {
             tweak(&mut reservation);
         }
         Ok(Some(reservation))
+    }
+
+    async fn pause_session(&self, reason: Option<&str>) -> Result<(), ComputerUseError> {
+        self.enter(Call::Pause).await?;
+        self.truth()
+            .controls
+            .push(format!("pause:{}", reason.unwrap_or_default()));
+        Ok(())
     }
 
     async fn release_target(&self, proof: &ReleaseProof<'_>) -> Result<(), ComputerUseError> {
