@@ -266,6 +266,7 @@ async fn graph_retry_after_pre_effect_crash_executes_exactly_once() {
 async fn cancellation_bridge_revokes_runtime_before_interrupting_adk() {
     use adk_computer_use::graph::CancellationBridge;
     let runtime = rig().runtime;
+    runtime.script().pause_offered = true;
     let seen = Arc::clone(&runtime);
     // The interrupter checks that the runtime's pause came first.
     let bridge = CancellationBridge::new(

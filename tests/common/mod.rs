@@ -88,6 +88,8 @@ pub struct Script {
     pub evidence_recorded: bool,
     /// What the semantic frame answers instead of `{ "kind": "semantic" }`.
     pub semantic: Option<Value>,
+    /// `pause_session` is offered (else unsupported, as the trait's default).
+    pub pause_offered: bool,
 }
 
 /// What a scripted runtime offers for a named effect.
@@ -379,6 +381,12 @@ impl ComputerUseRuntime for FakeRuntime {
     }
 
     async fn pause_session(&self, reason: Option<&str>) -> Result<(), ComputerUseError> {
+        // Unsupported, as the trait's default, unless a test offers it.
+        if !self.script().pause_offered {
+            return Err(ComputerUseError::Unsupported {
+                operation: "pause_session".into(),
+            });
+        }
         self.enter(Call::Pause).await?;
         self.truth()
             .controls
