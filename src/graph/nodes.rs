@@ -270,8 +270,9 @@ impl<R: ComputerUseRuntime + Send + Sync + 'static> Nodes<R> {
                 }
                 let shown = serde_json::to_value(pending.preview()).map_err(|e| failed(NODE, e))?;
                 let stage = if self.session.keeps_checkpoints() {
+                    let preview = Box::new(pending.preview().clone());
                     let id = pending.suspend().await.map_err(|e| failed(NODE, e))?;
-                    Stage::Suspended(id)
+                    Stage::Suspended { id, preview }
                 } else {
                     Stage::Pending {
                         pending,
@@ -292,7 +293,11 @@ impl<R: ComputerUseRuntime + Send + Sync + 'static> Nodes<R> {
                 let approval = self.answer(&ctx, pending.action_id())?;
                 pending.approve(approval).map_err(|e| failed(NODE, e))?
             }
-            Some(Stage::Suspended(id)) => self.resume_sealed(&ctx, &id).await?,
+            Some(Stage::Suspended { id, preview }) => {
+                // Checked before the sealed checkpoint is consumed.
+                same_preview(&ctx, NODE, &preview)?;
+                self.resume_sealed(&ctx, Some(id)).await?
+            }
             Some(other) => {
                 self.runs.put(&thread, other);
                 return Err(failed(NODE, "this run is past its approval"));
@@ -306,15 +311,7 @@ impl<R: ComputerUseRuntime + Send + Sync + 'static> Nodes<R> {
                         "this graph holds no pending approval for the run and its session keeps no checkpoints: resume in the graph that interrupted, or give the session a store of record",
                     ));
                 }
-                let preview: ActionPreview = ctx
-                    .get("preview")
-                    .cloned()
-                    .map(serde_json::from_value)
-                    .transpose()
-                    .map_err(|e| failed(NODE, e))?
-                    .ok_or_else(|| failed(NODE, "the state holds no preview"))?;
-                let id = self.session.checkpoint_id(&preview);
-                self.resume_sealed(&ctx, &id).await?
+                self.resume_sealed(&ctx, None).await?
             }
         };
         let preview = approved.preview().clone();
@@ -343,10 +340,13 @@ impl<R: ComputerUseRuntime + Send + Sync + 'static> Nodes<R> {
         approval_of(value, action_id).map_err(|e| failed("request_approval", e))
     }
 
+    /// Resumes the sealed checkpoint `id` (or, for a graph that never saw
+    /// the interrupt, the one the state's preview names) with the approval
+    /// the resume wrote; the sealed preview must be the state's.
     async fn resume_sealed(
         &self,
         ctx: &NodeContext,
-        id: &crate::chain::CheckpointId,
+        id: Option<crate::chain::CheckpointId>,
     ) -> Result<crate::chain::Approved<R>, GraphError> {
         const NODE: &str = "request_approval";
         let preview: ActionPreview = ctx
@@ -357,10 +357,11 @@ impl<R: ComputerUseRuntime + Send + Sync + 'static> Nodes<R> {
             .map_err(|e| failed(NODE, e))?
             .ok_or_else(|| failed(NODE, "the state holds no preview"))?;
         same_preview(ctx, NODE, &preview)?;
+        let id = id.unwrap_or_else(|| self.session.checkpoint_id(&preview));
         let approval = self.answer(ctx, &preview.envelope.action_id)?;
         let approved = self
             .session
-            .resume(id, approval)
+            .resume(&id, approval)
             .await
             .map_err(|e| failed(NODE, e))?;
         if approved.preview() != &preview {

@@ -30,7 +30,12 @@ pub(super) enum Stage<R: ComputerUseRuntime> {
     },
     /// Suspended into the session's store of record under this id: only
     /// the sealed checkpoint can be resumed.
-    Suspended(CheckpointId),
+    Suspended {
+        /// The sealed checkpoint's id.
+        id: CheckpointId,
+        /// The preview sealed there, which the state must still hold.
+        preview: Box<crate::contracts::ActionPreview>,
+    },
     /// Approved (by policy or by a person).
     Approved(Approved<R>),
     /// The target reserved.
@@ -56,7 +61,7 @@ impl<R: ComputerUseRuntime> Stage<R> {
         match self {
             Self::Observed(_) => "a joined observation",
             Self::Pending { .. } => "an action waiting for approval",
-            Self::Suspended(_) => "an approval sealed in the store of record",
+            Self::Suspended { .. } => "an approval sealed in the store of record",
             Self::Approved(_) => "an approved action, nothing reserved",
             Self::Reserved(_) => "a reserved target",
             Self::Leased(_) => "a lease",

@@ -236,3 +236,26 @@ async fn a_blocked_preview_ends_blocked_with_its_reason() {
     assert_eq!(runtime.mutations(), 0);
     assert_eq!(runtime.count(Call::Reserve), 0);
 }
+
+/// A resume whose state replaced the preview is refused before the sealed
+/// checkpoint is consumed: the person's approval is not burned by it, and
+/// the honest resume still runs the action, once.
+#[tokio::test]
+async fn a_refused_replacement_does_not_consume_the_sealed_approval() {
+    let (graph, runtime, _) = graph(PreviewRoute::NeedsApproval);
+    let thread = "thread-not-burned";
+    let (checkpoint, preview) = interrupted(&graph, thread).await;
+    let (action, policy) = digests(&preview);
+    let grant = runtime.grant(&action);
+    let answer = json!({ "actionDigest": action, "policyDigest": policy, "grantId": grant });
+    let mut forged = preview.clone();
+    forged["envelope"]["arguments"] = json!({ "text": "something else" });
+    let mut state = approval(answer.clone());
+    state.insert("preview".into(), forged);
+    assert!(resume(&graph, thread, &checkpoint, state).await.is_err());
+    let output = resume(&graph, thread, &checkpoint, approval(answer))
+        .await
+        .unwrap();
+    assert_eq!(output["committed"], json!(true));
+    assert_eq!(runtime.mutations(), 1);
+}
