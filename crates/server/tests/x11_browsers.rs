@@ -170,19 +170,31 @@ async fn refusal_of(
     session: &adk_computer_use::Session<adk_computer_use::mcp::ComputerUseMcpRuntime>,
     action: ProposedAction,
 ) -> adk_computer_use::ComputerUseError {
-    let ran = match session.run(action).await {
-        Ok(ChainOutcome::NeedsApproval(pending)) => {
-            host_approves(sim, pending).await.complete().await.map(drop)
+    // A page still settling moves under the action (`stale_target`: refused
+    // before anything was sent); a plan observes again and retries, as
+    // here, and the refusal that counts is the one on a still page.
+    let mut last = None;
+    for _ in 0..5 {
+        let ran = match session.run(action.clone()).await {
+            Ok(ChainOutcome::NeedsApproval(pending)) => {
+                host_approves(sim, pending).await.complete().await.map(drop)
+            }
+            Ok(ChainOutcome::Completed(done)) => panic!("the action ran: {}", done.outcome()),
+            Ok(ChainOutcome::Blocked(blocked)) => panic!(
+                "the action was blocked, not refused: {} {:?}",
+                blocked.blocker(),
+                blocked.reasons()
+            ),
+            Err(err) => Err(err),
+        };
+        let err = ran.expect_err("the action was not refused");
+        if err.refusal_code() != Some("stale_target") {
+            return err;
         }
-        Ok(ChainOutcome::Completed(done)) => panic!("the action ran: {}", done.outcome()),
-        Ok(ChainOutcome::Blocked(blocked)) => panic!(
-            "the action was blocked, not refused: {} {:?}",
-            blocked.blocker(),
-            blocked.reasons()
-        ),
-        Err(err) => Err(err),
-    };
-    ran.expect_err("the action was not refused")
+        last = Some(err);
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    }
+    last.expect("five tries")
 }
 
 /// In the browser window titled `title`, once its tree has `nodes` nodes
