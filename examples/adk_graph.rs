@@ -1,29 +1,57 @@
-//! The seeds' adk-graph workflow over the governed chain: an action that
-//! needs a person interrupts the graph with its preview, is sealed, and is
-//! approved and resumed by a second process that knows only the thread,
-//! the checkpoint and the stores; a third resume is refused.
+//! The seeds' adk-graph workflow over the governed chain: an allowed action
+//! runs to its end; an action that needs a person interrupts the graph with
+//! its preview, is sealed, and is approved and resumed by a second process
+//! that knows only the thread, the checkpoint and the stores; a third
+//! resume is refused.
 //!
 //! ```text
-//! cargo run --features adk --example adk_graph                        # the whole story
-//! cargo run --features adk --example adk_graph -- interrupt DIR       # first process
-//! cargo run --features adk --example adk_graph -- resume DIR THREAD CHECKPOINT
+//! cargo run --features adk --example adk_graph                      # in-process desktop
+//! cargo run --features adk --example adk_graph -- --page [--browser]
+//! cargo run --all-features --example adk_graph -- --x11 [--page [--browser]]
+//! cargo run --all-features --example adk_graph -- --wayland [--page [--browser]]
+//! cargo run --features adk --example adk_graph -- --server <command> [args...]
 //! ```
 //!
-//! The desktop is the persistent in-process one (a file in `DIR`), so a
-//! second process finds what the first left; the sealed approval lives in
-//! a `FileCheckpointStore` and the graph's own checkpoints in a
-//! `FileGraphCheckpointer`, both in `DIR`. Over a real server the same
-//! graph comes from `reference_graph_over` with a session on
-//! `ComputerUseMcpRuntime`, and `PostgresGraphCheckpointer` serves many
-//! machines (`tests/adk_graph_postgres.rs`). The person's approval here is
-//! given by the host in code, echoing the digests the interrupt showed; the
-//! approval page does the same for a person (docs/approvals.md).
+//! By default the desktop is the persistent in-process one (a file in a
+//! temporary directory), so a second process finds what the first left;
+//! the sealed approval lives in a `FileCheckpointStore` and the graph's own
+//! checkpoints in a `FileGraphCheckpointer`, both in that directory. The
+//! person's approval is given by the host in code (`runtimeApproved`,
+//! echoing the digests the interrupt showed).
 //!
-//! The sealing key comes from `ADK_CHECKPOINT_KEY` (at least 32 bytes); the
+//! With `--page`, `--x11` or `--wayland` the desktop server runs as its own
+//! process (`computer-use-server --desktop simulated|x11|wayland
+//! --listen`), and both agent processes connect to it; see
+//! `support/served_graph.rs`. With `--page` a person decides on the
+//! approval page (the example prints its sign-in link and waits; with
+//! `--browser`, headless Chromium decides in their place) and the resume
+//! carries no approval at all: the decision the page signed answers it
+//! (`reference_graph_with_approver`). Without `--page` the host approves on
+//! the approver's credential and the resume carries the server's grant id.
+//! On X11 and Wayland the write goes onto the real clipboard, bound to a
+//! window the desktop shows (`COMPUTER_USE_CLIPBOARD_APP`, else the
+//! focused one, else the first), and `xclip` or `wl-paste`, outside this
+//! crate, reads it back. The server's binaries must be built first:
+//! `cargo build --workspace --all-features --bins`.
+//!
+//! With `--server` any other computer-use-mcp server is spawned over
+//! stdio. It lives only as long as this process, so the second graph is a
+//! fresh instance in the same process, over the same stores, resuming on
+//! the host's grant.
+//!
+//! The written text is labelled `credential`, which a server's policy
+//! sends to a person; the allowed action writes public text. The sealing
+//! key comes from `ADK_CHECKPOINT_KEY` (at least 32 bytes); the default
 //! demo falls back to a fixed, public key, which a real host must never do.
 
 #[path = "support/desktop.rs"]
 mod desktop;
+#[path = "support/page.rs"]
+mod page;
+#[path = "support/served_graph.rs"]
+mod served_graph;
+#[path = "support/x11.rs"]
+mod x11_support;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -43,12 +71,22 @@ fn key() -> Result<SealingKey, Error> {
     Ok(SealingKey::new(bytes)?)
 }
 
+/// The action the graph is given: public text (allowed), or text labelled
+/// `credential` (which waits for a person).
+pub fn proposed(text: &str, credential: bool) -> Value {
+    let mut action = json!({ "tool": "write_clipboard", "arguments": { "text": text } });
+    if credential {
+        action["data_labels"] = json!(["credential"]);
+    }
+    action
+}
+
 /// What one process builds: the runtime client (here the persistent
-/// in-process desktop, which asks for approval of every clipboard write),
-/// the identity the host verified, the store of record, and the graph.
+/// in-process desktop, which sends credential writes to a person), the
+/// identity the host verified, the store of record, and the graph.
 fn process(dir: &Path) -> Result<(Arc<desktop::InProcessDesktop>, CompiledGraph), Error> {
     let runtime = Arc::new(desktop::InProcessDesktop::persistent(
-        &["write_clipboard"],
+        &[],
         dir.join("desktop-state.json"),
     )?);
     let identity = VerifiedIdentity::new(desktop::PRINCIPAL, "tenant-demo")?;
@@ -64,42 +102,68 @@ fn process(dir: &Path) -> Result<(Arc<desktop::InProcessDesktop>, CompiledGraph)
     Ok((runtime, graph))
 }
 
-/// The first process: the action interrupts for approval. Returns the
-/// thread and the graph's checkpoint.
-async fn interrupt(dir: &Path) -> Result<(String, String), Error> {
-    let (_, graph) = process(dir)?;
-    let thread = format!("demo-{}", std::process::id());
+/// Runs `action` on a new thread of `graph`: the allowed action's end, or
+/// the interrupt's thread and checkpoint.
+pub async fn run(
+    graph: &CompiledGraph,
+    thread: &str,
+    action: Value,
+) -> Result<Option<(String, Value)>, Error> {
     let mut input = State::new();
-    input.insert(
-        "proposed_action".into(),
-        json!({ "tool": "write_clipboard", "arguments": { "text": "approved in a second process" } }),
-    );
-    match graph.invoke(input, ExecutionConfig::new(&thread)).await {
+    input.insert("proposed_action".into(), action);
+    match graph.invoke(input, ExecutionConfig::new(thread)).await {
         Err(GraphError::Interrupted(interrupted)) => {
             let preview = match &interrupted.interrupt {
                 adk_graph::Interrupt::Dynamic { data, .. } => data.clone().unwrap_or_default(),
                 _ => Value::Null,
             };
             println!(
-                "interrupted: {} waits for approval (action {}, policy {})",
+                "interrupted: {} waits for approval ({}; action {}, policy {})",
                 preview["envelope"]["tool"],
+                preview["policy"]["reasons"],
                 preview["envelope"]["argsDigest"],
                 preview["policy"]["policyDigest"]
             );
-            println!(
-                "  thread {thread}, checkpoint {}; sealed in {}",
-                interrupted.checkpoint_id,
-                dir.display()
-            );
-            Ok((thread, interrupted.checkpoint_id))
+            Ok(Some((interrupted.checkpoint_id, preview)))
         }
-        Ok(state) => Err(format!(
-            "expected an interrupt, the graph ended: {}",
-            state["result"]
-        )
-        .into()),
+        Ok(state) => {
+            println!(
+                "allowed: {} ran to its end: {} (committed: {}, verified: {})",
+                state["proposed_action"]["tool"],
+                state["result"]["status"],
+                state["committed"],
+                state["verified"]
+            );
+            if state["committed"] != json!(true) {
+                return Err("the allowed action was not committed".into());
+            }
+            Ok(None)
+        }
         Err(other) => Err(other.into()),
     }
+}
+
+/// The first process: an allowed action runs; then the credential's write
+/// interrupts for approval. Returns its thread and the graph's checkpoint.
+async fn interrupt(dir: &Path) -> Result<(String, String), Error> {
+    let (_, graph) = process(dir)?;
+    let thread = format!("demo-{}", std::process::id());
+    let public = proposed("public text, no approval needed", false);
+    if run(&graph, &format!("{thread}-public"), public)
+        .await?
+        .is_some()
+    {
+        return Err("the public write was expected to be allowed".into());
+    }
+    let action = proposed("approved in a second process", true);
+    let (checkpoint, _) = run(&graph, &thread, action)
+        .await?
+        .ok_or("the credential's write was expected to wait for approval")?;
+    println!(
+        "  thread {thread}, checkpoint {checkpoint}; sealed in {}",
+        dir.display()
+    );
+    Ok((thread, checkpoint))
 }
 
 /// A later process: reads the preview the graph kept, approves it (the
@@ -138,39 +202,69 @@ async fn resume(dir: &Path, thread: &str, checkpoint: &str) -> Result<Value, Err
     Ok(preview)
 }
 
+/// The whole story on the in-process desktop.
+async fn in_process() -> Result<(), Error> {
+    let dir = std::env::temp_dir().join(format!("adk-graph-demo-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let (thread, checkpoint) = interrupt(&dir).await?;
+    // A second process, started fresh, resumes it.
+    let dir_text = dir.to_str().ok_or("a temporary directory named in UTF-8")?;
+    let status = std::process::Command::new(std::env::current_exe()?)
+        .args(["resume", dir_text, &thread, &checkpoint])
+        .status()?;
+    if !status.success() {
+        return Err(format!("the second process failed: {status}").into());
+    }
+    // The sealed approval was consumed: resuming again runs nothing.
+    match resume(&dir, &thread, &checkpoint).await {
+        Ok(_) => return Err("a sealed approval was resumed twice".into()),
+        Err(err) => println!("resumed again: refused before anything ran: {err}"),
+    }
+    std::fs::remove_dir_all(&dir)?;
+    Ok(())
+}
+
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    match args
-        .iter()
-        .map(String::as_str)
-        .collect::<Vec<_>>()
-        .as_slice()
-    {
+    let words: Vec<&str> = args.iter().map(String::as_str).collect();
+    if let Some(at) = words.iter().position(|a| *a == "--server") {
+        return match &words[at + 1..] {
+            [] => Err("--server needs a command".into()),
+            command => served_graph::over_stdio(command).await,
+        };
+    }
+    let flag = |name: &str| words.contains(&name);
+    let (x11, wayland, on_page, browser) = (
+        flag("--x11"),
+        flag("--wayland"),
+        flag("--page"),
+        flag("--browser"),
+    );
+    if browser && !on_page {
+        return Err("--browser stands in for the person on the page: use it with --page".into());
+    }
+    if x11 && wayland {
+        return Err("--x11 and --wayland name two desktops: choose one".into());
+    }
+    match words.as_slice() {
         ["interrupt", dir] => interrupt(Path::new(dir)).await.map(|_| ()),
         ["resume", dir, thread, checkpoint] => {
             resume(Path::new(dir), thread, checkpoint).await.map(|_| ())
         }
-        [] => {
-            let dir = std::env::temp_dir().join(format!("adk-graph-demo-{}", std::process::id()));
-            std::fs::create_dir_all(&dir)?;
-            let (thread, checkpoint) = interrupt(&dir).await?;
-            // A second process, started fresh, resumes it.
-            let dir_text = dir.to_str().ok_or("a temporary directory named in UTF-8")?;
-            let status = std::process::Command::new(std::env::current_exe()?)
-                .args(["resume", dir_text, &thread, &checkpoint])
-                .status()?;
-            if !status.success() {
-                return Err(format!("the second process failed: {status}").into());
-            }
-            // The sealed approval was consumed: resuming again runs nothing.
-            match resume(&dir, &thread, &checkpoint).await {
-                Ok(_) => return Err("a sealed approval was resumed twice".into()),
-                Err(err) => println!("resumed again: refused before anything ran: {err}"),
-            }
-            std::fs::remove_dir_all(&dir)?;
-            Ok(())
+        ["interrupt-served"] => served_graph::interrupt().await,
+        ["resume-served", rest @ ..] => served_graph::resume(rest).await,
+        [] => in_process().await,
+        _ if x11 || wayland || on_page => {
+            let desktop = if x11 {
+                "x11"
+            } else if wayland {
+                "wayland"
+            } else {
+                "simulated"
+            };
+            served_graph::story(desktop, on_page, browser).await
         }
-        _ => Err("usage: adk_graph [interrupt DIR | resume DIR THREAD CHECKPOINT]".into()),
+        _ => Err("usage: adk_graph [--x11 | --wayland] [--page [--browser]] | --server COMMAND [ARGS...]".into()),
     }
 }

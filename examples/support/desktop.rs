@@ -177,7 +177,12 @@ impl ComputerUseRuntime for InProcessDesktop {
         request: &ActionRequest<'_>,
     ) -> Result<PreviewAnswer, ComputerUseError> {
         let action = &request.action;
-        let needs_approval = self.approval_tools.contains(&action.tool);
+        // As a real server's policy: the host's confirm tools, and any
+        // write of credential data.
+        let needs_approval = self.approval_tools.contains(&action.tool)
+            || action
+                .data_labels
+                .contains(&adk_computer_use::contracts::DataLabel::Credential);
         // Builders of a well-behaved answer: bound to the request, valid for
         // the time it asked (five minutes at most).
         let envelope = answers::envelope_for(request, PRINCIPAL, now(), Duration::minutes(5))?;
@@ -195,7 +200,7 @@ impl ComputerUseRuntime for InProcessDesktop {
         let mut preview = answers::preview_for(envelope, route, "demo-policy-v1");
         preview.policy.reasons = vec![
             if needs_approval {
-                "the tool needs a person's approval"
+                "the tool or its data needs a person's approval"
             } else {
                 "public text to the clipboard"
             }

@@ -1,3 +1,4 @@
+#![allow(dead_code)] // live_form and adk_graph use different parts of it
 //! The approval page as a deployment runs it, for the examples: the desktop
 //! server as its own process (`computer-use-server --desktop x11`, or
 //! `wayland`), a
@@ -23,11 +24,54 @@ type Error = Box<dyn std::error::Error>;
 /// How long a decision is waited for.
 const DECISION_WAIT: Duration = Duration::from_secs(600);
 
+/// The desktop server as its own process, listening on a local port, and
+/// the credentials it printed; the process ends with this value.
+pub struct Served {
+    _server: Child,
+    /// Where it listens (`127.0.0.1:PORT`).
+    pub address: String,
+    /// The agent's credential.
+    pub agent: String,
+    /// The approver's credential (the page's or the host's, never the
+    /// agent's).
+    pub approver: String,
+}
+
+/// Starts `computer-use-server --desktop DESKTOP` for `principal`, with
+/// `extra` arguments (`--confirm-tool write_clipboard`, say).
+pub async fn serve(principal: &str, desktop: &str, extra: &[&str]) -> Result<Served, Error> {
+    let mut server = Command::new(binary::path(binary::SERVER))
+        .args([
+            "--desktop",
+            desktop,
+            "--principal",
+            principal,
+            "--listen",
+            "127.0.0.1:0",
+        ])
+        .args(extra)
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| format!("computer-use-server could not be started (build it first: cargo build --workspace --all-features --bins): {e}"))?;
+    let mut out = BufReader::new(server.stdout.take().ok_or("the server has no stdout")?).lines();
+    let address = line(&mut out, "listening on ").await?;
+    let agent = line(&mut out, "agent-credential ").await?;
+    let approver = line(&mut out, "approver-credential ").await?;
+    Ok(Served {
+        _server: server,
+        address,
+        agent,
+        approver,
+    })
+}
+
 /// The page and what it runs on; its processes end with it.
 pub struct Page {
-    _server: Child,
+    served: Served,
     _page: Child,
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
+    checkpoint_key: String,
     store: Arc<FileCheckpointStore>,
     public: ApproverPublicKey,
     sign_in: String,
@@ -50,7 +94,7 @@ async fn line(
 
 /// A fresh 32-byte secret, as hex: this run's keys (a deployment keeps its
 /// own in its secret store).
-fn secret(purpose: &str) -> String {
+pub fn secret(purpose: &str) -> String {
     let seed = format!(
         "{purpose}|{}|{:?}|{:?}",
         std::process::id(),
@@ -67,24 +111,24 @@ pub async fn start(
     desktop: &str,
     browser: bool,
 ) -> Result<(Arc<ComputerUseMcpRuntime>, Page), Error> {
-    let mut server = Command::new(binary::path(binary::SERVER))
-        .args([
-            "--desktop",
-            desktop,
-            "--principal",
-            principal,
-            "--listen",
-            "127.0.0.1:0",
-        ])
-        .stdout(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|e| format!("computer-use-server could not be started: {e}"))?;
-    let mut out = BufReader::new(server.stdout.take().ok_or("the server has no stdout")?).lines();
-    let address = line(&mut out, "listening on ").await?;
-    let agent = line(&mut out, "agent-credential ").await?;
-    let approver = line(&mut out, "approver-credential ").await?;
+    let page = start_page(principal, desktop, &[], browser).await?;
+    let runtime = ComputerUseMcpRuntime::connect(
+        tokio::net::TcpStream::connect(&page.served.address).await?,
+        McpRuntimeConfig::new(principal).with_credential(&page.served.agent),
+    )
+    .await?;
+    Ok((Arc::new(runtime), page))
+}
 
+/// Starts the server (with `extra` arguments) and the page over a fresh
+/// checkpoint store.
+pub async fn start_page(
+    principal: &str,
+    desktop: &str,
+    extra: &[&str],
+    browser: bool,
+) -> Result<Page, Error> {
+    let served = serve(principal, desktop, extra).await?;
     let dir = tempfile::tempdir()?;
     let checkpoint_key = secret("checkpoints");
     let approver_key = secret("approver");
@@ -96,37 +140,40 @@ pub async fn start(
     let mut page = Command::new(binary::path(binary::APPROVALS))
         .args(["serve", "--store"])
         .arg(dir.path())
-        .args(["--server", &address])
+        .args(["--server", &served.address])
         .env("ADK_CHECKPOINT_KEY", &checkpoint_key)
         .env("ADK_APPROVER_KEY", &approver_key)
-        .env("ADK_APPROVER_CREDENTIAL", &approver)
+        .env("ADK_APPROVER_CREDENTIAL", &served.approver)
         .stdout(std::process::Stdio::piped())
         .kill_on_drop(true)
         .spawn()
         .map_err(|e| format!("computer-use-approvals could not be started: {e}"))?;
     let mut out = BufReader::new(page.stdout.take().ok_or("the page has no stdout")?).lines();
     let sign_in = line(&mut out, "approval page on ").await?;
-
-    let runtime = ComputerUseMcpRuntime::connect(
-        tokio::net::TcpStream::connect(&address).await?,
-        McpRuntimeConfig::new(principal).with_credential(&agent),
-    )
-    .await?;
-    Ok((
-        Arc::new(runtime),
-        Page {
-            _server: server,
-            _page: page,
-            _dir: dir,
-            store,
-            public,
-            sign_in,
-            browser,
-        },
-    ))
+    Ok(Page {
+        served,
+        _page: page,
+        dir,
+        checkpoint_key,
+        store,
+        public,
+        sign_in,
+        browser,
+    })
 }
 
 impl Page {
+    /// The server the page grants on.
+    pub fn served(&self) -> &Served {
+        &self.served
+    }
+
+    /// The checkpoint store's directory and its sealing key (hex), for an
+    /// agent process of its own.
+    pub fn store_at(&self) -> (&std::path::Path, &str) {
+        (self.dir.path(), &self.checkpoint_key)
+    }
+
     /// The store the agent suspends to.
     pub fn store(&self) -> Arc<dyn CheckpointStore> {
         self.store.clone()

@@ -7,7 +7,7 @@
 use adk_graph::{GraphError, NodeContext, NodeOutput};
 use serde_json::{Value, json};
 
-use super::checks::{same_preview, set};
+use super::checks::{same_preview_since, set};
 use super::nodes::{NodeFuture, Nodes, failed};
 use super::runs::Stage;
 use crate::runtime::ComputerUseRuntime;
@@ -37,7 +37,8 @@ impl<R: ComputerUseRuntime + Send + Sync + 'static> Nodes<R> {
             else {
                 return Err(changed(NODE));
             };
-            same_preview(&ctx, NODE, approved.preview())?;
+            let interrupted = self.runs.with(&thread, |run| run.interrupted.clone());
+            same_preview_since(&ctx, NODE, approved.preview(), interrupted.as_ref())?;
             let by_policy = matches!(approved.authority(), crate::chain::Authority::Policy);
             if by_policy
                 && [
@@ -117,7 +118,8 @@ impl<R: ComputerUseRuntime + Send + Sync + 'static> Nodes<R> {
                     return Err(changed(NODE));
                 }
             };
-            same_preview(&ctx, NODE, leased.preview())?;
+            let interrupted = self.runs.with(&thread, |run| run.interrupted.clone());
+            same_preview_since(&ctx, NODE, leased.preview(), interrupted.as_ref())?;
             let executed = leased.execute().await.map_err(|e| failed(NODE, e))?;
             let shown = serde_json::to_value(executed.receipt()).map_err(|e| failed(NODE, e))?;
             self.runs.put(&thread, Stage::Executed(executed));

@@ -20,6 +20,20 @@ pub(super) fn same_preview(
     node: &str,
     chain: &ActionPreview,
 ) -> Result<(), GraphError> {
+    same_preview_since(ctx, node, chain, None)
+}
+
+/// [`same_preview`] for a run whose approval was resumed on a preview of
+/// the same action made again (on fresh evidence of its target, or after
+/// the sealed one expired): `preview_history` still holds exactly the one
+/// preview the graph interrupted with, `interrupted`, and `preview` is the
+/// chain's current one.
+pub(super) fn same_preview_since(
+    ctx: &NodeContext,
+    node: &str,
+    chain: &ActionPreview,
+    interrupted: Option<&Value>,
+) -> Result<(), GraphError> {
     let history = ctx
         .get("preview_history")
         .and_then(Value::as_array)
@@ -34,7 +48,8 @@ pub(super) fn same_preview(
         ));
     }
     let ours = serde_json::to_value(chain).map_err(|e| failed(node, e))?;
-    if history.first() != Some(&ours) || ctx.get("preview") != Some(&ours) {
+    let first = interrupted.unwrap_or(&ours);
+    if history.first() != Some(first) || ctx.get("preview") != Some(&ours) {
         return Err(failed(
             node,
             "the state's preview is not the one this run made: it was replaced",

@@ -35,7 +35,10 @@
 //! checkpoint is consumed once, a person's recorded denial wins, and a graph
 //! that never saw the interrupt (another instance, after a restart) resumes
 //! it from the store alone. Without a store, only the graph that
-//! interrupted can resume, while it lives.
+//! interrupted can resume, while it lives. Built with
+//! [`reference_graph_with_approver`], a person's decision on the approval
+//! page, signed with the page's key, answers the interrupt itself (see
+//! `approve` for the three authorities).
 //!
 //! # The seeds' snippet
 //!
@@ -90,6 +93,7 @@
 //! application's text stays out of adk checkpoints).
 
 mod acting;
+mod approve;
 mod cancel;
 mod checks;
 mod file;
@@ -106,7 +110,7 @@ use adk_graph::{
 use serde_json::Value;
 
 use crate::auth::ScopeAuthorizer;
-use crate::chain::Session;
+use crate::chain::{ApproverPublicKey, Session};
 use crate::runtime::ComputerUseRuntime;
 pub use cancel::{CancellationBridge, Interrupter};
 pub use file::FileGraphCheckpointer;
@@ -177,7 +181,48 @@ pub fn reference_graph_over<R>(
 where
     R: ComputerUseRuntime + Send + Sync + 'static,
 {
-    let nodes = Nodes::new(session);
+    compile(Nodes::new(session, None), checkpointer)
+}
+
+/// [`reference_graph_over`], for a host whose people decide on the
+/// approval page: a person's decision recorded beside the sealed
+/// checkpoint in the session's store of record, signed with `approver`'s
+/// key, answers the interrupt. The host resumes the thread once the page
+/// shows the decision (polling [`Session::wait_for_decision`], say) and
+/// writes no `approval`: an approval it does write must be the decision's
+/// (its digests and grant), and a denial ends the run with nothing done.
+/// Without a decision recorded, the host's own `approval` is taken as
+/// [`reference_graph_over`] takes it (the page then refuses a later
+/// decision as one that changed nothing).
+///
+/// The session must keep checkpoints
+/// ([`SessionBuilder::checkpoints`](crate::chain::SessionBuilder::checkpoints)):
+/// the page decides on what is sealed there. Fails as
+/// [`GraphError::InvalidGraph`] when it keeps none.
+pub fn reference_graph_with_approver<R>(
+    session: Arc<Session<R>>,
+    checkpointer: Option<Arc<dyn Checkpointer>>,
+    approver: ApproverPublicKey,
+) -> Result<CompiledGraph, GraphError>
+where
+    R: ComputerUseRuntime + Send + Sync + 'static,
+{
+    if !session.keeps_checkpoints() {
+        return Err(GraphError::InvalidGraph(
+            "a graph whose approvals are decided on the page needs a session with a store of record (SessionBuilder::checkpoints): the page decides on what is sealed there".into(),
+        ));
+    }
+    compile(Nodes::new(session, Some(approver)), checkpointer)
+}
+
+/// The graph over `nodes`, with adk-graph's `checkpointer`.
+fn compile<R>(
+    nodes: Nodes<R>,
+    checkpointer: Option<Arc<dyn Checkpointer>>,
+) -> Result<CompiledGraph, GraphError>
+where
+    R: ComputerUseRuntime + Send + Sync + 'static,
+{
     let mut schema = StateSchema::simple(&CHANNELS);
     // Append-only: a resumed caller that supplies a preview adds a second
     // entry, and the nodes after the preview refuse anything but one.

@@ -7,11 +7,10 @@ use std::sync::Arc;
 use adk_graph::{GraphError, NodeContext, NodeOutput};
 use serde_json::{Value, json};
 
-use super::checks::{approval_of, same_preview, set};
 use super::runs::{Runs, Stage};
 use crate::agent::{AllowedActions, PlannedStep};
-use crate::chain::{Approval, Route, Session};
-use crate::contracts::{ActionPreview, ExecutionMode};
+use crate::chain::{ApproverPublicKey, Route, Session};
+use crate::contracts::ExecutionMode;
 use crate::runtime::{ComputerUseRuntime, Observation};
 
 /// What a node returns.
@@ -21,6 +20,9 @@ pub(super) type NodeFuture = Pin<Box<dyn Future<Output = Result<NodeOutput, Grap
 pub(super) struct Nodes<R: ComputerUseRuntime> {
     pub(super) session: Arc<Session<R>>,
     pub(super) runs: Arc<Runs<R>>,
+    /// The key a person's decisions recorded in the session's store of
+    /// record are signed with (the approval page's), when the host gave it.
+    pub(super) approver: Option<ApproverPublicKey>,
 }
 
 impl<R: ComputerUseRuntime> Clone for Nodes<R> {
@@ -28,6 +30,7 @@ impl<R: ComputerUseRuntime> Clone for Nodes<R> {
         Self {
             session: Arc::clone(&self.session),
             runs: Arc::clone(&self.runs),
+            approver: self.approver.clone(),
         }
     }
 }
@@ -47,10 +50,11 @@ fn frame(observation: &Observation) -> Value {
 }
 
 impl<R: ComputerUseRuntime + Send + Sync + 'static> Nodes<R> {
-    pub(super) fn new(session: Arc<Session<R>>) -> Self {
+    pub(super) fn new(session: Arc<Session<R>>, approver: Option<ApproverPublicKey>) -> Self {
         Self {
             session,
             runs: Arc::new(Runs::new()),
+            approver,
         }
     }
 
@@ -209,9 +213,10 @@ impl<R: ComputerUseRuntime + Send + Sync + 'static> Nodes<R> {
     pub(super) fn preview(self, ctx: NodeContext) -> NodeFuture {
         Box::pin(async move {
             let thread = ctx.config.thread_id.clone();
-            let (stage, action) = self
-                .runs
-                .with(&thread, |run| (run.stage.take(), run.action.take()));
+            let (stage, action) = self.runs.with(&thread, |run| {
+                run.interrupted = None;
+                (run.stage.take(), run.action.take())
+            });
             let (Some(Stage::Observed(observed)), Some(action)) = (stage, action) else {
                 return Err(failed(
                     "preview",
@@ -246,131 +251,6 @@ impl<R: ComputerUseRuntime + Send + Sync + 'static> Nodes<R> {
                 .with_update("preview_history", shown)
                 .with_update("route", json!(route)))
         })
-    }
-
-    pub(super) fn request_approval(self, ctx: NodeContext) -> NodeFuture {
-        Box::pin(async move { self.approval(ctx).await })
-    }
-
-    async fn approval(self, ctx: NodeContext) -> Result<NodeOutput, GraphError> {
-        const NODE: &str = "request_approval";
-        let thread = ctx.config.thread_id.clone();
-        let approved = match self.runs.take(&thread) {
-            Some(Stage::Pending {
-                pending,
-                asked: false,
-            }) => {
-                same_preview(&ctx, NODE, pending.preview())?;
-                if set(&ctx, "approval") {
-                    // Dropped: nothing was reserved; the run ends here.
-                    return Err(failed(
-                        NODE,
-                        "the state held an approval before this run asked for one (written into the initial state): an approval answers the interrupt, never precedes it",
-                    ));
-                }
-                let shown = serde_json::to_value(pending.preview()).map_err(|e| failed(NODE, e))?;
-                let stage = if self.session.keeps_checkpoints() {
-                    let preview = Box::new(pending.preview().clone());
-                    let id = pending.suspend().await.map_err(|e| failed(NODE, e))?;
-                    Stage::Suspended { id, preview }
-                } else {
-                    Stage::Pending {
-                        pending,
-                        asked: true,
-                    }
-                };
-                self.runs.put(&thread, stage);
-                return Ok(NodeOutput::interrupt_with_data(
-                    "computer-use action requires scoped approval",
-                    shown,
-                ));
-            }
-            Some(Stage::Pending {
-                pending,
-                asked: true,
-            }) => {
-                same_preview(&ctx, NODE, pending.preview())?;
-                let approval = self.answer(&ctx, pending.action_id())?;
-                pending.approve(approval).map_err(|e| failed(NODE, e))?
-            }
-            Some(Stage::Suspended { id, preview }) => {
-                // Checked before the sealed checkpoint is consumed.
-                same_preview(&ctx, NODE, &preview)?;
-                self.resume_sealed(&ctx, Some(id)).await?
-            }
-            Some(other) => {
-                self.runs.put(&thread, other);
-                return Err(failed(NODE, "this run is past its approval"));
-            }
-            None => {
-                // A graph that never saw this run's interrupt (another
-                // instance, after a restart): only the sealed checkpoint.
-                if !self.session.keeps_checkpoints() {
-                    return Err(failed(
-                        NODE,
-                        "this graph holds no pending approval for the run and its session keeps no checkpoints: resume in the graph that interrupted, or give the session a store of record",
-                    ));
-                }
-                self.resume_sealed(&ctx, None).await?
-            }
-        };
-        let preview = approved.preview().clone();
-        let grant = approved.authority().grant_id().map(str::to_owned);
-        self.runs.put(&thread, Stage::Approved(approved));
-        Ok(NodeOutput::new()
-            .with_update("approval_grant_id", json!(grant))
-            .with_update(
-                "approved_action_digest",
-                json!(preview.envelope.args_digest),
-            )
-            .with_update(
-                "approved_policy_digest",
-                json!(preview.policy.policy_digest),
-            ))
-    }
-
-    /// The approval the resume wrote, for `action_id`.
-    fn answer(&self, ctx: &NodeContext, action_id: &str) -> Result<Approval, GraphError> {
-        let value = ctx.get("approval").filter(|v| !v.is_null()).ok_or_else(|| {
-            failed(
-                "request_approval",
-                "resumed without an approval: write approval = {actionDigest, policyDigest, grantId | runtimeApproved: true}",
-            )
-        })?;
-        approval_of(value, action_id).map_err(|e| failed("request_approval", e))
-    }
-
-    /// Resumes the sealed checkpoint `id` (or, for a graph that never saw
-    /// the interrupt, the one the state's preview names) with the approval
-    /// the resume wrote; the sealed preview must be the state's.
-    async fn resume_sealed(
-        &self,
-        ctx: &NodeContext,
-        id: Option<crate::chain::CheckpointId>,
-    ) -> Result<crate::chain::Approved<R>, GraphError> {
-        const NODE: &str = "request_approval";
-        let preview: ActionPreview = ctx
-            .get("preview")
-            .cloned()
-            .map(serde_json::from_value)
-            .transpose()
-            .map_err(|e| failed(NODE, e))?
-            .ok_or_else(|| failed(NODE, "the state holds no preview"))?;
-        same_preview(ctx, NODE, &preview)?;
-        let id = id.unwrap_or_else(|| self.session.checkpoint_id(&preview));
-        let approval = self.answer(ctx, &preview.envelope.action_id)?;
-        let approved = self
-            .session
-            .resume(&id, approval)
-            .await
-            .map_err(|e| failed(NODE, e))?;
-        if approved.preview() != &preview {
-            return Err(failed(
-                NODE,
-                "the sealed preview is not the state's: the state's preview was replaced",
-            ));
-        }
-        Ok(approved)
     }
 
     pub(super) fn blocked(self, ctx: NodeContext) -> NodeFuture {

@@ -89,6 +89,11 @@ pub(super) struct Run<R: ComputerUseRuntime> {
     pub semantic: Option<Observation>,
     pub action: Option<ProposedAction>,
     pub stage: Option<Stage<R>>,
+    /// The preview the graph interrupted with, kept when the approval was
+    /// resumed on a preview of the same action made again (fresh evidence
+    /// of its target, or the sealed one expired): `preview_history` still
+    /// holds it, while `preview` is the chain's current one.
+    pub interrupted: Option<serde_json::Value>,
 }
 
 impl<R: ComputerUseRuntime> Default for Run<R> {
@@ -99,6 +104,7 @@ impl<R: ComputerUseRuntime> Default for Run<R> {
             semantic: None,
             action: None,
             stage: None,
+            interrupted: None,
         }
     }
 }

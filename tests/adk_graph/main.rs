@@ -11,6 +11,7 @@ mod common;
 
 mod approvals;
 mod failures;
+mod page;
 mod review;
 mod stream;
 mod support;

@@ -657,6 +657,17 @@ pub fn rig_aimed(window: Option<WindowId>) -> Rig {
     )
 }
 
+/// A rig whose session acts on [`APP`]'s window [`WINDOW`] and is told the
+/// runtime accepts target evidence only `max_age` old.
+pub fn rig_targeted_aging(max_age: std::time::Duration) -> Rig {
+    rig_told(
+        full_authorizer(),
+        Arc::new(adk_computer_use::chain::MemoryCheckpointStore::new(key())),
+        max_age,
+        Some(Some(WindowId::Number(WINDOW))),
+    )
+}
+
 pub fn rig_with(authorizer: ScopeAuthorizer) -> Rig {
     rig_built(
         authorizer,
