@@ -445,3 +445,69 @@ async fn holds_concurrent_runs_on_one_thread_never_report_anothers_action() {
     );
     assert_eq!(runtime.active_reservations(), 0);
 }
+
+/// A checkpointer that keeps nothing (every thread starts afresh) and
+/// fails the save taken right after `reserve_target` (frontier
+/// `[acquire_lease]`) once: a run ends there with its reservation held in
+/// the compiled graph, and the next invocation of the thread starts a new
+/// run from the start.
+struct ForgetsAndFailsAfterReserve(std::sync::atomic::AtomicBool);
+
+#[adk_core::async_trait]
+impl Checkpointer for ForgetsAndFailsAfterReserve {
+    async fn save(&self, checkpoint: &Checkpoint) -> adk_graph::Result<String> {
+        if checkpoint.pending_nodes == ["acquire_lease"]
+            && !self.0.swap(true, std::sync::atomic::Ordering::SeqCst)
+        {
+            return Err(GraphError::CheckpointError(
+                "store unavailable (injected)".into(),
+            ));
+        }
+        Ok(checkpoint.checkpoint_id.clone())
+    }
+    async fn load(&self, _: &str) -> adk_graph::Result<Option<Checkpoint>> {
+        Ok(None)
+    }
+    async fn load_by_id(&self, _: &str) -> adk_graph::Result<Option<Checkpoint>> {
+        Ok(None)
+    }
+    async fn list(&self, _: &str) -> adk_graph::Result<Vec<Checkpoint>> {
+        Ok(Vec::new())
+    }
+    async fn delete(&self, _: &str) -> adk_graph::Result<()> {
+        Ok(())
+    }
+}
+
+/// A new run on a thread whose earlier run still holds a reservation is
+/// refused at `join_observations`, naming what is held, and drops nothing:
+/// the reservation stays held (not released by a run that never owned it)
+/// until the graph holding it is dropped.
+#[tokio::test]
+async fn a_new_run_on_a_thread_holding_a_reservation_is_refused_and_drops_nothing() {
+    let (graph, runtime, _) = graph_with(
+        PreviewRoute::Executable,
+        Arc::new(ForgetsAndFailsAfterReserve(
+            std::sync::atomic::AtomicBool::new(false),
+        )),
+    );
+    let thread = "review-holding";
+    let first = graph.invoke(input(), ExecutionConfig::new(thread)).await;
+    assert!(
+        matches!(first, Err(GraphError::CheckpointError(_))),
+        "{first:?}"
+    );
+    assert_eq!(runtime.active_reservations(), 1, "the first run holds it");
+    let second = graph.invoke(input(), ExecutionConfig::new(thread)).await;
+    assert!(
+        matches!(&second, Err(GraphError::NodeExecutionFailed { node, message })
+            if node == "join_observations" && message.contains("a reserved target")),
+        "{second:?}"
+    );
+    settle().await;
+    assert_eq!(runtime.active_reservations(), 1, "nothing was dropped");
+    assert_eq!(runtime.mutations(), 0);
+    drop(graph);
+    settle().await;
+    assert_eq!(runtime.active_reservations(), 0, "released with the graph");
+}
