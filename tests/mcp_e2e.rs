@@ -874,6 +874,59 @@ async fn a_password_field_target_needs_approval() {
     runtime.shutdown().await.unwrap();
 }
 
+/// A field the window does not hold says nothing about secrets: the write
+/// is blocked as `sensitivity_unavailable`, its signals naming
+/// `element_not_found`, under its own class (an edit), never as a secret's
+/// access that a person could approve.
+#[tokio::test]
+async fn a_field_that_is_not_there_is_blocked_as_not_found_not_as_a_secret() {
+    let runtime = spawn_sim(&[]).await;
+    let identity = adk_computer_use::VerifiedIdentity::new(PRINCIPAL, "tenant-e2e").unwrap();
+    let authorizer = adk_computer_use::ScopeAuthorizer::new(
+        identity,
+        ["computer:plan", "computer:execute:foreground"],
+    )
+    .unwrap();
+    let session = adk_computer_use::Session::builder(std::sync::Arc::clone(&runtime), authorizer)
+        .agent_id("agent-a")
+        .target(
+            "com.example.Login",
+            Some(adk_computer_use::contracts::WindowId::Number(9)),
+        )
+        .build()
+        .unwrap();
+    let mut target = clipboard_target();
+    target.app_id = "com.example.Login".into();
+    target.window_id = Some(adk_computer_use::contracts::WindowId::Number(9));
+    let action = adk_computer_use::ProposedAction::new(
+        "set_value",
+        json!({ "element_id": "no-such-field", "value": "hello" }),
+        adk_computer_use::contracts::ExecutionMode::Foreground,
+    )
+    .with_action_id("missing-1")
+    .with_target(target);
+    match session.run(action).await.unwrap() {
+        ChainOutcome::Blocked(blocked) => {
+            assert_eq!(blocked.blocker(), "sensitivity_unavailable");
+            let envelope = serde_json::to_value(&blocked.preview().envelope).unwrap();
+            assert_eq!(
+                envelope["targetSensitivity"]["signals"],
+                json!(["element_not_found"]),
+                "{envelope}"
+            );
+            assert_ne!(envelope["actionClass"], "secret_access", "{envelope}");
+            assert!(
+                blocked.reasons().iter().all(|r| !r.contains("secret")),
+                "{:?}",
+                blocked.reasons()
+            );
+        }
+        _ => panic!("a missing field was not blocked"),
+    }
+    assert_eq!(stats(&runtime).await["totalEffects"], 0);
+    runtime.shutdown().await.unwrap();
+}
+
 #[tokio::test]
 async fn a_stale_chain_cannot_break_a_live_retry_of_the_same_action() {
     let runtime = spawn_sim(&[]).await;

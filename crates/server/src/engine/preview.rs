@@ -166,9 +166,12 @@ impl State {
             .and_then(Value::as_str);
         let mut class = policy::classify(&request.tool, &request.args, meta);
         // Upstream's rule: a write whose sensitivity is not known is a
-        // secret's access. A tree that was only too large to read, or a bus
-        // that did not answer, says nothing of secrets: the action is
-        // blocked (`sensitivity_unavailable`) under its own class.
+        // secret's access. A tree that was only too large to read, a bus
+        // that did not answer, or a field the window does not hold says
+        // nothing of secrets: the action is blocked
+        // (`sensitivity_unavailable`, the signal naming why) under its own
+        // class. An ambiguous match stays a secret's: one of the fields it
+        // matched may be one.
         let not_about_secrets = sensitivity
             .as_ref()
             .and_then(|s| s.get("signals"))
@@ -181,6 +184,7 @@ impl State {
                             "tree_too_large"
                                 | "accessibility_unavailable"
                                 | "accessibility_timeout"
+                                | "element_not_found"
                         )
                     )
                 })
