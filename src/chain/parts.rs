@@ -84,5 +84,25 @@ mod for_graph {
         pub(crate) fn keeps_checkpoints(&self) -> bool {
             self.core.checkpoints.is_some()
         }
+
+        /// The preview sealed under `id` in the session's store of record,
+        /// its seal checked; nothing is consumed.
+        pub(crate) async fn sealed_preview(
+            &self,
+            id: &CheckpointId,
+        ) -> Result<ActionPreview, ComputerUseError> {
+            let store = self.core.checkpoints.clone().ok_or_else(|| {
+                ComputerUseError::checkpoint(
+                    id,
+                    super::super::approvals::CheckpointRefusal::NoStoreOfRecord,
+                )
+            })?;
+            let id = id.clone();
+            super::super::approvals::offload(&store, "read a checkpoint", move |store| {
+                let records = store.load(&id)?;
+                super::super::approvals::open_record(store, &id, &records).map(|b| b.preview)
+            })
+            .await
+        }
     }
 }

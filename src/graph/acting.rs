@@ -38,7 +38,15 @@ impl<R: ComputerUseRuntime + Send + Sync + 'static> Nodes<R> {
                 return Err(changed(NODE));
             };
             let interrupted = self.runs.with(&thread, |run| run.interrupted.clone());
-            same_preview_since(&ctx, NODE, approved.preview(), interrupted.as_ref())?;
+            if let Err(refused) =
+                same_preview_since(&ctx, NODE, approved.preview(), interrupted.as_ref())
+            {
+                // Refused for the state alone: the stage goes back, so an
+                // honest resume still finds the approval (never burned by
+                // a forged state).
+                self.runs.put(&thread, Stage::Approved(approved));
+                return Err(refused);
+            }
             let by_policy = matches!(approved.authority(), crate::chain::Authority::Policy);
             if by_policy
                 && [
@@ -119,7 +127,12 @@ impl<R: ComputerUseRuntime + Send + Sync + 'static> Nodes<R> {
                 }
             };
             let interrupted = self.runs.with(&thread, |run| run.interrupted.clone());
-            same_preview_since(&ctx, NODE, leased.preview(), interrupted.as_ref())?;
+            if let Err(refused) =
+                same_preview_since(&ctx, NODE, leased.preview(), interrupted.as_ref())
+            {
+                self.runs.put(&thread, Stage::Leased(leased));
+                return Err(refused);
+            }
             let executed = leased.execute().await.map_err(|e| failed(NODE, e))?;
             let shown = serde_json::to_value(executed.receipt()).map_err(|e| failed(NODE, e))?;
             self.runs.put(&thread, Stage::Executed(executed));

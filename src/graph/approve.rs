@@ -111,13 +111,15 @@ impl<R: ComputerUseRuntime + Send + Sync + 'static> Nodes<R> {
                 json!(preview.policy.policy_digest),
             );
         let current = serde_json::to_value(&preview).map_err(|e| failed(NODE, e))?;
-        if ctx.get("preview") != Some(&current) {
-            // Previewed again at the resume: the run goes on with the
-            // chain's preview; the history keeps the interrupted one.
-            let interrupted = ctx.get("preview").cloned();
-            self.runs.with(&thread, |run| run.interrupted = interrupted);
+        // Previewed again at the resume: the run goes on with the chain's
+        // preview, and the history keeps the interrupted one. Set on every
+        // approval (cleared when nothing was previewed again), so an
+        // earlier approval's never stands for this one's.
+        let interrupted = ctx.get("preview").filter(|p| *p != &current).cloned();
+        if interrupted.is_some() {
             output = output.with_update("preview", current);
         }
+        self.runs.with(&thread, |run| run.interrupted = interrupted);
         self.runs.put(&thread, Stage::Approved(approved));
         Ok(output)
     }
@@ -150,7 +152,28 @@ impl<R: ComputerUseRuntime + Send + Sync + 'static> Nodes<R> {
             .map_err(|e| failed(NODE, e))?
             .ok_or_else(|| failed(NODE, "the state holds no preview"))?;
         same_preview(ctx, NODE, &preview)?;
-        let id = id.unwrap_or_else(|| self.session.checkpoint_id(&preview));
+        let id = match id {
+            Some(id) => id,
+            // A graph that never saw the interrupt (or forgot it after a
+            // refused resume): the state's preview names the checkpoint,
+            // and must be exactly the one sealed there, checked before
+            // anything is consumed.
+            None => {
+                let id = self.session.checkpoint_id(&preview);
+                let sealed = self
+                    .session
+                    .sealed_preview(&id)
+                    .await
+                    .map_err(|e| failed(NODE, e))?;
+                if sealed != preview {
+                    return Err(failed(
+                        NODE,
+                        "the sealed preview is not the state's: the state's preview was replaced; nothing was consumed",
+                    ));
+                }
+                id
+            }
+        };
         let action_id = &preview.envelope.action_id;
         let approved = match &self.approver {
             Some(key) => self.by_decision(ctx, &id, action_id, key).await?,
@@ -202,7 +225,18 @@ impl<R: ComputerUseRuntime + Send + Sync + 'static> Nodes<R> {
                 ),
             )),
             (None, Some(_)) => {
+                // Before the person decides, only an authority the runtime
+                // checks itself (its grant) is taken in their place: a
+                // runtime-held approval is the page's to give here.
                 let approval = self.answer(ctx, action_id)?;
+                if approval.grant_id().is_none() {
+                    return Err(failed(
+                        NODE,
+                        format!(
+                            "no decision is recorded for the sealed checkpoint {id} yet, and in a graph decided on the approval page runtimeApproved is the person's to give there: resume once they decided, or write the runtime's grant (grantId); nothing was consumed"
+                        ),
+                    ));
+                }
                 self.session
                     .resume(id, approval)
                     .await

@@ -26,7 +26,10 @@
 //!   true`); the chain's [`PendingApproval::approve`](crate::chain::PendingApproval::approve)
 //!   checks both digests and the preview's freshness again;
 //! - `preview_history` must hold exactly the one preview the chain made
-//!   (a resumed caller appending another is refused before any mutation).
+//!   (a resumed caller appending another is refused before any mutation);
+//!   when an approval given late follows fresh evidence, it keeps the
+//!   preview the graph interrupted with, and `preview` becomes the chain's
+//!   new one.
 //!
 //! Where the session has a store of record
 //! ([`SessionBuilder::checkpoints`](crate::chain::SessionBuilder::checkpoints)),

@@ -12,6 +12,7 @@ mod common;
 mod approvals;
 mod failures;
 mod page;
+mod page_review;
 mod review;
 mod stream;
 mod support;

@@ -29,7 +29,7 @@ pub(crate) mod resume;
 pub(crate) mod stores;
 
 pub use approval::{Approval, ApprovalSource, Authority};
-pub(crate) use checkpoint::{CheckpointBody, SealedFrame, VERSION, seal_record};
+pub(crate) use checkpoint::{CheckpointBody, SealedFrame, VERSION, open_record, seal_record};
 pub use checkpoint::{CheckpointId, MIN_KEY_LEN, SealingKey};
 pub use decision::{
     ApproverKey, ApproverPublicKey, CheckpointView, Decision, FieldWrite, Listed, decide,
