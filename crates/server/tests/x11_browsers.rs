@@ -4,6 +4,10 @@
 //! key is sent. The effect is checked outside this crate: what the page
 //! sends reaches an HTTP server this test runs.
 //!
+//! Buttons a person does not see (covered by another element, one pixel
+//! square) read `showing` in both browsers; pressing them is refused
+//! before anything is sent, and nothing reaches the HTTP server.
+//!
 //! Neither browser writes a page's text field through the bus (Chromium
 //! offers no EditableText there; Firefox accepts the call and writes
 //! nothing): writing one is refused before anything is written, and the
@@ -46,7 +50,10 @@ use x11_support::*;
 /// resolved in a tree of a real page's size. The form is on screen: an
 /// element below the fold is not `showing` and is refused as not shown.
 /// A second form's button "Send", placed off the page, is a decoy a person
-/// never sees: pressing "Send" must press the one on screen.
+/// never sees: pressing "Send" must press the one on screen. A third
+/// form's buttons read `showing` but are not seen: "Pay now" under a
+/// notice drawn over it, "Pay later" one pixel square; pressing either
+/// would post to `/unseen`.
 fn form_page() -> String {
     let mut page = String::from(
         "<!doctype html><html><head><title>Order form</title></head><body><h1>Order</h1>\
@@ -57,6 +64,10 @@ fn form_page() -> String {
 <p><button type=\"submit\">Send order</button></p>\
 </form>\
 <form method=\"post\" action=\"/decoy\"><button style=\"position:absolute;left:-9999px\" name=\"decoy\" value=\"1\">Send</button></form>\
+<form method=\"post\" action=\"/unseen\"><div style=\"position:relative;height:30px\">\
+<button name=\"covered\" value=\"1\">Pay now</button>\
+<div style=\"position:absolute;left:0;top:0;width:300px;height:30px;background:white\">Notice</div></div>\
+<p><button name=\"tiny\" value=\"1\" style=\"width:1px;height:1px;padding:0;border:0;overflow:hidden\">Pay later</button></p></form>\
 <table>",
     );
     for row in 0..280 {
@@ -224,6 +235,14 @@ async fn tick_and_send(
     let err = refusal_of(&sim, &session, write).await;
     assert_eq!(err.refusal_code(), Some("element_not_editable"), "{err}");
     assert!(err.to_string().contains("web page"), "{err}");
+
+    // Buttons a person does not see are refused before anything is sent.
+    for (label, cause) in [("Pay now", "covered"), ("Pay later", "too small")] {
+        let press = background("press_button", json!({ "window_id": id, "label": label }));
+        let err = refusal_of(&sim, &session, press).await;
+        assert_eq!(err.refusal_code(), Some("element_not_actionable"), "{err}");
+        assert!(err.to_string().contains(cause), "{label}: {err}");
+    }
 
     let tick = background(
         "click_element",

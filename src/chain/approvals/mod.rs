@@ -29,7 +29,9 @@ pub(crate) mod resume;
 pub(crate) mod stores;
 
 pub use approval::{Approval, ApprovalSource, Authority};
-pub(crate) use checkpoint::{CheckpointBody, SealedFrame, VERSION, open_record, seal_record};
+#[cfg(feature = "adk")]
+pub(crate) use checkpoint::open_record;
+pub(crate) use checkpoint::{CheckpointBody, SealedFrame, VERSION, seal_record};
 pub use checkpoint::{CheckpointId, MIN_KEY_LEN, SealingKey};
 pub use decision::{
     ApproverKey, ApproverPublicKey, CheckpointView, Decision, FieldWrite, Listed, decide,

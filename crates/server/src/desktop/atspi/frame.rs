@@ -148,6 +148,20 @@ pub(super) async fn found_again<'c>(
     bounds: Bounds,
     expected: &Node,
 ) -> Result<AccessibleProxy<'c>, Refusal> {
+    found_again_under(bus, pid, title, bounds, expected)
+        .await
+        .map(|(_, node)| node)
+}
+
+/// [`found_again`], with the node's ancestors from the frame down (the
+/// frame first, its parent last).
+pub(super) async fn found_again_under<'c>(
+    bus: &'c AccessibilityConnection,
+    pid: u32,
+    title: &str,
+    bounds: Bounds,
+    expected: &Node,
+) -> Result<(Vec<AccessibleProxy<'c>>, AccessibleProxy<'c>), Refusal> {
     let conn = bus.connection();
     let gone = || Refusal::new("stale_target", "the element is gone");
     let mut node = frame(bus, pid, title, bounds)
@@ -156,10 +170,12 @@ pub(super) async fn found_again<'c>(
         .into_accessible_proxy(conn)
         .await
         .map_err(|_| unreadable("the window"))?;
+    let mut above = Vec::with_capacity(expected.path.len());
     for index in &expected.path {
         let child = i32::try_from(*index).map_err(|_| gone())?;
         let next = node.get_child_at_index(child).await.map_err(|_| gone())?;
-        node = next.into_accessible_proxy(conn).await.map_err(|_| gone())?;
+        let next = next.into_accessible_proxy(conn).await.map_err(|_| gone())?;
+        above.push(std::mem::replace(&mut node, next));
     }
     let role = node.get_role_name().await.map_err(|_| gone())?;
     let name = tree::capped(node.name().await.unwrap_or_default(), tree::MAX_LABEL_CHARS);
@@ -181,5 +197,5 @@ pub(super) async fn found_again<'c>(
             serde_json::json!({ "changed": "element", "elementId": expected.id(), "what": what }),
         ));
     }
-    Ok(node)
+    Ok((above, node))
 }

@@ -22,6 +22,7 @@ mod frame;
 mod layout;
 #[cfg(any(feature = "x11", feature = "wayland"))]
 pub(crate) mod observe;
+mod reach;
 #[cfg(any(feature = "x11", feature = "wayland"))]
 mod resolve;
 pub(crate) mod revision;
@@ -269,7 +270,8 @@ impl Accessibility {
         let bus = Arc::clone(&self.bus);
         let (title, expected, text) = (title.to_owned(), expected.clone(), text.to_owned());
         run_bounded(&self.handle, "set_value", async move {
-            let node = found_again(&bus, pid, &title, bounds, &expected).await?;
+            let (above, node) = found_again_under(&bus, pid, &title, bounds, &expected).await?;
+            reach::reachable(bus.connection(), &above, &node, &expected).await?;
             let proxies = node
                 .proxies()
                 .await
@@ -314,7 +316,8 @@ impl Accessibility {
         let bus = Arc::clone(&self.bus);
         let (title, expected) = (title.to_owned(), expected.clone());
         run_bounded(&self.handle, "press_button", async move {
-            let node = found_again(&bus, pid, &title, bounds, &expected).await?;
+            let (above, node) = found_again_under(&bus, pid, &title, bounds, &expected).await?;
+            reach::reachable(bus.connection(), &above, &node, &expected).await?;
             let proxies = node
                 .proxies()
                 .await
@@ -416,7 +419,7 @@ impl Accessibility {
 }
 
 pub use frame::Bounds;
-use frame::{found_again, frame};
+use frame::{found_again, found_again_under, frame};
 
 fn no_press(expected: &Node) -> Refusal {
     Refusal::new(
