@@ -22,6 +22,7 @@
 pub(crate) mod approvals;
 mod approved;
 pub mod attacks;
+mod builder;
 mod driver;
 mod executed;
 mod guard;
@@ -36,6 +37,7 @@ mod reserved;
 mod route;
 mod session;
 mod task;
+mod task_terms;
 mod verified;
 mod witness;
 
@@ -48,6 +50,7 @@ pub use approvals::{
     decision_of, inspect, open_for_grant, pending, wait_for_decision,
 };
 pub use approved::Approved;
+pub use builder::SessionBuilder;
 pub use driver::ChainOutcome;
 pub use executed::Executed;
 pub use guard::{ReleaseStats, ResourceStats};
@@ -57,6 +60,6 @@ pub use pending::PendingApproval;
 pub use previewed::Previewed;
 pub use reserved::Reserved;
 pub use route::{Blocked, Route};
-pub use session::{Session, SessionBuilder};
+pub use session::Session;
 pub use task::{TaskLease, TaskLeaseRefusal, TaskLeaseTerms};
 pub use verified::Verified;

@@ -13,7 +13,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::decision::view_of;
+use super::view::view_of;
 use super::{CheckpointId, CheckpointRefusal, CheckpointStore, CheckpointView, offload};
 use crate::ComputerUseError;
 use crate::contracts::TargetEvidence;

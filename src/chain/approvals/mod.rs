@@ -27,6 +27,7 @@ mod refusal;
 pub(crate) mod report;
 pub(crate) mod resume;
 pub(crate) mod stores;
+mod view;
 
 pub use approval::{Approval, ApprovalSource, Authority};
 #[cfg(feature = "adk")]
@@ -34,8 +35,7 @@ pub(crate) use checkpoint::open_record;
 pub(crate) use checkpoint::{CheckpointBody, SealedFrame, VERSION, seal_record};
 pub use checkpoint::{CheckpointId, MIN_KEY_LEN, SealingKey};
 pub use decision::{
-    ApproverKey, ApproverPublicKey, CheckpointView, Decision, FieldWrite, Listed, decide,
-    decision_of, inspect, pending, wait_for_decision,
+    ApproverKey, ApproverPublicKey, Decision, decide, decision_of, wait_for_decision,
 };
 pub use evidence::{BOUNDS_TOLERANCE_PX, DEFAULT_TARGET_EVIDENCE_MAX_AGE};
 pub use grantable::{GrantableCheckpoint, open_for_grant};
@@ -43,3 +43,4 @@ pub(crate) use offload::run as offload;
 pub use refusal::CheckpointRefusal;
 pub use report::{ActionReport, MOST_REPORTS, Reported, ReportedOutcome, reported, reports_of};
 pub use stores::{CheckpointStore, ClaimBasis, FileCheckpointStore, MemoryCheckpointStore};
+pub use view::{CheckpointView, FieldWrite, Listed, inspect, pending};

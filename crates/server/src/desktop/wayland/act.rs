@@ -1,0 +1,237 @@
+//! Input: what one input action sends (keys, or pointer steps), checked
+//! point by point against the target and every other shown window, then
+//! sent to a target sway has given the focus.
+
+use super::*;
+
+pub(super) fn text<'a>(args: &'a Value, key: &str) -> Result<&'a str, Refusal> {
+    args.get(key)
+        .and_then(Value::as_str)
+        .ok_or_else(|| invalid(format!("arguments.{key} must be a string")))
+}
+
+/// A point from `coordinate: [x, y]` (or `key`), as whole pixels.
+pub(super) fn point(args: &Value, key: &str) -> Result<(i64, i64), Refusal> {
+    let pair = args
+        .get(key)
+        .and_then(Value::as_array)
+        .filter(|p| p.len() == 2)
+        .ok_or_else(|| invalid(format!("arguments.{key} must be [x, y]")))?;
+    let at = |i: usize| {
+        pair[i]
+            .as_i64()
+            .ok_or_else(|| invalid(format!("arguments.{key} must hold whole pixels")))
+    };
+    Ok((at(0)?, at(1)?))
+}
+
+/// The evdev codes of the pointer's buttons.
+pub(super) const BTN_LEFT: u32 = 0x110;
+
+pub(super) const BTN_RIGHT: u32 = 0x111;
+
+/// Most wheel steps one `scroll` sends.
+pub(super) const MOST_STEPS: u64 = 100;
+
+/// What one input action sends.
+pub(super) enum Plan {
+    Keys(keymap::Keys),
+    Pointer(Vec<Pointer>),
+}
+
+impl WaylandDesktop {
+    /// Every point the plan touches lies inside the target, on the output,
+    /// and outside every other shown window.
+    pub(super) fn check_point(
+        &self,
+        target: &sway::Window,
+        all: &[sway::Window],
+        at: (i64, i64),
+    ) -> Result<(u32, u32), Refusal> {
+        if !target.contains(at) {
+            return Err(Refusal::new(
+                "point_outside_target",
+                format!("the point {at:?} is outside the target window"),
+            ));
+        }
+        let on_output = u32::try_from(at.0)
+            .ok()
+            .zip(u32::try_from(at.1).ok())
+            .filter(|(x, y)| *x < self.size.0 && *y < self.size.1)
+            .ok_or_else(|| {
+                Refusal::new(
+                    "point_outside_target",
+                    format!("the point {at:?} is off the output"),
+                )
+            })?;
+        if let Some(other) = all
+            .iter()
+            .find(|w| w.id != target.id && w.visible && w.takes_pointer_at(at))
+        {
+            // The other window's app_id is its client's own choice (it may
+            // read as an instruction): in the details, marked, never in the
+            // message.
+            return Err(Refusal::with_details(
+                "target_covered",
+                format!(
+                    "the point {at:?} is also inside window {}: which one would take it is not known",
+                    other.id
+                ),
+                json!({
+                    "windowId": other.id,
+                    "appId": other.app_id,
+                    "contentOrigin": "application_untrusted",
+                }),
+            ));
+        }
+        Ok(on_output)
+    }
+
+    /// The whole of what `tool` sends, checked before anything is.
+    pub(super) fn plan(
+        &self,
+        tool: &str,
+        args: &Value,
+        target: &sway::Window,
+    ) -> Result<Plan, Refusal> {
+        if !matches!(tool, tool::TYPE | tool::KEY) {
+            // Points are checked in sway's layout and sent on the output.
+            self.sway()?.plain_output(self.size)?;
+        }
+        let all = self.windows()?;
+        let moved = |key: &str| -> Result<Pointer, Refusal> {
+            let (x, y) = self.check_point(target, &all, point(args, key)?)?;
+            Ok(Pointer::Move(x, y))
+        };
+        let click = |button: u32, times: usize| -> Result<Plan, Refusal> {
+            let mut events = vec![moved("coordinate")?];
+            for _ in 0..times {
+                events.push(Pointer::Button(button, true));
+                events.push(Pointer::Button(button, false));
+            }
+            Ok(Plan::Pointer(events))
+        };
+        match tool {
+            tool::LEFT_CLICK => click(BTN_LEFT, 1),
+            tool::RIGHT_CLICK => click(BTN_RIGHT, 1),
+            tool::DOUBLE_CLICK => click(BTN_LEFT, 2),
+            tool::MOUSE_MOVE | tool::MOVE_CURSOR => Ok(Plan::Pointer(vec![moved("coordinate")?])),
+            tool::LEFT_CLICK_DRAG => Ok(Plan::Pointer(vec![
+                moved("start_coordinate")?,
+                Pointer::Button(BTN_LEFT, true),
+                moved("coordinate")?,
+                Pointer::Button(BTN_LEFT, false),
+            ])),
+            tool::SCROLL => {
+                let (axis, sign) = match args.get("direction").and_then(Value::as_str) {
+                    Some("up") => (false, -1),
+                    Some("down") => (false, 1),
+                    Some("left") => (true, -1),
+                    Some("right") => (true, 1),
+                    _ => {
+                        return Err(invalid(
+                            "arguments.direction must be up, down, left or right",
+                        ));
+                    }
+                };
+                let steps = match args.get("amount") {
+                    None => 1,
+                    Some(amount) => amount
+                        .as_u64()
+                        .filter(|n| (1..=MOST_STEPS).contains(n))
+                        .ok_or_else(|| {
+                            invalid(format!("arguments.amount must be 1 to {MOST_STEPS}"))
+                        })?,
+                };
+                // The wheel goes where the pointer is, which this desktop
+                // cannot know: it is moved to a checked point first.
+                if args.get("coordinate").is_none() {
+                    return Err(invalid(
+                        "arguments.coordinate is needed to scroll on Wayland (where the pointer is now is not known)",
+                    ));
+                }
+                let mut events = vec![moved("coordinate")?];
+                events.push(Pointer::Wheel(
+                    axis,
+                    sign * i32::try_from(steps).unwrap_or(1),
+                ));
+                Ok(Plan::Pointer(events))
+            }
+            tool::TYPE => keymap::type_text(text(args, "text")?).map(Plan::Keys),
+            tool::KEY => keymap::chord(text(args, "text")?).map(Plan::Keys),
+            other => Err(Refusal::new(
+                "tool_outside_host_profile",
+                format!("the Wayland desktop does not perform {other}"),
+            )),
+        }
+    }
+
+    /// Checks the target again, gives it the focus, checks that it holds
+    /// it (and is still where it was), then sends.
+    pub(super) fn send_checked(
+        &self,
+        tool: &str,
+        args: &Value,
+        target: Option<&TargetEvidence>,
+    ) -> Result<Value, ApplyError> {
+        let refused = ApplyError::NothingSent;
+        if let Some(evidence) = target
+            && !self
+                .current(evidence, Revalidation::BeforeEffect)
+                .map_err(refused)?
+        {
+            return Err(refused(Refusal::with_details(
+                "stale_target",
+                "target evidence no longer matches the desktop",
+                json!({ "observationId": evidence.observation_id }),
+            )));
+        }
+        let window = self.target_record(target).map_err(refused)?;
+        let plan = self.plan(tool, args, &window).map_err(refused)?;
+        // A new keymap takes a while to reach the client; it is handed over
+        // before the focus is checked, so that nothing waits between the
+        // last check and the keys.
+        if let Plan::Keys(keys) = &plan {
+            self.compositor()
+                .set_keymap(&keys.keymap)
+                .map_err(refused)?;
+        }
+        let sway = self.sway().map_err(refused)?;
+        if !window.focused {
+            sway.focus(window.id).map_err(refused)?;
+        }
+        // The focus is the target's, and it did not move while taking it.
+        let now = sway.window(window.id).map_err(refused)?;
+        let now = match now {
+            Some(now)
+                if now.focused && now.bounds == window.bounds && now.title == window.title =>
+            {
+                now
+            }
+            Some(_) => {
+                return Err(refused(stale(
+                    "the target did not take the focus, or changed while taking it",
+                )));
+            }
+            None => return Err(refused(stale("the target window is gone"))),
+        };
+        // Taking the focus raises the target and may have moved others:
+        // every point is checked again on the layout as it is now.
+        let plan = match plan {
+            Plan::Pointer(_) => self.plan(tool, args, &now).map_err(refused)?,
+            keys => keys,
+        };
+        let sent = match plan {
+            Plan::Keys(keys) => {
+                let count = keys.events.len();
+                self.compositor().send_keys(&keys.keymap, &keys.events)?;
+                count
+            }
+            Plan::Pointer(events) => {
+                self.compositor().send_pointer(&events, self.size)?;
+                events.len()
+            }
+        };
+        Ok(json!({ "sent": sent, "windowId": window.id }))
+    }
+}

@@ -1,0 +1,164 @@
+//! Whether a target is still the one the evidence names (revalidation), and
+//! the checks of an effect after it (the clipboard's read-back, a declared
+//! postcondition).
+
+use super::backend::encode;
+use super::*;
+
+impl WaylandDesktop {
+    /// Whether the compositor's own toplevel list shows a window with this
+    /// app id and title (where the compositor offers that list).
+    pub(super) fn listed_as_toplevel(&self, record: &sway::Window) -> Result<bool, Refusal> {
+        Ok(match self.compositor().toplevels()? {
+            None => true,
+            Some(list) => list
+                .iter()
+                .any(|t| t.app_id == record.app_id && t.title == record.title),
+        })
+    }
+
+    pub(super) fn current(
+        &self,
+        target: &TargetEvidence,
+        round: Revalidation,
+    ) -> Result<bool, Refusal> {
+        let Some(now) = self.window_now(target)? else {
+            // Gone. An action may close its own window (a dialog's button).
+            return Ok(round == Revalidation::AfterEffect);
+        };
+        let identity = target.app_id == now.app_id
+            && target.pid.is_none_or(|pid| Some(pid) == now.pid)
+            && stated_or_same(target.display_id.as_ref(), &self.display)
+            && target.platform == std::env::consts::OS;
+        if round == Revalidation::AfterEffect || !identity {
+            return Ok(identity);
+        }
+        if !now.visible
+            || !bounds_agree(target.bounds.as_ref(), now.bounds)
+            || !stated_or_same(target.window_title_digest.as_ref(), &now.title_digest())
+            || !self.listed_as_toplevel(&now)?
+        {
+            return Ok(false);
+        }
+        // The structure only: what the elements hold is bound by a press,
+        // which checks it itself.
+        if let Some(revision) = &target.ui_tree_revision
+            && structure_of(revision) != structure_of(&self.window_revision(&now).0)
+        {
+            return Ok(false);
+        }
+        if let Some(stated) = &target.screenshot_hash
+            && round == Revalidation::BeforeEffect
+        {
+            // The frame must show the target: the whole output, or the
+            // window's own part of it, captured again and compared by its
+            // raw pixels. A frame of another region does not vouch for the
+            // target; a digest never handed out is compared with the whole
+            // output, encoded.
+            let regions = [Some(self.whole()), self.clip(now.bounds)];
+            let handed_out = {
+                let frames = self.frames();
+                regions.into_iter().flatten().find_map(|region| {
+                    frames
+                        .iter()
+                        .find(|s| s.digest == *stated && s.region == region)
+                        .map(|s| (region, s.raw))
+                })
+            };
+            let known = self.frames().iter().any(|s| s.digest == *stated);
+            let same = match handed_out {
+                Some((region, raw)) => {
+                    let region = (region != self.whole()).then_some(region);
+                    self.capture(region)?.1 == raw
+                }
+                None if known => false,
+                None => {
+                    let (pixels, _) = self.capture(None)?;
+                    sha256_prefixed(encode(&pixels)?) == *stated
+                }
+            };
+            if !same {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    pub(super) fn clipboard_check(
+        &self,
+        args: &Value,
+        postcondition: Option<&Value>,
+    ) -> EffectCheck {
+        let wanted = args.get("text").and_then(Value::as_str);
+        // The offer is set on another connection; read until it is served.
+        let deadline = Instant::now() + CLIPBOARD_WAIT;
+        let mut read = clipboard::read().ok();
+        while read.as_deref() != wanted && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+            read = clipboard::read().ok();
+        }
+        let digest_holds = match postcondition {
+            None => true,
+            Some(p) => match serde_json::from_value::<ActionPostcondition>(p.clone()) {
+                Ok(p) => p
+                    .expected_digest()
+                    .is_none_or(|d| read.as_deref().map(sha256_prefixed).as_deref() == Some(d)),
+                Err(_) => false,
+            },
+        };
+        // A read-back proves what every client gets only while the offer is
+        // this process's own: another client's offer may answer each
+        // reader differently.
+        let ours = self
+            .offer
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .stands();
+        EffectCheck {
+            verified: ours && wanted.is_some() && read.as_deref() == wanted && digest_holds,
+            method: "wayland_data_control_readback",
+            checks: 2,
+        }
+    }
+
+    pub(super) fn postcondition_check(&self, postcondition: &Value) -> EffectCheck {
+        let unobservable = EffectCheck {
+            verified: false,
+            method: "wayland_unobservable",
+            checks: 0,
+        };
+        let Ok(postcondition) =
+            serde_json::from_value::<ActionPostcondition>(postcondition.clone())
+        else {
+            return unobservable;
+        };
+        let waited = |holds: &dyn Fn() -> bool| {
+            let deadline = Instant::now() + EFFECT_WAIT;
+            let mut verified = holds();
+            while !verified && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(25));
+                verified = holds();
+            }
+            verified
+        };
+        match postcondition.fields() {
+            PostconditionFields::Window { window_id, exists } => EffectCheck {
+                verified: waited(&|| self.window_shown_now(*window_id) == Some(*exists)),
+                method: "wayland_window_state",
+                checks: 1,
+            },
+            PostconditionFields::Filesystem {
+                path,
+                exists,
+                content_digest,
+            } => EffectCheck {
+                verified: waited(&|| {
+                    crate::desktop::files::file_holds(path, *exists, content_digest.as_deref())
+                }),
+                method: "wayland_filesystem_read",
+                checks: 1,
+            },
+            _ => unobservable,
+        }
+    }
+}
