@@ -143,22 +143,57 @@ pub async fn run(
     }
 }
 
-/// The first process: an allowed action runs; then the credential's write
-/// interrupts for approval. Returns its thread and the graph's checkpoint.
-async fn interrupt(dir: &Path) -> Result<(String, String), Error> {
-    let (_, graph) = process(dir)?;
-    let thread = format!("demo-{}", std::process::id());
+/// An allowed write of public text on its own thread (it must run to its
+/// end), then the credential's write `text` on `thread`, which must wait
+/// for a person: the interrupt's checkpoint and preview.
+pub async fn allowed_then_interrupted(
+    graph: &CompiledGraph,
+    thread: &str,
+    text: &str,
+) -> Result<(String, Value), Error> {
     let public = proposed("public text, no approval needed", false);
-    if run(&graph, &format!("{thread}-public"), public)
+    if run(graph, &format!("{thread}-public"), public)
         .await?
         .is_some()
     {
         return Err("the public write was expected to be allowed".into());
     }
-    let action = proposed("approved in a second process", true);
-    let (checkpoint, _) = run(&graph, &thread, action)
+    run(graph, thread, proposed(text, true))
         .await?
-        .ok_or("the credential's write was expected to wait for approval")?;
+        .ok_or_else(|| "the credential's write was expected to wait for a person".into())
+}
+
+/// The preview the graph kept at its checkpoint `checkpoint`, in the
+/// `FileGraphCheckpointer` under `dir/graph`: what the person was shown.
+pub async fn kept_preview(dir: &Path, checkpoint: &str) -> Result<Value, Error> {
+    let kept = FileGraphCheckpointer::new(dir.join("graph"))?;
+    let state = adk_graph::Checkpointer::load_by_id(&kept, checkpoint)
+        .await?
+        .ok_or("no such graph checkpoint")?
+        .state;
+    Ok(state.get("preview").cloned().unwrap_or_default())
+}
+
+/// The resume's state: the approval of `preview` (its two digests) on the
+/// one `authority` given (`grantId`, or `runtimeApproved: true`).
+pub fn approval_of(preview: &Value, authority: (&str, Value)) -> State {
+    let mut approval = json!({
+        "actionDigest": preview["envelope"]["argsDigest"],
+        "policyDigest": preview["policy"]["policyDigest"],
+    });
+    approval[authority.0] = authority.1;
+    let mut answer = State::new();
+    answer.insert("approval".into(), approval);
+    answer
+}
+
+/// The first process: an allowed action runs; then the credential's write
+/// interrupts for approval. Returns its thread and the graph's checkpoint.
+async fn interrupt(dir: &Path) -> Result<(String, String), Error> {
+    let (_, graph) = process(dir)?;
+    let thread = format!("demo-{}", std::process::id());
+    let (checkpoint, _) =
+        allowed_then_interrupted(&graph, &thread, "approved in a second process").await?;
     println!(
         "  thread {thread}, checkpoint {checkpoint}; sealed in {}",
         dir.display()
@@ -170,21 +205,21 @@ async fn interrupt(dir: &Path) -> Result<(String, String), Error> {
 /// person echoing its digests), and resumes.
 async fn resume(dir: &Path, thread: &str, checkpoint: &str) -> Result<Value, Error> {
     let (runtime, graph) = process(dir)?;
-    let kept = FileGraphCheckpointer::new(dir.join("graph"))?;
-    let state = adk_graph::Checkpointer::load_by_id(&kept, checkpoint)
-        .await?
-        .ok_or("no such graph checkpoint")?
-        .state;
-    let preview = state.get("preview").cloned().unwrap_or_default();
-    let mut answer = State::new();
-    answer.insert(
-        "approval".into(),
-        json!({
-            "actionDigest": preview["envelope"]["argsDigest"],
-            "policyDigest": preview["policy"]["policyDigest"],
-            "runtimeApproved": true,
-        }),
-    );
+    let preview = kept_preview(dir, checkpoint).await?;
+    let answer = approval_of(&preview, ("runtimeApproved", json!(true)));
+    resumed(&graph, thread, checkpoint, answer).await?;
+    println!("  clipboard now holds {:?}", runtime.clipboard());
+    Ok(preview)
+}
+
+/// Resumes `thread` of `graph` from `checkpoint` with `answer`, says how it
+/// ended in this process, and refuses an end that did not commit.
+pub async fn resumed(
+    graph: &CompiledGraph,
+    thread: &str,
+    checkpoint: &str,
+    answer: State,
+) -> Result<(), Error> {
     let result = graph
         .invoke(
             answer,
@@ -198,8 +233,10 @@ async fn resume(dir: &Path, thread: &str, checkpoint: &str) -> Result<Value, Err
         result["committed"],
         result["verified"]
     );
-    println!("  clipboard now holds {:?}", runtime.clipboard());
-    Ok(preview)
+    if result["committed"] != json!(true) {
+        return Err("the resumed action was not committed".into());
+    }
+    Ok(())
 }
 
 /// The whole story on the in-process desktop.

@@ -338,25 +338,8 @@ async fn desktop_window(
     runtime: &ComputerUseMcpRuntime,
     session_id: &str,
 ) -> Result<(String, WindowId), Error> {
-    // A window started just before this program may still be mapping or
-    // painting: wait for one, and for the screen to settle.
-    let windows = x11_support::windows_when(runtime, session_id, |ws| !ws.is_empty())
-        .await
-        .map_err(|e| format!("{e}: the write needs a window to bind to; start one"))?;
-    let wanted = std::env::var("COMPUTER_USE_CLIPBOARD_APP").ok();
-    let chosen = windows
-        .iter()
-        .find(|w| wanted.as_deref().is_some_and(|a| w["bundleId"] == a))
-        .or_else(|| windows.iter().find(|w| w["isFocused"] == true))
-        .or_else(|| windows.first())
-        .ok_or("the desktop shows no window to bind the write to; start one")?;
-    let app = chosen["bundleId"]
-        .as_str()
-        .ok_or("the window record has no app id")?;
-    let id = chosen["windowId"]
-        .as_u64()
-        .ok_or("the window record has no numeric window id")?;
-    Ok((app.to_owned(), WindowId::Number(id)))
+    let (app, id) = x11_support::bound_window(runtime, session_id).await?;
+    Ok((app, WindowId::Number(id)))
 }
 
 /// Reads the clipboard with `program` (`xclip`, `wl-paste`), a program

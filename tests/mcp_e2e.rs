@@ -825,17 +825,21 @@ async fn a_file_check_that_holds_before_the_action_is_refused_with_nothing_done(
     runtime.shutdown().await.unwrap();
 }
 
-#[tokio::test]
-async fn a_password_field_target_needs_approval() {
-    let runtime = spawn_sim(&[]).await;
-    // A session that acts on the sign-in window.
+/// A session that acts on the simulator's sign-in window, and target
+/// evidence of that window.
+fn on_the_sign_in_window(
+    runtime: &std::sync::Arc<adk_computer_use::mcp::ComputerUseMcpRuntime>,
+) -> (
+    adk_computer_use::Session<adk_computer_use::mcp::ComputerUseMcpRuntime>,
+    adk_computer_use::contracts::TargetEvidence,
+) {
     let identity = adk_computer_use::VerifiedIdentity::new(PRINCIPAL, "tenant-e2e").unwrap();
     let authorizer = adk_computer_use::ScopeAuthorizer::new(
         identity,
         ["computer:plan", "computer:execute:foreground"],
     )
     .unwrap();
-    let session = adk_computer_use::Session::builder(std::sync::Arc::clone(&runtime), authorizer)
+    let session = adk_computer_use::Session::builder(std::sync::Arc::clone(runtime), authorizer)
         .agent_id("agent-a")
         .target(
             "com.example.Login",
@@ -846,6 +850,13 @@ async fn a_password_field_target_needs_approval() {
     let mut target = clipboard_target();
     target.app_id = "com.example.Login".into();
     target.window_id = Some(adk_computer_use::contracts::WindowId::Number(9));
+    (session, target)
+}
+
+#[tokio::test]
+async fn a_password_field_target_needs_approval() {
+    let runtime = spawn_sim(&[]).await;
+    let (session, mut target) = on_the_sign_in_window(&runtime);
     target.role = Some("AXSecureTextField".into());
     // A semantic edit takes the foreground, as upstream's platform rule has
     // it (accessibility-driven tools run in the foreground only).
@@ -881,23 +892,7 @@ async fn a_password_field_target_needs_approval() {
 #[tokio::test]
 async fn a_field_that_is_not_there_is_blocked_as_not_found_not_as_a_secret() {
     let runtime = spawn_sim(&[]).await;
-    let identity = adk_computer_use::VerifiedIdentity::new(PRINCIPAL, "tenant-e2e").unwrap();
-    let authorizer = adk_computer_use::ScopeAuthorizer::new(
-        identity,
-        ["computer:plan", "computer:execute:foreground"],
-    )
-    .unwrap();
-    let session = adk_computer_use::Session::builder(std::sync::Arc::clone(&runtime), authorizer)
-        .agent_id("agent-a")
-        .target(
-            "com.example.Login",
-            Some(adk_computer_use::contracts::WindowId::Number(9)),
-        )
-        .build()
-        .unwrap();
-    let mut target = clipboard_target();
-    target.app_id = "com.example.Login".into();
-    target.window_id = Some(adk_computer_use::contracts::WindowId::Number(9));
+    let (session, target) = on_the_sign_in_window(&runtime);
     let action = adk_computer_use::ProposedAction::new(
         "set_value",
         json!({ "element_id": "no-such-field", "value": "hello" }),

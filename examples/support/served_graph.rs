@@ -135,23 +135,7 @@ async fn target(
             computer_use_server::CLIPBOARD_WINDOW,
         ));
     }
-    let windows = x11_support::windows_when(runtime, session, |ws| !ws.is_empty())
-        .await
-        .map_err(|e| format!("{e}: the write needs a window to bind to; start one"))?;
-    let wanted = std::env::var("COMPUTER_USE_CLIPBOARD_APP").ok();
-    let chosen = windows
-        .iter()
-        .find(|w| wanted.as_deref().is_some_and(|a| w["bundleId"] == a))
-        .or_else(|| windows.iter().find(|w| w["isFocused"] == true))
-        .or_else(|| windows.first())
-        .ok_or("the desktop shows no window to bind the write to; start one")?;
-    let app = chosen["bundleId"]
-        .as_str()
-        .ok_or("the window record has no app id")?;
-    let id = chosen["windowId"]
-        .as_u64()
-        .ok_or("the window record has no numeric window id")?;
-    Ok((app.to_owned(), id))
+    Ok(x11_support::bound_window(runtime, session).await?)
 }
 
 /// The first agent process: starts a runtime session, runs an allowed
@@ -165,16 +149,7 @@ pub async fn interrupt() -> Result<(), Error> {
     println!("the writes are bound to window {window} of {app}");
     let graph = told.graph(Arc::clone(&runtime), &app, window)?;
     let thread = format!("graph-{}", std::process::id());
-    let public = crate::proposed("public text, no approval needed", false);
-    if crate::run(&graph, &format!("{thread}-public"), public)
-        .await?
-        .is_some()
-    {
-        return Err("the public write was expected to be allowed".into());
-    }
-    let (checkpoint, _) = crate::run(&graph, &thread, crate::proposed(TEXT, true))
-        .await?
-        .ok_or("the credential's write was expected to wait for a person")?;
+    let (checkpoint, _) = crate::allowed_then_interrupted(&graph, &thread, TEXT).await?;
     println!(
         "resume-with {} {app} {window} {thread} {checkpoint}",
         started.session_id
@@ -191,41 +166,16 @@ pub async fn resume(args: &[&str]) -> Result<(), Error> {
     let told = Told::read()?;
     let runtime = told.connect(Some(session)).await?;
     let graph = told.graph(runtime, app, window.parse()?)?;
-    let mut answer = State::new();
-    if let Some(grant) = &told.grant {
-        // The digests the interrupt showed, from the graph's checkpoint.
-        let kept = FileGraphCheckpointer::new(told.dir.join("graph"))?;
-        let state = adk_graph::Checkpointer::load_by_id(&kept, checkpoint)
-            .await?
-            .ok_or("no such graph checkpoint")?
-            .state;
-        let preview = state.get("preview").cloned().unwrap_or_default();
-        answer.insert(
-            "approval".into(),
-            json!({
-                "actionDigest": preview["envelope"]["argsDigest"],
-                "policyDigest": preview["policy"]["policyDigest"],
-                "grantId": grant,
-            }),
-        );
-    }
-    let result = graph
-        .invoke(
-            answer,
-            ExecutionConfig::new(thread).with_resume_from(checkpoint),
-        )
-        .await?;
-    println!(
-        "process {}: resumed, {} (committed: {}, verified: {})",
-        std::process::id(),
-        result["result"]["status"],
-        result["committed"],
-        result["verified"]
-    );
-    if result["committed"] != json!(true) {
-        return Err("the resumed action was not committed".into());
-    }
-    Ok(())
+    // Decided on the page: the decision is the answer. Approved by the
+    // host: its grant, on the digests the interrupt showed.
+    let answer = match &told.grant {
+        Some(grant) => {
+            let preview = crate::kept_preview(&told.dir, checkpoint).await?;
+            crate::approval_of(&preview, ("grantId", json!(grant)))
+        }
+        None => State::new(),
+    };
+    crate::resumed(&graph, thread, checkpoint, answer).await
 }
 
 /// Runs this example again as a child process with `args` and the
@@ -422,16 +372,7 @@ pub async fn over_stdio(command: &[&str]) -> Result<(), Error> {
     };
     let thread = format!("graph-{}", std::process::id());
     let first = told.graph(Arc::clone(&runtime), &app, window)?;
-    let public = crate::proposed("public text, no approval needed", false);
-    if crate::run(&first, &format!("{thread}-public"), public)
-        .await?
-        .is_some()
-    {
-        return Err("the public write was expected to be allowed".into());
-    }
-    let (checkpoint, preview) = crate::run(&first, &thread, crate::proposed(TEXT, true))
-        .await?
-        .ok_or("the credential's write was expected to wait for a person")?;
+    let (checkpoint, preview) = crate::allowed_then_interrupted(&first, &thread, TEXT).await?;
     drop(first);
 
     let store: Arc<dyn CheckpointStore> = Arc::new(FileCheckpointStore::new(
@@ -448,15 +389,7 @@ pub async fn over_stdio(command: &[&str]) -> Result<(), Error> {
         .grant_id()
         .ok_or("the host's approval carries no grant")?;
     println!("the host approved it: grant {grant}");
-    let mut answer = State::new();
-    answer.insert(
-        "approval".into(),
-        json!({
-            "actionDigest": preview["envelope"]["argsDigest"],
-            "policyDigest": preview["policy"]["policyDigest"],
-            "grantId": grant,
-        }),
-    );
+    let answer = crate::approval_of(&preview, ("grantId", json!(grant)));
     let resume = |graph: CompiledGraph, answer: State| {
         let (thread, checkpoint) = (thread.clone(), checkpoint.clone());
         async move {

@@ -1,3 +1,4 @@
+#![allow(dead_code)] // each example uses a different part of it
 //! Waiting on a real desktop (an X11 display, a Wayland compositor) before
 //! an example binds evidence to it.
 //!
@@ -58,4 +59,32 @@ pub async fn windows_when(
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     Err("the screen kept changing for 10 s".into())
+}
+
+/// The window a clipboard write is bound to, from what the desktop shows:
+/// the one whose application is `COMPUTER_USE_CLIPBOARD_APP`, else the
+/// focused one, else the first; its application and numeric id. A window
+/// started just before may still be mapping or painting: one is waited
+/// for, and the screen to settle.
+pub async fn bound_window(
+    runtime: &ComputerUseMcpRuntime,
+    session_id: &str,
+) -> Result<(String, u64), String> {
+    let windows = windows_when(runtime, session_id, |ws| !ws.is_empty())
+        .await
+        .map_err(|e| format!("{e}: the write needs a window to bind to; start one"))?;
+    let wanted = std::env::var("COMPUTER_USE_CLIPBOARD_APP").ok();
+    let chosen = windows
+        .iter()
+        .find(|w| wanted.as_deref().is_some_and(|a| w["bundleId"] == a))
+        .or_else(|| windows.iter().find(|w| w["isFocused"] == true))
+        .or_else(|| windows.first())
+        .ok_or("the desktop shows no window to bind the write to; start one")?;
+    let app = chosen["bundleId"]
+        .as_str()
+        .ok_or("the window record has no app id")?;
+    let id = chosen["windowId"]
+        .as_u64()
+        .ok_or("the window record has no numeric window id")?;
+    Ok((app.to_owned(), id))
 }

@@ -12,30 +12,31 @@ use adk_computer_use::chain::{
 };
 use adk_computer_use::clock::ManualClock;
 use adk_computer_use::graph::{reference_graph_over, reference_graph_with_approver};
-use adk_graph::{CompiledGraph, GraphError, MemoryCheckpointer, State};
+use adk_graph::{Checkpointer, CompiledGraph, GraphError, MemoryCheckpointer, State};
 use serde_json::{Value, json};
 
 use super::support::*;
 use crate::common::*;
 
 /// The page's signing key (the graph holds only its public half).
-fn page_key() -> ApproverKey {
+pub(super) fn page_key() -> ApproverKey {
     ApproverKey::from_hex(&"5a".repeat(32)).unwrap()
 }
 
-struct Page {
-    graph: CompiledGraph,
-    runtime: Arc<FakeRuntime>,
-    clock: ManualClock,
-    store: Arc<dyn CheckpointStore>,
-    session: Arc<adk_computer_use::Session<FakeRuntime>>,
-    checkpointer: Arc<MemoryCheckpointer>,
+/// A graph decided on the page, over a scripted runtime, with its stores.
+pub(super) struct Page {
+    pub graph: CompiledGraph,
+    pub runtime: Arc<FakeRuntime>,
+    pub clock: ManualClock,
+    pub store: Arc<dyn CheckpointStore>,
+    pub session: Arc<adk_computer_use::Session<FakeRuntime>>,
+    pub checkpointer: Arc<MemoryCheckpointer>,
 }
 
 impl Page {
     /// A graph deciding on the page over a session told the runtime takes
     /// target evidence `max_age` old.
-    fn new(max_age: Duration) -> Self {
+    pub fn new(max_age: Duration) -> Self {
         let Rig {
             runtime,
             clock,
@@ -65,7 +66,7 @@ impl Page {
 
     /// Another instance of the graph over the same stores (as after a
     /// restart).
-    fn again(&self) -> CompiledGraph {
+    pub fn again(&self) -> CompiledGraph {
         reference_graph_with_approver(
             Arc::clone(&self.session),
             Some(self.checkpointer.clone()),
@@ -75,22 +76,46 @@ impl Page {
     }
 
     /// The one checkpoint waiting on the page.
-    fn waiting(&self) -> CheckpointId {
+    pub fn waiting(&self) -> CheckpointId {
         let ids = self.store.ids().unwrap();
         assert_eq!(ids.len(), 1, "one action waits on the page: {ids:?}");
         ids.into_iter().next().unwrap()
     }
 
     /// The person approves what the page shows, the runtime holding it.
-    fn approve(&self, id: &CheckpointId) {
+    pub fn approve(&self, id: &CheckpointId) {
         let view = inspect(&*self.store, id).unwrap();
         let approval =
             Approval::runtime_held(&view.action_id, &view.action_digest, &view.policy_digest);
         decide(&*self.store, id, &Decision::Approve(approval), &page_key()).unwrap();
     }
+
+    pub fn id_of(&self, preview: &Value) -> CheckpointId {
+        self.store
+            .ids()
+            .unwrap()
+            .into_iter()
+            .find(|id| {
+                inspect(&*self.store, id).unwrap().action_id
+                    == preview["envelope"]["actionId"].as_str().unwrap()
+            })
+            .expect("the preview's checkpoint waits on the page")
+    }
+
+    /// A hostile writer of adk-graph's checkpoint store: a copy of
+    /// checkpoint `from` whose state's `preview` and `preview_history` are
+    /// `forged`, saved under a new id (returned).
+    pub async fn forge(&self, from: &str, forged: &Value) -> String {
+        let mut cp = self.checkpointer.load_by_id(from).await.unwrap().unwrap();
+        cp.checkpoint_id = format!("{from}-forged");
+        cp.state.insert("preview".into(), forged.clone());
+        cp.state
+            .insert("preview_history".into(), json!([forged.clone()]));
+        self.checkpointer.save(&cp).await.unwrap()
+    }
 }
 
-const LONG: Duration = Duration::from_secs(3600);
+pub(super) const LONG: Duration = Duration::from_secs(3600);
 
 #[tokio::test]
 async fn a_decision_on_the_page_answers_the_interrupt_and_the_action_runs_once() {

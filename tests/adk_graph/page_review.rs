@@ -6,100 +6,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use adk_computer_use::chain::{
-    Approval, ApproverKey, CheckpointId, CheckpointStore, Decision, decide, inspect,
-};
-use adk_computer_use::graph::reference_graph_with_approver;
-use adk_graph::{Checkpointer, CompiledGraph, GraphError, MemoryCheckpointer, State};
-use serde_json::{Value, json};
+use adk_computer_use::chain::{Approval, Decision, decide, inspect};
+use adk_graph::{Checkpointer, GraphError, State};
+use serde_json::json;
 
+use super::page::{LONG, Page, page_key};
 use super::support::*;
 use crate::common::*;
-
-fn page_key() -> ApproverKey {
-    ApproverKey::from_hex(&"5a".repeat(32)).unwrap()
-}
-
-struct Page {
-    graph: CompiledGraph,
-    runtime: Arc<FakeRuntime>,
-    clock: adk_computer_use::clock::ManualClock,
-    store: Arc<dyn CheckpointStore>,
-    session: Arc<adk_computer_use::Session<FakeRuntime>>,
-    checkpointer: Arc<MemoryCheckpointer>,
-}
-
-impl Page {
-    fn new(max_age: Duration) -> Self {
-        let Rig {
-            runtime,
-            clock,
-            session,
-            store,
-        } = rig_targeted_aging(max_age);
-        runtime.script().route = Some(PreviewRoute::NeedsApproval);
-        runtime.script().semantic =
-            Some(json!({ "windows": [{ "bundleId": APP, "windowId": WINDOW }] }));
-        let session = Arc::new(session);
-        let checkpointer = Arc::new(MemoryCheckpointer::new());
-        let graph = reference_graph_with_approver(
-            Arc::clone(&session),
-            Some(checkpointer.clone()),
-            page_key().public(),
-        )
-        .unwrap();
-        Self {
-            graph,
-            runtime,
-            clock,
-            store,
-            session,
-            checkpointer,
-        }
-    }
-
-    fn again(&self) -> CompiledGraph {
-        reference_graph_with_approver(
-            Arc::clone(&self.session),
-            Some(self.checkpointer.clone()),
-            page_key().public(),
-        )
-        .unwrap()
-    }
-
-    fn id_of(&self, preview: &Value) -> CheckpointId {
-        self.store
-            .ids()
-            .unwrap()
-            .into_iter()
-            .find(|id| {
-                inspect(&*self.store, id).unwrap().action_id
-                    == preview["envelope"]["actionId"].as_str().unwrap()
-            })
-            .expect("the preview's checkpoint waits on the page")
-    }
-
-    fn approve(&self, id: &CheckpointId) {
-        let view = inspect(&*self.store, id).unwrap();
-        let approval =
-            Approval::runtime_held(&view.action_id, &view.action_digest, &view.policy_digest);
-        decide(&*self.store, id, &Decision::Approve(approval), &page_key()).unwrap();
-    }
-
-    /// A hostile writer of adk-graph's checkpoint store: a copy of
-    /// checkpoint `from` whose state's `preview` and `preview_history` are
-    /// `forged`, saved under a new id (returned).
-    async fn forge(&self, from: &str, forged: &Value) -> String {
-        let mut cp = self.checkpointer.load_by_id(from).await.unwrap().unwrap();
-        cp.checkpoint_id = format!("{from}-forged");
-        cp.state.insert("preview".into(), forged.clone());
-        cp.state
-            .insert("preview_history".into(), json!([forged.clone()]));
-        self.checkpointer.save(&cp).await.unwrap()
-    }
-}
-
-const LONG: Duration = Duration::from_secs(3600);
 
 fn message(result: &Result<State, GraphError>) -> (String, String) {
     match result {
