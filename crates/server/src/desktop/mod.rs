@@ -25,6 +25,8 @@ pub mod files;
 pub mod keys;
 #[cfg(any(feature = "x11", feature = "wayland"))]
 pub(crate) mod notes;
+#[cfg(any(feature = "x11", feature = "wayland"))]
+pub(crate) mod real;
 pub mod simulated;
 #[cfg(feature = "wayland")]
 pub mod wayland;

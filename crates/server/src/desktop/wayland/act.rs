@@ -4,30 +4,10 @@
 
 use super::*;
 
-pub(super) fn text<'a>(args: &'a Value, key: &str) -> Result<&'a str, Refusal> {
-    args.get(key)
-        .and_then(Value::as_str)
-        .ok_or_else(|| invalid(format!("arguments.{key} must be a string")))
-}
-
-/// A point from `coordinate: [x, y]` (or `key`), as whole pixels.
-pub(super) fn point(args: &Value, key: &str) -> Result<(i64, i64), Refusal> {
-    let pair = args
-        .get(key)
-        .and_then(Value::as_array)
-        .filter(|p| p.len() == 2)
-        .ok_or_else(|| invalid(format!("arguments.{key} must be [x, y]")))?;
-    let at = |i: usize| {
-        pair[i]
-            .as_i64()
-            .ok_or_else(|| invalid(format!("arguments.{key} must hold whole pixels")))
-    };
-    Ok((at(0)?, at(1)?))
-}
+pub(super) use crate::desktop::real::{point, text};
 
 /// The evdev codes of the pointer's buttons.
 pub(super) const BTN_LEFT: u32 = 0x110;
-
 pub(super) const BTN_RIGHT: u32 = 0x111;
 
 /// Most wheel steps one `scroll` sends.

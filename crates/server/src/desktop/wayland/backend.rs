@@ -11,16 +11,7 @@ pub(super) fn encode(pixels: &client::Pixels) -> Result<Vec<u8>, Refusal> {
     for px in pixels.rgba.chunks_exact(4) {
         rgb.extend_from_slice(&px[..3]);
     }
-    let mut png_bytes = Vec::new();
-    let mut encoder = png::Encoder::new(&mut png_bytes, pixels.width, pixels.height);
-    encoder.set_color(png::ColorType::Rgb);
-    encoder.set_depth(png::BitDepth::Eight);
-    encoder.set_compression(png::Compression::Fast);
-    let failed = |e: png::EncodingError| Refusal::plain(format!("PNG encoding failed: {e}"));
-    let mut writer = encoder.write_header().map_err(failed)?;
-    writer.write_image_data(&rgb).map_err(failed)?;
-    writer.finish().map_err(failed)?;
-    Ok(png_bytes)
+    crate::desktop::real::png_of_rgb(&rgb, pixels.width, pixels.height)
 }
 
 impl ElementHost for WaylandDesktop {

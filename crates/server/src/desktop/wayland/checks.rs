@@ -122,43 +122,15 @@ impl WaylandDesktop {
     }
 
     pub(super) fn postcondition_check(&self, postcondition: &Value) -> EffectCheck {
-        let unobservable = EffectCheck {
-            verified: false,
-            method: "wayland_unobservable",
-            checks: 0,
-        };
-        let Ok(postcondition) =
-            serde_json::from_value::<ActionPostcondition>(postcondition.clone())
-        else {
-            return unobservable;
-        };
-        let waited = |holds: &dyn Fn() -> bool| {
-            let deadline = Instant::now() + EFFECT_WAIT;
-            let mut verified = holds();
-            while !verified && Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(25));
-                verified = holds();
-            }
-            verified
-        };
-        match postcondition.fields() {
-            PostconditionFields::Window { window_id, exists } => EffectCheck {
-                verified: waited(&|| self.window_shown_now(*window_id) == Some(*exists)),
-                method: "wayland_window_state",
-                checks: 1,
+        // A window is judged by sway's tree, as `window_shown_now` reads it.
+        crate::desktop::real::postcondition_check(
+            postcondition,
+            &crate::desktop::real::CheckNames {
+                unobservable: "wayland_unobservable",
+                window: "wayland_window_state",
+                filesystem: "wayland_filesystem_read",
             },
-            PostconditionFields::Filesystem {
-                path,
-                exists,
-                content_digest,
-            } => EffectCheck {
-                verified: waited(&|| {
-                    crate::desktop::files::file_holds(path, *exists, content_digest.as_deref())
-                }),
-                method: "wayland_filesystem_read",
-                checks: 1,
-            },
-            _ => unobservable,
-        }
+            &|window_id| self.window_shown_now(window_id),
+        )
     }
 }

@@ -5,8 +5,6 @@
 //! offers it until another program copies, as `wl-copy` does.
 
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -118,89 +116,41 @@ fn read_blocking() -> Result<String, Refusal> {
     }
 }
 
-/// The keeper's path: beside this executable or one directory up (an
-/// example or a test binary sits one below the binaries cargo builds), or
-/// `$COMPUTER_USE_CLIPBOARD_KEEPER` (an absolute path; `off` keeps
-/// nothing). `PATH` is not searched.
-fn keeper_path() -> Result<PathBuf, String> {
-    if let Some(named) = std::env::var_os("COMPUTER_USE_CLIPBOARD_KEEPER") {
-        if named == "off" {
-            return Err("COMPUTER_USE_CLIPBOARD_KEEPER=off".into());
-        }
-        let named = PathBuf::from(named);
-        return if named.is_absolute() {
-            Ok(named)
-        } else {
-            Err("COMPUTER_USE_CLIPBOARD_KEEPER is not an absolute path".into())
-        };
-    }
-    std::env::current_exe()
-        .ok()
-        .and_then(|exe| {
-            let dir = exe.parent()?.to_path_buf();
-            [dir.clone(), dir.parent()?.to_path_buf()]
-                .into_iter()
-                .map(|d| d.join(KEEPER_BINARY))
-                .find(|p| p.is_file())
-        })
-        .ok_or_else(|| {
-            format!("{KEEPER_BINARY} was not found beside this program (build it: cargo build -p computer-use-server --features wayland --bins)")
-        })
-}
-
 /// Hands `text` to a keeper started here, and waits until it says it
 /// offers it; returns its process id.
 pub(super) fn hand_off(text: &str) -> Result<u32, String> {
-    use std::os::unix::process::CommandExt as _;
-    let path = keeper_path()?;
-    // The keeper gets the compositor's socket and nothing else of this
-    // process's environment (which may hold an embedding program's keys).
-    let mut command = Command::new(&path);
-    command.env_clear();
-    for kept in ["WAYLAND_DISPLAY", "XDG_RUNTIME_DIR"] {
-        if let Some(value) = std::env::var_os(kept) {
-            command.env(kept, value);
-        }
-    }
-    let mut child = command
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .process_group(0)
-        .spawn()
-        .map_err(|e| format!("starting {} failed: {e}", path.display()))?;
+    let path = crate::desktop::real::keeper_path(KEEPER_BINARY, "wayland")?;
+    // The keeper gets the compositor's socket and nothing else.
+    let mut child = crate::desktop::real::start_keeper(
+        &path,
+        &["WAYLAND_DISPLAY", "XDG_RUNTIME_DIR"],
+        text,
+        true,
+    )?;
     let pid = child.id();
-    let handed = child
-        .stdin
-        .take()
-        .ok_or_else(|| "the keeper has no standard input".to_owned())
-        .and_then(|mut input| {
-            input
-                .write_all(text.as_bytes())
-                .map_err(|e| format!("handing the text to the keeper failed: {e}"))
-        });
-    let stdout = child.stdout.take();
-    let said = handed.and_then(|()| {
-        let stdout = stdout.ok_or_else(|| "the keeper has no standard output".to_owned())?;
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let mut line = String::new();
-            let _ = BufReader::new(stdout).read_line(&mut line);
-            let _ = tx.send(line);
-        });
-        let started = Instant::now();
-        match rx.recv_timeout(TAKE_WAIT) {
-            Ok(line) if line.trim() == "offered" => Ok(()),
-            Ok(line) => Err(format!(
-                "the keeper did not offer the text: {:?}",
-                line.trim()
-            )),
-            Err(_) => Err(format!(
-                "the keeper did not offer the text within {} ms",
-                started.elapsed().as_millis()
-            )),
+    let said = match child.stdout.take() {
+        None => Err("the keeper has no standard output".to_owned()),
+        Some(stdout) => {
+            let (tx, rx) = std::sync::mpsc::channel();
+            std::thread::spawn(move || {
+                let mut line = String::new();
+                let _ = BufReader::new(stdout).read_line(&mut line);
+                let _ = tx.send(line);
+            });
+            let started = Instant::now();
+            match rx.recv_timeout(TAKE_WAIT) {
+                Ok(line) if line.trim() == "offered" => Ok(()),
+                Ok(line) => Err(format!(
+                    "the keeper did not offer the text: {:?}",
+                    line.trim()
+                )),
+                Err(_) => Err(format!(
+                    "the keeper did not offer the text within {} ms",
+                    started.elapsed().as_millis()
+                )),
+            }
         }
-    });
+    };
     if let Err(err) = said {
         let _ = child.kill();
         let _ = child.wait();

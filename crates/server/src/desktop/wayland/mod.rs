@@ -90,15 +90,11 @@ use crate::engine::{
 };
 use adk_computer_use::ComputerUseError;
 use adk_computer_use::contracts::catalogue::tool;
-use adk_computer_use::contracts::{
-    ActionPostcondition, PostconditionFields, TargetEvidence, WindowId,
-};
+use adk_computer_use::contracts::{ActionPostcondition, TargetEvidence, WindowId};
 use adk_computer_use::digest::{sha256_hex, sha256_prefixed};
 use client::{Compositor, Pointer};
 use sha2::Digest as _;
 
-/// How long a `filesystem` or `window` postcondition is waited for.
-const EFFECT_WAIT: Duration = Duration::from_millis(1500);
 /// How long a clipboard write's read-back waits for the text.
 const CLIPBOARD_WAIT: Duration = Duration::from_millis(1000);
 /// Frames remembered, newest last (their digests, regions and raw digests).

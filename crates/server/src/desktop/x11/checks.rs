@@ -6,9 +6,6 @@ use serde_json::Value;
 
 use super::*;
 
-/// How long after a window check first holds it is looked at again.
-const STILL_HOLDS: Duration = Duration::from_millis(200);
-
 pub(super) use crate::desktop::files::file_holds;
 
 impl X11Desktop {
@@ -63,66 +60,20 @@ impl X11Desktop {
     }
 
     pub(super) fn postcondition_check(&self, postcondition: &Value) -> EffectCheck {
-        let unobservable = EffectCheck {
-            verified: false,
-            method: "x11_unobservable",
-            checks: 0,
-        };
-        let Ok(postcondition) =
-            serde_json::from_value::<ActionPostcondition>(postcondition.clone())
-        else {
-            return unobservable;
-        };
-        match postcondition.fields() {
-            PostconditionFields::Window { window_id, exists } => {
-                // A window closes (or maps) a moment after the input that
-                // asked for it: looked at until it does, as briefly as a
-                // file is waited for. Judged by what the X server keeps
-                // (destroyed, or not viewable), never by a property another
-                // client could delete.
-                let holds = || {
-                    u32::try_from(*window_id)
-                        .ok()
-                        .and_then(|id| windows::shown_by_server(&self.conn, id))
-                        .is_some_and(|shown| shown == *exists)
-                };
-                let deadline = Instant::now() + FILE_WAIT;
-                let mut verified = holds();
-                while !verified && Instant::now() < deadline {
-                    std::thread::sleep(Duration::from_millis(25));
-                    verified = holds();
-                }
-                // And it stays so: a window another client unmapped for a
-                // moment (any client may) is back by the second look.
-                if verified {
-                    std::thread::sleep(STILL_HOLDS);
-                    verified = holds();
-                }
-                EffectCheck {
-                    verified,
-                    method: "x11_window_state",
-                    checks: 1,
-                }
-            }
-            PostconditionFields::Filesystem {
-                path,
-                exists,
-                content_digest,
-            } => {
-                let holds = || file_holds(path, *exists, content_digest.as_deref());
-                let deadline = Instant::now() + FILE_WAIT;
-                let mut verified = holds();
-                while !verified && Instant::now() < deadline {
-                    std::thread::sleep(Duration::from_millis(25));
-                    verified = holds();
-                }
-                EffectCheck {
-                    verified,
-                    method: "x11_filesystem_read",
-                    checks: 1,
-                }
-            }
-            _ => unobservable,
-        }
+        // A window is judged by what the X server keeps (destroyed, or not
+        // viewable), never by a property another client could delete.
+        crate::desktop::real::postcondition_check(
+            postcondition,
+            &crate::desktop::real::CheckNames {
+                unobservable: "x11_unobservable",
+                window: "x11_window_state",
+                filesystem: "x11_filesystem_read",
+            },
+            &|window_id| {
+                u32::try_from(window_id)
+                    .ok()
+                    .and_then(|id| windows::shown_by_server(&self.conn, id))
+            },
+        )
     }
 }

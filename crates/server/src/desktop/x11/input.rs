@@ -147,20 +147,7 @@ impl Keymap {
     }
 }
 
-/// A point from `coordinate: [x, y]` (or `key`), as whole pixels.
-pub(super) fn point(args: &Value, key: &str) -> Result<(i64, i64), Refusal> {
-    let pair = args
-        .get(key)
-        .and_then(Value::as_array)
-        .filter(|p| p.len() == 2)
-        .ok_or_else(|| invalid(format!("arguments.{key} must be [x, y]")))?;
-    let at = |i: usize| {
-        pair[i]
-            .as_i64()
-            .ok_or_else(|| invalid(format!("arguments.{key} must hold whole pixels")))
-    };
-    Ok((at(0)?, at(1)?))
-}
+pub(super) use crate::desktop::real::point;
 
 /// Wheel presses for `scroll`: the button and how many steps.
 pub(super) fn wheel(args: &Value) -> Result<Vec<Event>, Refusal> {

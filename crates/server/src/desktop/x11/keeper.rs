@@ -20,9 +20,8 @@
 //! and only while the selection is still this process's: text another
 //! program copied since is not taken back.
 
-use std::io::{Read as _, Write as _};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::io::Read as _;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use x11rb::connection::Connection;
@@ -48,39 +47,6 @@ pub(super) enum HandOff {
     Manager,
     /// A keeper (this process id) now owns the selection.
     Keeper(u32),
-}
-
-/// The keeper's path: `$COMPUTER_USE_CLIPBOARD_KEEPER` (an absolute
-/// path), else beside this executable or one directory up (an example or
-/// a test binary sits one below the binaries cargo builds). `PATH` is not
-/// searched: the program that gets the text is one this build placed.
-/// `Err` when turned off or found nowhere.
-fn keeper_path() -> Result<PathBuf, String> {
-    if let Some(named) = std::env::var_os(KEEPER_ENV) {
-        if named == "off" {
-            return Err(format!("{KEEPER_ENV}=off"));
-        }
-        let named = PathBuf::from(named);
-        if !named.is_absolute() {
-            return Err(format!(
-                "{KEEPER_ENV} names {}, not an absolute path",
-                named.display()
-            ));
-        }
-        return Ok(named);
-    }
-    std::env::current_exe()
-        .ok()
-        .and_then(|exe| {
-            let dir = exe.parent()?.to_path_buf();
-            [dir.clone(), dir.parent()?.to_path_buf()]
-                .into_iter()
-                .map(|d| d.join(KEEPER_BINARY))
-                .find(|p| p.is_file())
-        })
-        .ok_or_else(|| {
-            format!("{KEEPER_BINARY} was not found beside this program (build it: cargo build -p computer-use-server --features x11 --bins, or name it in {KEEPER_ENV})")
-        })
 }
 
 /// The process id of the CLIPBOARD selection's owner, as the X server
@@ -118,7 +84,7 @@ pub(super) fn hand_off(
     if manager_runs(conn) {
         return Ok(HandOff::Manager);
     }
-    let path = keeper_path()?;
+    let path = crate::desktop::real::keeper_path(KEEPER_BINARY, "x11")?;
     start_keeper(&path, conn, clipboard, text)
 }
 
@@ -128,38 +94,11 @@ fn start_keeper(
     clipboard: u32,
     text: &str,
 ) -> Result<HandOff, String> {
-    use std::os::unix::process::CommandExt as _;
     // The keeper gets the display and nothing else of this process's
     // environment (which may hold an embedding program's keys).
-    let mut command = Command::new(path);
-    command.env_clear();
-    for kept in ["DISPLAY", "XAUTHORITY"] {
-        if let Some(value) = std::env::var_os(kept) {
-            command.env(kept, value);
-        }
-    }
-    let mut child = command
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .process_group(0)
-        .spawn()
-        .map_err(|e| format!("starting {} failed: {e}", path.display()))?;
+    let mut child =
+        crate::desktop::real::start_keeper(path, &["DISPLAY", "XAUTHORITY"], text, false)?;
     let pid = child.id();
-    let written = child
-        .stdin
-        .take()
-        .ok_or_else(|| "the keeper has no standard input".to_owned())
-        .and_then(|mut input| {
-            input
-                .write_all(text.as_bytes())
-                .map_err(|e| format!("handing the text to the keeper failed: {e}"))
-        });
-    if let Err(err) = written {
-        let _ = child.kill();
-        let _ = child.wait();
-        return Err(err);
-    }
     let deadline = Instant::now() + TAKE_WAIT;
     while Instant::now() < deadline {
         if owner_pid(conn, clipboard) == Some(pid) {

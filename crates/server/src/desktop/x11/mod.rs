@@ -65,6 +65,8 @@ mod tolerance;
 pub mod watch;
 mod windows;
 
+use crate::desktop::real::text;
+
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -86,9 +88,7 @@ use crate::engine::{
 };
 use adk_computer_use::ComputerUseError;
 use adk_computer_use::contracts::catalogue::tool;
-use adk_computer_use::contracts::{
-    ActionPostcondition, PostconditionFields, TargetEvidence, WindowId,
-};
+use adk_computer_use::contracts::{ActionPostcondition, TargetEvidence, WindowId};
 use adk_computer_use::digest::{sha256_hex, sha256_prefixed};
 use input::Event;
 
@@ -109,10 +109,6 @@ const PERFORMS: &[&str] = &[
     tool::TYPE,
     tool::KEY,
 ];
-
-/// How long a `filesystem` postcondition is waited for after input (the
-/// program that reads the keys writes in its own time).
-const FILE_WAIT: Duration = Duration::from_millis(1500);
 
 /// How long a clipboard write's read-back waits for the text to be served.
 const CLIPBOARD_WAIT: Duration = Duration::from_millis(1000);
@@ -334,13 +330,4 @@ impl X11Desktop {
         let focus = windows::focus(&self.conn)?;
         windows::record(&self.conn, self.root, &self.atoms, id, focus)
     }
-}
-
-fn text<'a>(args: &'a Value, key: &str) -> Result<&'a str, Refusal> {
-    args.get(key).and_then(Value::as_str).ok_or_else(|| {
-        Refusal::new(
-            "invalid_arguments",
-            format!("arguments.{key} must be a string"),
-        )
-    })
 }

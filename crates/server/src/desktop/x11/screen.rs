@@ -156,18 +156,8 @@ impl Capture {
                 rgb.push(((value >> shift) & 0xff) as u8);
             }
         }
-        let mut png_bytes = Vec::new();
         let (_, _, png_width, png_height) = self.region;
-        let mut encoder =
-            png::Encoder::new(&mut png_bytes, u32::from(png_width), u32::from(png_height));
-        encoder.set_color(png::ColorType::Rgb);
-        encoder.set_depth(png::BitDepth::Eight);
-        encoder.set_compression(png::Compression::Fast);
-        let failed = |e: png::EncodingError| Refusal::plain(format!("PNG encoding failed: {e}"));
-        let mut writer = encoder.write_header().map_err(failed)?;
-        writer.write_image_data(&rgb).map_err(failed)?;
-        writer.finish().map_err(failed)?;
-        Ok(png_bytes)
+        crate::desktop::real::png_of_rgb(&rgb, u32::from(png_width), u32::from(png_height))
     }
 }
 

@@ -1,0 +1,220 @@
+//! What the real desktops (X11 and Wayland) do the same way, kept once:
+//! reading an input tool's arguments, encoding a frame as PNG, checking a
+//! declared `window` or `filesystem` postcondition after the effect, and
+//! handing the clipboard's text to a keeper process when the server exits.
+//! Each desktop keeps only what its platform makes different (how a window
+//! is found and judged shown, where pixels come from, which environment a
+//! keeper needs and how it says it took the text).
+
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::engine::{EffectCheck, Refusal};
+use adk_computer_use::contracts::{ActionPostcondition, PostconditionFields};
+
+fn invalid(message: String) -> Refusal {
+    Refusal::new("invalid_arguments", message)
+}
+
+/// The text argument `key`.
+pub(crate) fn text<'a>(args: &'a Value, key: &str) -> Result<&'a str, Refusal> {
+    args.get(key)
+        .and_then(Value::as_str)
+        .ok_or_else(|| invalid(format!("arguments.{key} must be a string")))
+}
+
+/// A point from `coordinate: [x, y]` (or `key`), as whole pixels.
+pub(crate) fn point(args: &Value, key: &str) -> Result<(i64, i64), Refusal> {
+    let pair = args
+        .get(key)
+        .and_then(Value::as_array)
+        .filter(|p| p.len() == 2)
+        .ok_or_else(|| invalid(format!("arguments.{key} must be [x, y]")))?;
+    let at = |i: usize| {
+        pair[i]
+            .as_i64()
+            .ok_or_else(|| invalid(format!("arguments.{key} must hold whole pixels")))
+    };
+    Ok((at(0)?, at(1)?))
+}
+
+/// `rgb` (8 bits a channel, rows of `width` pixels) as PNG, compressed
+/// fast: a frame is encoded on every snapshot.
+pub(crate) fn png_of_rgb(rgb: &[u8], width: u32, height: u32) -> Result<Vec<u8>, Refusal> {
+    let mut png_bytes = Vec::new();
+    let mut encoder = png::Encoder::new(&mut png_bytes, width, height);
+    encoder.set_color(png::ColorType::Rgb);
+    encoder.set_depth(png::BitDepth::Eight);
+    encoder.set_compression(png::Compression::Fast);
+    let failed = |e: png::EncodingError| Refusal::plain(format!("PNG encoding failed: {e}"));
+    let mut writer = encoder.write_header().map_err(failed)?;
+    writer.write_image_data(rgb).map_err(failed)?;
+    writer.finish().map_err(failed)?;
+    Ok(png_bytes)
+}
+
+/// How long a `filesystem` or `window` postcondition is waited for: a
+/// window closes, or a file is written, a moment after the input that
+/// asked for it.
+pub(crate) const EFFECT_WAIT: Duration = Duration::from_millis(1500);
+
+/// How long a window postcondition that held must still hold: a window
+/// another client unmapped for a moment (any client may) is back by then.
+const STILL_HOLDS: Duration = Duration::from_millis(200);
+
+/// The method names one desktop reports its checks under.
+pub(crate) struct CheckNames {
+    /// Nothing this desktop can observe was declared.
+    pub unobservable: &'static str,
+    /// A window's state, as the platform keeps it.
+    pub window: &'static str,
+    /// A file, read as it is.
+    pub filesystem: &'static str,
+}
+
+/// Whether `holds` comes true within [`EFFECT_WAIT`], looked at every
+/// 25 ms.
+fn waited(holds: &dyn Fn() -> bool) -> bool {
+    let deadline = Instant::now() + EFFECT_WAIT;
+    let mut verified = holds();
+    while !verified && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(25));
+        verified = holds();
+    }
+    verified
+}
+
+/// A declared `window` or `filesystem` postcondition, checked after the
+/// effect: a window by what the platform says of it (`shown`, `None` when
+/// it does not know the window), judged twice [`STILL_HOLDS`] apart; a
+/// file by reading it. Anything else is not observed here, and not
+/// claimed.
+pub(crate) fn postcondition_check(
+    postcondition: &Value,
+    names: &CheckNames,
+    shown: &dyn Fn(u64) -> Option<bool>,
+) -> EffectCheck {
+    let unobservable = EffectCheck {
+        verified: false,
+        method: names.unobservable,
+        checks: 0,
+    };
+    let Ok(postcondition) = serde_json::from_value::<ActionPostcondition>(postcondition.clone())
+    else {
+        return unobservable;
+    };
+    match postcondition.fields() {
+        PostconditionFields::Window { window_id, exists } => {
+            let holds = || shown(*window_id) == Some(*exists);
+            let mut verified = waited(&holds);
+            if verified {
+                std::thread::sleep(STILL_HOLDS);
+                verified = holds();
+            }
+            EffectCheck {
+                verified,
+                method: names.window,
+                checks: 1,
+            }
+        }
+        PostconditionFields::Filesystem {
+            path,
+            exists,
+            content_digest,
+        } => EffectCheck {
+            verified: waited(&|| {
+                super::files::file_holds(path, *exists, content_digest.as_deref())
+            }),
+            method: names.filesystem,
+            checks: 1,
+        },
+        _ => unobservable,
+    }
+}
+
+/// Names the keeper program, an absolute path (`off` keeps nothing).
+pub(crate) const KEEPER_ENV: &str = "COMPUTER_USE_CLIPBOARD_KEEPER";
+
+/// The keeper `binary`'s path: [`KEEPER_ENV`] (an absolute path), else
+/// beside this executable or one directory up (an example or a test binary
+/// sits one below the binaries cargo builds). `PATH` is not searched: the
+/// program that gets the text is one this build placed. `Err` when turned
+/// off or found nowhere; `feature` names the server feature that builds it.
+pub(crate) fn keeper_path(binary: &str, feature: &str) -> Result<PathBuf, String> {
+    if let Some(named) = std::env::var_os(KEEPER_ENV) {
+        if named == "off" {
+            return Err(format!("{KEEPER_ENV}=off"));
+        }
+        let named = PathBuf::from(named);
+        if !named.is_absolute() {
+            return Err(format!(
+                "{KEEPER_ENV} names {}, not an absolute path",
+                named.display()
+            ));
+        }
+        return Ok(named);
+    }
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| {
+            let dir = exe.parent()?.to_path_buf();
+            [dir.clone(), dir.parent()?.to_path_buf()]
+                .into_iter()
+                .map(|d| d.join(binary))
+                .find(|p| p.is_file())
+        })
+        .ok_or_else(|| {
+            format!("{binary} was not found beside this program (build it: cargo build -p computer-use-server --features {feature} --bins, or name it in {KEEPER_ENV})")
+        })
+}
+
+/// Starts the keeper at `path` in a process group of its own, with only
+/// the environment variables `kept` of this process's (which may hold an
+/// embedding program's keys), and writes `text` to its standard input; its
+/// standard output is piped when `reports` (it says when it took the
+/// text). A keeper that could not be given the text is ended.
+pub(crate) fn start_keeper(
+    path: &std::path::Path,
+    kept: &[&str],
+    text: &str,
+    reports: bool,
+) -> Result<Child, String> {
+    use std::os::unix::process::CommandExt as _;
+    let mut command = Command::new(path);
+    command.env_clear();
+    for name in kept {
+        if let Some(value) = std::env::var_os(name) {
+            command.env(name, value);
+        }
+    }
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(if reports {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .map_err(|e| format!("starting {} failed: {e}", path.display()))?;
+    let handed = child
+        .stdin
+        .take()
+        .ok_or_else(|| "the keeper has no standard input".to_owned())
+        .and_then(|mut input| {
+            input
+                .write_all(text.as_bytes())
+                .map_err(|e| format!("handing the text to the keeper failed: {e}"))
+        });
+    if let Err(err) = handed {
+        let _ = child.kill();
+        let _ = child.wait();
+        return Err(err);
+    }
+    Ok(child)
+}
