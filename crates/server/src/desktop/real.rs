@@ -218,3 +218,93 @@ pub(crate) fn start_keeper(
     }
     Ok(child)
 }
+
+/// The checks a real desktop makes after an effect, for [`verify`].
+pub(crate) trait Checks: crate::desktop::atspi::actions::ElementHost {
+    /// The method named when input was sent and nothing was declared (so
+    /// nothing is claimed).
+    const INPUT_SENT: &'static str;
+
+    /// A clipboard write, judged on the clipboard itself.
+    fn clipboard_check(&self, args: &Value, postcondition: Option<&Value>) -> EffectCheck;
+
+    /// A declared postcondition other than the clipboard's or an element's.
+    fn postcondition_check(&self, postcondition: &Value) -> EffectCheck;
+}
+
+/// After the effect of `tool`: the announced clipboard check is judged on
+/// the clipboard itself, as the simulated desktop judges it; an element
+/// action by reading the elements back, unless it declared a check of
+/// something else (a file the press saved, a window it closed), which is
+/// checked as any action's postcondition is; input with nothing declared
+/// claims nothing. A postcondition is never counted as holding because
+/// another check does.
+pub(crate) fn verify<D: Checks>(
+    desktop: &D,
+    tool: &str,
+    args: &Value,
+    postcondition: Option<&Value>,
+    target: Option<&adk_computer_use::contracts::TargetEvidence>,
+) -> EffectCheck {
+    use adk_computer_use::contracts::catalogue::tool;
+    let clipboard_form = |p: &Value| {
+        serde_json::from_value::<ActionPostcondition>(p.clone())
+            .is_ok_and(|p| crate::desktop::simulated::is_clipboard_check(&p))
+    };
+    if tool == tool::WRITE_CLIPBOARD && postcondition.is_none_or(clipboard_form) {
+        return desktop.clipboard_check(args, postcondition);
+    }
+    if crate::desktop::atspi::actions::ELEMENT_TOOLS.contains(&tool) {
+        if let Some(postcondition) = postcondition
+            && postcondition.get("kind").and_then(Value::as_str) != Some("ui_element")
+        {
+            return desktop.postcondition_check(postcondition);
+        }
+        return desktop.verify_elements(tool, args, postcondition, target);
+    }
+    match postcondition {
+        None => EffectCheck {
+            verified: true,
+            method: D::INPUT_SENT,
+            checks: 0,
+        },
+        Some(postcondition) => desktop.postcondition_check(postcondition),
+    }
+}
+
+/// What `get_ui_tree` answers for a window of a real desktop: the window
+/// (`record`, as `list_windows` shows it; its app id and title are its
+/// client's own words), the revision that binds an action to it, the
+/// platform's own nodes (`tree_kind`), and its element tree, shown to
+/// `max_depth`, or why there is none.
+#[allow(clippy::too_many_arguments)] // one answer's parts, each named at the call
+pub(crate) fn ui_tree_answer(
+    app_id: &str,
+    window_id: u64,
+    record: Value,
+    revision: &str,
+    tree_kind: &str,
+    nodes: Value,
+    elements: Result<&crate::desktop::atspi::Tree, Refusal>,
+    max_depth: Option<usize>,
+) -> Value {
+    let mut answer = serde_json::json!({
+        "contentOrigin": "application_untrusted",
+        "appId": app_id,
+        "windowId": window_id,
+        "window": record,
+        "uiTreeRevision": revision,
+        "treeKind": tree_kind,
+        "accessibility": "unavailable",
+        "elements": [],
+        "nodes": nodes,
+    });
+    match elements {
+        Ok(tree) => {
+            answer["elementTreeRevision"] = serde_json::json!(tree.revision.clone());
+            crate::desktop::atspi::actions::show_tree(&mut answer, tree, max_depth);
+        }
+        Err(refusal) => answer["accessibilityNote"] = serde_json::json!(refusal.message),
+    }
+    answer
+}

@@ -162,28 +162,18 @@ impl DesktopBackend for WaylandDesktop {
             .filter(|r| app_id.is_none_or(|a| a == r.app_id))
             .find(|r| window_id.is_none_or(|w| w == r.id))
             .ok_or_else(|| stale("no such window"))?;
-        let (revision, node) = self.window_revision(&record);
-        // The app id and the window's title are its client's own words.
-        let mut answer = json!({
-            "contentOrigin": "application_untrusted",
-            "appId": record.app_id,
-            "windowId": record.id,
-            "window": node,
-            "uiTreeRevision": revision,
-            "treeKind": "wayland_layout",
-            "accessibility": "unavailable",
-            "elements": [],
-            "nodes": [node],
-        });
-        match self.element_tree(&self.for_elements(&record)) {
-            Ok(tree) => {
-                answer["elementTreeRevision"] =
-                    json!(revision.split('+').nth(1).unwrap_or_default());
-                crate::desktop::atspi::actions::show_tree(&mut answer, &tree, max_depth);
-            }
-            Err(refusal) => answer["accessibilityNote"] = json!(refusal.message),
-        }
-        Ok(answer)
+        // One walk, the whole tree: the revision's and the answer's.
+        let (revision, node, tree) = self.window_revision(&record);
+        Ok(crate::desktop::real::ui_tree_answer(
+            &record.app_id,
+            record.id,
+            node.clone(),
+            &revision,
+            "wayland_layout",
+            json!([node]),
+            tree.as_ref().map_err(Clone::clone),
+            max_depth,
+        ))
     }
 
     fn observe_elements(&self, tool: &str, args: &Value) -> Result<Value, Refusal> {
@@ -279,32 +269,7 @@ impl DesktopBackend for WaylandDesktop {
         postcondition: Option<&Value>,
         target: Option<&TargetEvidence>,
     ) -> EffectCheck {
-        let clipboard_form = |p: &Value| {
-            serde_json::from_value::<ActionPostcondition>(p.clone())
-                .is_ok_and(|p| crate::desktop::simulated::is_clipboard_check(&p))
-        };
-        if tool == tool::WRITE_CLIPBOARD && postcondition.is_none_or(clipboard_form) {
-            return self.clipboard_check(args, postcondition);
-        }
-        if ELEMENT_TOOLS.contains(&tool) {
-            // A check of something else than the element written (a
-            // file the press saved, a window it closed) is checked as any
-            // action's postcondition is.
-            if let Some(postcondition) = postcondition
-                && postcondition.get("kind").and_then(Value::as_str) != Some("ui_element")
-            {
-                return self.postcondition_check(postcondition);
-            }
-            return self.verify_elements(tool, args, postcondition, target);
-        }
-        match postcondition {
-            None => EffectCheck {
-                verified: true,
-                method: "wayland_input_sent",
-                checks: 0,
-            },
-            Some(postcondition) => self.postcondition_check(postcondition),
-        }
+        crate::desktop::real::verify(self, tool, args, postcondition, target)
     }
 
     fn capture(&self) -> PointerAndFocus {

@@ -83,12 +83,12 @@ impl WaylandDesktop {
         }
         Ok(true)
     }
+}
 
-    pub(super) fn clipboard_check(
-        &self,
-        args: &Value,
-        postcondition: Option<&Value>,
-    ) -> EffectCheck {
+impl crate::desktop::real::Checks for WaylandDesktop {
+    const INPUT_SENT: &'static str = "wayland_input_sent";
+
+    fn clipboard_check(&self, args: &Value, postcondition: Option<&Value>) -> EffectCheck {
         let wanted = args.get("text").and_then(Value::as_str);
         // The offer is set on another connection; read until it is served.
         let deadline = Instant::now() + CLIPBOARD_WAIT;
@@ -121,7 +121,7 @@ impl WaylandDesktop {
         }
     }
 
-    pub(super) fn postcondition_check(&self, postcondition: &Value) -> EffectCheck {
+    fn postcondition_check(&self, postcondition: &Value) -> EffectCheck {
         // A window is judged by sway's tree, as `window_shown_now` reads it.
         crate::desktop::real::postcondition_check(
             postcondition,

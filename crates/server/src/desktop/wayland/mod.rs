@@ -308,14 +308,18 @@ impl WaylandDesktop {
     /// The revision of a window's layout and, where its application is on
     /// the accessibility bus, of its element tree (structure, roles,
     /// labels, bounds, actions; not values).
-    fn window_revision(&self, record: &sway::Window) -> (String, Value) {
+    fn window_revision(
+        &self,
+        record: &sway::Window,
+    ) -> (String, Value, Result<crate::desktop::atspi::Tree, Refusal>) {
         let node = record.to_json(&self.display);
         let geometry = sha256_hex(node.to_string());
-        let tree = self.element_tree(&self.for_elements(record)).ok();
+        let tree = self.element_tree(&self.for_elements(record));
         let geometry = format!("wayland-tree-{}-{}", record.id, &geometry[..16]);
         (
-            crate::desktop::atspi::revision::window_revision(&geometry, tree.as_ref()),
+            crate::desktop::atspi::revision::window_revision(&geometry, tree.as_ref().ok()),
             node,
+            tree,
         )
     }
 

@@ -126,29 +126,19 @@ impl DesktopBackend for X11Desktop {
             .filter(|r| app_id.is_none_or(|a| a == r.app_id))
             .find(|r| window_id.is_none_or(|w| w == u64::from(r.id)))
             .ok_or_else(|| stale("no such window"))?;
-        let (revision, nodes, tree) = self.window_revision(record)?;
-        // The app id and the window's title are its client's own words.
-        let mut answer = json!({
-            "contentOrigin": "application_untrusted",
-            "appId": record.app_id,
-            "windowId": record.id,
-            "window": record.to_json(self.display_id(), self.size),
-            "uiTreeRevision": revision,
-            "treeKind": "x11_window_geometry",
-            "accessibility": "unavailable",
-            "elements": [],
-            "nodes": nodes,
-        });
         // The tree the revision was taken from: one walk, the whole tree,
         // of which the answer shows the part asked for.
-        match tree {
-            Ok(tree) => {
-                answer["elementTreeRevision"] = json!(tree.revision.clone());
-                crate::desktop::atspi::actions::show_tree(&mut answer, &tree, max_depth);
-            }
-            Err(refusal) => answer["accessibilityNote"] = json!(refusal.message),
-        }
-        Ok(answer)
+        let (revision, nodes, tree) = self.window_revision(record)?;
+        Ok(crate::desktop::real::ui_tree_answer(
+            &record.app_id,
+            u64::from(record.id),
+            record.to_json(self.display_id(), self.size),
+            &revision,
+            "x11_window_geometry",
+            json!(nodes),
+            tree.as_ref().map_err(Clone::clone),
+            max_depth,
+        ))
     }
 
     fn observe_elements(&self, tool: &str, args: &Value) -> Result<Value, Refusal> {
@@ -261,39 +251,9 @@ impl DesktopBackend for X11Desktop {
         tool: &str,
         args: &Value,
         postcondition: Option<&Value>,
-        _target: Option<&TargetEvidence>,
+        target: Option<&TargetEvidence>,
     ) -> EffectCheck {
-        // The announced clipboard check is judged on the clipboard itself,
-        // as the simulated desktop judges it; any other postcondition (an
-        // element, a window that must exist) is checked as what it says,
-        // never counted as holding because the clipboard does.
-        let clipboard_form = |p: &Value| {
-            serde_json::from_value::<ActionPostcondition>(p.clone())
-                .is_ok_and(|p| crate::desktop::simulated::is_clipboard_check(&p))
-        };
-        if tool == tool::WRITE_CLIPBOARD && postcondition.is_none_or(clipboard_form) {
-            return self.clipboard_check(args, postcondition);
-        }
-        if elements::ELEMENT_TOOLS.contains(&tool) {
-            // A check of something else than the element written (a
-            // file the press saved, a window it closed) is checked as any
-            // action's postcondition is.
-            if let Some(postcondition) = postcondition
-                && postcondition.get("kind").and_then(Value::as_str) != Some("ui_element")
-            {
-                return self.postcondition_check(postcondition);
-            }
-            return self.verify_elements(tool, args, postcondition, _target);
-        }
-        match postcondition {
-            // Input was sent; with nothing declared, nothing is claimed.
-            None => EffectCheck {
-                verified: true,
-                method: "x11_input_sent",
-                checks: 0,
-            },
-            Some(postcondition) => self.postcondition_check(postcondition),
-        }
+        crate::desktop::real::verify(self, tool, args, postcondition, target)
     }
 
     fn foreign_input(&self) -> Option<u64> {

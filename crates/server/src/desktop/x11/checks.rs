@@ -9,11 +9,26 @@ use super::*;
 pub(super) use crate::desktop::files::file_holds;
 
 impl X11Desktop {
-    pub(super) fn clipboard_check(
-        &self,
-        args: &Value,
-        postcondition: Option<&Value>,
-    ) -> EffectCheck {
+    /// Whether the CLIPBOARD selection's owner is a client of this very
+    /// process, as the X server records the owner's process.
+    pub(super) fn selection_is_ours(&self) -> bool {
+        let owner = self
+            .conn
+            .get_selection_owner(self.atoms.clipboard)
+            .ok()
+            .and_then(|c| c.reply().ok())
+            .map(|r| r.owner)
+            .filter(|owner| *owner != x11rb::NONE);
+        owner
+            .and_then(|owner| windows::owner_pid(&self.conn, owner))
+            .is_some_and(|pid| pid == std::process::id())
+    }
+}
+
+impl crate::desktop::real::Checks for X11Desktop {
+    const INPUT_SENT: &'static str = "x11_input_sent";
+
+    fn clipboard_check(&self, args: &Value, postcondition: Option<&Value>) -> EffectCheck {
         let wanted = args.get("text").and_then(Value::as_str);
         // The owner's thread takes the selection on its own connection; the
         // X server may answer this reader before it has seen that, so the
@@ -44,22 +59,7 @@ impl X11Desktop {
         }
     }
 
-    /// Whether the CLIPBOARD selection's owner is a client of this very
-    /// process, as the X server records the owner's process.
-    pub(super) fn selection_is_ours(&self) -> bool {
-        let owner = self
-            .conn
-            .get_selection_owner(self.atoms.clipboard)
-            .ok()
-            .and_then(|c| c.reply().ok())
-            .map(|r| r.owner)
-            .filter(|owner| *owner != x11rb::NONE);
-        owner
-            .and_then(|owner| windows::owner_pid(&self.conn, owner))
-            .is_some_and(|pid| pid == std::process::id())
-    }
-
-    pub(super) fn postcondition_check(&self, postcondition: &Value) -> EffectCheck {
+    fn postcondition_check(&self, postcondition: &Value) -> EffectCheck {
         // A window is judged by what the X server keeps (destroyed, or not
         // viewable), never by a property another client could delete.
         crate::desktop::real::postcondition_check(
