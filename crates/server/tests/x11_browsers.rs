@@ -29,100 +29,19 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use adk_computer_use_testkit::needs;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpListener;
 use std::process::Command;
 use std::sync::mpsc;
-use std::time::Duration;
 
+use adk_computer_use::ExecutionMode;
 use adk_computer_use::contracts::WindowId;
 use adk_computer_use::runtime::ProposedAction;
-use adk_computer_use::{ChainOutcome, ExecutionMode};
-use adk_computer_use_testkit::child::{Sim, host_approves, session_on};
+use adk_computer_use_testkit::child::session_on;
 use serde_json::{Value, json};
 
 mod x11_support;
 
+use x11_support::browser::{form_server, posted, refusal_of};
 use x11_support::*;
-
-/// The order form, above a table of 280 rows of three cells: a page of
-/// some 2,000 nodes in Chromium (about 2,200 counted), so an element is
-/// resolved in a tree of a real page's size. The form is on screen: an
-/// element below the fold is not `showing` and is refused as not shown.
-/// A second form's button "Send", placed off the page, is a decoy a person
-/// never sees: pressing "Send" must press the one on screen. A third
-/// form's buttons read `showing` but are not seen: "Pay now" under a
-/// notice drawn over it, "Pay later" one pixel square; pressing either
-/// would post to `/unseen`.
-fn form_page() -> String {
-    let mut page = String::from(
-        "<!doctype html><html><head><title>Order form</title></head><body><h1>Order</h1>\
-<form method=\"post\" action=\"/submit\">\
-<p><label for=\"name\">Full name</label> <input id=\"name\" name=\"name\"></p>\
-<p><label for=\"city\">City</label> <input id=\"city\" name=\"city\"></p>\
-<p><label><input type=\"checkbox\" name=\"gift\" value=\"yes\"> Gift wrap</label></p>\
-<p><button type=\"submit\">Send order</button></p>\
-</form>\
-<form method=\"post\" action=\"/decoy\"><button style=\"position:absolute;left:-9999px\" name=\"decoy\" value=\"1\">Send</button></form>\
-<form method=\"post\" action=\"/unseen\"><div style=\"position:relative;height:30px\">\
-<button name=\"covered\" value=\"1\">Pay now</button>\
-<div style=\"position:absolute;left:0;top:0;width:300px;height:30px;background:white\">Notice</div></div>\
-<p><button name=\"tiny\" value=\"1\" style=\"width:1px;height:1px;padding:0;border:0;overflow:hidden\">Pay later</button></p></form>\
-<table>",
-    );
-    for row in 0..280 {
-        page.push_str(&format!(
-            "<tr><td>Item {row}</td><td>Blue</td><td>{}.00</td></tr>",
-            row % 97
-        ));
-    }
-    page.push_str("</table></body></html>");
-    page
-}
-
-/// A one-page HTTP server on a free local port: it serves the form and
-/// hands every form posted to it (`path?body`) to the returned channel.
-fn form_server() -> (String, mpsc::Receiver<String>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let address = format!("http://{}/", listener.local_addr().unwrap());
-    let (posted, bodies) = mpsc::channel();
-    let form = form_page();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            let mut reader = BufReader::new(stream.try_clone().unwrap());
-            let mut request = String::new();
-            if reader.read_line(&mut request).is_err() {
-                continue;
-            }
-            let mut length = 0usize;
-            loop {
-                let mut line = String::new();
-                if reader.read_line(&mut line).unwrap_or(0) == 0 || line.trim().is_empty() {
-                    break;
-                }
-                if let Some(value) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                    length = value.trim().parse().unwrap_or(0);
-                }
-            }
-            let page: &str = if request.starts_with("POST") {
-                let mut body = vec![0; length];
-                let _ = reader.read_exact(&mut body);
-                let path = request.split_whitespace().nth(1).unwrap_or_default();
-                let _ = posted.send(format!("{path}?{}", String::from_utf8_lossy(&body)));
-                "<!doctype html><title>Thank you</title><p>Order received</p>"
-            } else {
-                &form
-            };
-            let _ = write!(
-                stream,
-                "HTTP/1.1 200 OK\r\ncontent-type: text/html; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{page}",
-                page.len()
-            );
-        }
-    });
-    (address, bodies)
-}
 
 /// Chromium on `url` in a fresh profile; with `accessible`, told an
 /// assistive technology is present.
@@ -163,49 +82,8 @@ fn firefox(url: &str, profile: &std::path::Path) -> Program {
     )
 }
 
-/// The first body the page posts, within 30 s.
-fn posted(bodies: &mpsc::Receiver<String>) -> String {
-    bodies
-        .recv_timeout(Duration::from_secs(30))
-        .expect("the page posted nothing to the test's HTTP server")
-}
-
 fn background(tool: &str, arguments: Value) -> ProposedAction {
     ProposedAction::new(tool, arguments, ExecutionMode::Background)
-}
-
-/// The refusal `action` ends in, approved by the host when the policy
-/// asks first.
-async fn refusal_of(
-    sim: &Sim,
-    session: &adk_computer_use::Session<adk_computer_use::mcp::ComputerUseMcpRuntime>,
-    action: ProposedAction,
-) -> adk_computer_use::ComputerUseError {
-    // A page still settling moves under the action (`stale_target`: refused
-    // before anything was sent); a plan observes again and retries, as
-    // here, and the refusal that counts is the one on a still page.
-    let mut last = None;
-    for _ in 0..5 {
-        let ran = match session.run(action.clone()).await {
-            Ok(ChainOutcome::NeedsApproval(pending)) => {
-                host_approves(sim, pending).await.complete().await.map(drop)
-            }
-            Ok(ChainOutcome::Completed(done)) => panic!("the action ran: {}", done.outcome()),
-            Ok(ChainOutcome::Blocked(blocked)) => panic!(
-                "the action was blocked, not refused: {} {:?}",
-                blocked.blocker(),
-                blocked.reasons()
-            ),
-            Err(err) => Err(err),
-        };
-        let err = ran.expect_err("the action was not refused");
-        if err.refusal_code() != Some("stale_target") {
-            return err;
-        }
-        last = Some(err);
-        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
-    }
-    last.expect("five tries")
 }
 
 /// In the browser window titled `title`, once its tree has `nodes` nodes

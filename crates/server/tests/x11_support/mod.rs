@@ -13,7 +13,7 @@ use adk_computer_use::ComputerUseError;
 use adk_computer_use::chain::Session;
 use adk_computer_use::contracts::*;
 use adk_computer_use::mcp::{ComputerUseMcpRuntime, McpRuntimeConfig};
-use adk_computer_use::runtime::{ComputerUseRuntime, ObservationScope, ProposedAction};
+use adk_computer_use::runtime::{ComputerUseRuntime, ProposedAction};
 use computer_use_server::Config;
 use computer_use_server::desktop::x11::X11Desktop;
 use serde_json::{Value, json};
@@ -21,6 +21,12 @@ use serde_json::{Value, json};
 use adk_computer_use_testkit::child::{PRINCIPAL, Sim, approved};
 
 pub mod form;
+
+#[path = "../browser_support/mod.rs"]
+pub mod browser;
+// Each test binary uses some of them.
+#[allow(unused_imports)]
+pub use browser::{accessible_window, run_as_a_plan_would, scope, wait_until_still};
 
 /// One test at a time on the display: they share its pointer and focus.
 pub static DISPLAY_LOCK: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
@@ -95,48 +101,6 @@ pub async fn runtime_over(desktop: X11Desktop) -> Sim {
         runtime: Arc::new(runtime),
         approver,
     }
-}
-
-pub fn scope(runtime: &ComputerUseMcpRuntime) -> ObservationScope {
-    ObservationScope {
-        session_id: runtime.session_context().unwrap().session_id,
-        tool: None,
-        app_id: None,
-        window_id: None,
-    }
-}
-
-/// The window titled `title` (exactly), once the display lists it and its
-/// application answers on the accessibility bus with a tree of at least
-/// `nodes` nodes: its id, app id and `get_ui_tree` answer. Up to 60 s: a
-/// GTK application starting on a busy machine is slow.
-pub async fn accessible_window(sim: &Sim, title: &str, nodes: u64) -> (u64, String, Value) {
-    let mut last = Value::Null;
-    for _ in 0..300 {
-        let listed = sim.observe_semantic(&scope(sim)).await.unwrap();
-        let found = listed.structured["windows"]
-            .as_array()
-            .and_then(|ws| ws.iter().find(|w| w["title"] == title))
-            .cloned();
-        if let Some(window) = found {
-            let id = window["windowId"].as_u64().unwrap();
-            let app = window["bundleId"].as_str().unwrap().to_owned();
-            let mut tree_scope = scope(sim);
-            tree_scope.app_id = Some(app.clone());
-            tree_scope.window_id = Some(WindowId::Number(id));
-            let tree = sim.observe_semantic(&tree_scope).await.unwrap().structured;
-            if tree["accessibility"] == "atspi"
-                && tree["elementTreeNodes"]
-                    .as_u64()
-                    .is_some_and(|n| n >= nodes)
-            {
-                return (id, app, tree);
-            }
-            last = json!({ "note": tree["accessibilityNote"], "nodes": tree["elementTreeNodes"] });
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    panic!("{title:?} did not appear with an accessible tree within 60 s (last: {last})");
 }
 
 /// Waits until the display lists a window of `app` and the screen has
@@ -283,58 +247,4 @@ pub fn evidence_for(app: &str, id: u64, screenshot_hash: String) -> TargetEviden
         captured_at: adk_computer_use::clock::format_rfc3339(time::OffsetDateTime::now_utc())
             .unwrap(),
     }
-}
-
-/// Runs `action` as a plan does: a `stale_target` refused before the effect
-/// (the application still settling from the action before: its tree
-/// changed between the observation and the execution, or between the
-/// approval and the execution) performed nothing, so it is observed again
-/// and run again, after a pause, at most five times in all. Anything else
-/// fails the test, and so does a fifth refusal.
-pub async fn run_as_a_plan_would(
-    sim: &Sim,
-    session: &Session<ComputerUseMcpRuntime>,
-    action: ProposedAction,
-) -> adk_computer_use::chain::Verified {
-    let mut refusals = Vec::new();
-    for attempt in 0..5u64 {
-        let ran = match session.run(action.clone()).await {
-            Ok(adk_computer_use::ChainOutcome::Completed(done)) => Ok(done),
-            Ok(adk_computer_use::ChainOutcome::NeedsApproval(pending)) => {
-                adk_computer_use_testkit::child::host_approves(sim, pending)
-                    .await
-                    .complete()
-                    .await
-            }
-            Ok(adk_computer_use::ChainOutcome::Blocked(b)) => panic!("blocked: {}", b.blocker()),
-            Err(err) => Err(err),
-        };
-        match ran {
-            Ok(done) => return done,
-            Err(err @ adk_computer_use::ComputerUseError::Refused { .. })
-                if err.refusal_code() == Some("stale_target") =>
-            {
-                eprintln!("refused before the effect, observed again: {err}");
-                refusals.push(err.to_string());
-                tokio::time::sleep(Duration::from_millis(250 * (attempt + 1))).await;
-            }
-            Err(err) => panic!("{err}"),
-        }
-    }
-    panic!("refused stale five times: {refusals:#?}")
-}
-
-/// Waits, as a plan does before it acts, until window `id`'s tree has
-/// stayed still for 800 ms (`wait_for_stable`, at most 30 s).
-pub async fn wait_until_still(sim: &Sim, id: u64) {
-    let still = sim
-        .runtime
-        .observe_shadow(
-            "wait_for_stable",
-            json!({ "window_id": id, "quiet_ms": 800, "timeout_ms": 30000 }),
-        )
-        .await
-        .unwrap()
-        .structured;
-    assert_eq!(still["stable"], true, "{still}");
 }

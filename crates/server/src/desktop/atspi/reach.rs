@@ -11,6 +11,10 @@
 //! centre (what a person's pointer would reach there) must land on it or
 //! on something inside it. Otherwise nothing is sent.
 //!
+//! Extents and the hit test are both in the window's own coordinates:
+//! on Wayland a client knows no screen coordinates (Firefox answers -1
+//! there), and the window's are the same on X11.
+//!
 //! Not seen by this: an element made transparent (`opacity: 0`), which
 //! neither browser reports on the bus (its alpha reads 1.0); and elements
 //! outside web documents, whose toolkits draw what their tree says.
@@ -65,7 +69,7 @@ pub(super) async fn reachable(
     };
     let (x, y, width, height) = component(node)
         .await?
-        .get_extents(CoordType::Screen)
+        .get_extents(CoordType::Window)
         .await
         .map_err(|_| unreadable("the element's extents"))?;
     if width < 0 || height < 0 {
@@ -119,7 +123,7 @@ async fn component<'a>(
         .map_err(|_| unreadable("the element's extents"))
 }
 
-/// What the browser's hit test reaches at `(x, y)` on the screen, from the
+/// What the browser's hit test reaches at `(x, y)` in the window, from the
 /// document down: each element hit is asked again for what is at the
 /// point inside it, until it answers nothing or itself.
 async fn deepest_at<'c>(
@@ -134,7 +138,7 @@ async fn deepest_at<'c>(
             break;
         };
         let hit = component
-            .get_accessible_at_point(x, y, CoordType::Screen)
+            .get_accessible_at_point(x, y, CoordType::Window)
             .await
             .map_err(|_| unreadable("what the page shows at the element"))?;
         if nothing(&hit) {
