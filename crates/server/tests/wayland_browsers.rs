@@ -1,6 +1,6 @@
-//! A browser on the Wayland compositor, driven by element only: Firefox
-//! as a native Wayland client (`MOZ_ENABLE_WAYLAND=1`) shows the order
-//! form; its check box is ticked and the form sent through the governed
+//! Browsers on the Wayland compositor, driven by element only: Firefox
+//! as a native Wayland client (`MOZ_ENABLE_WAYLAND=1`) and Chromium through
+//! its Wayland backend (`--ozone-platform=wayland`) show the order form; its check box is ticked and the form sent through the governed
 //! chain in the background, and a button drawn over by another element is
 //! refused. No pixel is clicked and no key is sent. The effect is checked
 //! outside this crate: what the page posts reaches an HTTP server this
@@ -10,12 +10,12 @@
 //! there): the element layer reads extents, and asks the browser's hit
 //! test, in the window's own coordinates.
 //!
-//! Firefox refuses a runtime directory another user owns (the compositor
-//! runs as a user of its own): it is given one of this process's, and the
-//! compositor's socket by its absolute path.
+//! A browser refuses a runtime directory another user owns (the
+//! compositor runs as a user of its own): each is given one of this
+//! process's, and the compositor's socket by its absolute path.
 //!
-//! These tests need the compositor (sway), the session's accessibility bus
-//! and Firefox (`.ci/run` provides them); built without them they are
+//! These tests need the compositor (sway), the session's accessibility bus,
+//! Firefox and Chromium (`.ci/run` provides them); built without them they are
 //! reported ignored, with the reason.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -36,6 +36,18 @@ use browser_support::{
 };
 use wayland_support::*;
 
+/// The compositor's environment with `runtime` as the runtime directory:
+/// a browser refuses one another user owns (the compositor's), and finds
+/// the compositor by its socket's absolute path.
+fn own_runtime(runtime: &std::path::Path) -> Vec<(&'static str, String)> {
+    let mut env: Vec<(&str, String)> = wayland_env()
+        .into_iter()
+        .filter(|(name, _)| *name != "XDG_RUNTIME_DIR")
+        .collect();
+    env.push(("XDG_RUNTIME_DIR", runtime.display().to_string()));
+    env
+}
+
 fn background(tool: &str, arguments: Value) -> ProposedAction {
     ProposedAction::new(tool, arguments, ExecutionMode::Background)
 }
@@ -43,17 +55,12 @@ fn background(tool: &str, arguments: Value) -> ProposedAction {
 /// Firefox on `url`, a native Wayland client, in a fresh profile and a
 /// runtime directory of this process's own.
 fn firefox(url: &str, profile: &std::path::Path, runtime: &std::path::Path) -> Program {
-    let env: Vec<(&str, String)> = wayland_env()
-        .into_iter()
-        .filter(|(name, _)| *name != "XDG_RUNTIME_DIR")
-        .collect();
     Program(
         Command::new("firefox-esr")
             .args(["--no-remote", "--new-instance", "--profile"])
             .arg(profile)
             .arg(url)
-            .envs(env)
-            .env("XDG_RUNTIME_DIR", runtime)
+            .envs(own_runtime(runtime))
             .env("MOZ_ENABLE_WAYLAND", "1")
             .env_remove("DISPLAY")
             .env_remove("MOZ_HEADLESS")
@@ -64,18 +71,44 @@ fn firefox(url: &str, profile: &std::path::Path, runtime: &std::path::Path) -> P
     )
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[needs(compositor, accessibility)]
-async fn a_firefox_form_on_wayland_is_ticked_and_sent_by_element_and_a_covered_button_refused() {
-    let _lock = COMPOSITOR_LOCK.lock().await;
-    let (url, bodies) = form_server();
-    let profile = tempfile::tempdir().unwrap();
-    let runtime_dir = tempfile::tempdir().unwrap();
-    let _browser = firefox(&url, profile.path(), runtime_dir.path());
+/// Chromium on `url` through its Wayland backend (`--ozone-platform=wayland`),
+/// told an assistive technology is present, in a fresh profile and a
+/// runtime directory of this process's own.
+fn chromium(url: &str, profile: &std::path::Path, runtime: &std::path::Path) -> Program {
+    Program(
+        Command::new("chromium")
+            .args([
+                "--no-sandbox",
+                "--no-first-run",
+                "--no-default-browser-check",
+                "--disable-gpu",
+                "--password-store=basic",
+                "--ozone-platform=wayland",
+                "--force-renderer-accessibility",
+            ])
+            .arg(format!("--user-data-dir={}", profile.display()))
+            .arg(url)
+            .envs(own_runtime(runtime))
+            .env_remove("DISPLAY")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("chromium could not be started"),
+    )
+}
+
+/// In the browser window titled `title`, once its tree has `nodes` nodes
+/// or more: the covered button refused, the box ticked and the form sent,
+/// each by element in the background; what the page posts.
+async fn refuse_tick_and_send(
+    title: &str,
+    toolkit: &str,
+    nodes: u64,
+    bodies: &std::sync::mpsc::Receiver<String>,
+) -> String {
     let sim = runtime().await;
-    let (id, app, tree) =
-        accessible_window(&sim, "Order form \u{2014} Mozilla Firefox", 1000).await;
-    assert_eq!(tree["toolkit"], "gecko", "{}", tree["toolkit"]);
+    let (id, app, tree) = accessible_window(&sim, title, nodes).await;
+    assert_eq!(tree["toolkit"], toolkit, "{}", tree["toolkit"]);
     wait_until_still(&sim, id).await;
     let session = session_on(&sim.runtime, "browser", &app, Some(WindowId::Number(id)));
 
@@ -95,5 +128,35 @@ async fn a_firefox_form_on_wayland_is_ticked_and_sent_by_element_and_a_covered_b
     let send = background("press_button", json!({ "window_id": id, "label": "Send" }));
     assert!(run_as_a_plan_would(&sim, &session, send).await.performed());
     session.shutdown().await;
-    assert_eq!(posted(&bodies), "/submit?name=&city=&gift=yes");
+    posted(bodies)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[needs(compositor, accessibility)]
+async fn a_firefox_form_on_wayland_is_ticked_and_sent_by_element_and_a_covered_button_refused() {
+    let _lock = COMPOSITOR_LOCK.lock().await;
+    let (url, bodies) = form_server();
+    let profile = tempfile::tempdir().unwrap();
+    let runtime_dir = tempfile::tempdir().unwrap();
+    let _browser = firefox(&url, profile.path(), runtime_dir.path());
+    let body = refuse_tick_and_send(
+        "Order form \u{2014} Mozilla Firefox",
+        "gecko",
+        1000,
+        &bodies,
+    )
+    .await;
+    assert_eq!(body, "/submit?name=&city=&gift=yes");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[needs(compositor, accessibility)]
+async fn a_chromium_form_on_wayland_is_ticked_and_sent_by_element_and_a_covered_button_refused() {
+    let _lock = COMPOSITOR_LOCK.lock().await;
+    let (url, bodies) = form_server();
+    let profile = tempfile::tempdir().unwrap();
+    let runtime_dir = tempfile::tempdir().unwrap();
+    let _browser = chromium(&url, profile.path(), runtime_dir.path());
+    let body = refuse_tick_and_send("Order form - Chromium", "chromium", 2000, &bodies).await;
+    assert_eq!(body, "/submit?name=&city=&gift=yes");
 }
