@@ -51,7 +51,7 @@ pub struct CheckpointView {
     /// When the previewed envelope expires (RFC 3339).
     pub expires_at: String,
     /// Whether a decision record lies beside it (check it with
-    /// [`decision_of`] and the approver's public key).
+    /// [`decision_of`](super::decision::decision_of) and the approver's public key).
     pub decided: bool,
     /// The arguments the action runs with, as sealed (show them with
     /// [`CheckpointView::shown_arguments`], which masks secrets).
