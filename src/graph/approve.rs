@@ -221,7 +221,7 @@ impl<R: ComputerUseRuntime + Send + Sync + 'static> Nodes<R> {
             (None, None) => Err(failed(
                 NODE,
                 format!(
-                    "no decision is recorded for the sealed checkpoint {id} yet: resume once the person has decided on the approval page, or write approval = {{actionDigest, policyDigest, grantId | runtimeApproved: true}}"
+                    "no decision is recorded for the sealed checkpoint {id} yet: resume once the person has decided on the approval page, or write the runtime's grant as approval = {{actionDigest, policyDigest, grantId}}; nothing was consumed"
                 ),
             )),
             (None, Some(_)) => {
