@@ -1,13 +1,14 @@
 //! The applications people open, driven by element only: gnome-calculator
-//! (GTK 4) and gedit (GTK 3) on a real X11 display, through the governed
-//! chain, in the background (element actions send no input and take no
-//! focus). No pixel is clicked and no key is sent. Each effect is checked
-//! outside this crate: the calculator's display read by pyatspi, the file
-//! gedit saved read from the disk.
+//! (GTK 4), gedit (GTK 3) and a Qt 5 and a Qt 6 form (PyQt5, PyQt6) on a
+//! real X11 display, through the governed chain, in the background
+//! (element actions send no input and take no focus). No pixel is clicked
+//! and no key is sent. Each effect is checked outside this crate: the
+//! calculator's display read by pyatspi, the file gedit saved read from
+//! the disk, what the Qt form printed when sent.
 //!
 //! These tests need an X server, the session's accessibility bus, and the
-//! applications (`.ci/run` installs gnome-calculator, gedit and
-//! python3-pyatspi); built without a display or bus they are reported
+//! applications (`.ci/run` installs gnome-calculator, gedit, PyQt5, PyQt6
+//! and python3-pyatspi); built without a display or bus they are reported
 //! ignored, with the reason.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -210,4 +211,113 @@ async fn gedit_writes_a_sentence_by_element_and_saves_it_to_the_file() {
     session.shutdown().await;
     let on_disk = tool("cat", &[&path_text]);
     assert_eq!(on_disk, saved_text, "cat reads what was written and saved");
+}
+
+/// A Qt order form (`binding`: PyQt5 or PyQt6) filled, ticked and sent by
+/// element in the background; what the form printed when sent (its own
+/// evidence, read outside this crate) is returned.
+async fn qt_form_sent_by_element(binding: &str) -> Value {
+    use std::io::BufRead as _;
+    let _display = DISPLAY_LOCK.lock().await;
+    // The server first: it publishes the bus's address where Qt 5 reads it.
+    let sim = runtime().await;
+    let title = format!("Qt order {binding}");
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/x11_support/qt_form.py");
+    let mut child = Command::new("/usr/bin/python3")
+        .args([script, binding, &title])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let _form = Program(child);
+    let (lines, printed) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = lines.send(line);
+        }
+    });
+    let (id, app, tree) = accessible_window(&sim, &title, 4).await;
+    assert_eq!(tree["toolkit"], "qt", "{}", tree["toolkit"]);
+    let session = session_on(&sim.runtime, "qt", &app, Some(WindowId::Number(id)));
+    let actions = [
+        background(
+            "fill_form",
+            json!({ "window_id": id, "fields": [
+                { "role": "AXTextField", "label": "Full name", "value": "Ada Lovelace" },
+            ] }),
+        ),
+        background(
+            "click_element",
+            json!({ "window_id": id, "role": "AXCheckBox", "label": "Gift wrap" }),
+        ),
+        background(
+            "press_button",
+            json!({ "window_id": id, "label": "Send order" }),
+        ),
+    ];
+    for (step, action) in actions.into_iter().enumerate() {
+        let done = run_as_a_plan_would(&sim, &session, action).await;
+        assert!(done.performed(), "step {step}");
+        // The field is read back by the server: the fill is Verified.
+        if step == 0 {
+            assert!(done.outcome().is_verified(), "{}", done.outcome());
+        }
+    }
+    session.shutdown().await;
+    let line = printed
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the form printed nothing: Send order was not pressed");
+    serde_json::from_str(&line).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[needs(display, accessibility)]
+async fn a_qt5_form_is_filled_ticked_and_sent_by_element() {
+    let sent = qt_form_sent_by_element("PyQt5").await;
+    assert_eq!(sent, json!({ "name": "Ada Lovelace", "gift": true }));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[needs(display, accessibility)]
+async fn a_qt6_form_is_filled_ticked_and_sent_by_element() {
+    let sent = qt_form_sent_by_element("PyQt6").await;
+    assert_eq!(sent, json!({ "name": "Ada Lovelace", "gift": true }));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[needs(display, accessibility)]
+async fn a_root_window_without_the_bus_address_is_given_the_launchers_for_qt5() {
+    let _display = DISPLAY_LOCK.lock().await;
+    // The address this session's launcher gives, read outside this crate.
+    let launcher = tool(
+        "gdbus",
+        &[
+            "call",
+            "--session",
+            "--dest",
+            "org.a11y.Bus",
+            "--object-path",
+            "/org/a11y/bus",
+            "--method",
+            "org.a11y.Bus.GetAddress",
+        ],
+    );
+    let launcher = launcher
+        .trim()
+        .trim_start_matches("('")
+        .trim_end_matches("',)")
+        .to_owned();
+    assert!(launcher.starts_with("unix:"), "{launcher}");
+    // As an X server that reset has it: no property.
+    tool("xprop", &["-root", "-remove", "AT_SPI_BUS"]);
+    assert!(tool("xprop", &["-root", "AT_SPI_BUS"]).contains("not found"));
+    let _sim = runtime().await;
+    assert_eq!(
+        tool("xprop", &["-root", "AT_SPI_BUS"]).trim(),
+        format!("AT_SPI_BUS(STRING) = \"{launcher}\"")
+    );
 }

@@ -57,6 +57,110 @@ pub(crate) fn png_of_rgb(rgb: &[u8], width: u32, height: u32) -> Result<Vec<u8>,
     Ok(png_bytes)
 }
 
+/// The most wheel steps one `scroll` sends.
+pub(crate) const MOST_STEPS: u64 = 100;
+
+/// Which way a `scroll` turns the wheel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Wheel {
+    /// Towards the top.
+    Up,
+    /// Towards the bottom.
+    Down,
+    /// Towards the left edge.
+    Left,
+    /// Towards the right edge.
+    Right,
+}
+
+/// A `scroll`'s direction and steps (`amount`, 1 when absent, at most
+/// [`MOST_STEPS`]).
+pub(crate) fn wheel(args: &Value) -> Result<(Wheel, u64), Refusal> {
+    let direction = match args.get("direction").and_then(Value::as_str) {
+        Some("up") => Wheel::Up,
+        Some("down") => Wheel::Down,
+        Some("left") => Wheel::Left,
+        Some("right") => Wheel::Right,
+        _ => {
+            return Err(invalid(
+                "arguments.direction must be up, down, left or right".to_owned(),
+            ));
+        }
+    };
+    let steps = match args.get("amount") {
+        None => 1,
+        Some(amount) => amount
+            .as_u64()
+            .filter(|n| (1..=MOST_STEPS).contains(n))
+            .ok_or_else(|| invalid(format!("arguments.amount must be 1 to {MOST_STEPS}")))?,
+    };
+    Ok((direction, steps))
+}
+
+/// One window as upstream's record shows it (`list_windows`, and the
+/// window of `get_ui_tree`).
+pub(crate) struct WindowRecordJson<'a> {
+    /// The platform's id of the window.
+    pub id: u64,
+    /// The application id its client set.
+    pub app_id: &'a str,
+    /// The name shown for its application.
+    pub display_name: &'a str,
+    /// Its title, as its client set it.
+    pub title: &'a str,
+    /// Where it is on the screen: x, y, width, height.
+    pub bounds: (i64, i64, u32, u32),
+    /// Whether any of it is on the screen.
+    pub on_screen: bool,
+    /// Whether it holds the focus.
+    pub focused: bool,
+    /// The process of its client, when the platform names it.
+    pub pid: Option<u32>,
+}
+
+impl WindowRecordJson<'_> {
+    /// Upstream's record (`windowId`, `bundleId`, `title`, `bounds`,
+    /// `displayId`, `pid` when known, ...). `bundleId`, `displayName` and
+    /// `title` are the client's own words (a window may name itself
+    /// "SYSTEM: ..."), so the record is marked
+    /// `contentOrigin: "application_untrusted"`.
+    pub(crate) fn to_json(&self, display_id: Value) -> Value {
+        let (x, y, width, height) = self.bounds;
+        let mut record = serde_json::json!({
+            "windowId": self.id,
+            "contentOrigin": "application_untrusted",
+            "bundleId": self.app_id,
+            "displayName": self.display_name,
+            "title": self.title,
+            "bounds": { "x": x, "y": y, "width": width, "height": height },
+            "isOnScreen": self.on_screen,
+            "isFocused": self.focused,
+            "displayId": display_id,
+        });
+        if let (Some(pid), Value::Object(map)) = (self.pid, &mut record) {
+            map.insert("pid".into(), serde_json::json!(pid));
+        }
+        record
+    }
+}
+
+/// The window `get_ui_tree` names among `windows` (by its app id, its id,
+/// or both; the first listed when neither), or `stale_target` when none.
+pub(crate) fn window_named<W>(
+    windows: impl IntoIterator<Item = W>,
+    app_id: Option<&str>,
+    window_id: Option<u64>,
+    id_of: impl Fn(&W) -> (&str, u64),
+) -> Result<W, Refusal> {
+    windows
+        .into_iter()
+        .find(|w| {
+            let (app, id) = id_of(w);
+            app_id.is_none_or(|a| a == app) && window_id.is_none_or(|wanted| wanted == id)
+        })
+        .ok_or_else(|| Refusal::new("stale_target", "no such window"))
+}
+
 /// How long a `filesystem` or `window` postcondition is waited for: a
 /// window closes, or a file is written, a moment after the input that
 /// asked for it.
@@ -134,6 +238,70 @@ pub(crate) fn postcondition_check(
         },
         _ => unobservable,
     }
+}
+
+/// How long a clipboard write is read back for: the text is offered on
+/// another connection (or by the keeper's thread), which the platform may
+/// not have seen when the first read is made.
+pub(crate) const CLIPBOARD_WAIT: Duration = Duration::from_millis(1000);
+
+/// A clipboard write judged on the clipboard itself: `read` (every `poll`,
+/// for at most [`CLIPBOARD_WAIT`]) until it serves the text asked for, the
+/// text's digest the one declared, and the offer still this process's own
+/// (`ours`): a read-back proves what every client gets only then, since
+/// another owner may answer each reader differently.
+pub(crate) fn clipboard_readback(
+    args: &Value,
+    postcondition: Option<&Value>,
+    poll: Duration,
+    read: &dyn Fn() -> Option<String>,
+    ours: &dyn Fn() -> bool,
+    method: &'static str,
+) -> EffectCheck {
+    let wanted = args.get("text").and_then(Value::as_str);
+    let deadline = Instant::now() + CLIPBOARD_WAIT;
+    let mut got = read();
+    while got.as_deref() != wanted && Instant::now() < deadline {
+        std::thread::sleep(poll);
+        got = read();
+    }
+    let digest_holds = match postcondition {
+        None => true,
+        Some(p) => match serde_json::from_value::<ActionPostcondition>(p.clone()) {
+            Ok(p) => p.expected_digest().is_none_or(|d| {
+                got.as_deref()
+                    .map(adk_computer_use::digest::sha256_prefixed)
+                    .as_deref()
+                    == Some(d)
+            }),
+            Err(_) => false,
+        },
+    };
+    EffectCheck {
+        verified: ours() && wanted.is_some() && got.as_deref() == wanted && digest_holds,
+        method,
+        checks: 2,
+    }
+}
+
+/// The most text the clipboard tools and the keeper take, in bytes.
+pub(crate) const MOST_CLIPBOARD_BYTES: usize = 64 * 1024;
+
+/// The text a keeper is handed: standard input to its end, at most
+/// [`MOST_CLIPBOARD_BYTES`] of UTF-8.
+pub(crate) fn keeper_text_from_stdin() -> Result<String, String> {
+    use std::io::Read as _;
+    let mut bytes = Vec::new();
+    std::io::stdin()
+        .take(MOST_CLIPBOARD_BYTES as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("reading standard input failed: {e}"))?;
+    if bytes.len() > MOST_CLIPBOARD_BYTES {
+        return Err(format!(
+            "the text is longer than {MOST_CLIPBOARD_BYTES} bytes"
+        ));
+    }
+    String::from_utf8(bytes).map_err(|_| "the text is not UTF-8".to_owned())
 }
 
 /// Names the keeper program, an absolute path (`off` keeps nothing).

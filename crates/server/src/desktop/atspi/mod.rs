@@ -74,6 +74,8 @@ pub const WALK_MAX_DEPTH: usize = 96;
 pub struct Accessibility {
     handle: tokio::runtime::Handle,
     bus: Arc<AccessibilityConnection>,
+    /// The bus's address, as this session's launcher gave it.
+    address: String,
     /// Trees kept while their applications send no event (`None` when the
     /// registry refused the events' registration).
     cache: Option<Arc<cache::Cache>>,
@@ -194,13 +196,15 @@ impl Accessibility {
             // Only the bus this session's launcher started, in a closed
             // directory of this user's own, not the home's (see `trusted`).
             let address = trusted::trusted_address().await?;
-            let address = address
+            let parsed = address
                 .parse()
                 .map_err(|e| failed("the accessibility bus's address cannot be read", e))?;
-            AccessibilityConnection::from_address(address)
+            AccessibilityConnection::from_address(parsed)
                 .await
+                .map(|bus| (bus, address))
                 .map_err(|e| failed("the accessibility bus cannot be reached", e))
         })?;
+        let (bus, address) = bus;
         let bus = Arc::new(bus);
         let events = Arc::clone(&bus);
         let cache = run_bounded(
@@ -213,9 +217,16 @@ impl Accessibility {
         Ok(Self {
             handle,
             bus,
+            address,
             cache,
             _stop: stop,
         })
+    }
+
+    /// The accessibility bus's address, as this session's launcher gave it
+    /// (and the `trusted` module checked it).
+    pub fn address(&self) -> &str {
+        &self.address
     }
 
     /// The whole tree (up to [`WALK_MAX_NODES`] and [`WALK_MAX_DEPTH`]) of

@@ -89,6 +89,20 @@ pub(crate) trait ElementObservations: ElementHost {
         Ok(Value::Array(found))
     }
 
+    /// `find_element` or `get_focused_element` on the desktop named
+    /// `desktop` (any other tool is not an element observation there).
+    fn observe_element(&self, tool: &str, args: &Value, desktop: &str) -> Result<Value, Refusal> {
+        use adk_computer_use::contracts::catalogue::tool;
+        match tool {
+            tool::FIND_ELEMENT => self.find_elements(args),
+            tool::GET_FOCUSED_ELEMENT => self.focused_element(),
+            other => Err(Refusal::new(
+                "tool_outside_host_profile",
+                format!("the {desktop} desktop does not perform {other}"),
+            )),
+        }
+    }
+
     /// Every text the window `id` shows through its elements: each node's
     /// name and label, and its value unless a password's (never read).
     fn shown_texts(&self, id: u64) -> Result<Vec<String>, Refusal> {

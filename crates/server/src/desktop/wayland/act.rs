@@ -10,9 +10,6 @@ pub(super) use crate::desktop::real::{point, text};
 pub(super) const BTN_LEFT: u32 = 0x110;
 pub(super) const BTN_RIGHT: u32 = 0x111;
 
-/// Most wheel steps one `scroll` sends.
-pub(super) const MOST_STEPS: u64 = 100;
-
 /// What one input action sends.
 pub(super) enum Plan {
     Keys(keymap::Keys),
@@ -103,25 +100,13 @@ impl WaylandDesktop {
                 Pointer::Button(BTN_LEFT, false),
             ])),
             tool::SCROLL => {
-                let (axis, sign) = match args.get("direction").and_then(Value::as_str) {
-                    Some("up") => (false, -1),
-                    Some("down") => (false, 1),
-                    Some("left") => (true, -1),
-                    Some("right") => (true, 1),
-                    _ => {
-                        return Err(invalid(
-                            "arguments.direction must be up, down, left or right",
-                        ));
-                    }
-                };
-                let steps = match args.get("amount") {
-                    None => 1,
-                    Some(amount) => amount
-                        .as_u64()
-                        .filter(|n| (1..=MOST_STEPS).contains(n))
-                        .ok_or_else(|| {
-                            invalid(format!("arguments.amount must be 1 to {MOST_STEPS}"))
-                        })?,
+                use crate::desktop::real::Wheel;
+                let (direction, steps) = crate::desktop::real::wheel(args)?;
+                let (axis, sign) = match direction {
+                    Wheel::Up => (false, -1),
+                    Wheel::Down => (false, 1),
+                    Wheel::Left => (true, -1),
+                    Wheel::Right => (true, 1),
                 };
                 // The wheel goes where the pointer is, which this desktop
                 // cannot know: it is moved to a checked point first.

@@ -156,12 +156,9 @@ impl DesktopBackend for WaylandDesktop {
         window_id: Option<u64>,
         max_depth: Option<usize>,
     ) -> Result<Value, Refusal> {
-        let record = self
-            .windows()?
-            .into_iter()
-            .filter(|r| app_id.is_none_or(|a| a == r.app_id))
-            .find(|r| window_id.is_none_or(|w| w == r.id))
-            .ok_or_else(|| stale("no such window"))?;
+        let record = crate::desktop::real::window_named(self.windows()?, app_id, window_id, |r| {
+            (r.app_id.as_str(), r.id)
+        })?;
         // One walk, the whole tree: the revision's and the answer's.
         let (revision, node, tree) = self.window_revision(&record);
         Ok(crate::desktop::real::ui_tree_answer(
@@ -180,14 +177,7 @@ impl DesktopBackend for WaylandDesktop {
         if let Some(refusal) = self.lacks(tool) {
             return Err(refusal);
         }
-        match tool {
-            tool::FIND_ELEMENT => self.find_elements(args),
-            tool::GET_FOCUSED_ELEMENT => self.focused_element(),
-            other => Err(Refusal::new(
-                "tool_outside_host_profile",
-                format!("the Wayland desktop does not perform {other}"),
-            )),
-        }
+        self.observe_element(tool, args, "Wayland")
     }
 
     fn window_texts(&self, window_id: u64) -> Result<Vec<String>, Refusal> {

@@ -89,36 +89,21 @@ impl crate::desktop::real::Checks for WaylandDesktop {
     const INPUT_SENT: &'static str = "wayland_input_sent";
 
     fn clipboard_check(&self, args: &Value, postcondition: Option<&Value>) -> EffectCheck {
-        let wanted = args.get("text").and_then(Value::as_str);
-        // The offer is set on another connection; read until it is served.
-        let deadline = Instant::now() + CLIPBOARD_WAIT;
-        let mut read = clipboard::read().ok();
-        while read.as_deref() != wanted && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(5));
-            read = clipboard::read().ok();
-        }
-        let digest_holds = match postcondition {
-            None => true,
-            Some(p) => match serde_json::from_value::<ActionPostcondition>(p.clone()) {
-                Ok(p) => p
-                    .expected_digest()
-                    .is_none_or(|d| read.as_deref().map(sha256_prefixed).as_deref() == Some(d)),
-                Err(_) => false,
+        // The offer is set on another connection; it is read until served,
+        // and proves anything only while the offer is this process's own.
+        crate::desktop::real::clipboard_readback(
+            args,
+            postcondition,
+            Duration::from_millis(5),
+            &|| clipboard::read().ok(),
+            &|| {
+                self.offer
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .stands()
             },
-        };
-        // A read-back proves what every client gets only while the offer is
-        // this process's own: another client's offer may answer each
-        // reader differently.
-        let ours = self
-            .offer
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .stands();
-        EffectCheck {
-            verified: ours && wanted.is_some() && read.as_deref() == wanted && digest_holds,
-            method: "wayland_data_control_readback",
-            checks: 2,
-        }
+            "wayland_data_control_readback",
+        )
     }
 
     fn postcondition_check(&self, postcondition: &Value) -> EffectCheck {

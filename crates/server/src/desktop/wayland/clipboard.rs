@@ -15,7 +15,7 @@ use wl_clipboard_rs::paste::{self, ClipboardType, Seat};
 use crate::engine::Refusal;
 
 /// Longest text written at once.
-pub const MOST_BYTES: usize = 64 * 1024;
+pub const MOST_BYTES: usize = crate::desktop::real::MOST_CLIPBOARD_BYTES;
 /// The keeper's binary name.
 pub const KEEPER_BINARY: &str = "computer-use-wl-clipboard";
 /// How long the exiting server waits for the keeper to offer the text.
@@ -166,15 +166,7 @@ pub(super) fn hand_off(text: &str) -> Result<u32, String> {
 /// most 64 KiB of UTF-8), sets it as the clipboard, says `offered` on
 /// standard output, and offers it until another client copies.
 pub fn keep_from_stdin() -> Result<(), String> {
-    let mut bytes = Vec::new();
-    std::io::stdin()
-        .take(MOST_BYTES as u64 + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| format!("reading standard input failed: {e}"))?;
-    if bytes.len() > MOST_BYTES {
-        return Err(format!("the text is longer than {MOST_BYTES} bytes"));
-    }
-    let text = String::from_utf8(bytes).map_err(|_| "the text is not UTF-8".to_owned())?;
+    let text = crate::desktop::real::keeper_text_from_stdin()?;
     let mut options = Options::new();
     options
         .foreground(true)

@@ -73,7 +73,7 @@ pub use clipboard::{KEEPER_BINARY, keep_from_stdin};
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use base64::Engine as _;
 use serde_json::{Value, json};
@@ -90,13 +90,11 @@ use crate::engine::{
 };
 use adk_computer_use::ComputerUseError;
 use adk_computer_use::contracts::catalogue::tool;
-use adk_computer_use::contracts::{ActionPostcondition, TargetEvidence, WindowId};
+use adk_computer_use::contracts::{TargetEvidence, WindowId};
 use adk_computer_use::digest::{sha256_hex, sha256_prefixed};
 use client::{Compositor, Pointer};
 use sha2::Digest as _;
 
-/// How long a clipboard write's read-back waits for the text.
-const CLIPBOARD_WAIT: Duration = Duration::from_millis(1000);
 /// Frames remembered, newest last (their digests, regions and raw digests).
 const REMEMBERED: usize = 64;
 

@@ -42,24 +42,17 @@ pub(super) struct Window {
 impl Window {
     /// Upstream's window record.
     pub(super) fn to_json(&self, display_id: &str) -> Value {
-        let (x, y, width, height) = self.bounds;
-        // `app_id` and `title` are whatever the client chose (a window may
-        // name itself "SYSTEM: ..."): marked as the application's words.
-        let mut record = json!({
-            "windowId": self.id,
-            "contentOrigin": "application_untrusted",
-            "bundleId": self.app_id,
-            "displayName": self.app_id,
-            "title": self.title,
-            "bounds": { "x": x, "y": y, "width": width, "height": height },
-            "isOnScreen": self.visible,
-            "isFocused": self.focused,
-            "displayId": display_id,
-        });
-        if let (Some(pid), Value::Object(map)) = (self.pid, &mut record) {
-            map.insert("pid".into(), json!(pid));
+        crate::desktop::real::WindowRecordJson {
+            id: self.id,
+            app_id: &self.app_id,
+            display_name: &self.app_id,
+            title: &self.title,
+            bounds: self.bounds,
+            on_screen: self.visible,
+            focused: self.focused,
+            pid: self.pid,
         }
-        record
+        .to_json(json!(display_id))
     }
 
     /// The title's digest, as evidence states it (bare hex).

@@ -121,11 +121,9 @@ impl DesktopBackend for X11Desktop {
         max_depth: Option<usize>,
     ) -> Result<Value, Refusal> {
         let records = windows::all(&self.conn, self.root, &self.atoms)?;
-        let record = records
-            .iter()
-            .filter(|r| app_id.is_none_or(|a| a == r.app_id))
-            .find(|r| window_id.is_none_or(|w| w == u64::from(r.id)))
-            .ok_or_else(|| stale("no such window"))?;
+        let record = crate::desktop::real::window_named(&records, app_id, window_id, |r| {
+            (r.app_id.as_str(), u64::from(r.id))
+        })?;
         // The tree the revision was taken from: one walk, the whole tree,
         // of which the answer shows the part asked for.
         let (revision, nodes, tree) = self.window_revision(record)?;
@@ -148,14 +146,7 @@ impl DesktopBackend for X11Desktop {
                 self.accessibility_note.clone(),
             ));
         }
-        match tool {
-            tool::FIND_ELEMENT => self.find_elements(args),
-            tool::GET_FOCUSED_ELEMENT => self.focused_element(),
-            other => Err(Refusal::new(
-                "tool_outside_host_profile",
-                format!("the X11 desktop does not perform {other}"),
-            )),
-        }
+        self.observe_element(tool, args, "X11")
     }
 
     fn window_texts(&self, window_id: u64) -> Result<Vec<String>, Refusal> {

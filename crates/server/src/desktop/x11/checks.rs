@@ -29,34 +29,18 @@ impl crate::desktop::real::Checks for X11Desktop {
     const INPUT_SENT: &'static str = "x11_input_sent";
 
     fn clipboard_check(&self, args: &Value, postcondition: Option<&Value>) -> EffectCheck {
-        let wanted = args.get("text").and_then(Value::as_str);
         // The owner's thread takes the selection on its own connection; the
-        // X server may answer this reader before it has seen that, so the
-        // read is repeated, briefly, until the text is served.
-        let deadline = Instant::now() + CLIPBOARD_WAIT;
-        let mut read = self.reader.read().ok();
-        while read.as_deref() != wanted && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(2));
-            read = self.reader.read().ok();
-        }
-        let digest_holds = match postcondition {
-            None => true,
-            Some(p) => match serde_json::from_value::<ActionPostcondition>(p.clone()) {
-                Ok(p) => p
-                    .expected_digest()
-                    .is_none_or(|d| read.as_deref().map(sha256_prefixed).as_deref() == Some(d)),
-                Err(_) => false,
-            },
-        };
-        // A read-back proves what every client gets only while this
-        // process owns the selection: an owner may answer each requestor
-        // differently. The X server names the owning client's process.
-        let ours = self.selection_is_ours();
-        EffectCheck {
-            verified: ours && wanted.is_some() && read.as_deref() == wanted && digest_holds,
-            method: "x11_selection_readback",
-            checks: 2,
-        }
+        // X server may answer this reader before it has seen that. Only
+        // while this process owns the selection does a read-back prove
+        // anything: the X server names the owning client's process.
+        crate::desktop::real::clipboard_readback(
+            args,
+            postcondition,
+            Duration::from_millis(2),
+            &|| self.reader.read().ok(),
+            &|| self.selection_is_ours(),
+            "x11_selection_readback",
+        )
     }
 
     fn postcondition_check(&self, postcondition: &Value) -> EffectCheck {

@@ -18,7 +18,7 @@ use crate::engine::Refusal;
 
 /// Longest text written at once (a larger one would need the INCR
 /// protocol to read back).
-pub(super) const MOST_BYTES: usize = 64 * 1024;
+pub(super) const MOST_BYTES: usize = crate::desktop::real::MOST_CLIPBOARD_BYTES;
 /// How long a read-back waits for the owner's answer.
 const READ_WAIT: Duration = Duration::from_secs(2);
 

@@ -21,8 +21,6 @@ use crate::engine::Refusal;
 /// Longest text `type` takes at once.
 pub(super) const MOST_TYPED: usize = 4096;
 /// Most wheel steps one `scroll` sends.
-const MOST_STEPS: u64 = 100;
-
 use crate::desktop::keys::{SHIFT_L, char_keysym, named_keysym};
 
 /// One event to send.
@@ -151,23 +149,13 @@ pub(super) use crate::desktop::real::point;
 
 /// Wheel presses for `scroll`: the button and how many steps.
 pub(super) fn wheel(args: &Value) -> Result<Vec<Event>, Refusal> {
-    let button = match args.get("direction").and_then(Value::as_str) {
-        Some("up") => 4,
-        Some("down") => 5,
-        Some("left") => 6,
-        Some("right") => 7,
-        _ => {
-            return Err(invalid(
-                "arguments.direction must be up, down, left or right",
-            ));
-        }
-    };
-    let steps = match args.get("amount") {
-        None => 1,
-        Some(amount) => amount
-            .as_u64()
-            .filter(|n| (1..=MOST_STEPS).contains(n))
-            .ok_or_else(|| invalid(format!("arguments.amount must be 1 to {MOST_STEPS}")))?,
+    use crate::desktop::real::Wheel;
+    let (direction, steps) = crate::desktop::real::wheel(args)?;
+    let button = match direction {
+        Wheel::Up => 4,
+        Wheel::Down => 5,
+        Wheel::Left => 6,
+        Wheel::Right => 7,
     };
     let mut events = Vec::new();
     for _ in 0..steps {

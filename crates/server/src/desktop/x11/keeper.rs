@@ -20,7 +20,6 @@
 //! and only while the selection is still this process's: text another
 //! program copied since is not taken back.
 
-use std::io::Read as _;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -28,7 +27,6 @@ use x11rb::connection::Connection;
 use x11rb::protocol::xproto::ConnectionExt as _;
 use x11rb::rust_connection::RustConnection;
 
-use super::clipboard::MOST_BYTES;
 use super::windows;
 
 /// The keeper's binary name.
@@ -128,15 +126,7 @@ fn start_keeper(
 /// most 64 KiB), takes CLIPBOARD with it, and serves it until another
 /// client owns the selection or the display goes away.
 pub fn keep_from_stdin() -> Result<(), String> {
-    let mut bytes = Vec::new();
-    std::io::stdin()
-        .take(MOST_BYTES as u64 + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| format!("reading the text failed: {e}"))?;
-    if bytes.len() > MOST_BYTES {
-        return Err(format!("the text is longer than {MOST_BYTES} bytes"));
-    }
-    let text = String::from_utf8(bytes).map_err(|_| "the text is not UTF-8".to_owned())?;
+    let text = crate::desktop::real::keeper_text_from_stdin()?;
     let (conn, _) = x11rb::connect(None).map_err(|e| e.to_string())?;
     let clipboard = conn
         .intern_atom(false, b"CLIPBOARD")

@@ -53,6 +53,7 @@
 //! input is the platform answer.
 
 mod backend;
+mod bus_address;
 mod checks;
 mod clipboard;
 mod elements;
@@ -68,7 +69,7 @@ mod windows;
 use crate::desktop::real::text;
 
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 use x11rb::connection::Connection;
@@ -88,7 +89,7 @@ use crate::engine::{
 };
 use adk_computer_use::ComputerUseError;
 use adk_computer_use::contracts::catalogue::tool;
-use adk_computer_use::contracts::{ActionPostcondition, TargetEvidence, WindowId};
+use adk_computer_use::contracts::{TargetEvidence, WindowId};
 use adk_computer_use::digest::{sha256_hex, sha256_prefixed};
 use input::Event;
 
@@ -109,9 +110,6 @@ const PERFORMS: &[&str] = &[
     tool::TYPE,
     tool::KEY,
 ];
-
-/// How long a clipboard write's read-back waits for the text to be served.
-const CLIPBOARD_WAIT: Duration = Duration::from_millis(1000);
 
 /// A real X11 display. See the module documentation.
 pub struct X11Desktop {
@@ -244,7 +242,17 @@ impl X11Desktop {
         // elements.
         let (accessibility, accessibility_note) =
             match crate::desktop::atspi::Accessibility::connect() {
-                Ok(bus) => (Some(bus), String::new()),
+                Ok(bus) => {
+                    // Qt 5 finds the bus by the root window's property.
+                    if bus_address::publish(&conn, root, bus.address())
+                        == bus_address::BusProperty::Written
+                    {
+                        tracing::info!(
+                            "the root window had no AT_SPI_BUS: the accessibility bus's address was written there, as at-spi's launcher does, for Qt 5 applications"
+                        );
+                    }
+                    (Some(bus), String::new())
+                }
                 Err(refusal) => (None, refusal.message),
             };
         Ok(Self {

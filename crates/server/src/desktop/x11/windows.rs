@@ -71,27 +71,20 @@ pub(super) struct WindowRecord {
 }
 
 impl WindowRecord {
-    /// Upstream's window record (`windowId`, `bundleId`, `pid`, `title`,
-    /// `bounds`, `displayId`, ...). `bundleId`, `displayName` and `title`
-    /// are what the window's client set (any X client can set them), so
-    /// the record is marked `contentOrigin: "application_untrusted"`.
+    /// Upstream's window record (what any X client can set is marked as
+    /// the application's words).
     pub(super) fn to_json(&self, display_id: u64, screen: (u16, u16)) -> Value {
-        let (x, y, width, height) = self.bounds;
-        let mut record = json!({
-            "windowId": self.id,
-            "contentOrigin": "application_untrusted",
-            "bundleId": self.app_id,
-            "displayName": self.instance,
-            "title": self.title,
-            "bounds": { "x": x, "y": y, "width": width, "height": height },
-            "isOnScreen": super::screen::clip(self.bounds, screen).is_some(),
-            "isFocused": self.focused,
-            "displayId": display_id,
-        });
-        if let (Some(pid), Value::Object(map)) = (self.pid, &mut record) {
-            map.insert("pid".into(), json!(pid));
+        crate::desktop::real::WindowRecordJson {
+            id: u64::from(self.id),
+            app_id: &self.app_id,
+            display_name: &self.instance,
+            title: &self.title,
+            bounds: self.bounds,
+            on_screen: super::screen::clip(self.bounds, screen).is_some(),
+            focused: self.focused,
+            pid: self.pid,
         }
-        record
+        .to_json(json!(display_id))
     }
 
     /// The title's digest, as evidence states it (bare hex).
