@@ -1,8 +1,11 @@
 //! Browsers on the Wayland compositor, driven by element only: Firefox
 //! as a native Wayland client (`MOZ_ENABLE_WAYLAND=1`) and Chromium through
-//! its Wayland backend (`--ozone-platform=wayland`) show the order form; its check box is ticked and the form sent through the governed
-//! chain in the background, and a button drawn over by another element is
-//! refused. No pixel is clicked and no key is sent. The effect is checked
+//! its Wayland backend (`--ozone-platform=wayland`) show the order form
+//! (the flow is `browser_support::type_tick_and_send`, the same as on
+//! X11): its text fields are refused in the background and typed into in
+//! the foreground, each given the focus by element first; its check box
+//! is ticked and the form sent in the background; buttons a person does
+//! not see are refused. No pixel is clicked. The effect is checked
 //! outside this crate: what the page posts reaches an HTTP server this
 //! test runs.
 //!
@@ -21,19 +24,12 @@
 
 use std::process::{Command, Stdio};
 
-use adk_computer_use::ExecutionMode;
-use adk_computer_use::contracts::WindowId;
-use adk_computer_use::runtime::ProposedAction;
-use adk_computer_use_testkit::child::session_on;
 use adk_computer_use_testkit::needs;
-use serde_json::{Value, json};
 
 mod browser_support;
 mod wayland_support;
 
-use browser_support::{
-    accessible_window, form_server, posted, refusal_of, run_as_a_plan_would, wait_until_still,
-};
+use browser_support::{form_server, type_tick_and_send};
 use wayland_support::*;
 
 /// The compositor's environment with `runtime` as the runtime directory:
@@ -46,10 +42,6 @@ fn own_runtime(runtime: &std::path::Path) -> Vec<(&'static str, String)> {
         .collect();
     env.push(("XDG_RUNTIME_DIR", runtime.display().to_string()));
     env
-}
-
-fn background(tool: &str, arguments: Value) -> ProposedAction {
-    ProposedAction::new(tool, arguments, ExecutionMode::Background)
 }
 
 /// Firefox on `url`, a native Wayland client, in a fresh profile and a
@@ -97,66 +89,40 @@ fn chromium(url: &str, profile: &std::path::Path, runtime: &std::path::Path) -> 
     )
 }
 
-/// In the browser window titled `title`, once its tree has `nodes` nodes
-/// or more: the covered button refused, the box ticked and the form sent,
-/// each by element in the background; what the page posts.
-async fn refuse_tick_and_send(
-    title: &str,
-    toolkit: &str,
-    nodes: u64,
-    bodies: &std::sync::mpsc::Receiver<String>,
-) -> String {
-    let sim = runtime().await;
-    let (id, app, tree) = accessible_window(&sim, title, nodes).await;
-    assert_eq!(tree["toolkit"], toolkit, "{}", tree["toolkit"]);
-    wait_until_still(&sim, id).await;
-    let session = session_on(&sim.runtime, "browser", &app, Some(WindowId::Number(id)));
-
-    let press = background(
-        "press_button",
-        json!({ "window_id": id, "label": "Pay now" }),
-    );
-    let err = refusal_of(&sim, &session, press).await;
-    assert_eq!(err.refusal_code(), Some("element_not_actionable"), "{err}");
-    assert!(err.to_string().contains("covered"), "{err}");
-
-    let tick = background(
-        "click_element",
-        json!({ "window_id": id, "role": "AXCheckBox", "label": "Gift wrap" }),
-    );
-    assert!(run_as_a_plan_would(&sim, &session, tick).await.performed());
-    let send = background("press_button", json!({ "window_id": id, "label": "Send" }));
-    assert!(run_as_a_plan_would(&sim, &session, send).await.performed());
-    session.shutdown().await;
-    posted(bodies)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[needs(compositor, accessibility)]
-async fn a_firefox_form_on_wayland_is_ticked_and_sent_by_element_and_a_covered_button_refused() {
+async fn a_firefox_form_on_wayland_is_typed_in_the_foreground_ticked_and_sent_by_element() {
     let _lock = COMPOSITOR_LOCK.lock().await;
     let (url, bodies) = form_server();
     let profile = tempfile::tempdir().unwrap();
     let runtime_dir = tempfile::tempdir().unwrap();
     let _browser = firefox(&url, profile.path(), runtime_dir.path());
-    let body = refuse_tick_and_send(
+    let body = type_tick_and_send(
+        &runtime().await,
         "Order form \u{2014} Mozilla Firefox",
         "gecko",
         1000,
         &bodies,
     )
     .await;
-    assert_eq!(body, "/submit?name=&city=&gift=yes");
+    assert_eq!(body, "/submit?name=Ada+Lovelace&city=London&gift=yes");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[needs(compositor, accessibility)]
-async fn a_chromium_form_on_wayland_is_ticked_and_sent_by_element_and_a_covered_button_refused() {
+async fn a_chromium_form_on_wayland_is_typed_in_the_foreground_ticked_and_sent_by_element() {
     let _lock = COMPOSITOR_LOCK.lock().await;
     let (url, bodies) = form_server();
     let profile = tempfile::tempdir().unwrap();
     let runtime_dir = tempfile::tempdir().unwrap();
     let _browser = chromium(&url, profile.path(), runtime_dir.path());
-    let body = refuse_tick_and_send("Order form - Chromium", "chromium", 2000, &bodies).await;
-    assert_eq!(body, "/submit?name=&city=&gift=yes");
+    let body = type_tick_and_send(
+        &runtime().await,
+        "Order form - Chromium",
+        "chromium",
+        2000,
+        &bodies,
+    )
+    .await;
+    assert_eq!(body, "/submit?name=Ada+Lovelace&city=London&gift=yes");
 }

@@ -30,7 +30,6 @@
 
 use adk_computer_use_testkit::needs;
 use std::process::Command;
-use std::sync::mpsc;
 
 use adk_computer_use::ExecutionMode;
 use adk_computer_use::contracts::WindowId;
@@ -40,7 +39,7 @@ use serde_json::{Value, json};
 
 mod x11_support;
 
-use x11_support::browser::{form_server, posted, refusal_of};
+use x11_support::browser::{form_server, type_tick_and_send};
 use x11_support::*;
 
 /// Chromium on `url` in a fresh profile; with `accessible`, told an
@@ -86,82 +85,41 @@ fn background(tool: &str, arguments: Value) -> ProposedAction {
     ProposedAction::new(tool, arguments, ExecutionMode::Background)
 }
 
-/// In the browser window titled `title`, once its tree has `nodes` nodes
-/// or more (the whole page exposed): a page field's writing refused
-/// before anything is written, the box ticked and the form sent, each by
-/// element in the background; what the page posts is returned.
-async fn tick_and_send(
-    title: &str,
-    toolkit: &str,
-    nodes: u64,
-    bodies: &mpsc::Receiver<String>,
-) -> String {
-    let sim = runtime().await;
-    let (id, app, tree) = accessible_window(&sim, title, nodes).await;
-    assert_eq!(tree["toolkit"], toolkit, "{}", tree["toolkit"]);
-    // A browser fills its tree in after the page shows: a plan waits for
-    // it to stay still before it acts, as it should.
-    wait_until_still(&sim, id).await;
-    let session = session_on(&sim.runtime, "browser", &app, Some(WindowId::Number(id)));
-
-    let write = background(
-        "fill_form",
-        json!({ "window_id": id, "fields": [
-            { "role": "AXTextField", "label": "Full name", "value": "Ada Lovelace" },
-        ] }),
-    );
-    let err = refusal_of(&sim, &session, write).await;
-    assert_eq!(err.refusal_code(), Some("element_not_editable"), "{err}");
-    assert!(err.to_string().contains("web page"), "{err}");
-
-    // Buttons a person does not see are refused before anything is sent.
-    for (label, cause) in [("Pay now", "covered"), ("Pay later", "too small")] {
-        let press = background("press_button", json!({ "window_id": id, "label": label }));
-        let err = refusal_of(&sim, &session, press).await;
-        assert_eq!(err.refusal_code(), Some("element_not_actionable"), "{err}");
-        assert!(err.to_string().contains(cause), "{label}: {err}");
-    }
-
-    let tick = background(
-        "click_element",
-        json!({ "window_id": id, "role": "AXCheckBox", "label": "Gift wrap" }),
-    );
-    assert!(run_as_a_plan_would(&sim, &session, tick).await.performed());
-    // "Send" matches the decoy exactly, but the decoy is off the page; the
-    // one button a person sees that matches is "Send order".
-    let send = background("press_button", json!({ "window_id": id, "label": "Send" }));
-    assert!(run_as_a_plan_would(&sim, &session, send).await.performed());
-    session.shutdown().await;
-    posted(bodies)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[needs(display, accessibility)]
-async fn a_firefox_form_is_ticked_and_sent_by_element_and_its_text_field_refused_unwritten() {
+async fn a_firefox_form_is_typed_in_the_foreground_ticked_and_sent_by_element() {
     let _display = DISPLAY_LOCK.lock().await;
     let (url, bodies) = form_server();
     let profile = tempfile::tempdir().unwrap();
     let _browser = firefox(&url, profile.path());
-    let body = tick_and_send(
+    let body = type_tick_and_send(
+        &runtime().await,
         "Order form \u{2014} Mozilla Firefox",
         "gecko",
         1000,
         &bodies,
     )
     .await;
-    // The box was ticked; the refused field holds nothing.
-    assert_eq!(body, "/submit?name=&city=&gift=yes");
+    // What was typed and ticked is what the page sent.
+    assert_eq!(body, "/submit?name=Ada+Lovelace&city=London&gift=yes");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[needs(display, accessibility)]
-async fn a_chromium_form_is_ticked_and_sent_by_element_and_its_text_field_refused_unwritten() {
+async fn a_chromium_form_is_typed_in_the_foreground_ticked_and_sent_by_element() {
     let _display = DISPLAY_LOCK.lock().await;
     let (url, bodies) = form_server();
     let profile = tempfile::tempdir().unwrap();
     let _browser = chromium(&url, profile.path(), true);
-    let body = tick_and_send("Order form - Chromium", "chromium", 2000, &bodies).await;
-    assert_eq!(body, "/submit?name=&city=&gift=yes");
+    let body = type_tick_and_send(
+        &runtime().await,
+        "Order form - Chromium",
+        "chromium",
+        2000,
+        &bodies,
+    )
+    .await;
+    assert_eq!(body, "/submit?name=Ada+Lovelace&city=London&gift=yes");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

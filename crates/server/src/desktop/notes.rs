@@ -27,6 +27,10 @@ pub(crate) struct Notes {
     pub written_elements: Vec<Node>,
     /// The last mutation was an element action (nothing to restore).
     pub acted_by_element: bool,
+    /// The action about to be sent was asked for in the foreground: it
+    /// may take the focus and send keys (a web page's field is typed
+    /// into).
+    pub foreground: bool,
 }
 
 /// [`Notes`] behind their lock.

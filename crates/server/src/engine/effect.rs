@@ -104,9 +104,12 @@ impl Desk {
         self.revalidate_context(request, envelope, now())
             .map_err(before)?;
         let target = envelope.get("target").and_then(super::actuate::evidence);
-        self.prepare(&request.tool, &request.args, target.as_ref())
-            .map_err(before)?;
+        // The desktop notes what the envelope says (its labels, its mode)
+        // first: its checks of the element depend on the mode (a web
+        // page's field is typed into only in the foreground).
         self.before_effect(&request.tool, envelope)
+            .map_err(before)?;
+        self.prepare(&request.tool, &request.args, target.as_ref())
             .map_err(before)?;
         self.refuse_held_before(request, envelope).map_err(before)?;
         let snapshot = self.capture();

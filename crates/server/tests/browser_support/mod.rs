@@ -11,11 +11,12 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use adk_computer_use::ChainOutcome;
+use adk_computer_use::ExecutionMode;
 use adk_computer_use::chain::Session;
 use adk_computer_use::contracts::WindowId;
 use adk_computer_use::mcp::ComputerUseMcpRuntime;
 use adk_computer_use::runtime::{ComputerUseRuntime, ObservationScope, ProposedAction};
-use adk_computer_use_testkit::child::{Sim, host_approves};
+use adk_computer_use_testkit::child::{Sim, host_approves, session_on};
 use serde_json::{Value, json};
 
 /// The order form, above a table of 280 rows of three cells: a page of
@@ -232,4 +233,70 @@ pub async fn refusal_of(
         tokio::time::sleep(std::time::Duration::from_millis(500)).await;
     }
     last.expect("five tries")
+}
+
+/// In the browser window titled `title`, once its tree has `nodes` nodes
+/// or more (the whole page exposed): a page field's writing refused in
+/// the background before anything is written, the fields typed into in
+/// the foreground, the box ticked and the form sent by element in the
+/// background; what the page posts is returned.
+pub async fn type_tick_and_send(
+    sim: &Sim,
+    title: &str,
+    toolkit: &str,
+    nodes: u64,
+    bodies: &mpsc::Receiver<String>,
+) -> String {
+    let (id, app, tree) = accessible_window(sim, title, nodes).await;
+    assert_eq!(tree["toolkit"], toolkit, "{}", tree["toolkit"]);
+    // A browser fills its tree in after the page shows: a plan waits for
+    // it to stay still before it acts, as it should.
+    wait_until_still(sim, id).await;
+    let session = session_on(&sim.runtime, "browser", &app, Some(WindowId::Number(id)));
+
+    let write = in_background(
+        "fill_form",
+        json!({ "window_id": id, "fields": [
+            { "role": "AXTextField", "label": "Full name", "value": "Ada Lovelace" },
+        ] }),
+    );
+    let err = refusal_of(sim, &session, write).await;
+    assert_eq!(err.refusal_code(), Some("element_not_editable"), "{err}");
+    assert!(err.to_string().contains("web page"), "{err}");
+    // In the foreground the fields are typed into, each given the focus
+    // first, and read back: Verified.
+    let typed = ProposedAction::new(
+        "fill_form",
+        json!({ "window_id": id, "fields": [
+            { "role": "AXTextField", "label": "Full name", "value": "Ada Lovelace" },
+            { "role": "AXTextField", "label": "City", "value": "London" },
+        ] }),
+        ExecutionMode::Foreground,
+    );
+    let done = run_as_a_plan_would(sim, &session, typed).await;
+    assert!(done.outcome().is_verified(), "{}", done.outcome());
+
+    // Buttons a person does not see are refused before anything is sent.
+    for (label, cause) in [("Pay now", "covered"), ("Pay later", "too small")] {
+        let press = in_background("press_button", json!({ "window_id": id, "label": label }));
+        let err = refusal_of(sim, &session, press).await;
+        assert_eq!(err.refusal_code(), Some("element_not_actionable"), "{err}");
+        assert!(err.to_string().contains(cause), "{label}: {err}");
+    }
+
+    let tick = in_background(
+        "click_element",
+        json!({ "window_id": id, "role": "AXCheckBox", "label": "Gift wrap" }),
+    );
+    assert!(run_as_a_plan_would(sim, &session, tick).await.performed());
+    // "Send" matches the decoy exactly, but the decoy is off the page; the
+    // one button a person sees that matches is "Send order".
+    let send = in_background("press_button", json!({ "window_id": id, "label": "Send" }));
+    assert!(run_as_a_plan_would(sim, &session, send).await.performed());
+    session.shutdown().await;
+    posted(bodies)
+}
+
+fn in_background(tool: &str, arguments: Value) -> ProposedAction {
+    ProposedAction::new(tool, arguments, ExecutionMode::Background)
 }

@@ -4,7 +4,10 @@
 //! is named by role and label (upstream's argument shapes) and must be found
 //! exactly once, enabled and shown, before anything is done; the effect goes
 //! through the application's own interfaces (no input event, no focus
-//! taken), and a written value is read back through the same bus.
+//! taken), and a written value is read back through the same bus. The one
+//! exception is a web page's field, which no browser lets an assistive
+//! technology write: in the foreground it is given the focus and typed
+//! into (see `focus`), and read back the same way.
 
 use serde_json::{Value, json};
 
@@ -32,6 +35,9 @@ const ACTION_BUDGET: std::time::Duration = std::time::Duration::from_secs(30);
 
 pub(crate) use super::resolve::{Window, show_tree};
 
+/// How long a written value is looked for on the read-back.
+const READ_BACK_WAIT: std::time::Duration = std::time::Duration::from_millis(1000);
+
 /// The element observations a Linux desktop answers when the
 /// accessibility bus is reachable.
 pub(crate) const OBSERVE_TOOLS: [&str; 2] = [tool::FIND_ELEMENT, tool::GET_FOCUSED_ELEMENT];
@@ -56,6 +62,67 @@ pub(crate) trait ElementHost {
     fn written_elements(&self) -> Vec<Node>;
     /// Replaces them.
     fn set_written_elements(&self, nodes: Vec<Node>);
+
+    /// Whether the action being performed was asked for in the foreground
+    /// (it may take the focus and send keys). Nothing is, unless the
+    /// desktop says so.
+    fn in_foreground(&self) -> bool {
+        false
+    }
+
+    /// Types `text` into the window `record`, replacing what its focused
+    /// field holds (all of it selected first): the window is given the
+    /// input focus, `focus` gives the field the focus and checks it holds
+    /// it, and the keys are sent only while the window still holds the
+    /// input focus. A desktop that sends no keys refuses, sending nothing.
+    fn type_into_field(
+        &self,
+        record: &Window,
+        text: &str,
+        focus: &dyn Fn() -> Result<(), Refusal>,
+    ) -> Result<(), ApplyError> {
+        let _ = (record, text, focus);
+        Err(ApplyError::NothingSent(Refusal::new(
+            "element_not_editable",
+            "this desktop sends no keys, so a web page's field cannot be written here",
+        )))
+    }
+
+    /// Whether `text` can be typed here (every character has a key), so a
+    /// form is refused before its first field rather than half typed. A
+    /// desktop that sends no keys refuses.
+    fn can_type(&self, text: &str) -> Result<(), Refusal> {
+        let _ = text;
+        Err(Refusal::new(
+            "element_not_editable",
+            "this desktop sends no keys, so a web page's field cannot be written here",
+        ))
+    }
+
+    /// Whether a web page's field `node` is written by typing (the action
+    /// is in the foreground), or the refusal when it cannot be written:
+    /// `Ok(false)` for a field written through the bus.
+    fn typed(&self, tree: &Tree, node: &Node, value: &str) -> Result<bool, Refusal> {
+        let Some(refusal) = tree.toolkit.refuses_text(&tree.nodes, node) else {
+            return Ok(false);
+        };
+        if !self.in_foreground() {
+            return Err(refusal);
+        }
+        // A line break in a one-line field is the key that sends its form.
+        if !node.states.iter().any(|s| s == "multi_line") && value.contains(['\n', '\r']) {
+            return Err(Refusal::new(
+                "invalid_arguments",
+                format!(
+                    "the {} {} holds one line, and typing a line break into a page's field sends its form: nothing was written",
+                    node.role,
+                    node.id()
+                ),
+            ));
+        }
+        self.can_type(value)?;
+        Ok(true)
+    }
 
     /// The whole accessible tree of the window `record` (up to the walk's
     /// limits): the tree targets are resolved in and revisions taken of;
@@ -114,10 +181,8 @@ pub(crate) trait ElementHost {
                     format!("the {} {} is not editable", node.role, node.id()),
                 ));
             }
-            if field.value.is_some()
-                && let Some(refusal) = tree.toolkit.refuses_text(&tree.nodes, node)
-            {
-                return Err(refusal);
+            if let Some(value) = field.value {
+                self.typed(&tree, node, value)?;
             }
         }
         Ok(())
@@ -186,6 +251,14 @@ pub(crate) trait ElementHost {
             .map(|f| resolve(&tree, f))
             .collect::<Result<_, _>>()
             .map_err(ApplyError::NothingSent)?;
+        // Every field typed into is checked before the first is touched:
+        // the mode, a line break, a character with no key.
+        for (field, node) in fields.iter().zip(&nodes) {
+            if let Some(value) = field.value {
+                self.typed(&tree, node, value)
+                    .map_err(ApplyError::NothingSent)?;
+            }
+        }
         let mut done = Vec::new();
         let mut written = Vec::new();
         let started = std::time::Instant::now();
@@ -219,12 +292,37 @@ pub(crate) trait ElementHost {
                 // A form that changed under the first writes (a row added,
                 // fields reordered) would shift the next paths: the tree
                 // must still be the one resolved, or the action stops here.
+                // A field typed into may gain nodes of its own (Chromium
+                // shows a field's text as a child): what lies inside the
+                // fields written so far is not compared.
                 let now = self.element_tree(&record).map_err(ApplyError::Failed)?;
-                if now.revision != tree.revision {
+                let outside = |nodes: &[Node]| super::revision::structure_outside(nodes, &written);
+                if now.revision != tree.revision && outside(&now.nodes) != outside(&tree.nodes) {
                     return Err(ApplyError::Failed(stale(
                         "the form changed while it was being filled; the fields before this one were written",
                     )));
                 }
+            }
+            let typed = match field.value {
+                Some(value) => self
+                    .typed(&tree, node, value)
+                    .map_err(ApplyError::NothingSent)?,
+                None => false,
+            };
+            if let (true, Some(value)) = (typed, field.value) {
+                let focus = || bus.focus_field(pid, &record.title, record.bounds, node);
+                match self.type_into_field(&record, value, &focus) {
+                    Ok(()) => {}
+                    Err(ApplyError::NothingSent(refusal)) if done.is_empty() => {
+                        return Err(ApplyError::NothingSent(refusal));
+                    }
+                    Err(ApplyError::NothingSent(refusal) | ApplyError::Failed(refusal)) => {
+                        return Err(ApplyError::Failed(refusal));
+                    }
+                }
+                written.push((*node).clone());
+                done.push(json!({ "elementId": node.id(), "role": node.role, "label": node.label, "typed": true }));
+                continue;
             }
             let acted = match field.value {
                 Some(value) => bus.set_text(pid, &record.title, record.bounds, node, value),
@@ -356,9 +454,18 @@ pub(crate) trait ElementHost {
                 continue;
             }
             checks += 1;
-            match bus.read_text(pid, &record.title, record.bounds, node) {
-                Ok(now) if now == value => {}
-                _ => return failed(checks),
+            // Keys typed into a page's field reach it after they are sent
+            // (some 30 ms, measured): a value not there yet is read again,
+            // briefly. What the field holds at the end is what is judged.
+            let deadline = std::time::Instant::now() + READ_BACK_WAIT;
+            loop {
+                match bus.read_text(pid, &record.title, record.bounds, node) {
+                    Ok(now) if now == value => break,
+                    _ if std::time::Instant::now() < deadline => {
+                        std::thread::sleep(std::time::Duration::from_millis(20));
+                    }
+                    _ => return failed(checks),
+                }
             }
         }
         EffectCheck {

@@ -18,6 +18,7 @@
 #[cfg(any(feature = "x11", feature = "wayland"))]
 pub(crate) mod actions;
 mod cache;
+mod focus;
 mod frame;
 mod layout;
 #[cfg(any(feature = "x11", feature = "wayland"))]

@@ -38,6 +38,11 @@ const MAX_HITS: usize = 64;
 /// How far up from the element hit its owner is looked for.
 const MAX_ANCESTORS: usize = 32;
 
+/// How many times a hit test that reached only the document is asked
+/// again, and how long apart (a second in all).
+const BLANK_RETRIES: usize = 20;
+const BLANK_PAUSE: std::time::Duration = std::time::Duration::from_millis(50);
+
 /// Refuses an element of a web document (one of `above`, its ancestors
 /// from the frame down, is the document) that is too small to see or
 /// whose centre another element covers. Elements outside web documents
@@ -96,7 +101,18 @@ pub(super) async fn reachable(
         ));
     }
     let (cx, cy) = (x + width / 2, y + height / 2);
-    let hit = deepest_at(conn, document, cx, cy).await?;
+    // Firefox's hit test can answer the document itself for a while
+    // after the page is laid out (measured on a text field, and on a
+    // button just scrolled to): nothing at all is asked again, briefly;
+    // an element answered is taken at once.
+    let mut hit = deepest_at(conn, document, cx, cy).await?;
+    for _ in 0..BLANK_RETRIES {
+        if !same(&hit, document) {
+            break;
+        }
+        tokio::time::sleep(BLANK_PAUSE).await;
+        hit = deepest_at(conn, document, cx, cy).await?;
+    }
     if !within(conn, &hit, node, document).await {
         let role = hit.get_role_name().await.unwrap_or_default();
         return Err(unseen(

@@ -99,6 +99,23 @@ pub(super) fn values(nodes: &[Node]) -> String {
     )
 }
 
+/// [`structure`] of the nodes that are not inside one of `written` (the
+/// written nodes themselves are kept): a field typed into may gain or
+/// lose nodes of its own while the rest of the window stays as it was.
+#[cfg(any(feature = "x11", feature = "wayland"))]
+pub(super) fn structure_outside(nodes: &[Node], written: &[Node]) -> String {
+    let kept: Vec<Node> = nodes
+        .iter()
+        .filter(|n| {
+            !written
+                .iter()
+                .any(|w| n.path.len() > w.path.len() && n.path.starts_with(&w.path))
+        })
+        .cloned()
+        .collect();
+    structure(&kept)
+}
+
 /// The digest of what identifies the tree: every node's path and role,
 /// and for each node an action can reach (all but `tree::CONTENT_ROLES`) the
 /// one text it is matched by (its label), its bounds, actions and the

@@ -129,7 +129,7 @@ impl Toolkit {
             Refusal::with_details(
                 "element_not_editable",
                 format!(
-                    "the {} {} is a field of a web page, which {} does not let an assistive technology write (it offers no EditableText, or accepts the call and writes nothing): nothing was written; a page's field is written with `type` after focusing it, which needs the foreground",
+                    "the {} {} is a field of a web page, which {} does not let an assistive technology write (it offers no EditableText, or accepts the call and writes nothing): nothing was written; in the foreground (`ExecutionMode::Foreground`) the server types into it instead, after giving it the focus",
                     node.role,
                     node.id(),
                     if *self == Self::Chromium { "Chromium" } else { "Firefox" }

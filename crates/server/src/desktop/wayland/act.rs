@@ -131,6 +131,52 @@ impl WaylandDesktop {
         }
     }
 
+    /// Types `text` into the window `record`'s focused field, replacing
+    /// what it holds (see `ElementHost::type_into_field`): the window is
+    /// given the focus, `focus` gives the field its own, and the keys are
+    /// sent only while the window still holds the focus, unchanged.
+    pub(super) fn type_replacing(
+        &self,
+        record: &Window,
+        text: &str,
+        focus: &dyn Fn() -> Result<(), Refusal>,
+    ) -> Result<(), ApplyError> {
+        let refused = ApplyError::NothingSent;
+        let keys = keymap::replace_text(text).map_err(refused)?;
+        // Handed over before the checks, so nothing waits between the
+        // last check and the keys.
+        self.compositor()
+            .set_keymap(&keys.keymap)
+            .map_err(refused)?;
+        let sway = self.sway().map_err(refused)?;
+        let same = |w: &sway::Window| {
+            let seen = self.for_elements(w);
+            seen.title == record.title && seen.bounds == record.bounds
+        };
+        match sway.window(record.id).map_err(refused)? {
+            Some(window) if same(&window) => {
+                if !window.focused {
+                    sway.focus(record.id).map_err(refused)?;
+                }
+            }
+            _ => return Err(refused(stale("the window changed since its tree was read"))),
+        }
+        // Keys will be sent and the focus was taken: the restore puts it
+        // back.
+        self.notes.get().acted_by_element = false;
+        focus().map_err(refused)?;
+        match sway.window(record.id).map_err(refused)? {
+            Some(now) if now.focused && same(&now) => {}
+            _ => {
+                return Err(refused(stale(
+                    "the window did not keep the focus, or changed while the field took it",
+                )));
+            }
+        }
+        self.compositor().send_keys(&keys.keymap, &keys.events)?;
+        Ok(())
+    }
+
     /// Checks the target again, gives it the focus, checks that it holds
     /// it (and is still where it was), then sends.
     pub(super) fn send_checked(

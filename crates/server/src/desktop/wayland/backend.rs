@@ -42,6 +42,23 @@ impl ElementHost for WaylandDesktop {
     fn set_written_elements(&self, nodes: Vec<Node>) {
         self.notes.get().written_elements = nodes;
     }
+
+    fn can_type(&self, text: &str) -> Result<(), Refusal> {
+        super::keymap::replace_text(text).map(drop)
+    }
+
+    fn in_foreground(&self) -> bool {
+        self.notes.get().foreground
+    }
+
+    fn type_into_field(
+        &self,
+        record: &Window,
+        text: &str,
+        focus: &dyn Fn() -> Result<(), Refusal>,
+    ) -> Result<(), ApplyError> {
+        self.type_replacing(record, text, focus)
+    }
 }
 
 impl DesktopBackend for WaylandDesktop {
@@ -239,7 +256,9 @@ impl DesktopBackend for WaylandDesktop {
 
     fn before_effect(&self, _tool: &str, envelope: &Value) -> Result<(), Refusal> {
         // Text labelled as a secret is never kept past this process.
-        self.notes.get().writing_secret = labels_a_secret(envelope);
+        let mut notes = self.notes.get();
+        notes.writing_secret = labels_a_secret(envelope);
+        notes.foreground = envelope["requestedMode"] == "foreground";
         Ok(())
     }
 

@@ -1,8 +1,11 @@
-//! Keys on Wayland: a virtual keyboard brings its own keymap. Every keysym
-//! an action needs gets a key of its own at the first level (no Shift is
-//! ever needed to reach a character, and no layout of the seat's can alter
-//! what arrives); the modifier keys of a chord are mapped to their
-//! modifiers.
+//! Keys on Wayland: a virtual keyboard brings its own keymap. Printable
+//! ASCII and the named keys sit where a US keyboard has them (a capital
+//! or a symbol is its key with Shift), so the code a client reads says
+//! which key it is as well as the keysym does: Chromium takes a key's
+//! meaning partly from its code, and dropped a space sent on the code of
+//! Escape (measured, when every keysym had a key of its own in order).
+//! Any other character gets a key of its own past the US ones, at the
+//! first level; no layout of the seat's can alter what arrives.
 //!
 //! A client takes a new keymap in its own time, and a key that reaches it
 //! first is dropped (seen here with GTK on sway: the Tab after a change of
@@ -11,15 +14,108 @@
 //! needs more (the compositor connection waits for a changed keymap to
 //! settle before it sends a key of it).
 
-use crate::desktop::keys::{Keysym, char_keysym, is_modifier, named_keysym};
+use crate::desktop::keys::{Keysym, SHIFT_L, char_keysym, is_modifier, named_keysym};
 use crate::engine::Refusal;
 
 /// Longest text `type` takes at once.
 pub(super) const MOST_TYPED: usize = 4096;
 
-/// Most distinct keysyms one action's keymap holds (XKB keycodes run to
-/// 255; the first is 9).
-const MOST_KEYS: usize = 240;
+/// The evdev code of the first key past the US ones (F13), and how many
+/// such keys one action's keymap holds (XKB keycodes run to 255, evdev
+/// codes to 247).
+const EXTRA_FIRST: u32 = 183;
+const MOST_EXTRA: usize = 65;
+
+/// The evdev code of Left Shift, held for a key's second level.
+const SHIFT_CODE: u32 = 42;
+
+/// The printable keys of a US keyboard: evdev code, the character at the
+/// first level and at the second (with Shift).
+const US: [(u32, char, char); 48] = [
+    (41, '`', '~'),
+    (2, '1', '!'),
+    (3, '2', '@'),
+    (4, '3', '#'),
+    (5, '4', '$'),
+    (6, '5', '%'),
+    (7, '6', '^'),
+    (8, '7', '&'),
+    (9, '8', '*'),
+    (10, '9', '('),
+    (11, '0', ')'),
+    (12, '-', '_'),
+    (13, '=', '+'),
+    (16, 'q', 'Q'),
+    (17, 'w', 'W'),
+    (18, 'e', 'E'),
+    (19, 'r', 'R'),
+    (20, 't', 'T'),
+    (21, 'y', 'Y'),
+    (22, 'u', 'U'),
+    (23, 'i', 'I'),
+    (24, 'o', 'O'),
+    (25, 'p', 'P'),
+    (26, '[', '{'),
+    (27, ']', '}'),
+    (43, '\\', '|'),
+    (30, 'a', 'A'),
+    (31, 's', 'S'),
+    (32, 'd', 'D'),
+    (33, 'f', 'F'),
+    (34, 'g', 'G'),
+    (35, 'h', 'H'),
+    (36, 'j', 'J'),
+    (37, 'k', 'K'),
+    (38, 'l', 'L'),
+    (39, ';', ':'),
+    (40, '\'', '"'),
+    (44, 'z', 'Z'),
+    (45, 'x', 'X'),
+    (46, 'c', 'C'),
+    (47, 'v', 'V'),
+    (48, 'b', 'B'),
+    (49, 'n', 'N'),
+    (50, 'm', 'M'),
+    (51, ',', '<'),
+    (52, '.', '>'),
+    (53, '/', '?'),
+    (57, ' ', ' '),
+];
+
+/// The named keys (see [`named_keysym`]) where a US keyboard has them:
+/// evdev code and keysym.
+const NAMED: [(u32, Keysym); 30] = [
+    (29, 0xffe3),
+    (42, 0xffe1),
+    (56, 0xffe9),
+    (125, 0xffeb),
+    (28, 0xff0d),
+    (15, 0xff09),
+    (1, 0xff1b),
+    (14, 0xff08),
+    (111, 0xffff),
+    (102, 0xff50),
+    (107, 0xff57),
+    (104, 0xff55),
+    (109, 0xff56),
+    (105, 0xff51),
+    (103, 0xff52),
+    (106, 0xff53),
+    (108, 0xff54),
+    (110, 0xff63),
+    (59, 0xffbe),
+    (60, 0xffbf),
+    (61, 0xffc0),
+    (62, 0xffc1),
+    (63, 0xffc2),
+    (64, 0xffc3),
+    (65, 0xffc4),
+    (66, 0xffc5),
+    (67, 0xffc6),
+    (68, 0xffc7),
+    (87, 0xffc8),
+    (88, 0xffc9),
+];
 
 fn invalid(message: impl Into<String>) -> Refusal {
     Refusal::new("invalid_arguments", message)
@@ -44,72 +140,85 @@ fn modifier_bit(sym: Keysym) -> Option<(u32, &'static str)> {
     }
 }
 
-/// The keys every keymap starts with, in this order: printable ASCII,
-/// then the named keys of [`named_keysym`].
-fn base() -> Vec<Keysym> {
-    let mut syms: Vec<Keysym> = (0x20..=0x7e).collect();
-    for name in [
-        "ctrl",
-        "shift",
-        "alt",
-        "super",
-        "return",
-        "tab",
-        "escape",
-        "backspace",
-        "delete",
-        "home",
-        "end",
-        "page_up",
-        "page_down",
-        "left",
-        "up",
-        "right",
-        "down",
-        "insert",
-    ] {
-        if let Some(sym) = named_keysym(name) {
-            syms.push(sym);
-        }
+/// The key of `sym` on the US keys: its evdev code, and whether it is
+/// the key's second level (Shift held).
+fn us_key(sym: Keysym) -> Option<(u32, bool)> {
+    if let Some((code, _)) = NAMED.iter().find(|(_, named)| *named == sym) {
+        return Some((*code, false));
     }
-    syms.extend((1..=12).map(|n| 0xffbd + n));
-    syms
+    US.iter().find_map(|(code, first, second)| {
+        if char_keysym(*first) == sym {
+            Some((*code, false))
+        } else if char_keysym(*second) == sym {
+            Some((*code, true))
+        } else {
+            None
+        }
+    })
 }
 
+/// The keymap of one action: the US keys and the named keys, then the
+/// keys its other characters need, in the order they were first asked
+/// for.
 struct Builder {
-    syms: Vec<Keysym>,
+    extra: Vec<Keysym>,
 }
 
 impl Builder {
     fn new() -> Self {
-        Self { syms: base() }
+        Self { extra: Vec::new() }
     }
 
-    fn code(&mut self, sym: Keysym) -> Result<u32, Refusal> {
-        let index = match self.syms.iter().position(|s| *s == sym) {
+    /// The evdev code of `sym`'s key, and whether Shift is held for it.
+    fn key(&mut self, sym: Keysym) -> Result<(u32, bool), Refusal> {
+        if let Some(key) = us_key(sym) {
+            return Ok(key);
+        }
+        let index = match self.extra.iter().position(|s| *s == sym) {
             Some(index) => index,
             None => {
-                if self.syms.len() >= MOST_KEYS {
+                if self.extra.len() >= MOST_EXTRA {
                     return Err(invalid(format!(
-                        "the text needs more than {MOST_KEYS} distinct keys"
+                        "the text needs more than {MOST_EXTRA} distinct characters beyond US ASCII"
                     )));
                 }
-                self.syms.push(sym);
-                self.syms.len() - 1
+                self.extra.push(sym);
+                self.extra.len() - 1
             }
         };
-        // XKB keycode 9 + index; the evdev code the protocol takes is 8 less.
-        Ok(u32::try_from(index).unwrap_or(0) + 1)
+        Ok((EXTRA_FIRST + u32::try_from(index).unwrap_or(0), false))
     }
 
     fn keymap(&self) -> String {
+        // (XKB keycode, its keysyms by level); XKB's is the evdev code + 8.
+        let mut keys: Vec<(u32, Vec<Keysym>)> = Vec::new();
+        for (code, first, second) in US {
+            let mut levels = vec![char_keysym(first)];
+            if second != first {
+                levels.push(char_keysym(second));
+            }
+            keys.push((code + 8, levels));
+        }
+        for (code, sym) in NAMED {
+            keys.push((code + 8, vec![sym]));
+        }
+        for (index, sym) in self.extra.iter().enumerate() {
+            keys.push((
+                EXTRA_FIRST + 8 + u32::try_from(index).unwrap_or(0),
+                vec![*sym],
+            ));
+        }
+        keys.sort_by_key(|(keycode, _)| *keycode);
         let mut codes = String::new();
         let mut symbols = String::new();
-        for (index, sym) in self.syms.iter().enumerate() {
-            let keycode = index + 9;
+        for (keycode, levels) in &keys {
             codes.push_str(&format!("    <K{keycode}> = {keycode};\n"));
-            symbols.push_str(&format!("    key <K{keycode}> {{ [ {sym:#x} ] }};\n"));
-            if let Some((_, name)) = modifier_bit(*sym) {
+            let named: Vec<String> = levels.iter().map(|sym| format!("{sym:#x}")).collect();
+            symbols.push_str(&format!(
+                "    key <K{keycode}> {{ [ {} ] }};\n",
+                named.join(", ")
+            ));
+            if let Some((_, name)) = levels.first().and_then(|sym| modifier_bit(*sym)) {
                 symbols.push_str(&format!("    modifier_map {name} {{ <K{keycode}> }};\n"));
             }
         }
@@ -135,9 +244,17 @@ pub(super) fn type_text(text: &str) -> Result<Keys, Refusal> {
     let mut builder = Builder::new();
     let mut events = Vec::new();
     for ch in text.chars() {
-        let code = builder.code(char_keysym(ch))?;
-        events.push((code, true, 0));
-        events.push((code, false, 0));
+        let (code, shifted) = builder.key(char_keysym(ch))?;
+        if shifted {
+            events.extend([
+                (SHIFT_CODE, true, 1),
+                (code, true, 1),
+                (code, false, 1),
+                (SHIFT_CODE, false, 0),
+            ]);
+        } else {
+            events.extend([(code, true, 0), (code, false, 0)]);
+        }
     }
     Ok(Keys {
         keymap: builder.keymap(),
@@ -179,7 +296,12 @@ pub(super) fn chord(chord: &str) -> Result<Keys, Refusal> {
     for name in &names {
         let sym = named_keysym(name)
             .ok_or_else(|| invalid(format!("unknown key name {name:?} in {chord:?}")))?;
-        pressed.push((builder.code(sym)?, sym));
+        let (code, shifted) = builder.key(sym)?;
+        // A symbol on a key's second level is that key with Shift.
+        if shifted && !pressed.iter().any(|(_, s)| *s == SHIFT_L) {
+            pressed.push((SHIFT_CODE, SHIFT_L));
+        }
+        pressed.push((code, sym));
     }
     reserved(chord, &pressed)?;
     let mut events = Vec::new();
@@ -202,23 +324,75 @@ pub(super) fn chord(chord: &str) -> Result<Keys, Refusal> {
     })
 }
 
+/// `ctrl+a` (all of a field's text selected), then the keys that type
+/// `text`, so that the text replaces what the focused field held. Ctrl
+/// and "a" are among the keys every keymap starts with ([`base`]), so they
+/// have the same codes on the keymap that types `text`.
+pub(super) fn replace_text(text: &str) -> Result<Keys, Refusal> {
+    let select = chord("ctrl+a")?;
+    let typed = type_text(text)?;
+    let mut events = select.events;
+    events.extend(typed.events);
+    Ok(Keys {
+        keymap: typed.keymap,
+        events,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::expect_used)]
     use super::*;
 
     #[test]
-    fn each_character_gets_its_own_first_level_key_and_repeats_reuse_it() {
-        let keys = type_text("Aa A").expect("typed");
-        assert_eq!(keys.events.len(), 8);
-        // Keycode 9 + (sym - 0x20) for printable ASCII; evdev is 8 less.
-        let code = |ch: char| u32::from(ch) - 0x20 + 1;
-        assert_eq!(keys.events[0], (code('A'), true, 0));
-        assert_eq!(keys.events[2], (code('a'), true, 0));
-        assert_eq!(keys.events[6], (code('A'), true, 0));
-        assert!(keys.keymap.contains("key <K42> { [ 0x41 ] };"));
-        assert!(keys.keymap.contains("key <K74> { [ 0x61 ] };"));
-        assert!(keys.keymap.contains("key <K9> { [ 0x20 ] };"));
+    fn select_all_keeps_its_codes_on_the_keymap_that_types_the_text() {
+        // Ctrl and "a" on a fresh keymap, and on one that has grown for
+        // characters outside US ASCII: the same codes.
+        let ctrl = named_keysym("ctrl").expect("ctrl");
+        let a = char_keysym('a');
+        let mut fresh = Builder::new();
+        let mut grown = Builder::new();
+        grown.key(char_keysym('é')).expect("é");
+        grown.key(char_keysym('ж')).expect("ж");
+        assert_eq!(
+            fresh.key(ctrl).expect("ctrl"),
+            grown.key(ctrl).expect("ctrl")
+        );
+        assert_eq!(fresh.key(a).expect("a"), grown.key(a).expect("a"));
+        let replaced = replace_text("é!").expect("typed");
+        assert_eq!(replaced.keymap, type_text("é!").expect("typed").keymap);
+        // ctrl+a (4), é (2), ! with Shift (4).
+        assert_eq!(replaced.events.len(), 4 + 2 + 4);
+    }
+
+    #[test]
+    fn characters_are_typed_on_the_us_keys_with_shift_for_the_second_level() {
+        let keys = type_text("Aa -;").expect("typed");
+        assert_eq!(
+            keys.events,
+            vec![
+                (SHIFT_CODE, true, 1),
+                (30, true, 1),
+                (30, false, 1),
+                (SHIFT_CODE, false, 0),
+                (30, true, 0),
+                (30, false, 0),
+                // The space on the space bar, never on another key's code
+                // (Chromium dropped a space sent on Escape's).
+                (57, true, 0),
+                (57, false, 0),
+                (12, true, 0),
+                (12, false, 0),
+                (39, true, 0),
+                (39, false, 0),
+            ]
+        );
+        assert!(keys.keymap.contains("key <K38> { [ 0x61, 0x41 ] };"));
+        assert!(keys.keymap.contains("key <K65> { [ 0x20 ] };"));
+        assert!(keys.keymap.contains("key <K9> { [ 0xff1b ] };"));
+        let lines = type_text("a\tb\n").expect("typed");
+        assert_eq!(lines.events[2], (15, true, 0));
+        assert_eq!(lines.events[6], (28, true, 0));
     }
 
     #[test]
@@ -230,26 +404,18 @@ mod tests {
         assert_eq!(plain.keymap, chord_keys.keymap);
         let accented = type_text("é").expect("typed");
         assert_ne!(accented.keymap, plain.keymap);
+        assert_eq!(accented.events[0].0, EXTRA_FIRST);
         assert!(
             accented
                 .keymap
-                .starts_with(&plain.keymap[..plain.keymap.find("  };").expect("codes")])
-        );
-        assert_eq!(
-            accented.events[0].0,
-            u32::try_from(base().len()).expect("small") + 1
+                .contains(&format!("key <K{}> {{ [ 0xe9 ] }};", EXTRA_FIRST + 8))
         );
     }
 
     #[test]
     fn a_chord_holds_its_modifiers_until_they_are_released() {
         let keys = chord("ctrl+shift+t").expect("chord");
-        let base = base();
-        let code = |sym: Keysym| {
-            u32::try_from(base.iter().position(|s| *s == sym).expect("in the base")).expect("small")
-                + 1
-        };
-        let (ctrl, shift, t) = (code(0xffe3), code(0xffe1), code(u32::from('t')));
+        let (ctrl, shift, t) = (29, SHIFT_CODE, 20);
         assert_eq!(
             keys.events,
             vec![

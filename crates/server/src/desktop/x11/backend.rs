@@ -225,7 +225,9 @@ impl DesktopBackend for X11Desktop {
 
     fn before_effect(&self, _tool: &str, envelope: &Value) -> Result<(), Refusal> {
         // Text labelled as a secret is never kept past this process.
-        self.notes.get().writing_secret = labels_a_secret(envelope);
+        let mut notes = self.notes.get();
+        notes.writing_secret = labels_a_secret(envelope);
+        notes.foreground = envelope["requestedMode"] == "foreground";
         Ok(())
     }
 

@@ -3,11 +3,14 @@
 //! the process the X server records for it, its title, and its place on
 //! the screen (AT-SPI reports X11 frames in screen coordinates).
 
-use super::{X11Desktop, windows};
+use x11rb::connection::Connection as _;
+use x11rb::protocol::xproto::ConnectionExt as _;
+
+use super::{X11Desktop, input, windows};
 use crate::desktop::atspi::Accessibility;
 use crate::desktop::atspi::Node;
 use crate::desktop::atspi::actions::{ElementHost, Window};
-use crate::engine::Refusal;
+use crate::engine::{ApplyError, Refusal};
 use adk_computer_use::contracts::TargetEvidence;
 
 pub(super) use crate::desktop::atspi::actions::{ELEMENT_TOOLS, OBSERVE_TOOLS};
@@ -52,6 +55,65 @@ impl ElementHost for X11Desktop {
 
     fn set_written_elements(&self, nodes: Vec<Node>) {
         self.notes.get().written_elements = nodes;
+    }
+
+    fn can_type(&self, text: &str) -> Result<(), Refusal> {
+        let keymap = input::Keymap::read(&self.conn)?;
+        keymap.chord("ctrl+a")?;
+        keymap.type_text(text).map(drop)
+    }
+
+    fn in_foreground(&self) -> bool {
+        self.notes.get().foreground
+    }
+
+    /// As `type` is sent (see `send`): the window given the input focus,
+    /// then the field its focus (`focus`), then, with the server held, the
+    /// keys only while the window still holds the input focus: select all
+    /// (`ctrl+a`), then the text.
+    fn type_into_field(
+        &self,
+        record: &Window,
+        text: &str,
+        focus: &dyn Fn() -> Result<(), Refusal>,
+    ) -> Result<(), ApplyError> {
+        let refused = ApplyError::NothingSent;
+        let window = self.window_record(record.id).map_err(refused)?;
+        if window.title != record.title || window.bounds != record.bounds {
+            return Err(refused(super::stale(
+                "the window changed since its tree was read",
+            )));
+        }
+        let top = windows::top_level(&self.conn, self.root, window.id).map_err(refused)?;
+        let keymap = input::Keymap::read(&self.conn).map_err(refused)?;
+        let mut events = keymap.chord("ctrl+a").map_err(refused)?;
+        events.extend(keymap.type_text(text).map_err(refused)?);
+        // Keys will be sent and the focus taken: the restore puts it back.
+        self.notes.get().acted_by_element = false;
+        self.input_is_safe(top).map_err(refused)?;
+        self.focus(window.id, top).map_err(refused)?;
+        focus().map_err(refused)?;
+        self.conn
+            .grab_server()
+            .map_err(|e| refused(Refusal::plain(format!("GrabServer failed: {e}"))))?;
+        let sent = self
+            .keys_reach_target(&window, top)
+            .map_err(refused)
+            .and_then(|()| {
+                input::send(&self.conn, self.root, &events, self.watch.as_ref())
+                    .map_err(ApplyError::Failed)
+            });
+        let ungrabbed = self
+            .conn
+            .ungrab_server()
+            .map_err(|e| e.to_string())
+            .and_then(|_| self.conn.flush().map_err(|e| e.to_string()));
+        if let Err(err) = ungrabbed {
+            return Err(ApplyError::Failed(Refusal::plain(format!(
+                "UngrabServer failed: {err}"
+            ))));
+        }
+        sent
     }
 }
 

@@ -1,0 +1,87 @@
+//! Giving a web page's field the focus, for the keys that write it.
+//!
+//! Neither browser writes a page's field over AT-SPI (see `toolkit`), so in
+//! the foreground such a field is written by typing into it. Keys go where
+//! the focus is, so before the first key the field must hold it, as the
+//! browser itself says: the field reads `focused` and its window's frame
+//! reads `active`. A browser whose window does not hold the display's
+//! input focus answers `GrabFocus` with `true` and moves nothing (Firefox,
+//! measured), and a field may keep reading `focused` from before while its
+//! window is inactive: hence both states, looked at after the call, and
+//! the desktop gives the window the input focus first.
+
+use std::time::{Duration, Instant};
+
+use atspi::State;
+use atspi::proxy::proxy_ext::ProxyExt;
+
+use super::frame::Bounds;
+use super::frame::found_again_under;
+use super::{Accessibility, Node, Refusal, reach, run_bounded, unreadable};
+
+/// How long the field is given to read `focused` (both browsers take
+/// 10 to 70 ms, measured).
+const FOCUS_WAIT: Duration = Duration::from_millis(1500);
+
+impl Accessibility {
+    /// Gives the field `expected` names (found again by its path, with its
+    /// role and name) the focus through `Component.GrabFocus`, and waits
+    /// until it reads `focused` with its window's frame `active`. Nothing
+    /// is written; `stale_target` when the focus did not come.
+    pub fn focus_field(
+        &self,
+        pid: u32,
+        title: &str,
+        bounds: Bounds,
+        expected: &Node,
+    ) -> Result<(), Refusal> {
+        let bus = std::sync::Arc::clone(&self.bus);
+        let (title, expected) = (title.to_owned(), expected.clone());
+        run_bounded(&self.handle, "focus the field", async move {
+            let (above, node) = found_again_under(&bus, pid, &title, bounds, &expected).await?;
+            reach::reachable(bus.connection(), &above, &node, &expected).await?;
+            let component = node
+                .proxies()
+                .await
+                .map_err(|_| unreadable("the element"))?
+                .component()
+                .await
+                .map_err(|_| unreadable("the element's place"))?;
+            // The answer says nothing (Firefox answers `true` and does
+            // nothing when its window is inactive): the states say.
+            let _ = component.grab_focus().await;
+            let frame = above.first();
+            let deadline = Instant::now() + FOCUS_WAIT;
+            loop {
+                let field_focused = node
+                    .get_state()
+                    .await
+                    .is_ok_and(|states| states.contains(State::Focused));
+                let window_active = match frame {
+                    Some(frame) => frame
+                        .get_state()
+                        .await
+                        .is_ok_and(|states| states.contains(State::Active)),
+                    None => false,
+                };
+                if field_focused && window_active {
+                    return Ok(());
+                }
+                if Instant::now() >= deadline {
+                    return Err(Refusal::with_details(
+                        "stale_target",
+                        format!(
+                            "the {} {} did not take the focus within {} ms (its window {} active): no key was sent",
+                            expected.role,
+                            expected.id(),
+                            FOCUS_WAIT.as_millis(),
+                            if window_active { "is" } else { "is not" }
+                        ),
+                        serde_json::json!({ "changed": "focus", "elementId": expected.id() }),
+                    ));
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        })
+    }
+}
