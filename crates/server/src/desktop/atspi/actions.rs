@@ -11,7 +11,7 @@
 
 use serde_json::{Value, json};
 
-use super::resolve::{menu_item, names_what_was_written, resolve, wanted, window_agrees};
+use super::resolve::{menu_item, resolve, wanted, window_agrees};
 use super::{Accessibility, Node, Tree};
 use crate::desktop::simulated::Element;
 use crate::engine::{ApplyError, EffectCheck, Refusal};
@@ -34,9 +34,6 @@ pub(crate) const ELEMENT_TOOLS: [&str; 5] = [
 const ACTION_BUDGET: std::time::Duration = std::time::Duration::from_secs(30);
 
 pub(crate) use super::resolve::{Window, show_tree};
-
-/// How long a written value is looked for on the read-back.
-const READ_BACK_WAIT: std::time::Duration = std::time::Duration::from_millis(1000);
 
 /// The element observations a Linux desktop answers when the
 /// accessibility bus is reachable.
@@ -376,110 +373,7 @@ pub(crate) trait ElementHost {
         postcondition: Option<&Value>,
         target: Option<&TargetEvidence>,
     ) -> EffectCheck {
-        let method = match (postcondition, tool_name) {
-            (Some(_), _) => "postcondition.ui_element",
-            (None, tool::FILL_FORM) => "postcondition.auto_fill_form",
-            (None, _) => "postcondition.auto_ui_value",
-        };
-        let failed = |checks| EffectCheck {
-            verified: false,
-            method,
-            checks,
-        };
-        if tool_name == tool::SELECT_MENU_ITEM {
-            // The application took the choice; what it does next is for a
-            // declared postcondition to show, and none is observed here.
-            return EffectCheck {
-                verified: postcondition.is_none(),
-                method: if postcondition.is_none() {
-                    "atspi_action_performed"
-                } else {
-                    "atspi_unobservable"
-                },
-                checks: 0,
-            };
-        }
-        let Ok(fields) = wanted(tool_name, args) else {
-            return failed(0);
-        };
-        if let Some(postcondition) = postcondition
-            && !names_what_was_written(tool_name, &fields, postcondition)
-        {
-            return EffectCheck {
-                verified: false,
-                method: "atspi_unobservable",
-                checks: 0,
-            };
-        }
-        if fields.iter().all(|f| f.value.is_none()) {
-            // A press: the application took it; what it does next is for a
-            // declared postcondition to show.
-            return EffectCheck {
-                verified: true,
-                method: "atspi_action_performed",
-                checks: 0,
-            };
-        }
-        let Ok(record) = self.element_target(target) else {
-            return failed(0);
-        };
-        let Some(bus) = self.accessibility() else {
-            return failed(0);
-        };
-        let pid = record.pid.unwrap_or_default();
-        let written = self.written_elements();
-        if written.len() != fields.len() {
-            return failed(0);
-        }
-        let mut checks = 0;
-        let mut skipped_a_secret = false;
-        // The nodes written, each read again where it was written (not
-        // looked up by label a third time).
-        for (field, node) in fields.iter().zip(&written) {
-            let Some(value) = field.value else {
-                return failed(checks);
-            };
-            if node.secure {
-                // A secret's field is never read, not even to compare: a
-                // check declared on it is not observed here, and with none
-                // declared nothing is claimed about it.
-                if postcondition.is_some() {
-                    return EffectCheck {
-                        verified: false,
-                        method: "atspi_secret_not_read",
-                        checks: 0,
-                    };
-                }
-                skipped_a_secret = true;
-                continue;
-            }
-            checks += 1;
-            // Keys typed into a page's field reach it after they are sent
-            // (some 30 ms, measured): a value not there yet is read again,
-            // briefly. What the field holds at the end is what is judged.
-            let deadline = std::time::Instant::now() + READ_BACK_WAIT;
-            loop {
-                match bus.read_text(pid, &record.title, record.bounds, node) {
-                    Ok(now) if now == value => break,
-                    _ if std::time::Instant::now() < deadline => {
-                        std::thread::sleep(std::time::Duration::from_millis(20));
-                    }
-                    _ => return failed(checks),
-                }
-            }
-        }
-        EffectCheck {
-            verified: true,
-            // The record says what was read: a secret's field was written
-            // and not read (upstream's rule would make a failed automatic
-            // check an unknown outcome, so it is not reported failed).
-            method: if skipped_a_secret {
-                "atspi_secret_not_read"
-            } else {
-                method
-            },
-            checks,
-        }
+        super::readback::verify(self, tool_name, args, postcondition, target)
     }
 
     /// The elements of a window, for the server's sensitivity check: every

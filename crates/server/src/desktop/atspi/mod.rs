@@ -25,6 +25,8 @@ mod layout;
 pub(crate) mod observe;
 mod reach;
 #[cfg(any(feature = "x11", feature = "wayland"))]
+mod readback;
+#[cfg(any(feature = "x11", feature = "wayland"))]
 mod resolve;
 pub(crate) mod revision;
 mod roles;
