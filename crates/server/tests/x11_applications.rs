@@ -214,64 +214,14 @@ async fn gedit_writes_a_sentence_by_element_and_saves_it_to_the_file() {
 }
 
 /// A Qt order form (`binding`: PyQt5 or PyQt6) filled, ticked and sent by
-/// element in the background; what the form printed when sent (its own
-/// evidence, read outside this crate) is returned.
+/// element in the background; what the form printed when sent.
 async fn qt_form_sent_by_element(binding: &str) -> Value {
-    use std::io::BufRead as _;
     let _display = DISPLAY_LOCK.lock().await;
     // The server first: it publishes the bus's address where Qt 5 reads it.
     let sim = runtime().await;
     let title = format!("Qt order {binding}");
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/x11_support/qt_form.py");
-    let mut child = Command::new("/usr/bin/python3")
-        .args([script, binding, &title])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let _form = Program(child);
-    let (lines, printed) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stdout)
-            .lines()
-            .map_while(Result::ok)
-        {
-            let _ = lines.send(line);
-        }
-    });
-    let (id, app, tree) = accessible_window(&sim, &title, 4).await;
-    assert_eq!(tree["toolkit"], "qt", "{}", tree["toolkit"]);
-    let session = session_on(&sim.runtime, "qt", &app, Some(WindowId::Number(id)));
-    let actions = [
-        background(
-            "fill_form",
-            json!({ "window_id": id, "fields": [
-                { "role": "AXTextField", "label": "Full name", "value": "Ada Lovelace" },
-            ] }),
-        ),
-        background(
-            "click_element",
-            json!({ "window_id": id, "role": "AXCheckBox", "label": "Gift wrap" }),
-        ),
-        background(
-            "press_button",
-            json!({ "window_id": id, "label": "Send order" }),
-        ),
-    ];
-    for (step, action) in actions.into_iter().enumerate() {
-        let done = run_as_a_plan_would(&sim, &session, action).await;
-        assert!(done.performed(), "step {step}");
-        // The field is read back by the server: the fill is Verified.
-        if step == 0 {
-            assert!(done.outcome().is_verified(), "{}", done.outcome());
-        }
-    }
-    session.shutdown().await;
-    let line = printed
-        .recv_timeout(Duration::from_secs(10))
-        .expect("the form printed nothing: Send order was not pressed");
-    serde_json::from_str(&line).unwrap()
+    let form = x11_support::browser::qt_form(binding, &title, &[], false);
+    x11_support::browser::qt_fill_tick_and_send(&sim, &form, &title).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,8 +1,10 @@
 //! A web page with a form, served by the test itself, for the browsers'
-//! tests (Firefox and Chromium on X11, Firefox on Wayland): what the page
-//! posts reaches this server, outside the crate under test; and the
-//! waits and retries of a plan on a real desktop (a window's tree to
-//! appear and stay still, a refusal on a page still settling).
+//! tests (Firefox and Chromium on X11 and on Wayland): what the page posts
+//! reaches this server, outside the crate under test; a Qt order form
+//! (`qt_form.py`, PyQt5 or PyQt6) that prints what it was sent; the one
+//! flow each is driven through on either desktop; and the waits and
+//! retries of a plan on a real desktop (a window's tree to appear and stay
+//! still, a refusal on a page still settling).
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -299,4 +301,89 @@ pub async fn type_tick_and_send(
 
 fn in_background(tool: &str, arguments: Value) -> ProposedAction {
     ProposedAction::new(tool, arguments, ExecutionMode::Background)
+}
+
+/// A Qt order form running (`qt_form.py`): what it prints when sent
+/// arrives on `printed`. Killed when dropped.
+pub struct QtForm {
+    child: std::process::Child,
+    printed: mpsc::Receiver<String>,
+}
+
+impl Drop for QtForm {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts the Qt order form titled `title` with `binding` (PyQt5 or
+/// PyQt6), in the environment `env` adds to this process's (`DISPLAY`
+/// removed when `wayland`).
+pub fn qt_form(binding: &str, title: &str, env: &[(&str, String)], wayland: bool) -> QtForm {
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/browser_support/qt_form.py"
+    );
+    let mut command = std::process::Command::new("/usr/bin/python3");
+    command
+        .args([script, binding, title])
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null());
+    if wayland {
+        command
+            .env_remove("DISPLAY")
+            .env("QT_QPA_PLATFORM", "wayland");
+    }
+    let mut child = command
+        .spawn()
+        .unwrap_or_else(|e| panic!("the Qt form could not be started: {e}"));
+    let stdout = child.stdout.take().unwrap();
+    let (lines, printed) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = lines.send(line);
+        }
+    });
+    QtForm { child, printed }
+}
+
+/// The Qt order form titled `title` filled (Verified on the read-back),
+/// ticked and sent by element in the background; what it printed when
+/// sent (its own evidence, read outside the crate under test).
+pub async fn qt_fill_tick_and_send(sim: &Sim, form: &QtForm, title: &str) -> Value {
+    let (id, app, tree) = accessible_window(sim, title, 4).await;
+    assert_eq!(tree["toolkit"], "qt", "{}", tree["toolkit"]);
+    let session = session_on(&sim.runtime, "qt", &app, Some(WindowId::Number(id)));
+    let actions = [
+        in_background(
+            "fill_form",
+            json!({ "window_id": id, "fields": [
+                { "role": "AXTextField", "label": "Full name", "value": "Ada Lovelace" },
+            ] }),
+        ),
+        in_background(
+            "click_element",
+            json!({ "window_id": id, "role": "AXCheckBox", "label": "Gift wrap" }),
+        ),
+        in_background(
+            "press_button",
+            json!({ "window_id": id, "label": "Send order" }),
+        ),
+    ];
+    for (step, action) in actions.into_iter().enumerate() {
+        let done = run_as_a_plan_would(sim, &session, action).await;
+        assert!(done.performed(), "step {step}");
+        // The field is read back by the server: the fill is Verified.
+        if step == 0 {
+            assert!(done.outcome().is_verified(), "{}", done.outcome());
+        }
+    }
+    session.shutdown().await;
+    let line = form
+        .printed
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the form printed nothing: Send order was not pressed");
+    serde_json::from_str(&line).unwrap()
 }

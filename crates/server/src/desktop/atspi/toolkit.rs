@@ -34,10 +34,17 @@
 //! fields offer no EditableText. Firefox's offer it and answer `true` to
 //! `SetTextContents` and `InsertText` while the field stays empty, focused
 //! or not (Firefox ESR 153, measured by reading the field back and on the
-//! screen). A value written there would be a success reported for nothing,
-//! so writing a browser page's field is refused before anything is done
-//! (`element_not_editable`, naming why); the page's check boxes, buttons and
-//! links are acted on through their actions like any other element.
+//! screen). A value written there would be a success reported for nothing.
+//! So in the background writing a browser page's field is refused before
+//! anything is done (`element_not_editable`, naming why); in the
+//! foreground the field is given the focus and typed into (see `focus`),
+//! and read back like any other. The page's check boxes, buttons and links
+//! are acted on through their actions like any other element.
+//!
+//! Qt 5 (Debian's 5.15) finds the accessibility bus by the X root window's
+//! `AT_SPI_BUS`, and without it registers only when a race goes its way;
+//! the X11 desktop writes the launcher's address there when it is missing
+//! (see `x11::bus_address`). Qt 6 registers either way.
 
 use serde_json::json;
 
