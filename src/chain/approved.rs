@@ -4,9 +4,9 @@ use std::sync::Arc;
 
 use super::Reserved;
 use super::approvals::Authority;
+use super::core::Core;
 use super::guard::ActionGuard;
 use super::recorder::Ticket;
-use super::session::Core;
 use super::witness::{BoundReservation, FreshPreview};
 use serde_json::json;
 

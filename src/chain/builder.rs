@@ -7,9 +7,10 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
 use super::approvals::CheckpointStore;
+use super::core::Core;
 use super::guard::{DEFAULT_RELEASE_TIMEOUT, ReleaseHandle, Releaser, spawn_reaper};
 use super::recorder::Recorder;
-use super::session::{Core, Session};
+use super::session::Session;
 use crate::ComputerUseError;
 use crate::auth::ScopeAuthorizer;
 use crate::clock::{Clock, SystemClock};

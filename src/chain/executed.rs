@@ -3,8 +3,8 @@
 use std::sync::Arc;
 
 use super::Verified;
+use super::core::Core;
 use super::guard::ActionGuard;
-use super::session::Core;
 use super::witness::{BoundReceipt, FreshPreview};
 use serde_json::json;
 

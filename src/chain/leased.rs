@@ -4,8 +4,8 @@ use std::sync::Arc;
 
 use super::Executed;
 use super::approvals::Authority;
+use super::core::Core;
 use super::guard::ActionGuard;
-use super::session::Core;
 use super::witness::{BoundLease, BoundReceipt, BoundReservation, FreshPreview};
 use serde_json::json;
 

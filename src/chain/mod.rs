@@ -23,6 +23,7 @@ pub(crate) mod approvals;
 mod approved;
 pub mod attacks;
 mod builder;
+mod core;
 mod driver;
 mod executed;
 mod guard;

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use super::Previewed;
-use super::session::Core;
+use super::core::Core;
 use super::witness::FreshPreview;
 use serde_json::json;
 

@@ -7,7 +7,7 @@ use super::approvals::{
     Approval, ApprovalSource, Authority, CheckpointBody, CheckpointId, CheckpointRefusal,
     SealedFrame, VERSION, offload, seal_record,
 };
-use super::session::Core;
+use super::core::Core;
 use super::witness::FreshPreview;
 use serde_json::json;
 

@@ -3,8 +3,8 @@
 use std::sync::Arc;
 
 use super::approvals::Authority;
+use super::core::Core;
 use super::route::{Blocked, Route, RouteKind, route_kind};
-use super::session::Core;
 use super::witness::FreshPreview;
 use super::{Approved, PendingApproval};
 use serde_json::json;

@@ -3,8 +3,8 @@
 use std::sync::Arc;
 
 use super::approvals::Authority;
+use super::core::Core;
 use super::guard::ActionGuard;
-use super::session::Core;
 use super::witness::{BoundLease, BoundReservation, FreshPreview};
 use super::{Leased, TaskLease};
 use serde_json::json;

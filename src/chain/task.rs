@@ -34,8 +34,8 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use serde_json::json;
 use tokio::sync::Notify;
 
+use super::core::Core;
 use super::guard::{ActionGuard, LedgerId};
-use super::session::Core;
 use super::{Session, witness::BoundLease};
 use crate::ComputerUseError;
 use crate::binding;

@@ -15,7 +15,7 @@ use super::offload;
 use super::refusal::CheckpointRefusal;
 use super::stores::{CheckpointStore, ClaimBasis};
 use crate::ComputerUseError;
-use crate::chain::session::Core;
+use crate::chain::core::Core;
 use crate::runtime::ComputerUseRuntime;
 
 /// A checkpoint this session is resuming: marked in the session until the

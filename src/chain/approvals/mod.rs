@@ -21,6 +21,7 @@ mod decision;
 pub(crate) mod evidence;
 pub(crate) mod give_back;
 mod grantable;
+mod identity;
 mod offload;
 pub(crate) mod refresh;
 mod refusal;
@@ -33,12 +34,12 @@ pub use approval::{Approval, ApprovalSource, Authority};
 #[cfg(feature = "adk")]
 pub(crate) use checkpoint::open_record;
 pub(crate) use checkpoint::{CheckpointBody, SealedFrame, VERSION, seal_record};
-pub use checkpoint::{CheckpointId, MIN_KEY_LEN, SealingKey};
 pub use decision::{
     ApproverKey, ApproverPublicKey, Decision, decide, decision_of, wait_for_decision,
 };
 pub use evidence::{BOUNDS_TOLERANCE_PX, DEFAULT_TARGET_EVIDENCE_MAX_AGE};
 pub use grantable::{GrantableCheckpoint, open_for_grant};
+pub use identity::{CheckpointId, MIN_KEY_LEN, SealingKey};
 pub(crate) use offload::run as offload;
 pub use refusal::CheckpointRefusal;
 pub use report::{ActionReport, MOST_REPORTS, Reported, ReportedOutcome, reported, reports_of};

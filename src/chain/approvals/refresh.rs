@@ -9,7 +9,7 @@ use super::checkpoint::{CheckpointBody, CheckpointId};
 use super::refusal::CheckpointRefusal;
 use crate::ComputerUseError;
 use crate::chain::PendingApproval;
-use crate::chain::session::Core;
+use crate::chain::core::Core;
 use crate::runtime::ComputerUseRuntime;
 
 /// The checkpoint's action previewed again when its envelope expired

@@ -29,9 +29,7 @@ use crate::ComputerUseError;
 use crate::digest::canonical_json;
 use crate::runtime::VerificationOutcome;
 
-/// The most reports kept for one checkpoint (an approval given back after
-/// a refusal may be resumed and refused again, until its expiry).
-pub const MOST_REPORTS: usize = 16;
+pub use super::stores::MOST_REPORTS;
 
 /// Sealed reports start with this, so that no sealed report can ever be
 /// opened as a checkpoint, nor a checkpoint as a report.

@@ -14,7 +14,7 @@ use super::offload;
 use super::refusal::CheckpointRefusal;
 use super::stores::ClaimBasis;
 use crate::ComputerUseError;
-use crate::chain::session::Core;
+use crate::chain::core::Core;
 use crate::chain::{Approved, PendingApproval};
 use crate::runtime::ComputerUseRuntime;
 

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use super::{CheckpointStore, ClaimBasis, fresh_store_id, refused, sealed};
 use crate::ComputerUseError;
-use crate::chain::approvals::checkpoint::{CheckpointId, SealingKey};
+use crate::chain::approvals::identity::{CheckpointId, SealingKey};
 use crate::chain::approvals::refusal::CheckpointRefusal;
 use crate::digest::sha256_hex;
 

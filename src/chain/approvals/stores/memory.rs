@@ -6,7 +6,7 @@ use std::sync::Mutex;
 
 use super::{CheckpointStore, ClaimBasis, fresh_store_id, refused, sealed, too_many_reports};
 use crate::ComputerUseError;
-use crate::chain::approvals::checkpoint::{CheckpointId, SealingKey};
+use crate::chain::approvals::identity::{CheckpointId, SealingKey};
 use crate::chain::approvals::refusal::CheckpointRefusal;
 
 /// Checkpoints kept in memory (for tests and short-lived hosts).

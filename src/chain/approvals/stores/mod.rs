@@ -15,7 +15,7 @@ mod memory;
 pub use file::FileCheckpointStore;
 pub use memory::MemoryCheckpointStore;
 
-use super::checkpoint::{CheckpointId, SealingKey};
+use super::identity::{CheckpointId, SealingKey};
 use super::refusal::CheckpointRefusal;
 use crate::ComputerUseError;
 use crate::digest::sha256_hex;
@@ -119,13 +119,17 @@ pub(crate) fn report_place_taken(id: &CheckpointId, sequence: usize) -> Computer
     }
 }
 
+/// The most reports kept for one checkpoint (an approval given back after
+/// a refusal may be resumed and refused again, until its expiry).
+pub const MOST_REPORTS: usize = 16;
+
 /// The refusal of a report past the most one checkpoint keeps.
 pub(crate) fn too_many_reports(id: &CheckpointId) -> ComputerUseError {
     ComputerUseError::InvalidRequest {
         field: "outcomeReport".into(),
         message: format!(
             "checkpoint {id} holds {} reports already, the most it keeps",
-            crate::chain::approvals::report::MOST_REPORTS
+            MOST_REPORTS
         ),
     }
 }

@@ -106,14 +106,40 @@ pub(crate) trait ElementHost {
         if !self.in_foreground() {
             return Err(refusal);
         }
-        // A line break in a one-line field is the key that sends its form.
-        if !node.states.iter().any(|s| s == "multi_line") && value.contains(['\n', '\r']) {
+        // Keys go where the page sends them, and a page may send them to
+        // another field (a handler that moves the focus on the first
+        // key): a secret typed there would be shown by every later read
+        // of that field. A page's password field is not typed into.
+        if node.secure {
+            return Err(Refusal::new(
+                "element_not_editable",
+                format!(
+                    "the {} {} is a web page's password field: its text would be typed as keys, which the page may send to another field where the secret would be read back and shown, so it is not typed; nothing was written",
+                    node.role,
+                    node.id()
+                ),
+            ));
+        }
+        // A Tab is the key that moves to the next field, and a line break
+        // in a one-line field the key that sends its form: only the text
+        // of a multi-line field may hold line breaks, and no other
+        // control character is typed.
+        let multi_line = node.states.iter().any(|s| s == "multi_line");
+        if value
+            .chars()
+            .any(|c| c.is_control() && !(multi_line && matches!(c, '\n' | '\r')))
+        {
             return Err(Refusal::new(
                 "invalid_arguments",
                 format!(
-                    "the {} {} holds one line, and typing a line break into a page's field sends its form: nothing was written",
+                    "the value for the {} {} holds a control character (a Tab moves to the next field; a line break {}): a page's field is written by typing, so nothing was written",
                     node.role,
-                    node.id()
+                    node.id(),
+                    if multi_line {
+                        "is typed only as a line break"
+                    } else {
+                        "sends a one-line field's form"
+                    }
                 ),
             ));
         }
@@ -291,19 +317,30 @@ pub(crate) trait ElementHost {
                 // must still be the one resolved, or the action stops here.
                 // A field typed into may gain nodes of its own (Chromium
                 // shows a field's text as a child): what lies inside the
-                // fields written so far is not compared.
+                // fields written so far is not compared. Nor, for a web
+                // page's fields, the browser around the page (a tab's name
+                // changes when the pointer rests on it): only the page.
                 let now = self.element_tree(&record).map_err(ApplyError::Failed)?;
-                let outside = |nodes: &[Node]| super::revision::structure_outside(nodes, &written);
+                let page = web_page_of(&tree, nodes.first().copied());
+                let outside =
+                    |nodes: &[Node]| super::revision::structure_outside(nodes, &written, &page);
                 if now.revision != tree.revision && outside(&now.nodes) != outside(&tree.nodes) {
                     return Err(ApplyError::Failed(stale(
                         "the form changed while it was being filled; the fields before this one were written",
                     )));
                 }
             }
+            // Checked again here (the keyboard's map may have changed since
+            // the check above): past the first field, a refusal is not
+            // "nothing was done".
             let typed = match field.value {
-                Some(value) => self
-                    .typed(&tree, node, value)
-                    .map_err(ApplyError::NothingSent)?,
+                Some(value) => self.typed(&tree, node, value).map_err(|refusal| {
+                    if done.is_empty() {
+                        ApplyError::NothingSent(refusal)
+                    } else {
+                        ApplyError::Failed(refusal)
+                    }
+                })?,
                 None => false,
             };
             if let (true, Some(value)) = (typed, field.value) {
@@ -409,4 +446,19 @@ pub(crate) trait ElementHost {
             })
             .collect())
     }
+}
+
+/// The path of the web page (`document web` or `document frame`) that
+/// holds `node`, or the whole window's (`[]`) when it is in none.
+fn web_page_of(tree: &Tree, node: Option<&Node>) -> Vec<u32> {
+    let Some(node) = node else {
+        return Vec::new();
+    };
+    tree.nodes
+        .iter()
+        .filter(|n| matches!(n.atspi_role.as_str(), "document web" | "document frame"))
+        .filter(|n| node.path.len() > n.path.len() && node.path.starts_with(&n.path))
+        .max_by_key(|n| n.path.len())
+        .map(|n| n.path.clone())
+        .unwrap_or_default()
 }

@@ -9,6 +9,17 @@
 //! measured), and a field may keep reading `focused` from before while its
 //! window is inactive: hence both states, looked at after the call, and
 //! the desktop gives the window the input focus first.
+//!
+//! A page can make a field read `focused` while the keys go elsewhere: an
+//! element that takes the focus and names the field its
+//! `aria-activedescendant` (a combo box's way) makes both browsers report
+//! the field `focused` too (a hostile review typed into such a decoy). So
+//! `focused` alone proves nothing. What the decoy cannot move is the
+//! caret: the field that really holds the focus has it (its
+//! `Text.CaretOffset` is 0 or more), the field the decoy points at answers
+//! -1 in both browsers (measured). So the caret must be in the field, and
+//! the field must be the only element of its window that reads `focused`
+//! (asked of the whole window at once, `Collection.GetMatches`).
 
 use std::time::{Duration, Instant};
 
@@ -50,6 +61,13 @@ impl Accessibility {
             // The answer says nothing (Firefox answers `true` and does
             // nothing when its window is inactive): the states say.
             let _ = component.grab_focus().await;
+            let text = node
+                .proxies()
+                .await
+                .map_err(|_| unreadable("the element"))?
+                .text()
+                .await
+                .ok();
             let frame = above.first();
             let deadline = Instant::now() + FOCUS_WAIT;
             loop {
@@ -64,14 +82,32 @@ impl Accessibility {
                         .is_ok_and(|states| states.contains(State::Active)),
                     None => false,
                 };
-                if field_focused && window_active {
-                    return Ok(());
+                // The caret is where the keys go (see above).
+                let caret_in = match &text {
+                    Some(text) => text.caret_offset().await.is_ok_and(|at| at >= 0),
+                    None => false,
+                };
+                if field_focused && window_active && caret_in {
+                    match only_focused(frame, &node).await {
+                        Some(true) => return Ok(()),
+                        Some(false) => {}
+                        None => {
+                            return Err(Refusal::new(
+                                "stale_target",
+                                format!(
+                                    "which element of the window holds the focus could not be asked, so the {} {} is not known to hold it: no key was sent",
+                                    expected.role,
+                                    expected.id()
+                                ),
+                            ));
+                        }
+                    }
                 }
                 if Instant::now() >= deadline {
                     return Err(Refusal::with_details(
                         "stale_target",
                         format!(
-                            "the {} {} did not take the focus within {} ms (its window {} active): no key was sent",
+                            "the {} {} did not take the focus within {} ms (its window {} active; or the caret is not in it, or another element reads focused too): no key was sent",
                             expected.role,
                             expected.id(),
                             FOCUS_WAIT.as_millis(),
@@ -84,4 +120,33 @@ impl Accessibility {
             }
         })
     }
+}
+
+/// Whether `field` is the only element of the window (`frame` and all
+/// below it) that reads `focused`; `None` when the window cannot be
+/// asked.
+async fn only_focused(
+    frame: Option<&atspi::proxy::accessible::AccessibleProxy<'_>>,
+    field: &atspi::proxy::accessible::AccessibleProxy<'_>,
+) -> Option<bool> {
+    use atspi::{MatchType, ObjectMatchRule, SortOrder};
+    let collection = frame?.proxies().await.ok()?.collection().await.ok()?;
+    let rule = ObjectMatchRule::builder()
+        .states([State::Focused], MatchType::All)
+        .attributes(std::collections::HashMap::new(), MatchType::All)
+        .roles(&[], MatchType::All)
+        .interfaces(std::iter::empty::<atspi::Interface>(), MatchType::All)
+        .build();
+    let focused = collection
+        .get_matches(rule, SortOrder::Canonical, 0, true)
+        .await
+        .ok()?;
+    let field = field.inner();
+    Some(
+        !focused.is_empty()
+            && focused.iter().all(|object| {
+                object.name_as_str() == Some(field.destination().as_str())
+                    && object.path_as_str() == field.path().as_str()
+            }),
+    )
 }

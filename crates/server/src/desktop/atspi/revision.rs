@@ -99,13 +99,15 @@ pub(super) fn values(nodes: &[Node]) -> String {
     )
 }
 
-/// [`structure`] of the nodes that are not inside one of `written` (the
-/// written nodes themselves are kept): a field typed into may gain or
-/// lose nodes of its own while the rest of the window stays as it was.
+/// [`structure`] of the nodes at or below the path `within` that are not
+/// inside one of `written` (the written nodes themselves are kept): a
+/// field typed into may gain or lose nodes of its own while the rest of
+/// the window stays as it was.
 #[cfg(any(feature = "x11", feature = "wayland"))]
-pub(super) fn structure_outside(nodes: &[Node], written: &[Node]) -> String {
+pub(super) fn structure_outside(nodes: &[Node], written: &[Node], within: &[u32]) -> String {
     let kept: Vec<Node> = nodes
         .iter()
+        .filter(|n| n.path.starts_with(within))
         .filter(|n| {
             !written
                 .iter()
