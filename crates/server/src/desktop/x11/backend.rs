@@ -204,23 +204,10 @@ impl DesktopBackend for X11Desktop {
         // From the checks to the last event, no other client's request is
         // served: nothing can move, cover, grab or reach into the target
         // in between.
-        self.conn.grab_server().map_err(|e| {
-            ApplyError::NothingSent(Refusal::plain(format!("GrabServer failed: {e}")))
-        })?;
-        let sent = self
-            .still_current(target)
-            .and_then(|()| self.send_checked(tool, args, target));
-        let ungrabbed = self
-            .conn
-            .ungrab_server()
-            .map_err(|e| e.to_string())
-            .and_then(|_| self.conn.flush().map_err(|e| e.to_string()));
-        if let Err(err) = ungrabbed {
-            return Err(ApplyError::Failed(Refusal::plain(format!(
-                "UngrabServer failed: {err}"
-            ))));
-        }
-        sent
+        self.with_server_held(|| {
+            self.still_current(target)
+                .and_then(|()| self.send_checked(tool, args, target))
+        })
     }
 
     fn before_effect(&self, _tool: &str, envelope: &Value) -> Result<(), Refusal> {

@@ -93,16 +93,29 @@ impl ElementHost for X11Desktop {
         self.input_is_safe(top).map_err(refused)?;
         self.focus(window.id, top).map_err(refused)?;
         focus().map_err(refused)?;
-        self.conn
-            .grab_server()
-            .map_err(|e| refused(Refusal::plain(format!("GrabServer failed: {e}"))))?;
-        let sent = self
-            .keys_reach_target(&window, top)
-            .map_err(refused)
-            .and_then(|()| {
-                input::send(&self.conn, self.root, &events, self.watch.as_ref())
-                    .map_err(ApplyError::Failed)
-            });
+        self.with_server_held(|| {
+            self.keys_reach_target(&window, top)
+                .map_err(refused)
+                .and_then(|()| {
+                    input::send(&self.conn, self.root, &events, self.watch.as_ref())
+                        .map_err(ApplyError::Failed)
+                })
+        })
+    }
+}
+
+impl X11Desktop {
+    /// `send`, with the X server held: from the checks to the last event no
+    /// other client's request is served, so nothing can move, cover, grab
+    /// or reach into the target in between. Not held, nothing is sent.
+    pub(super) fn with_server_held<T>(
+        &self,
+        send: impl FnOnce() -> Result<T, ApplyError>,
+    ) -> Result<T, ApplyError> {
+        self.conn.grab_server().map_err(|e| {
+            ApplyError::NothingSent(Refusal::plain(format!("GrabServer failed: {e}")))
+        })?;
+        let sent = send();
         let ungrabbed = self
             .conn
             .ungrab_server()
@@ -115,9 +128,7 @@ impl ElementHost for X11Desktop {
         }
         sent
     }
-}
 
-impl X11Desktop {
     /// The window `id` of the display now, or `stale_target`.
     pub(super) fn window_record(&self, id: u64) -> Result<windows::WindowRecord, Refusal> {
         windows::all(&self.conn, self.root, &self.atoms)?
