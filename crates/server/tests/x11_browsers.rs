@@ -94,6 +94,7 @@ async fn a_firefox_form_is_typed_in_the_foreground_ticked_and_sent_by_element() 
     let _browser = firefox(&url, profile.path());
     let body = type_tick_and_send(
         &runtime().await,
+        true,
         "Order form \u{2014} Mozilla Firefox",
         "gecko",
         1000,
@@ -113,6 +114,7 @@ async fn a_chromium_form_is_typed_in_the_foreground_ticked_and_sent_by_element()
     let _browser = chromium(&url, profile.path(), true);
     let body = type_tick_and_send(
         &runtime().await,
+        true,
         "Order form - Chromium",
         "chromium",
         2000,

@@ -160,14 +160,23 @@ impl Desk {
         .map_err(|error| match error {
             // The desktop refused before anything reached it.
             ApplyError::NothingSent(error) => before(error),
-            ApplyError::Failed(_) => Failure {
-                error: Box::new(Refusal::with_details(
-                    "indeterminate",
-                    "mutating handler returned an error after entering the side-effect boundary",
-                    tool,
-                )),
-                crossed: true,
-            },
+            ApplyError::Failed(cause) => {
+                // The wire says only "indeterminate" (upstream's shape); the
+                // operator's log names the cause's code (never its words,
+                // which may hold an application's text).
+                eprintln!(
+                    "computer-use-server: {} failed after its effect began ({})",
+                    request.tool, cause.code
+                );
+                Failure {
+                    error: Box::new(Refusal::with_details(
+                        "indeterminate",
+                        "mutating handler returned an error after entering the side-effect boundary",
+                        tool,
+                    )),
+                    crossed: true,
+                }
+            }
         });
         if result.is_err() {
             return Performed {
