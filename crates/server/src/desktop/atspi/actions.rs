@@ -275,17 +275,22 @@ pub(crate) trait ElementHost {
             .collect::<Result<_, _>>()
             .map_err(ApplyError::NothingSent)?;
         // Every field typed into is checked before the first is touched:
-        // the mode, a line break, a character with no key.
-        for (field, node) in fields.iter().zip(&nodes) {
-            if let Some(value) = field.value {
-                self.typed(&tree, node, value)
-                    .map_err(ApplyError::NothingSent)?;
-            }
-        }
+        // the mode, a control character, a character with no key. Once,
+        // here: a keyboard map changed since is caught by the typing
+        // itself, which reads the map it sends with.
+        let typed: Vec<bool> = fields
+            .iter()
+            .zip(&nodes)
+            .map(|(field, node)| match field.value {
+                Some(value) => self.typed(&tree, node, value),
+                None => Ok(false),
+            })
+            .collect::<Result<_, _>>()
+            .map_err(ApplyError::NothingSent)?;
         let mut done = Vec::new();
         let mut written = Vec::new();
         let started = std::time::Instant::now();
-        for (field, node) in fields.iter().zip(&nodes) {
+        for ((field, node), typed) in fields.iter().zip(&nodes).zip(typed) {
             if crate::desktop::deadline::ended() {
                 // The lease this action spent ended (a stop, a pause, a
                 // release answered): nothing more is written.
@@ -321,7 +326,11 @@ pub(crate) trait ElementHost {
                 // page's fields, the browser around the page (a tab's name
                 // changes when the pointer rests on it): only the page.
                 let now = self.element_tree(&record).map_err(ApplyError::Failed)?;
-                let page = web_page_of(&tree, nodes.first().copied());
+                let page = nodes
+                    .first()
+                    .and_then(|node| super::toolkit::page_of(&tree.nodes, node))
+                    .map(|page| page.path.clone())
+                    .unwrap_or_default();
                 let outside =
                     |nodes: &[Node]| super::revision::structure_outside(nodes, &written, &page);
                 if now.revision != tree.revision && outside(&now.nodes) != outside(&tree.nodes) {
@@ -330,19 +339,6 @@ pub(crate) trait ElementHost {
                     )));
                 }
             }
-            // Checked again here (the keyboard's map may have changed since
-            // the check above): past the first field, a refusal is not
-            // "nothing was done".
-            let typed = match field.value {
-                Some(value) => self.typed(&tree, node, value).map_err(|refusal| {
-                    if done.is_empty() {
-                        ApplyError::NothingSent(refusal)
-                    } else {
-                        ApplyError::Failed(refusal)
-                    }
-                })?,
-                None => false,
-            };
             if let (true, Some(value)) = (typed, field.value) {
                 let focus = || bus.focus_field(pid, &record.title, record.bounds, node);
                 match self.type_into_field(&record, value, &focus) {
@@ -446,19 +442,4 @@ pub(crate) trait ElementHost {
             })
             .collect())
     }
-}
-
-/// The path of the web page (`document web` or `document frame`) that
-/// holds `node`, or the whole window's (`[]`) when it is in none.
-fn web_page_of(tree: &Tree, node: Option<&Node>) -> Vec<u32> {
-    let Some(node) = node else {
-        return Vec::new();
-    };
-    tree.nodes
-        .iter()
-        .filter(|n| matches!(n.atspi_role.as_str(), "document web" | "document frame"))
-        .filter(|n| node.path.len() > n.path.len() && node.path.starts_with(&n.path))
-        .max_by_key(|n| n.path.len())
-        .map(|n| n.path.clone())
-        .unwrap_or_default()
 }

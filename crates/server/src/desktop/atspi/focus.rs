@@ -36,9 +36,11 @@ const FOCUS_WAIT: Duration = Duration::from_millis(1500);
 
 impl Accessibility {
     /// Gives the field `expected` names (found again by its path, with its
-    /// role and name) the focus through `Component.GrabFocus`, and waits
-    /// until it reads `focused` with its window's frame `active`. Nothing
-    /// is written; `stale_target` when the focus did not come.
+    /// role and name, and reachable by a person's pointer) the focus
+    /// through `Component.GrabFocus`, and waits until it reads `focused`,
+    /// its window's frame `active`, the caret is in it and no other
+    /// element of the window reads `focused`. Nothing is written;
+    /// `stale_target` when the focus did not come.
     pub fn focus_field(
         &self,
         pid: u32,
@@ -51,23 +53,18 @@ impl Accessibility {
         run_bounded(&self.handle, "focus the field", async move {
             let (above, node) = found_again_under(&bus, pid, &title, bounds, &expected).await?;
             reach::reachable(bus.connection(), &above, &node, &expected).await?;
-            let component = node
+            let proxies = node
                 .proxies()
                 .await
-                .map_err(|_| unreadable("the element"))?
+                .map_err(|_| unreadable("the element"))?;
+            let component = proxies
                 .component()
                 .await
                 .map_err(|_| unreadable("the element's place"))?;
             // The answer says nothing (Firefox answers `true` and does
             // nothing when its window is inactive): the states say.
             let _ = component.grab_focus().await;
-            let text = node
-                .proxies()
-                .await
-                .map_err(|_| unreadable("the element"))?
-                .text()
-                .await
-                .ok();
+            let text = proxies.text().await.ok();
             let frame = above.first();
             let deadline = Instant::now() + FOCUS_WAIT;
             loop {

@@ -127,12 +127,7 @@ impl Toolkit {
         if !matches!(self, Self::Chromium | Self::Gecko) {
             return None;
         }
-        let in_page = nodes.iter().any(|n| {
-            matches!(n.atspi_role.as_str(), "document web" | "document frame")
-                && node.path.len() > n.path.len()
-                && node.path.starts_with(&n.path)
-        });
-        in_page.then(|| {
+        page_of(nodes, node).map(|_| {
             Refusal::with_details(
                 "element_not_editable",
                 format!(
@@ -186,6 +181,16 @@ impl Toolkit {
             json!({ "toolkit": self.name(), "enabled": enabled, "shown": shown }),
         ))
     }
+}
+
+/// The web page (`document web` or `document frame`) among `nodes` that
+/// holds `node`, the innermost when pages nest; `None` outside any.
+pub(super) fn page_of<'a>(nodes: &'a [Node], node: &Node) -> Option<&'a Node> {
+    nodes
+        .iter()
+        .filter(|n| matches!(n.atspi_role.as_str(), "document web" | "document frame"))
+        .filter(|n| node.path.len() > n.path.len() && node.path.starts_with(&n.path))
+        .max_by_key(|n| n.path.len())
 }
 
 #[cfg(test)]
