@@ -199,3 +199,21 @@ pub(super) async fn found_again_under<'c>(
     }
     Ok((above, node))
 }
+
+/// Chromium (and Electron) keeps its window's contents from the bus
+/// until an assistive technology reads one of its objects' attributes, as
+/// a screen reader does; a Chromium started without
+/// `--force-renderer-accessibility` then exposes its pages like one
+/// started with it (measured on Debian 12's Chromium: the frame's only
+/// child is a null reference before `GetAttributes` and the browser's
+/// view after it). The server reads the frame's attributes before each
+/// walk of a Chromium window and says so in the tree's answer. Nothing it
+/// answers is used.
+pub(super) async fn announce(conn: &zbus::Connection, frame: &ObjectRefOwned, toolkit: &Toolkit) {
+    if *toolkit != Toolkit::Chromium {
+        return;
+    }
+    if let Ok(proxy) = frame.clone().into_accessible_proxy(conn).await {
+        let _ = proxy.get_attributes().await;
+    }
+}

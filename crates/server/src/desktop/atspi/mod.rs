@@ -17,7 +17,9 @@
 // The element tools a desktop serves; only a desktop (X11, Wayland) uses them.
 #[cfg(any(feature = "x11", feature = "wayland"))]
 pub(crate) mod actions;
+mod basics;
 mod cache;
+mod direct;
 mod focus;
 mod frame;
 mod layout;
@@ -39,8 +41,8 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use atspi::AccessibilityConnection;
 use atspi::proxy::proxy_ext::ProxyExt;
-use atspi::{AccessibilityConnection, ObjectRefOwned};
 
 use crate::engine::Refusal;
 
@@ -236,8 +238,32 @@ impl Accessibility {
     /// the window of process `pid` titled `title` whose frame has the
     /// display's `bounds` for that window.
     pub fn tree(&self, pid: u32, title: &str, bounds: Bounds) -> Result<Tree, Refusal> {
+        self.read_tree(pid, title, bounds, true)
+    }
+
+    /// The same tree as [`Accessibility::tree`], each property of each node
+    /// asked with a call of its own (no `GetAll`, children always asked)
+    /// and no tree kept in memory used. For comparison (a test checks that both reads agree, and a
+    /// benchmark may time both); an action always reads with
+    /// [`Accessibility::tree`].
+    pub fn tree_node_by_node(
+        &self,
+        pid: u32,
+        title: &str,
+        bounds: Bounds,
+    ) -> Result<Tree, Refusal> {
+        self.read_tree(pid, title, bounds, false)
+    }
+
+    fn read_tree(
+        &self,
+        pid: u32,
+        title: &str,
+        bounds: Bounds,
+        fast: bool,
+    ) -> Result<Tree, Refusal> {
         let bus = Arc::clone(&self.bus);
-        let cache = self.cache.clone();
+        let cache = self.cache.clone().filter(|_| fast);
         let title = title.to_owned();
         run_within(
             &self.handle,
@@ -258,9 +284,14 @@ impl Accessibility {
                     (Some(cache), Some(app)) => cache.generation(app).await,
                     _ => None,
                 };
-                let direct = direct(bus.connection(), &frame, pid).await;
+                let direct = direct::direct(bus.connection(), &frame, pid).await;
                 let conn = direct.as_ref().unwrap_or(bus.connection());
-                let walked = walk::walk(conn, frame, WALK_MAX_DEPTH, WALK_MAX_NODES).await?;
+                frame::announce(conn, &frame, &toolkit).await;
+                let asking = basics::Asking {
+                    all: fast && toolkit.answers_get_all(),
+                };
+                let walked =
+                    walk::walk(conn, frame, asking, WALK_MAX_DEPTH, WALK_MAX_NODES).await?;
                 let tree = Tree::new(walked.nodes, walked.truncated, toolkit);
                 if let (Some(cache), Some(app), Some(generation)) = (&cache, &app, generation) {
                     cache.keep((pid, &title, bounds), app, generation, &tree);
@@ -444,44 +475,4 @@ fn no_press(expected: &Node) -> Refusal {
             expected.id()
         ),
     )
-}
-
-/// A connection of its own to the application that shows `frame`, where
-/// it offers one (`GetApplicationBusAddress`: GTK 3, Chromium and Firefox
-/// through at-spi2-atk): the walk's many calls then go to the application
-/// straight, not twice through the bus daemon. The address is the
-/// application's word, so the connection is kept only when the process at
-/// its other end is the one the bus and the display name (`pid`), checked
-/// by the kernel's credentials of the socket; otherwise, or where none is
-/// offered, the walk goes over the bus.
-async fn direct(
-    conn: &atspi::zbus::Connection,
-    frame: &ObjectRefOwned,
-    pid: u32,
-) -> Option<atspi::zbus::Connection> {
-    let name = frame.name()?.to_owned();
-    let app: atspi::proxy::application::ApplicationProxy<'_> =
-        atspi::zbus::proxy::Builder::new(conn)
-            .destination(name)
-            .ok()?
-            .path("/org/a11y/atspi/accessible/root")
-            .ok()?
-            .cache_properties(atspi::zbus::proxy::CacheProperties::No)
-            .build()
-            .await
-            .ok()?;
-    let address = app.get_application_bus_address().await.ok()?;
-    // A local socket only: the application names it, and nothing but a
-    // socket on this machine can say which process is at its other end.
-    if !address.starts_with("unix:") {
-        return None;
-    }
-    let direct = atspi::zbus::connection::Builder::address(address.as_str())
-        .ok()?
-        .p2p()
-        .build()
-        .await
-        .ok()?;
-    let owner = direct.peer_creds().await.ok()?.process_id();
-    (owner == Some(pid)).then_some(direct)
 }

@@ -6,7 +6,7 @@
 
 use serde_json::{Value, json};
 
-use super::{Bounds, Node, Tree, WALK_MAX_DEPTH, WALK_MAX_NODES};
+use super::{Bounds, Node, Toolkit, Tree, WALK_MAX_DEPTH, WALK_MAX_NODES};
 use crate::engine::Refusal;
 use adk_computer_use::contracts::TargetEvidence;
 use adk_computer_use::contracts::catalogue::tool;
@@ -364,8 +364,14 @@ pub(crate) fn show_tree(answer: &mut Value, tree: &Tree, max_depth: Option<usize
     answer["tree"] = shown;
     if let Some(refusal) = tree.toolkit.contents_hidden(&tree.nodes) {
         answer["accessibilityNote"] = json!(refusal.message);
+    } else if tree.toolkit == Toolkit::Chromium {
+        answer["accessibilityNote"] = json!(CHROMIUM_TURNED_ON);
     }
 }
+
+/// What the tree's answer says of a Chromium window whose page is read
+/// (see `frame::announce`).
+const CHROMIUM_TURNED_ON: &str = "Chromium exposes its pages once an assistive technology reads its window's attributes, as a screen reader does; the server read them before this tree, so a Chromium started without --force-renderer-accessibility is read like one started with it";
 
 /// A window of the display as the element tools see it: which process
 /// owns it (the application is found on the bus by it), its title, and

@@ -20,14 +20,16 @@
 //! that does not read as enabled and shown by the common states is refused
 //! as `toolkit_unsupported`, naming the toolkit, never as "disabled".
 //!
-//! Chromium (and Electron) exposes its window's contents only when it was
-//! started told that an assistive technology is present: without its
-//! `--force-renderer-accessibility` switch the window is an empty frame.
-//! Debian 12's Chromium ignored every signal an assistive technology can
-//! give on the bus (the bus's `IsEnabled` and `ScreenReaderEnabled`, a
-//! registered event listener; measured, as were `ACCESSIBILITY_ENABLED=1`
-//! and `GNOME_ACCESSIBILITY=1`), so the server cannot turn it on for a
-//! browser already running: such a window is refused as
+//! Chromium (and Electron) keeps its window's contents from the bus until
+//! an assistive technology reads one of its objects' attributes, as a
+//! screen reader does; Debian 12's Chromium ignores every other signal an
+//! assistive technology can give on the bus (the bus's `IsEnabled` and
+//! `ScreenReaderEnabled`, a registered event listener; measured, as were
+//! `ACCESSIBILITY_ENABLED=1` and `GNOME_ACCESSIBILITY=1`). The server
+//! reads the frame's attributes before each walk of a Chromium window (see
+//! `frame::announce`) and says so in the tree's answer, so a Chromium
+//! started without `--force-renderer-accessibility` is read like one
+//! started with it. A window that still shows no page is refused as
 //! `accessibility_off`, naming the switch, never as "not found".
 //!
 //! Neither browser writes a page's field through the bus. Chromium's page
@@ -70,6 +72,13 @@ pub enum Toolkit {
 }
 
 impl Toolkit {
+    /// Whether its bridge is at-spi2-atk (GTK 3, Chromium, Firefox), which
+    /// answers `Properties.GetAll` with a node's name, description and
+    /// child count (see `basics`).
+    pub fn answers_get_all(&self) -> bool {
+        matches!(self, Self::Gtk3 | Self::Chromium | Self::Gecko)
+    }
+
     /// The toolkit an application's `ToolkitName` and `Version` name.
     pub fn from_names(name: &str, version: &str) -> Self {
         let lower = name.to_ascii_lowercase();
@@ -114,7 +123,7 @@ impl Toolkit {
         (*self == Self::Chromium && !nodes.iter().any(page)).then(|| {
             Refusal::with_details(
                 "accessibility_off",
-                "this Chromium window exposes no page to assistive technologies, so none of its elements can be read: Chromium (or the Electron application) must be started with --force-renderer-accessibility (the server announces itself as an assistive technology on the bus, which Chromium does not take as enough); the server cannot turn it on for a browser already running",
+                "this Chromium window exposes no page to assistive technologies, so none of its elements can be read: the server read its window's attributes, which turns a Chromium's accessibility on, and it still shows none; start Chromium (or the Electron application) with --force-renderer-accessibility",
                 json!({ "toolkit": self.name(), "switch": "--force-renderer-accessibility" }),
             )
         })

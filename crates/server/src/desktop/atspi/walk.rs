@@ -1,7 +1,8 @@
 //! Reading a window's tree over the bus, many requests in flight at once.
 //!
-//! A node costs several calls (its role, name, description, states,
-//! interfaces and children, then its extents, actions and text), and a
+//! A node costs several calls (its role, name, description, states and
+//! interfaces, then its children, extents, actions and text; fewer where
+//! `GetAll` already said some of it, see `basics`), and a
 //! walk that waits for each answer before asking the next is bound by
 //! round trips, not by the application. This walk asks about every node
 //! as soon as its parent's children are known, with no level waiting for
@@ -18,6 +19,7 @@ use atspi::proxy::text::TextProxy;
 use atspi::{CoordType, Interface, ObjectRefOwned, RelationType, State, zbus};
 use futures_util::stream::{FuturesUnordered, StreamExt};
 
+use super::basics::Asking;
 use super::tree::{MAX_LABEL_CHARS, MAX_VALUE_CHARS, Node, capped};
 use super::{ax_role, is_field, is_secret, unreadable};
 use crate::engine::Refusal;
@@ -70,6 +72,7 @@ where
 /// interfaces allow, together.
 async fn read(
     conn: &zbus::Connection,
+    asking: Asking,
     object: ObjectRefOwned,
     path: Vec<u32>,
 ) -> Result<Read, Refusal> {
@@ -77,21 +80,12 @@ async fn read(
         .as_accessible_proxy(conn)
         .await
         .map_err(|_| unreadable("an element"))?;
-    let (role, name, description, states, interfaces, children) = tokio::join!(
-        proxy.get_role_name(),
-        proxy.name(),
-        proxy.description(),
-        proxy.get_state(),
-        proxy.get_interfaces(),
-        proxy.get_children(),
-    );
-    let atspi_role = capped(role.unwrap_or_default(), 64);
-    let states: Vec<String> = states
-        .map(|set| set.iter().map(state_name).collect())
-        .unwrap_or_default();
-    let interfaces = interfaces.unwrap_or_default();
+    let basics = asking.basics(conn, &proxy, &object).await;
+    let atspi_role = capped(basics.role, 64);
+    let states: Vec<String> = basics.states.iter().map(state_name).collect();
+    let interfaces = basics.interfaces;
     let secure = is_secret(&atspi_role);
-    let name = capped(name.unwrap_or_default(), MAX_LABEL_CHARS);
+    let name = capped(basics.name, MAX_LABEL_CHARS);
     let wants_text = !secure && is_field(&atspi_role) && interfaces.contains(Interface::Text);
     let wants_relation = name.is_empty() && is_field(&atspi_role);
     let extents = async {
@@ -127,7 +121,14 @@ async fn read(
             None
         }
     };
-    let (extents, actions, value, relation) = tokio::join!(extents, actions, value, relation);
+    let children = async {
+        if basics.child_count == Some(0) {
+            return Vec::new();
+        }
+        proxy.get_children().await.unwrap_or_default()
+    };
+    let (extents, actions, value, relation, children) =
+        tokio::join!(extents, actions, value, relation, children);
     let multi_line = states.iter().any(|s| s == "multi_line");
     let (label, labelled_apart) = match relation {
         Some(label) if !label.is_empty() => (capped(label, MAX_LABEL_CHARS), true),
@@ -141,7 +142,7 @@ async fn read(
             name,
             label,
             labelled_apart,
-            description: capped(description.unwrap_or_default(), MAX_LABEL_CHARS),
+            description: capped(basics.description, MAX_LABEL_CHARS),
             value,
             secure,
             bounds: extents.unwrap_or((0, 0, 0, 0)),
@@ -149,7 +150,7 @@ async fn read(
             states,
             children: Vec::new(),
         },
-        children: children.unwrap_or_default(),
+        children,
     })
 }
 
@@ -177,6 +178,7 @@ async fn labelled_by(conn: &zbus::Connection, field: &AccessibleProxy<'_>) -> Op
 pub(super) async fn walk(
     conn: &zbus::Connection,
     frame: ObjectRefOwned,
+    asking: Asking,
     max_depth: usize,
     max_nodes: usize,
 ) -> Result<Walked, Refusal> {
@@ -200,7 +202,7 @@ pub(super) async fn walk(
         while asked.len() < IN_FLIGHT
             && let Some((object, path, slot)) = waiting.pop_front()
         {
-            asked.push(async move { (read(conn, object, path).await, slot) });
+            asked.push(async move { (read(conn, asking, object, path).await, slot) });
         }
         let Some((answer, slot)) = asked.next().await else {
             break;
@@ -272,9 +274,10 @@ fn pre_order(mut slots: Vec<Option<Node>>, kids: &[Vec<usize>]) -> Vec<Node> {
 }
 
 /// An element's action names, lower-cased: its `GetActions` list, or,
-/// where that lists every name as `;;` (Firefox, Chromium), each name by
-/// its index (`GetName`, at most 16). The walk and the press read them
-/// the same way.
+/// where that names none (Chromium answers every name empty) or lists
+/// every name as `;;` (Firefox), each name by its index (`GetName`, at
+/// most 16, asked together). The walk and the press read them the same
+/// way.
 pub(super) async fn action_names(action: &ActionProxy<'_>) -> zbus::Result<Vec<String>> {
     let listed: Vec<String> = action
         .get_actions()
@@ -285,9 +288,15 @@ pub(super) async fn action_names(action: &ActionProxy<'_>) -> zbus::Result<Vec<S
     if listed.iter().all(|n| !n.is_empty() && !n.contains(';')) {
         return Ok(listed);
     }
-    let mut named = Vec::new();
-    for i in 0..action.n_actions().await?.clamp(0, 16) {
-        named.push(action.get_name(i).await?.to_ascii_lowercase());
-    }
-    Ok(named)
+    // A list of empty names counts the actions itself; a list of `;;`
+    // may not, so its count is asked.
+    let count = if listed.iter().all(String::is_empty) {
+        i32::try_from(listed.len()).unwrap_or(i32::MAX)
+    } else {
+        action.n_actions().await?
+    };
+    let names =
+        futures_util::future::try_join_all((0..count.clamp(0, 16)).map(|i| action.get_name(i)))
+            .await?;
+    Ok(names.into_iter().map(|n| n.to_ascii_lowercase()).collect())
 }
