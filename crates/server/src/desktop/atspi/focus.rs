@@ -27,7 +27,6 @@ use atspi::State;
 use atspi::proxy::proxy_ext::ProxyExt;
 
 use super::frame::Bounds;
-use super::frame::found_again_under;
 use super::{Accessibility, Node, Refusal, reach, run_bounded, unreadable};
 
 /// How long the field is given to read `focused` (both browsers take
@@ -51,12 +50,11 @@ impl Accessibility {
         let bus = std::sync::Arc::clone(&self.bus);
         let (title, expected) = (title.to_owned(), expected.clone());
         run_bounded(&self.handle, "focus the field", async move {
-            let (above, node) = found_again_under(&bus, pid, &title, bounds, &expected).await?;
-            reach::reachable(bus.connection(), &above, &node, &expected).await?;
-            let proxies = node
-                .proxies()
-                .await
-                .map_err(|_| unreadable("the element"))?;
+            let reach::Reached {
+                above,
+                node,
+                proxies,
+            } = reach::reached(&bus, pid, &title, bounds, &expected).await?;
             let component = proxies
                 .component()
                 .await

@@ -315,12 +315,9 @@ impl Accessibility {
         let bus = Arc::clone(&self.bus);
         let (title, expected, text) = (title.to_owned(), expected.clone(), text.to_owned());
         run_bounded(&self.handle, "set_value", async move {
-            let (above, node) = found_again_under(&bus, pid, &title, bounds, &expected).await?;
-            reach::reachable(bus.connection(), &above, &node, &expected).await?;
-            let proxies = node
-                .proxies()
-                .await
-                .map_err(|_| unreadable("the element"))?;
+            let proxies = reach::reached(&bus, pid, &title, bounds, &expected)
+                .await?
+                .proxies;
             let editable = proxies.editable_text().await.map_err(|_| {
                 Refusal::new(
                     "element_not_editable",
@@ -361,12 +358,9 @@ impl Accessibility {
         let bus = Arc::clone(&self.bus);
         let (title, expected) = (title.to_owned(), expected.clone());
         run_bounded(&self.handle, "press_button", async move {
-            let (above, node) = found_again_under(&bus, pid, &title, bounds, &expected).await?;
-            reach::reachable(bus.connection(), &above, &node, &expected).await?;
-            let proxies = node
-                .proxies()
-                .await
-                .map_err(|_| unreadable("the element"))?;
+            let proxies = reach::reached(&bus, pid, &title, bounds, &expected)
+                .await?
+                .proxies;
             let action = proxies.action().await.map_err(|_| no_press(&expected))?;
             let names = walk::action_names(&action)
                 .await
@@ -464,7 +458,7 @@ impl Accessibility {
 }
 
 pub use frame::Bounds;
-use frame::{found_again, found_again_under, frame};
+use frame::{found_again, frame};
 
 fn no_press(expected: &Node) -> Refusal {
     Refusal::new(

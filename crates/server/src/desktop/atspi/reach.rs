@@ -21,9 +21,10 @@
 
 use atspi::CoordType;
 use atspi::proxy::accessible::{AccessibleProxy, ObjectRefExt};
-use atspi::proxy::proxy_ext::ProxyExt;
-use atspi::{Role, zbus};
+use atspi::proxy::proxy_ext::{Proxies, ProxyExt};
+use atspi::{AccessibilityConnection, Role, zbus};
 
+use super::frame::{Bounds, found_again_under};
 use super::{Node, unreadable};
 use crate::engine::Refusal;
 
@@ -216,4 +217,38 @@ fn nothing(object: &atspi::ObjectRefOwned) -> bool {
 fn same(a: &AccessibleProxy<'_>, b: &AccessibleProxy<'_>) -> bool {
     let (a, b) = (a.inner(), b.inner());
     a.destination() == b.destination() && a.path() == b.path()
+}
+
+/// The element `expected` names, found again under its window (see
+/// `frame::found_again_under`) and reachable there (see [`reachable`]),
+/// with the proxies of its interfaces: where every element action that
+/// acts on one element starts.
+pub(super) struct Reached<'c> {
+    /// Its ancestors, the window's frame first.
+    pub above: Vec<AccessibleProxy<'c>>,
+    /// The element.
+    pub node: AccessibleProxy<'c>,
+    /// Its interfaces, ready to act through.
+    pub proxies: Proxies<'c>,
+}
+
+/// Finds `expected` again and checks it reachable (see [`Reached`]).
+pub(super) async fn reached<'c>(
+    bus: &'c AccessibilityConnection,
+    pid: u32,
+    title: &str,
+    bounds: Bounds,
+    expected: &Node,
+) -> Result<Reached<'c>, Refusal> {
+    let (above, node) = found_again_under(bus, pid, title, bounds, expected).await?;
+    reachable(bus.connection(), &above, &node, expected).await?;
+    let proxies = node
+        .proxies()
+        .await
+        .map_err(|_| unreadable("the element"))?;
+    Ok(Reached {
+        above,
+        node,
+        proxies,
+    })
 }
