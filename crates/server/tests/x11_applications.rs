@@ -49,24 +49,6 @@ fn texts_read_by_pyatspi(app: &str) -> Vec<String> {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
-/// `program` started with settings of its own (in memory, and a fresh
-/// configuration and data folder in `home`): what an earlier run left (a
-/// calculator's last result, gedit's session) is not shown again.
-fn start_fresh(program: &str, args: &[&str], home: &std::path::Path) -> Program {
-    Program(
-        Command::new(program)
-            .args(args)
-            .env("GSETTINGS_BACKEND", "memory")
-            .env("XDG_CONFIG_HOME", home.join("config"))
-            .env("XDG_DATA_HOME", home.join("data"))
-            .env("XDG_CACHE_HOME", home.join("cache"))
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| panic!("{program} could not be started: {e}")),
-    )
-}
-
 fn background(tool: &str, arguments: Value) -> ProposedAction {
     ProposedAction::new(tool, arguments, ExecutionMode::Background)
 }

@@ -32,40 +32,10 @@
 use adk_computer_use_testkit::needs;
 use std::process::Command;
 
-use adk_computer_use::ExecutionMode;
-use adk_computer_use::contracts::WindowId;
-use adk_computer_use::runtime::ProposedAction;
-use adk_computer_use_testkit::child::session_on;
-use serde_json::{Value, json};
-
 mod x11_support;
 
 use x11_support::browser::{form_server, type_tick_and_send};
 use x11_support::*;
-
-/// Chromium on `url` in a fresh profile; with `accessible`, told an
-/// assistive technology is present.
-fn chromium(url: &str, profile: &std::path::Path, accessible: bool) -> Program {
-    let mut command = Command::new("chromium");
-    command.args([
-        "--no-sandbox",
-        "--no-first-run",
-        "--no-default-browser-check",
-        "--disable-gpu",
-        "--password-store=basic",
-        "--window-position=0,0",
-        "--window-size=900,700",
-    ]);
-    command.arg(format!("--user-data-dir={}", profile.display()));
-    if accessible {
-        command.arg("--force-renderer-accessibility");
-    }
-    command
-        .arg(url)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null());
-    Program(command.spawn().expect("chromium could not be started"))
-}
 
 /// Firefox on `url` in a fresh profile of its own.
 fn firefox(url: &str, profile: &std::path::Path) -> Program {
@@ -80,10 +50,6 @@ fn firefox(url: &str, profile: &std::path::Path) -> Program {
             .spawn()
             .expect("firefox-esr could not be started"),
     )
-}
-
-fn background(tool: &str, arguments: Value) -> ProposedAction {
-    ProposedAction::new(tool, arguments, ExecutionMode::Background)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

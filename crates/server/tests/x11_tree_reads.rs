@@ -15,89 +15,67 @@
 //! are reported ignored, with the reason.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use adk_computer_use_testkit::needs;
 use computer_use_server::DesktopBackend;
-use computer_use_server::desktop::atspi::Accessibility;
+use computer_use_server::desktop::atspi::{Accessibility, Bounds, Tree};
 use computer_use_server::desktop::x11::X11Desktop;
 
 mod x11_support;
 
-use x11_support::Program;
+use x11_support::{chromium, start_fresh};
 
-/// `program` with settings of its own in `home` (nothing an earlier run
-/// left is shown).
-fn start(program: &str, args: &[&str], home: &std::path::Path) -> Program {
-    Program(
-        Command::new(program)
-            .args(args)
-            .env("GSETTINGS_BACKEND", "memory")
-            .env("XDG_CONFIG_HOME", home.join("config"))
-            .env("XDG_DATA_HOME", home.join("data"))
-            .env("XDG_CACHE_HOME", home.join("cache"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| panic!("{program} could not be started: {e}")),
-    )
+/// The process and bounds of the display's window titled `title`, once
+/// it is listed.
+fn listed(desktop: &X11Desktop, title: &str) -> Option<(u32, Bounds)> {
+    let windows = desktop.list_windows().ok()?;
+    let window = windows["windows"]
+        .as_array()?
+        .iter()
+        .find(|w| w["title"] == title)?;
+    let at = &window["bounds"];
+    let size = |key: &str| u32::try_from(at[key].as_u64()?).ok();
+    let bounds = (
+        at["x"].as_i64()?,
+        at["y"].as_i64()?,
+        size("width")?,
+        size("height")?,
+    );
+    Some((u32::try_from(window["pid"].as_u64()?).ok()?, bounds))
 }
 
-/// The window titled `title`, once its tree has stopped growing: its
-/// process, title and bounds.
-fn settled(desktop: &X11Desktop, title: &str) -> (u32, String, (i64, i64, u32, u32)) {
-    let mut last = 0;
-    for _ in 0..150 {
-        std::thread::sleep(Duration::from_millis(200));
-        let Ok(windows) = desktop.list_windows() else {
-            continue;
-        };
-        let Some(w) = windows["windows"]
-            .as_array()
-            .and_then(|ws| ws.iter().find(|w| w["title"] == title))
-            .cloned()
-        else {
-            continue;
-        };
-        let nodes = desktop
-            .ui_tree(w["bundleId"].as_str(), w["windowId"].as_u64(), None)
-            .ok()
-            .and_then(|t| t["elementTreeNodes"].as_u64())
-            .unwrap_or(0);
-        if nodes > 0 && nodes == last {
-            let b = &w["bounds"];
-            let bounds = (
-                b["x"].as_i64().unwrap(),
-                b["y"].as_i64().unwrap(),
-                u32::try_from(b["width"].as_u64().unwrap()).unwrap(),
-                u32::try_from(b["height"].as_u64().unwrap()).unwrap(),
-            );
-            let pid = u32::try_from(w["pid"].as_u64().unwrap()).unwrap();
-            return (pid, title.to_owned(), bounds);
-        }
-        last = nodes;
-    }
-    panic!("the window {title:?} did not settle in 30 s");
-}
-
-/// Reads the window both ways and compares them node by node; the node
-/// count read.
+/// Reads the window titled `title` both ways, once its tree has stopped
+/// growing, and compares them node by node; the node count read.
 fn both_reads_agree(title: &str) -> usize {
     let desktop = X11Desktop::connect_unwatched().unwrap();
-    let (pid, title, bounds) = settled(&desktop, title);
     let bus = Accessibility::connect().unwrap();
-    // Twice each way: a toolkit that builds objects on demand (gedit's
-    // popover rows) has built them all by the second read.
-    let mut fast = bus.tree(pid, &title, bounds).unwrap();
-    let mut slow = bus.tree_node_by_node(pid, &title, bounds).unwrap();
-    for _ in 0..2 {
-        if fast.nodes == slow.nodes {
+    let read_both = |pid: u32, bounds: Bounds| -> Option<(Tree, Tree)> {
+        let fast = bus.tree(pid, title, bounds).ok()?;
+        let slow = bus.tree_node_by_node(pid, title, bounds).ok()?;
+        Some((fast, slow))
+    };
+    let mut last: Option<(Tree, Tree)> = None;
+    for _ in 0..150 {
+        std::thread::sleep(Duration::from_millis(200));
+        let Some((pid, bounds)) = listed(&desktop, title) else {
+            continue;
+        };
+        let Some((fast, slow)) = read_both(pid, bounds) else {
+            continue;
+        };
+        // Settled: both reads agree in size with the read before (a
+        // toolkit that builds objects on demand, gedit's popover rows, has
+        // built them all by then).
+        let settled = last.as_ref().is_some_and(|(f, s)| {
+            f.nodes.len() == fast.nodes.len() && s.nodes.len() == slow.nodes.len()
+        });
+        last = Some((fast, slow));
+        if settled && last.as_ref().is_some_and(|(f, s)| f.nodes == s.nodes) {
             break;
         }
-        fast = bus.tree(pid, &title, bounds).unwrap();
-        slow = bus.tree_node_by_node(pid, &title, bounds).unwrap();
     }
+    let (fast, slow) = last.unwrap_or_else(|| panic!("the window {title:?} was never read"));
     assert_eq!(fast.nodes.len(), slow.nodes.len(), "node counts differ");
     for (f, s) in fast.nodes.iter().zip(&slow.nodes) {
         assert_eq!(f, s, "a node reads differently asked with GetAll");
@@ -113,7 +91,7 @@ fn gedit_reads_the_same_asked_in_one_call_as_node_by_node() {
     let home = tempfile::tempdir().unwrap();
     let file = home.path().join("note.txt");
     std::fs::write(&file, "A line of text.\n").unwrap();
-    let _gedit = start(
+    let _gedit = start_fresh(
         "gedit",
         &["--standalone", file.to_str().unwrap()],
         home.path(),
@@ -138,23 +116,10 @@ fn a_chromium_page_reads_the_same_asked_in_one_call_as_node_by_node() {
     html.push_str("</table><form><label>Note <input name=note value=kept></label>");
     html.push_str("<label><input type=checkbox checked> Gift</label></form>");
     std::fs::write(&page, html).unwrap();
-    let profile = home.path().join("chromium");
-    let _chromium = Program(
-        Command::new("chromium")
-            .args([
-                "--no-sandbox",
-                "--no-first-run",
-                "--no-default-browser-check",
-                "--disable-gpu",
-                "--password-store=basic",
-                "--force-renderer-accessibility",
-            ])
-            .arg(format!("--user-data-dir={}", profile.display()))
-            .arg(format!("file://{}", page.display()))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("chromium could not be started"),
+    let _chromium = chromium(
+        &format!("file://{}", page.display()),
+        &home.path().join("chromium"),
+        true,
     );
     let nodes = both_reads_agree("Rows - Chromium");
     assert!(nodes > 200, "the page's tree read only {nodes} nodes");

@@ -120,26 +120,6 @@ document.addEventListener('input',()=>{{fetch('/state',{{method:'POST',body:new 
     page
 }
 
-fn chromium(url: &str, profile: &std::path::Path) -> Program {
-    let mut command = Command::new("chromium");
-    command.args([
-        "--no-sandbox",
-        "--no-first-run",
-        "--no-default-browser-check",
-        "--disable-gpu",
-        "--password-store=basic",
-        "--window-position=0,0",
-        "--window-size=900,700",
-        "--force-renderer-accessibility",
-    ]);
-    command.arg(format!("--user-data-dir={}", profile.display()));
-    command
-        .arg(url)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null());
-    Program(command.spawn().expect("chromium could not be started"))
-}
-
 /// Runs `action` (approved), retrying a `stale_target` refusal; the end.
 async fn attempt(
     sim: &Sim,
@@ -178,7 +158,7 @@ async fn attempt(
 
 async fn fill(served: &Served, title: &str, fields: Value) -> (String, String) {
     let profile = tempfile::tempdir().unwrap();
-    let _browser = chromium(&served.url, profile.path());
+    let _browser = chromium(&served.url, profile.path(), true);
     let sim = runtime().await;
     let (id, app, _tree) = accessible_window(&sim, &format!("{title} - Chromium"), 1500).await;
     wait_until_still(&sim, id).await;

@@ -248,3 +248,45 @@ pub fn evidence_for(app: &str, id: u64, screenshot_hash: String) -> TargetEviden
             .unwrap(),
     }
 }
+
+/// `program` started with settings of its own (in memory, and a fresh
+/// configuration and data folder in `home`): what an earlier run left (a
+/// calculator's last result, gedit's session) is not shown again.
+pub fn start_fresh(program: &str, args: &[&str], home: &std::path::Path) -> Program {
+    Program(
+        Command::new(program)
+            .args(args)
+            .env("GSETTINGS_BACKEND", "memory")
+            .env("XDG_CONFIG_HOME", home.join("config"))
+            .env("XDG_DATA_HOME", home.join("data"))
+            .env("XDG_CACHE_HOME", home.join("cache"))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{program} could not be started: {e}")),
+    )
+}
+
+/// Chromium on `url` in a fresh profile; with `accessible`, told an
+/// assistive technology is present.
+pub fn chromium(url: &str, profile: &std::path::Path, accessible: bool) -> Program {
+    let mut command = Command::new("chromium");
+    command.args([
+        "--no-sandbox",
+        "--no-first-run",
+        "--no-default-browser-check",
+        "--disable-gpu",
+        "--password-store=basic",
+        "--window-position=0,0",
+        "--window-size=900,700",
+    ]);
+    command.arg(format!("--user-data-dir={}", profile.display()));
+    if accessible {
+        command.arg("--force-renderer-accessibility");
+    }
+    command
+        .arg(url)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    Program(command.spawn().expect("chromium could not be started"))
+}

@@ -27,6 +27,8 @@ use atspi::proxy::accessible::AccessibleProxy;
 use atspi::zbus::zvariant::OwnedValue;
 use atspi::{InterfaceSet, ObjectRefOwned, StateSet, zbus};
 
+use super::walk::proxy_of;
+
 /// What a walk asks of a node first.
 pub(super) struct Basics {
     pub role: String,
@@ -61,15 +63,7 @@ impl Asking {
             if !self.all {
                 return None;
             }
-            let props = zbus::fdo::PropertiesProxy::builder(conn)
-                .destination(object.name()?.to_owned())
-                .ok()?
-                .path(object.path().to_owned())
-                .ok()?
-                .cache_properties(zbus::proxy::CacheProperties::No)
-                .build()
-                .await
-                .ok()?;
+            let props: zbus::fdo::PropertiesProxy<'_> = proxy_of(conn, object).await?;
             let interface =
                 zbus::names::InterfaceName::try_from("org.a11y.atspi.Accessible").ok()?;
             props.get_all(interface).await.ok()

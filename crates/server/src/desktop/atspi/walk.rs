@@ -52,7 +52,10 @@ fn state_name(state: State) -> String {
 }
 
 /// A proxy of interface `P` on the object `object` names (no call made).
-async fn proxy_of<'c, P>(conn: &'c zbus::Connection, object: &ObjectRefOwned) -> Option<P>
+pub(super) async fn proxy_of<'c, P>(
+    conn: &'c zbus::Connection,
+    object: &ObjectRefOwned,
+) -> Option<P>
 where
     P: From<zbus::Proxy<'c>> + zbus::proxy::Defaults,
 {
