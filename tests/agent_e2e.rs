@@ -40,18 +40,34 @@ fn session(
     runtime: &Arc<ComputerUseMcpRuntime>,
     journal: Arc<Journal>,
 ) -> Session<ComputerUseMcpRuntime> {
-    let identity = VerifiedIdentity::new("alice", "t").unwrap();
-    let authorizer =
-        ScopeAuthorizer::new(identity, ["computer:plan", "computer:execute:background"]).unwrap();
-    Session::builder(Arc::clone(runtime), authorizer)
-        .agent_id("agent-e2e")
-        .target(CLIPBOARD_APP, None)
-        .journal(journal)
-        .checkpoints(Arc::new(MemoryCheckpointStore::new(
-            SealingKey::new(vec![7u8; 32]).unwrap(),
-        )))
-        .build()
-        .unwrap()
+    Session::builder(
+        Arc::clone(runtime),
+        alice_may("computer:execute:background"),
+    )
+    .agent_id("agent-e2e")
+    .target(CLIPBOARD_APP, None)
+    .journal(journal)
+    .checkpoints(Arc::new(MemoryCheckpointStore::new(
+        SealingKey::new(vec![7u8; 32]).unwrap(),
+    )))
+    .build()
+    .unwrap()
+}
+
+/// Clicks in the foreground, the only actions the foreground tests allow.
+fn clicks() -> AllowedActions {
+    AllowedActions::default().allow("left_click", &[ExecutionMode::Foreground], None)
+}
+
+/// A session of alice allowed to act in the foreground, aimed at the clipboard app.
+fn foreground(runtime: &Arc<ComputerUseMcpRuntime>) -> Session<ComputerUseMcpRuntime> {
+    Session::builder(
+        Arc::clone(runtime),
+        alice_may("computer:execute:foreground"),
+    )
+    .target(CLIPBOARD_APP, None)
+    .build()
+    .unwrap()
 }
 
 fn writes() -> AllowedActions {
@@ -79,7 +95,7 @@ async fn a_recorded_three_step_task_completes_and_its_journal_evaluates_clean() 
         report.history.iter().all(|s| s.outcome == "completed"),
         "{report:?}"
     );
-    let (stats, _) = runtime.call("sim_stats", Default::default()).await.unwrap();
+    let stats = sim_stats(&runtime).await;
     assert_eq!(stats["clipboard"], "step 3: final");
     assert_eq!(stats["maxEffectsPerAction"], 1);
     let entries = sink.entries();
@@ -106,13 +122,8 @@ async fn a_recorded_three_step_task_completes_and_its_journal_evaluates_clean() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_action_that_needs_a_person_is_suspended_and_resumed_once() {
-    let mut config = Config::for_principal("alice");
-    config.confirm_tools.insert("write_clipboard".into());
-    let (runtime, approver) = host(config).await;
-    let session = session(
-        &runtime,
-        Arc::new(Journal::new(Arc::new(MemoryJournal::new()))),
-    );
+    let (runtime, approver) = host(confirming_writes()).await;
+    let session = scratch_session(&runtime);
     let planner = ScriptedPlanner::new([PlanOutput::Structured(json!({
         "kind": "act", "tool": "write_clipboard", "arguments": { "text": "approved" },
         "mode": "background", "data_labels": ["public"], "summary": ""
@@ -132,22 +143,19 @@ async fn an_action_that_needs_a_person_is_suspended_and_resumed_once() {
     else {
         panic!("expected a suspended approval: {report:?}");
     };
-    let (stats, _) = runtime.call("sim_stats", Default::default()).await.unwrap();
+    let stats = sim_stats(&runtime).await;
     assert_eq!(stats["totalEffects"], 0, "nothing ran before the approval");
     // The host's approver, never the agent's session, grants it.
-    let grant = approver
-        .approve_action(
-            &GrantRequest::new(
-                runtime.session_id().unwrap(),
-                &action_id,
-                &action_digest,
-                &policy_digest,
-            ),
-            ApprovalScope::ExactAction,
-            None,
-        )
-        .await
-        .unwrap();
+    let grant = exact_grant(
+        &approver,
+        &GrantRequest::new(
+            runtime.session_id().unwrap(),
+            &action_id,
+            &action_digest,
+            &policy_digest,
+        ),
+    )
+    .await;
     let done = session
         .resume(&checkpoint, Approval::from_grant(&action_id, &grant))
         .await
@@ -162,7 +170,7 @@ async fn an_action_that_needs_a_person_is_suspended_and_resumed_once() {
             .await
             .is_err()
     );
-    let (stats, _) = runtime.call("sim_stats", Default::default()).await.unwrap();
+    let stats = sim_stats(&runtime).await;
     assert_eq!(stats["clipboard"], "approved");
     assert_eq!(stats["totalEffects"], 1);
     let _ = session.shutdown().await;
@@ -192,13 +200,7 @@ impl adk_computer_use::agent::SafetyAcknowledger for Acknowledge {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn openai_safety_checks_stop_the_loop_until_an_approval_names_the_action() {
     let runtime = runtime(Config::for_principal("alice")).await;
-    let identity = VerifiedIdentity::new("alice", "t").unwrap();
-    let authorizer =
-        ScopeAuthorizer::new(identity, ["computer:plan", "computer:execute:foreground"]).unwrap();
-    let session = Session::builder(Arc::clone(&runtime), authorizer)
-        .target(CLIPBOARD_APP, None)
-        .build()
-        .unwrap();
+    let session = foreground(&runtime);
     let click = || {
         PlanOutput::OpenAi(json!({
             "type": "computer_call",
@@ -206,7 +208,7 @@ async fn openai_safety_checks_stop_the_loop_until_an_approval_names_the_action()
             "pending_safety_checks": [{ "id": "cu_sc_1", "code": "malicious_instructions", "message": "The page asks to do something else." }],
         }))
     };
-    let clicks = AllowedActions::default().allow("left_click", &[ExecutionMode::Foreground], None);
+    let clicks = clicks();
     let stopped = AgentLoop::new(&session, ScriptedPlanner::new([click()]), clicks.clone())
         .acknowledger(&Acknowledge(false))
         .run("click it")
@@ -217,7 +219,7 @@ async fn openai_safety_checks_stop_the_loop_until_an_approval_names_the_action()
         matches!(stopped.stop, AgentStop::SafetyChecks { .. }),
         "{stopped:?}"
     );
-    let (stats, _) = runtime.call("sim_stats", Default::default()).await.unwrap();
+    let stats = sim_stats(&runtime).await;
     assert_eq!(
         stats["totalEffects"], 0,
         "nothing ran without the acknowledgement"
@@ -234,7 +236,7 @@ async fn openai_safety_checks_stop_the_loop_until_an_approval_names_the_action()
         .unwrap();
     assert!(matches!(report.stop, AgentStop::Done { .. }), "{report:?}");
     assert_eq!(report.history[0].tool.as_deref(), Some("left_click"));
-    let (stats, _) = runtime.call("sim_stats", Default::default()).await.unwrap();
+    let stats = sim_stats(&runtime).await;
     assert_eq!(stats["totalEffects"], 1);
     let _ = session.shutdown().await;
 }
@@ -267,10 +269,7 @@ async fn the_allowed_actions_come_from_what_the_server_reports() {
 async fn the_cancellation_bridge_revokes_authority_then_stops_the_loop() {
     use adk_computer_use::runtime::{CancellationBridge, StopKind};
     let runtime = runtime(Config::for_principal("alice")).await;
-    let session = session(
-        &runtime,
-        Arc::new(Journal::new(Arc::new(MemoryJournal::new()))),
-    );
+    let session = scratch_session(&runtime);
     let planner =
         ScriptedPlanner::from_transcript(&serde_json::from_str(TRANSCRIPT).unwrap()).unwrap();
     let agent = AgentLoop::new(&session, planner, writes());
@@ -283,7 +282,7 @@ async fn the_cancellation_bridge_revokes_authority_then_stops_the_loop() {
     assert!(matches!(report.stop, AgentStop::Interrupted), "{report:?}");
     let state = runtime.get_session().await.unwrap().state;
     assert_eq!(state, "paused_by_user");
-    let (stats, _) = runtime.call("sim_stats", Default::default()).await.unwrap();
+    let stats = sim_stats(&runtime).await;
     assert_eq!(stats["totalEffects"], 0);
     let _ = session.shutdown().await;
 }
@@ -292,21 +291,6 @@ async fn the_cancellation_bridge_revokes_authority_then_stops_the_loop() {
 mod review {
     use super::*;
     use adk_computer_use::runtime::AgentInterrupter;
-
-    fn clicks() -> AllowedActions {
-        AllowedActions::default().allow("left_click", &[ExecutionMode::Foreground], None)
-    }
-
-    fn foreground(runtime: &Arc<ComputerUseMcpRuntime>) -> Session<ComputerUseMcpRuntime> {
-        let identity = VerifiedIdentity::new("alice", "t").unwrap();
-        let authorizer =
-            ScopeAuthorizer::new(identity, ["computer:plan", "computer:execute:foreground"])
-                .unwrap();
-        Session::builder(Arc::clone(runtime), authorizer)
-            .target(CLIPBOARD_APP, None)
-            .build()
-            .unwrap()
-    }
 
     /// A structured click is hit-tested like a mapped one: a point in
     /// another app's window gets that window's evidence, which a session
@@ -325,7 +309,7 @@ mod review {
                 .await;
             assert!(report.error().is_some(), "{coordinate}: {report:?}");
         }
-        let (stats, _) = runtime.call("sim_stats", Default::default()).await.unwrap();
+        let stats = sim_stats(&runtime).await;
         assert_eq!(stats["totalEffects"], 0);
         let _ = session.shutdown().await;
     }
@@ -357,7 +341,7 @@ mod review {
             Some("pending_safety_checks"),
             "{report:?}"
         );
-        let (stats, _) = runtime.call("sim_stats", Default::default()).await.unwrap();
+        let stats = sim_stats(&runtime).await;
         assert_eq!(stats["totalEffects"], 0);
         let _ = session.shutdown().await;
     }
@@ -389,10 +373,7 @@ mod review {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_failure_keeps_the_history_of_what_ran() {
         let runtime = runtime(Config::for_principal("alice")).await;
-        let session = session(
-            &runtime,
-            Arc::new(Journal::new(Arc::new(MemoryJournal::new()))),
-        );
+        let session = scratch_session(&runtime);
         let planner = ScriptedPlanner::new([
             PlanOutput::Structured(
                 json!({ "kind": "act", "tool": "write_clipboard", "arguments": { "text": "a" }, "mode": "background", "data_labels": [], "summary": "" }),
@@ -415,13 +396,8 @@ async fn over_mcp_an_approval_given_after_the_envelope_expired_still_runs_once()
     use adk_computer_use::ProposedAction;
     use adk_computer_use::chain::ChainOutcome;
     use adk_computer_use::contracts::DataLabel;
-    let mut config = Config::for_principal("alice");
-    config.confirm_tools.insert("write_clipboard".into());
-    let (runtime, approver) = host(config).await;
-    let session = session(
-        &runtime,
-        Arc::new(Journal::new(Arc::new(MemoryJournal::new()))),
-    );
+    let (runtime, approver) = host(confirming_writes()).await;
+    let session = scratch_session(&runtime);
     let action = ProposedAction::new(
         "write_clipboard",
         json!({ "text": "late" }),
@@ -439,14 +415,7 @@ async fn over_mcp_an_approval_given_after_the_envelope_expired_still_runs_once()
     // The server approves only a live preview: preview it again first.
     let refreshed = session.refresh(&id).await.unwrap();
     assert!(session.refresh(&id).await.is_err(), "once");
-    let grant = approver
-        .approve_action(
-            &GrantRequest::for_pending(&refreshed),
-            ApprovalScope::ExactAction,
-            None,
-        )
-        .await
-        .unwrap();
+    let grant = exact_grant(&approver, &GrantRequest::for_pending(&refreshed)).await;
     let done = refreshed
         .approve(Approval::from_grant("late-mcp", &grant))
         .unwrap()
@@ -454,8 +423,49 @@ async fn over_mcp_an_approval_given_after_the_envelope_expired_still_runs_once()
         .await
         .unwrap();
     assert!(done.performed());
-    let (stats, _) = runtime.call("sim_stats", Default::default()).await.unwrap();
+    let stats = sim_stats(&runtime).await;
     assert_eq!(stats["clipboard"], "late");
     assert_eq!(stats["totalEffects"], 1);
     let _ = session.shutdown().await;
+}
+
+/// The simulator's own counters (`sim_stats`).
+async fn sim_stats(runtime: &ComputerUseMcpRuntime) -> serde_json::Value {
+    runtime
+        .call("sim_stats", Default::default())
+        .await
+        .unwrap()
+        .0
+}
+
+/// A session of the agent's (see [`session`]) journaled to a journal nobody reads.
+fn scratch_session(runtime: &Arc<ComputerUseMcpRuntime>) -> Session<ComputerUseMcpRuntime> {
+    session(
+        runtime,
+        Arc::new(Journal::new(Arc::new(MemoryJournal::new()))),
+    )
+}
+
+/// Alice, allowed to plan and to act under `execute_scope`.
+fn alice_may(execute_scope: &str) -> ScopeAuthorizer {
+    let identity = VerifiedIdentity::new("alice", "t").unwrap();
+    ScopeAuthorizer::new(identity, ["computer:plan", execute_scope]).unwrap()
+}
+
+/// A simulator of alice's that asks a person before every clipboard write.
+fn confirming_writes() -> Config {
+    let mut config = Config::for_principal("alice");
+    config.confirm_tools.insert("write_clipboard".into());
+    config
+}
+
+/// The host's grant, through `approver`, of exactly the action `request` names.
+async fn exact_grant(
+    approver: &McpApprover,
+    request: &GrantRequest,
+) -> adk_computer_use::contracts::ApprovalGrant {
+    approver
+        .approve_action(request, ApprovalScope::ExactAction, None)
+        .await
+        .unwrap()
 }

@@ -29,9 +29,18 @@ fn public() -> ApproverPublicKey {
     approver().public()
 }
 
+/// Runs action `id` up to the approval it waits for, and suspends it.
 async fn suspended(rig: &Rig, id: &str) -> CheckpointId {
+    suspended_action(rig, action(id)).await
+}
+
+/// Runs `proposed` up to the approval it waits for, and suspends it.
+async fn suspended_action(
+    rig: &Rig,
+    proposed: adk_computer_use::runtime::ProposedAction,
+) -> CheckpointId {
     rig.runtime.script().route = Some(PreviewRoute::NeedsApproval);
-    match rig.session.run(action(id)).await.unwrap() {
+    match rig.session.run(proposed).await.unwrap() {
         ChainOutcome::NeedsApproval(pending) => pending.suspend().await.unwrap(),
         _ => panic!("expected approval to be required"),
     }
@@ -59,9 +68,7 @@ fn store(dir: &tempfile::TempDir) -> Arc<FileCheckpointStore> {
 
 #[tokio::test]
 async fn a_person_sees_what_waits_before_deciding() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = store(&dir);
-    let rig = rig_on(store.clone());
+    let (dir, store, rig) = filed();
     let id = suspended(&rig, "look-1").await;
     let view = inspect(&*store, &id).unwrap();
     assert_eq!(view.action_id, "look-1");
@@ -86,9 +93,7 @@ async fn a_person_sees_what_waits_before_deciding() {
 
 #[tokio::test]
 async fn a_decision_is_for_this_action_recorded_once_and_sealed() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = store(&dir);
-    let rig = rig_on(store.clone());
+    let (_dir, store, rig) = filed();
     let id = suspended(&rig, "decide-1").await;
     let view = inspect(&*store, &id).unwrap();
     // An approval of other digests is refused to the person making it.
@@ -96,9 +101,7 @@ async fn a_decision_is_for_this_action_recorded_once_and_sealed() {
     assert!(decide(&*store, &id, &Decision::Approve(wrong), &approver()).is_err());
     let right = held(&view);
     decide(&*store, &id, &Decision::Approve(right.clone()), &approver()).unwrap();
-    let changed = Decision::Deny {
-        reason: "changed my mind".into(),
-    };
+    let changed = deny("changed my mind");
     let again = decide(&*store, &id, &changed, &approver());
     assert_eq!(refusal_of(again), CheckpointRefusal::AlreadyDecided);
     assert_eq!(
@@ -120,24 +123,16 @@ async fn a_decision_is_for_this_action_recorded_once_and_sealed() {
 
 #[tokio::test]
 async fn the_waiting_session_resumes_once_on_an_approval_and_ends_on_a_denial() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = store(&dir);
-    let rig = rig_on(store.clone());
+    let (_dir, store, rig) = filed();
     // No decision yet: refused, nothing changes.
     let id = suspended(&rig, "wait-1").await;
     assert_eq!(
         refusal_of(rig.session.resume_decided(&id, &public()).await),
         CheckpointRefusal::NoDecisionYet
     );
-    let view = inspect(&*store, &id).unwrap();
-    let approval = granted(&rig, &view);
-    decide(&*store, &id, &Decision::Approve(approval), &approver()).unwrap();
-    let done = rig
-        .session
-        .resume_decided(&id, &public())
-        .await
-        .unwrap()
-        .complete()
+    let approval = granted_at(&rig, &*store, &id);
+    approve(&*store, &id, approval);
+    let done = finish(rig.session.resume_decided(&id, &public()).await)
         .await
         .unwrap();
     assert!(done.performed());
@@ -148,17 +143,10 @@ async fn the_waiting_session_resumes_once_on_an_approval_and_ends_on_a_denial() 
     assert_eq!(rig.runtime.mutations(), 1);
     // Denied: a typed end, the checkpoint retired, no runtime call.
     let denied = suspended(&rig, "wait-2").await;
-    let not_today = Decision::Deny {
-        reason: "not today".into(),
-    };
+    let not_today = deny("not today");
     decide(&*store, &denied, &not_today, &approver()).unwrap();
     let reserves = rig.runtime.count(Call::Reserve);
-    let err = rig
-        .session
-        .resume_decided(&denied, &public())
-        .await
-        .err()
-        .unwrap();
+    let err = err_of(rig.session.resume_decided(&denied, &public()).await);
     assert!(
         matches!(&err, ComputerUseError::Denied { action_id, reason } if action_id == "wait-2" && reason == "not today"),
         "{err}"
@@ -169,9 +157,7 @@ async fn the_waiting_session_resumes_once_on_an_approval_and_ends_on_a_denial() 
 
 #[tokio::test]
 async fn waiting_for_a_decision_is_bounded() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = store(&dir);
-    let rig = rig_on(store.clone());
+    let (_dir, store, rig) = filed();
     let id = suspended(&rig, "poll-1").await;
     let none = wait_for_decision(
         store.clone(),
@@ -202,20 +188,16 @@ async fn waiting_for_a_decision_is_bounded() {
 
 #[tokio::test]
 async fn the_command_lists_shows_and_records_decisions() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = store(&dir);
-    let rig = rig_on(store.clone());
+    let (dir, store, rig) = filed();
     let first = suspended(&rig, "cli-1").await;
     let second = suspended(&rig, "cli-2").await;
     let run = |args: &[&str]| {
-        let out = std::process::Command::new(adk_computer_use_testkit::binary::path(
-            adk_computer_use_testkit::binary::APPROVALS,
-        ))
-        .args(args)
-        .env("ADK_CHECKPOINT_KEY", std::str::from_utf8(KEY).unwrap())
-        .env("ADK_APPROVER_KEY", APPROVER)
-        .output()
-        .unwrap();
+        let out = approvals_command()
+            .args(args)
+            .env("ADK_CHECKPOINT_KEY", std::str::from_utf8(KEY).unwrap())
+            .env("ADK_APPROVER_KEY", APPROVER)
+            .output()
+            .unwrap();
         (
             out.status.success(),
             String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -274,13 +256,11 @@ async fn the_command_lists_shows_and_records_decisions() {
         Err(ComputerUseError::Denied { .. })
     ));
     // Without the key, nothing is shown.
-    let out = std::process::Command::new(adk_computer_use_testkit::binary::path(
-        adk_computer_use_testkit::binary::APPROVALS,
-    ))
-    .args(["list", "--store", store_dir])
-    .env_remove("ADK_CHECKPOINT_KEY")
-    .output()
-    .unwrap();
+    let out = approvals_command()
+        .args(["list", "--store", store_dir])
+        .env_remove("ADK_CHECKPOINT_KEY")
+        .output()
+        .unwrap();
     assert!(!out.status.success());
 }
 
@@ -289,20 +269,10 @@ async fn the_command_lists_shows_and_records_decisions() {
 /// checkpoint; the command shows model-controlled text escaped.
 #[tokio::test]
 async fn a_recorded_decision_cannot_be_overridden_or_forged_by_the_agent() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = store(&dir);
-    let rig = rig_on(store.clone());
+    let (_dir, store, rig) = filed();
     let id = suspended(&rig, "override-1").await;
     let view = inspect(&*store, &id).unwrap();
-    decide(
-        &*store,
-        &id,
-        &Decision::Deny {
-            reason: "no".into(),
-        },
-        &approver(),
-    )
-    .unwrap();
+    decide(&*store, &id, &deny("no"), &approver()).unwrap();
     // The agent tries to resume with an approval it built itself.
     let own = held(&view);
     assert_eq!(
@@ -314,8 +284,7 @@ async fn a_recorded_decision_cannot_be_overridden_or_forged_by_the_agent() {
     // even written by someone who holds the store's sealing key.
     let other = suspended(&rig, "override-2").await;
     let agents_key = ApproverKey::from_hex(&"11".repeat(32)).unwrap();
-    let view = inspect(&*store, &other).unwrap();
-    let own = held(&view);
+    let own = held_at(&*store, &other);
     decide(&*store, &other, &Decision::Approve(own), &agents_key).unwrap();
     assert!(rig.session.resume_decided(&other, &public()).await.is_err());
     assert_eq!(rig.runtime.mutations(), 0);
@@ -323,26 +292,14 @@ async fn a_recorded_decision_cannot_be_overridden_or_forged_by_the_agent() {
 
 #[tokio::test]
 async fn a_denial_retires_only_the_checkpoint_of_its_own_agent() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = store(&dir);
-    let rig = rig_on(store.clone());
+    let (_dir, store, rig) = filed();
     let id = suspended(&rig, "mine-1").await;
-    decide(
-        &*store,
-        &id,
-        &Decision::Deny {
-            reason: "no".into(),
-        },
-        &approver(),
-    )
-    .unwrap();
-    let stranger =
-        adk_computer_use::Session::builder(std::sync::Arc::clone(&rig.runtime), full_authorizer())
-            .clock(std::sync::Arc::new(rig.clock.clone()))
-            .agent_id("someone-else")
-            .checkpoints(store.clone())
-            .build()
-            .unwrap();
+    decide(&*store, &id, &deny("no"), &approver()).unwrap();
+    let stranger = executor(&rig.runtime, rig.clock.clone())
+        .agent_id("someone-else")
+        .checkpoints(store.clone())
+        .build()
+        .unwrap();
     assert!(matches!(
         refusal_of(stranger.resume_decided(&id, &public()).await),
         CheckpointRefusal::OtherAgent { .. }
@@ -361,12 +318,9 @@ async fn a_denial_retires_only_the_checkpoint_of_its_own_agent() {
 /// previewed again and continues only if both digests are unchanged.
 #[tokio::test]
 async fn an_approval_outlives_the_envelope_and_never_re_approves_a_change() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = store(&dir);
-    let rig = rig_on(store.clone());
+    let (_dir, store, rig) = filed();
     let id = suspended(&rig, "late-1").await;
-    let view = inspect(&*store, &id).unwrap();
-    let approval = granted(&rig, &view);
+    let approval = granted_at(&rig, &*store, &id);
     // After lunch: the 30-second envelope is long gone.
     rig.clock.advance(time::Duration::hours(1));
     assert!(matches!(
@@ -374,12 +328,7 @@ async fn an_approval_outlives_the_envelope_and_never_re_approves_a_change() {
         Err(ComputerUseError::Expired { .. })
     ));
     let previews = rig.runtime.count(Call::Preview);
-    let done = rig
-        .session
-        .resume_refreshing(&id, approval.clone())
-        .await
-        .unwrap()
-        .complete()
+    let done = finish(rig.session.resume_refreshing(&id, approval.clone()).await)
         .await
         .unwrap();
     assert!(done.performed());
@@ -394,8 +343,7 @@ async fn an_approval_outlives_the_envelope_and_never_re_approves_a_change() {
     );
     // The policy changed meanwhile: refused as a mismatch, nothing reserved.
     let changed = suspended(&rig, "late-2").await;
-    let view = inspect(&*store, &changed).unwrap();
-    let approval = held(&view);
+    let approval = held_at(&*store, &changed);
     rig.clock.advance(time::Duration::hours(1));
     rig.runtime.script().preview = Some(std::sync::Arc::new(
         |p: &mut adk_computer_use::contracts::ActionPreview| {
@@ -403,12 +351,7 @@ async fn an_approval_outlives_the_envelope_and_never_re_approves_a_change() {
         },
     ));
     let reserves = rig.runtime.count(Call::Reserve);
-    let err = rig
-        .session
-        .resume_refreshing(&changed, approval)
-        .await
-        .err()
-        .unwrap();
+    let err = err_of(rig.session.resume_refreshing(&changed, approval).await);
     assert_eq!(err.field(), Some("policyDigest"), "{err}");
     assert_eq!(rig.runtime.count(Call::Reserve), reserves);
     assert!(
@@ -422,18 +365,13 @@ async fn an_approval_outlives_the_envelope_and_never_re_approves_a_change() {
 /// shown; a copy of a resumed checkpoint is not refreshed again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_refresh_path_holds_against_late_denials_changed_previews_and_copies() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = store(&dir);
-    let rig = rig_on(store.clone());
+    let (dir, store, rig) = filed();
     // A denial lands while the runtime holds the re-preview.
     let id = suspended(&rig, "race-deny").await;
-    let view = inspect(&*store, &id).unwrap();
-    let own = held(&view);
+    let own = held_at(&*store, &id);
     rig.clock.advance(time::Duration::hours(1));
     rig.runtime.script().hold.insert(Call::Preview);
-    let deny = Decision::Deny {
-        reason: "no".into(),
-    };
+    let deny = deny("no");
     let (resumed, ()) = tokio::join!(rig.session.resume_refreshing(&id, own), async {
         rig.runtime.held.notified().await;
         decide(&*store, &id, &deny, &approver()).unwrap();
@@ -448,20 +386,14 @@ async fn the_refresh_path_holds_against_late_denials_changed_previews_and_copies
     assert_eq!(rig.runtime.count(Call::Reserve), 0);
     // The re-preview adds labels the person never saw: refused, named.
     let labelled = suspended(&rig, "relabel").await;
-    let view = inspect(&*store, &labelled).unwrap();
-    let own = held(&view);
+    let own = held_at(&*store, &labelled);
     rig.clock.advance(time::Duration::hours(1));
     rig.runtime.script().preview = Some(std::sync::Arc::new(
         |p: &mut adk_computer_use::contracts::ActionPreview| {
             p.envelope.data_labels = vec![adk_computer_use::contracts::DataLabel::Payment];
         },
     ));
-    let err = rig
-        .session
-        .resume_refreshing(&labelled, own)
-        .await
-        .err()
-        .unwrap();
+    let err = err_of(rig.session.resume_refreshing(&labelled, own).await);
     assert_eq!(err.field(), Some("dataLabels"), "{err}");
     rig.runtime.script().preview = None;
     // A copy of the store (the directory, its identity file included) is
@@ -473,8 +405,7 @@ async fn the_refresh_path_holds_against_late_denials_changed_previews_and_copies
         std::fs::copy(&path, copy_dir.path().join(path.file_name().unwrap())).unwrap();
     }
     let copy = self::store(&copy_dir);
-    let view = inspect(&*store, &original).unwrap();
-    let approval = granted(&rig, &view);
+    let approval = granted_at(&rig, &*store, &original);
     rig.clock.advance(time::Duration::hours(1));
     let done = rig
         .session
@@ -482,9 +413,7 @@ async fn the_refresh_path_holds_against_late_denials_changed_previews_and_copies
         .await
         .unwrap();
     assert!(done.complete().await.unwrap().performed());
-    let on_copy = adk_computer_use::Session::builder(Arc::clone(&rig.runtime), full_authorizer())
-        .clock(Arc::new(rig.clock.clone()))
-        .agent_id("executor")
+    let on_copy = executor(&rig.runtime, rig.clock.clone())
         .checkpoints(copy)
         .build()
         .unwrap();
@@ -551,12 +480,7 @@ async fn a_target_that_changed_beyond_its_pixels_does_not_carry_an_approval() {
     rig.clock.advance(time::Duration::minutes(1));
     // Another process now owns the window the person approved.
     rig.runtime.script().semantic = Some(target_window(Some(4242)));
-    let err = rig
-        .session
-        .resume_refreshing(&id, held(&view))
-        .await
-        .err()
-        .unwrap();
+    let err = err_of(rig.session.resume_refreshing(&id, held(&view)).await);
     assert!(
         matches!(
             err.checkpoint_refusal(),
@@ -573,15 +497,9 @@ async fn a_grant_cannot_follow_fresh_evidence_and_is_refused_before_anything_is_
     let dir = tempfile::tempdir().unwrap();
     let (rig, store) = aging(&dir);
     let id = suspended(&rig, "aged-grant").await;
-    let view = inspect(&*store, &id).unwrap();
-    let approval = granted(&rig, &view);
+    let approval = granted_at(&rig, &*store, &id);
     rig.clock.advance(time::Duration::minutes(1));
-    let err = rig
-        .session
-        .resume_refreshing(&id, approval.clone())
-        .await
-        .err()
-        .unwrap();
+    let err = err_of(rig.session.resume_refreshing(&id, approval.clone()).await);
     assert!(
         matches!(
             err.checkpoint_refusal(),
@@ -595,27 +513,12 @@ async fn a_grant_cannot_follow_fresh_evidence_and_is_refused_before_anything_is_
     assert_eq!(rig.runtime.count(Call::Reserve), 0);
     assert!(store.ids().unwrap().contains(&id), "nothing was consumed");
     // Evidence younger than the runtime's limit still runs on the grant.
-    rig.runtime.script().route = Some(PreviewRoute::NeedsApproval);
     let mut fresh = target();
     fresh.captured_at = "2026-07-13T10:01:00Z".into();
-    let young = match rig
-        .session
-        .run(action("young-grant").with_target(fresh))
-        .await
-        .unwrap()
-    {
-        ChainOutcome::NeedsApproval(pending) => pending.suspend().await.unwrap(),
-        _ => panic!("expected approval to be required"),
-    };
-    let view = inspect(&*store, &young).unwrap();
-    let approval = granted(&rig, &view);
+    let young = suspended_action(&rig, action("young-grant").with_target(fresh)).await;
+    let approval = granted_at(&rig, &*store, &young);
     rig.clock.advance(time::Duration::seconds(20));
-    let done = rig
-        .session
-        .resume(&young, approval)
-        .await
-        .unwrap()
-        .complete()
+    let done = finish(rig.session.resume(&young, approval).await)
         .await
         .unwrap();
     assert!(done.performed());
@@ -624,12 +527,9 @@ async fn a_grant_cannot_follow_fresh_evidence_and_is_refused_before_anything_is_
 #[tokio::test]
 async fn a_refusal_before_any_effect_gives_the_checkpoint_back_and_the_approval_stays_usable() {
     for on_decision in [false, true] {
-        let dir = tempfile::tempdir().unwrap();
-        let store = store(&dir);
-        let rig = rig_on(store.clone());
+        let (_dir, store, rig) = filed();
         let id = suspended(&rig, "given-back").await;
-        let view = inspect(&*store, &id).unwrap();
-        let approval = granted(&rig, &view);
+        let approval = granted_at(&rig, &*store, &id);
         if on_decision {
             decide(
                 &*store,
@@ -648,10 +548,7 @@ async fn a_refusal_before_any_effect_gives_the_checkpoint_back_and_the_approval_
         };
         // The runtime refuses the reservation (another agent holds the
         // target): no effect, so the approval is not spent.
-        rig.runtime
-            .script()
-            .fail
-            .insert(Call::Reserve, refusal("reserve_target", "target_reserved"));
+        refuse_reservations(&rig);
         let err = resume().await.unwrap().complete().await.err().unwrap();
         assert_eq!(err.refusal_code(), Some("target_reserved"), "{err}");
         assert_eq!(rig.runtime.mutations(), 0);
@@ -691,12 +588,9 @@ async fn a_refusal_before_any_effect_gives_the_checkpoint_back_and_the_approval_
 
 #[tokio::test]
 async fn once_the_mutating_call_is_made_nothing_is_given_back() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = store(&dir);
-    let rig = rig_on(store.clone());
+    let (_dir, store, rig) = filed();
     let id = suspended(&rig, "refused-at-execute").await;
-    let view = inspect(&*store, &id).unwrap();
-    let approval = granted(&rig, &view);
+    let approval = granted_at(&rig, &*store, &id);
     // A clean refusal of the mutating call itself: a server may answer so
     // after the effect (upstream re-checks the target after acting), so it
     // proves nothing about the effect, and the checkpoint stays consumed.
@@ -704,15 +598,7 @@ async fn once_the_mutating_call_is_made_nothing_is_given_back() {
         .script()
         .fail
         .insert(Call::Execute, refusal("execute_action", "stale_target"));
-    let err = rig
-        .session
-        .resume(&id, approval.clone())
-        .await
-        .unwrap()
-        .complete()
-        .await
-        .err()
-        .unwrap();
+    let err = err_of(finish(rig.session.resume(&id, approval.clone()).await).await);
     assert_eq!(err.refusal_code(), Some("stale_target"), "{err}");
     assert!(!store.ids().unwrap().contains(&id), "stays consumed");
     assert!(rig.session.resume(&id, approval).await.is_err());
@@ -723,9 +609,7 @@ async fn once_the_mutating_call_is_made_nothing_is_given_back() {
 /// share the id their claims are remembered by.
 #[tokio::test]
 async fn one_action_id_seals_one_checkpoint() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = store(&dir);
-    let rig = rig_on(store.clone());
+    let (_dir, _store, rig) = filed();
     let _first = suspended(&rig, "same-id").await;
     rig.runtime.script().route = Some(PreviewRoute::NeedsApproval);
     let ChainOutcome::NeedsApproval(pending) = rig.session.run(action("same-id")).await.unwrap()
@@ -740,29 +624,12 @@ async fn one_action_id_seals_one_checkpoint() {
 
 #[tokio::test]
 async fn an_outcome_in_doubt_never_gives_the_checkpoint_back() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = store(&dir);
-    let rig = rig_on(store.clone());
+    let (_dir, store, rig) = filed();
     let id = suspended(&rig, "in-doubt").await;
-    let view = inspect(&*store, &id).unwrap();
-    let approval = granted(&rig, &view);
+    let approval = granted_at(&rig, &*store, &id);
     // The answer to the mutating call is lost: it may have happened.
-    rig.runtime.script().fail.insert(
-        Call::Execute,
-        ComputerUseError::Transport {
-            operation: "execute_action".into(),
-            message: "connection reset".into(),
-        },
-    );
-    let err = rig
-        .session
-        .resume(&id, approval.clone())
-        .await
-        .unwrap()
-        .complete()
-        .await
-        .err()
-        .unwrap();
+    lose_execute_answer(&rig);
+    let err = err_of(finish(rig.session.resume(&id, approval.clone()).await).await);
     assert!(
         matches!(err, ComputerUseError::OutcomeUnknown { .. }),
         "{err}"
@@ -776,9 +643,7 @@ async fn an_outcome_in_doubt_never_gives_the_checkpoint_back() {
 /// field, and records nothing.
 #[tokio::test]
 async fn a_fresh_target_approval_for_another_target_is_refused_at_decide() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = store(&dir);
-    let rig = rig_on(store.clone());
+    let (_dir, store, rig) = filed();
     let id = suspended(&rig, "forged-fresh").await;
     let view = inspect(&*store, &id).unwrap();
     let mut elsewhere = target();
@@ -801,18 +666,14 @@ async fn a_fresh_target_approval_for_another_target_is_refused_at_decide() {
     let mut same = target();
     same.captured_at = "2026-07-13T10:01:00Z".into();
     let fresh = granted(&rig, &view).with_fresh_target(&same);
-    decide(&*store, &id, &Decision::Approve(fresh), &approver()).unwrap();
+    approve(&*store, &id, fresh);
 }
 
 /// [`suspended`], for an action labelled public (whose reports may quote
 /// their reasons).
 async fn suspended_public(rig: &Rig, id: &str) -> CheckpointId {
-    rig.runtime.script().route = Some(PreviewRoute::NeedsApproval);
     let public = action(id).with_data_labels([adk_computer_use::contracts::DataLabel::Public]);
-    match rig.session.run(public).await.unwrap() {
-        ChainOutcome::NeedsApproval(pending) => pending.suspend().await.unwrap(),
-        _ => panic!("expected approval to be required"),
-    }
+    suspended_action(rig, public).await
 }
 
 /// What the page shows after a decision: each decided action, once the
@@ -833,23 +694,14 @@ async fn each_decided_action_reports_how_it_ended_beside_its_checkpoint() {
     let stores: [Arc<dyn CheckpointStore>; 2] = [file.clone(), memory];
     for store in stores {
         let rig = rig_on(store.clone());
-        let approve = |id: &CheckpointId| {
-            let view = inspect(&*store, id).unwrap();
-            let approval = granted(&rig, &view);
-            decide(&*store, id, &Decision::Approve(approval), &approver()).unwrap();
-        };
+        let approve = |id: &CheckpointId| approve(&*store, id, granted_at(&rig, &*store, id));
         // Nothing reported before any action ran.
         assert!(store.reported().unwrap().is_empty());
 
         // Approved, resumed, run: its outcome, as the chain judged it.
         let done_id = suspended_public(&rig, "report-done").await;
         approve(&done_id);
-        let done = rig
-            .session
-            .resume_decided(&done_id, &public())
-            .await
-            .unwrap()
-            .complete()
+        let done = finish(rig.session.resume_decided(&done_id, &public()).await)
             .await
             .unwrap();
         let reports = reports_of(&*store, &done_id).unwrap();
@@ -874,10 +726,7 @@ async fn each_decided_action_reports_how_it_ended_beside_its_checkpoint() {
         // that follows reports too, latest last.
         let retried = suspended_public(&rig, "report-retried").await;
         approve(&retried);
-        rig.runtime
-            .script()
-            .fail
-            .insert(Call::Reserve, refusal("reserve_target", "target_reserved"));
+        refuse_reservations(&rig);
         let resumed = rig.session.resume_decided(&retried, &public()).await;
         resumed.unwrap().complete().await.err().unwrap();
         rig.runtime.script().fail.clear();
@@ -897,13 +746,7 @@ async fn each_decided_action_reports_how_it_ended_beside_its_checkpoint() {
         // The answer to the mutating call is lost: in doubt, and said so.
         let lost = suspended_public(&rig, "report-lost").await;
         approve(&lost);
-        rig.runtime.script().fail.insert(
-            Call::Execute,
-            ComputerUseError::Transport {
-                operation: "execute_action".into(),
-                message: "connection reset".into(),
-            },
-        );
+        lose_execute_answer(&rig);
         let resumed = rig.session.resume_decided(&lost, &public()).await;
         resumed.unwrap().complete().await.err().unwrap();
         rig.runtime.script().fail.clear();
@@ -948,24 +791,14 @@ async fn each_decided_action_reports_how_it_ended_beside_its_checkpoint() {
 
         // An action labelled as handling a credential: how it ended, with
         // its reason withheld.
-        rig.runtime.script().route = Some(PreviewRoute::NeedsApproval);
-        let secret = match rig
-            .session
-            .run(
-                action("report-secret")
-                    .with_data_labels([adk_computer_use::contracts::DataLabel::Credential]),
-            )
-            .await
-            .unwrap()
-        {
-            ChainOutcome::NeedsApproval(pending) => pending.suspend().await.unwrap(),
-            _ => panic!("expected approval to be required"),
-        };
+        let secret = suspended_action(
+            &rig,
+            action("report-secret")
+                .with_data_labels([adk_computer_use::contracts::DataLabel::Credential]),
+        )
+        .await;
         approve(&secret);
-        rig.runtime
-            .script()
-            .fail
-            .insert(Call::Reserve, refusal("reserve_target", "target_reserved"));
+        refuse_reservations(&rig);
         let resumed = rig.session.resume_decided(&secret, &public()).await;
         resumed.unwrap().complete().await.err().unwrap();
         rig.runtime.script().fail.clear();
@@ -1030,20 +863,14 @@ async fn each_decided_action_reports_how_it_ended_beside_its_checkpoint() {
 /// id alone, and the checkpoint ran twice.)
 #[tokio::test]
 async fn another_action_under_the_same_id_cannot_give_a_resumed_checkpoint_back() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = store(&dir);
-    let rig = rig_on(store.clone());
+    let (_dir, store, rig) = filed();
     let id = suspended(&rig, "twice").await;
-    let view = inspect(&*store, &id).unwrap();
-    let approval = granted(&rig, &view);
-    decide(&*store, &id, &Decision::Approve(approval), &approver()).unwrap();
+    let approval = granted_at(&rig, &*store, &id);
+    approve(&*store, &id, approval);
     let held = rig.session.resume_decided(&id, &public()).await.unwrap();
 
     rig.runtime.script().route = None;
-    rig.runtime
-        .script()
-        .fail
-        .insert(Call::Reserve, refusal("reserve_target", "target_reserved"));
+    refuse_reservations(&rig);
     let imposter = action("twice").with_target(adk_computer_use::contracts::TargetEvidence {
         observation_id: "another-observation".into(),
         ..target()
@@ -1064,4 +891,72 @@ async fn another_action_under_the_same_id_cannot_give_a_resumed_checkpoint_back(
         "the checkpoint resumed a second time"
     );
     assert_eq!(rig.runtime.mutations(), 1, "one approval, one effect");
+}
+
+/// A file checkpoint store in a new temporary directory, and a rig whose session uses it.
+fn filed() -> (tempfile::TempDir, Arc<FileCheckpointStore>, Rig) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(&dir);
+    let rig = rig_on(store.clone());
+    (dir, store, rig)
+}
+
+/// An approval, with a grant the runtime issued, of the action checkpoint `id` in `store` shows.
+fn granted_at(rig: &Rig, store: &dyn CheckpointStore, id: &CheckpointId) -> Approval {
+    granted(rig, &inspect(store, id).unwrap())
+}
+
+/// An approval, held by the runtime, of the action checkpoint `id` in `store` shows.
+fn held_at(store: &dyn CheckpointStore, id: &CheckpointId) -> Approval {
+    held(&inspect(store, id).unwrap())
+}
+
+/// A person's denial, for `reason`.
+fn deny(reason: &str) -> Decision {
+    Decision::Deny {
+        reason: reason.into(),
+    }
+}
+
+/// Scripts the runtime to refuse reservations: another agent holds the target.
+fn refuse_reservations(rig: &Rig) {
+    rig.runtime
+        .script()
+        .fail
+        .insert(Call::Reserve, refusal("reserve_target", "target_reserved"));
+}
+
+/// Scripts the answer to the mutating call to be lost: it may have happened.
+fn lose_execute_answer(rig: &Rig) {
+    rig.runtime.script().fail.insert(
+        Call::Execute,
+        ComputerUseError::Transport {
+            operation: "execute_action".into(),
+            message: "connection reset".into(),
+        },
+    );
+}
+
+/// The workspace's `computer-use-approvals` command.
+fn approvals_command() -> std::process::Command {
+    std::process::Command::new(adk_computer_use_testkit::binary::path(
+        adk_computer_use_testkit::binary::APPROVALS,
+    ))
+}
+
+/// The end of the chain a resume gave back: the resume must have succeeded.
+async fn finish(
+    resumed: Result<adk_computer_use::chain::Approved<FakeRuntime>, ComputerUseError>,
+) -> Result<adk_computer_use::chain::Verified, ComputerUseError> {
+    resumed.unwrap().complete().await
+}
+
+/// The error `result` must be.
+fn err_of<T>(result: Result<T, ComputerUseError>) -> ComputerUseError {
+    result.err().unwrap()
+}
+
+/// The person approves checkpoint `id` in `store` with `approval`, signed with the approver's key.
+fn approve(store: &dyn CheckpointStore, id: &CheckpointId, approval: Approval) {
+    decide(store, id, &Decision::Approve(approval), &approver()).unwrap();
 }

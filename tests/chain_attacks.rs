@@ -57,9 +57,7 @@ async fn leased(rig: &Rig, id: &str) -> Leased<FakeRuntime> {
 
 /// A session over `runtime` whose releases give up after 50 ms.
 fn impatient_session(runtime: &Arc<FakeRuntime>, clock: ManualClock) -> Session<FakeRuntime> {
-    Session::builder(Arc::clone(runtime), full_authorizer())
-        .clock(Arc::new(clock))
-        .agent_id("executor")
+    executor(runtime, clock)
         .release_timeout(StdDuration::from_millis(50))
         .build()
         .unwrap()
@@ -78,7 +76,7 @@ fn held_approval(pending: &PendingApproval<FakeRuntime>) -> Approval {
 #[tokio::test]
 async fn a_plan_only_session_cannot_mutate() {
     let rig = rig_with(authorizer(&["computer:plan"]));
-    let err = rig.session.run(action("d-1")).await.err().unwrap();
+    let err = run_err(&rig.session, action("d-1")).await;
     assert!(
         matches!(err, ComputerUseError::Unauthorized { .. }),
         "{err}"
@@ -93,9 +91,7 @@ async fn a_plan_only_session_cannot_mutate() {
 #[tokio::test]
 async fn a_checkpoint_resumes_once_in_memory() {
     let rig = rig();
-    let pending = pending(&rig, "d-2").await;
-    let approval = held_approval(&pending);
-    let id = pending.suspend().await.unwrap();
+    let (id, approval) = suspended(&rig, "d-2").await;
     let first = rig.session.resume(&id, approval.clone()).await.unwrap();
     for _ in 0..3 {
         assert_eq!(
@@ -115,9 +111,7 @@ async fn racing_resumes_of_one_checkpoint_file_yield_one_approved_stage() {
     let rig = rig_on(Arc::new(
         FileCheckpointStore::new(dir.path(), key()).unwrap(),
     ));
-    let pending = pending(&rig, "d-3").await;
-    let approval = held_approval(&pending);
-    let id = pending.suspend().await.unwrap();
+    let (id, approval) = suspended(&rig, "d-3").await;
     // Each contender is a session of its own over its own opening of the
     // directory, as separate processes would be; they race on the same file.
     const CONTENDERS: usize = 8;
@@ -125,9 +119,7 @@ async fn racing_resumes_of_one_checkpoint_file_yield_one_approved_stage() {
     let mut tasks = Vec::new();
     for _ in 0..CONTENDERS {
         let store = Arc::new(FileCheckpointStore::new(dir.path(), key()).unwrap());
-        let session = Session::builder(Arc::clone(&rig.runtime), full_authorizer())
-            .clock(Arc::new(rig.clock.clone()))
-            .agent_id("executor")
+        let session = executor(&rig.runtime, rig.clock.clone())
             .checkpoints(store)
             .build()
             .unwrap();
@@ -161,9 +153,7 @@ async fn racing_resumes_of_one_checkpoint_file_yield_one_approved_stage() {
 #[tokio::test]
 async fn a_refused_resume_does_not_spend_the_checkpoint() {
     let rig = rig();
-    let pending = pending(&rig, "d-4").await;
-    let good = held_approval(&pending);
-    let id = pending.suspend().await.unwrap();
+    let (id, good) = suspended(&rig, "d-4").await;
     let wrong = Approval::runtime_held("d-4", "f".repeat(64), POLICY);
     assert!(rig.session.resume(&id, wrong).await.is_err());
     // The person's real approval still resumes it, once.
@@ -196,18 +186,8 @@ async fn an_envelope_that_swaps_the_postcondition_is_refused() {
     }));
     rig.runtime.script().evidence = Some(json!({ "satisfied": true }));
     let proposed = action("d-5").with_postcondition(digest_postcondition());
-    let err = rig.session.run(proposed).await.err().unwrap();
-    assert!(
-        matches!(
-            err,
-            ComputerUseError::IdentityMismatch {
-                object: "ActionEnvelope",
-                field: "postcondition",
-                ..
-            }
-        ),
-        "{err}"
-    );
+    let err = run_err(&rig.session, proposed).await;
+    assert_identity_mismatch(&err, "ActionEnvelope", "postcondition");
     assert_eq!(rig.runtime.count(Call::Reserve), 0);
     assert_eq!(rig.runtime.mutations(), 0);
 }
@@ -218,7 +198,7 @@ async fn an_envelope_that_adds_a_postcondition_is_refused() {
     rig.runtime.script().envelope = Some(Arc::new(|e: &mut ActionEnvelope| {
         e.postcondition = Some(digest_postcondition());
     }));
-    let err = rig.session.run(action("d-6")).await.err().unwrap();
+    let err = run_err(&rig.session, action("d-6")).await;
     assert_eq!(err.field(), Some("postcondition"), "{err}");
 }
 
@@ -239,7 +219,7 @@ async fn an_envelope_that_drops_or_moves_the_named_resource_is_refused() {
         }));
         rig.runtime.script().evidence = Some(json!({ "satisfied": true }));
         let proposed = action(id).with_resource(file_named("/tmp/notes.txt"));
-        let err = rig.session.run(proposed).await.err().unwrap();
+        let err = run_err(&rig.session, proposed).await;
         match &err {
             ComputerUseError::IdentityMismatch {
                 object: "ActionEnvelope",
@@ -383,18 +363,8 @@ async fn another_agents_lease_is_refused_even_when_the_envelope_names_no_agent()
     rig.runtime.script().lease = Some(Arc::new(|l: &mut ControlLease| {
         l.agent_id = Some("intruder".into());
     }));
-    let err = rig.session.run(action("d-12")).await.err().unwrap();
-    assert!(
-        matches!(
-            err,
-            ComputerUseError::IdentityMismatch {
-                object: "ControlLease",
-                field: "agentId",
-                ..
-            }
-        ),
-        "{err}"
-    );
+    let err = run_err(&rig.session, action("d-12")).await;
+    assert_identity_mismatch(&err, "ControlLease", "agentId");
     assert_eq!(rig.runtime.mutations(), 0);
     assert!(rig.runtime.truth().active_leases.is_empty());
 }
@@ -403,11 +373,7 @@ async fn another_agents_lease_is_refused_even_when_the_envelope_names_no_agent()
 async fn another_groups_reservation_is_refused_even_when_the_envelope_names_no_group() {
     let rig = rig();
     rig.runtime.act_in(SESSION, Some("group-a"));
-    let session = Session::builder(Arc::clone(&rig.runtime), full_authorizer())
-        .clock(Arc::new(rig.clock.clone()))
-        .agent_id("executor")
-        .build()
-        .unwrap();
+    let session = executor(&rig.runtime, rig.clock.clone()).build().unwrap();
     rig.runtime.script().envelope = Some(Arc::new(|e: &mut ActionEnvelope| {
         e.agent_id = None;
         e.execution_group_id = None;
@@ -415,18 +381,8 @@ async fn another_groups_reservation_is_refused_even_when_the_envelope_names_no_g
     rig.runtime.script().reservation = Some(Arc::new(|r: &mut TargetReservation| {
         r.execution_group_id = Some("group-b".into());
     }));
-    let err = session.run(action("d-13")).await.err().unwrap();
-    assert!(
-        matches!(
-            err,
-            ComputerUseError::IdentityMismatch {
-                object: "TargetReservation",
-                field: "executionGroupId",
-                ..
-            }
-        ),
-        "{err}"
-    );
+    let err = run_err(&session, action("d-13")).await;
+    assert_identity_mismatch(&err, "TargetReservation", "executionGroupId");
     assert_eq!(rig.runtime.count(Call::Lease), 0);
     assert_eq!(rig.runtime.active_reservations(), 0);
 }
@@ -442,17 +398,7 @@ async fn an_approval_of_one_action_does_not_approve_another_with_the_same_argume
     let grant = rig.runtime.grant(x.action_digest());
     let for_x = Approval::with_grant(x.action_id(), x.action_digest(), x.policy_digest(), &grant);
     let err = y.approve(for_x.clone()).err().unwrap();
-    assert!(
-        matches!(
-            err,
-            ComputerUseError::IdentityMismatch {
-                object: "Approval",
-                field: "actionId",
-                ..
-            }
-        ),
-        "{err}"
-    );
+    assert_identity_mismatch(&err, "Approval", "actionId");
     let _verified = x.approve(for_x).unwrap().complete().await.unwrap();
     assert_eq!(rig.runtime.mutations(), 1);
 }
@@ -465,12 +411,7 @@ async fn a_panicking_release_does_not_stop_the_reaper() {
     rig.runtime.script().panic_on_release = true;
     drop(approved(&rig, "d-15").await.reserve().await.unwrap());
     // Wait for the reaper to get to it.
-    for _ in 0..200 {
-        if rig.session.release_stats().reservations.reap_failed == 1 {
-            break;
-        }
-        tokio::time::sleep(StdDuration::from_millis(5)).await;
-    }
+    wait_until(|| rig.session.release_stats().reservations.reap_failed == 1).await;
     assert_eq!(rig.session.release_stats().reservations.reap_failed, 1);
     rig.runtime.script().panic_on_release = false;
     drop(approved(&rig, "d-16").await.reserve().await.unwrap());
@@ -494,8 +435,7 @@ async fn a_hanging_release_times_out_and_shutdown_still_returns() {
     let clock = ManualClock::new(start());
     let runtime = FakeRuntime::new(clock.clone());
     let session = impatient_session(&runtime, clock);
-    let approved = allowed(&session, "d-17").await;
-    let reserved = approved.reserve().await.unwrap();
+    let reserved = reserved_on(&session, "d-17").await;
     // The release never answers (the gate is never opened).
     runtime.script().hold.insert(Call::Release);
     drop(reserved);
@@ -533,13 +473,8 @@ fn a_reservation_dropped_after_the_reaper_stopped_is_counted_lost_once() {
         .build()
         .unwrap();
     let (session, reserved) = tokio.block_on(async {
-        let session = Session::builder(Arc::clone(&runtime), full_authorizer())
-            .clock(Arc::new(clock))
-            .agent_id("executor")
-            .build()
-            .unwrap();
-        let approved = allowed(&session, "d-19").await;
-        let reserved = approved.reserve().await.unwrap();
+        let session = executor(&runtime, clock).build().unwrap();
+        let reserved = reserved_on(&session, "d-19").await;
         (session, reserved)
     });
     // The runtime the reaper ran on is gone, and the reaper with it.
@@ -575,12 +510,7 @@ async fn the_lease_is_released_when_the_action_ends_on_every_path() {
     let failed = rig();
     failed.runtime.script().fail.insert(
         Call::Execute,
-        ComputerUseError::Refused {
-            operation: "execute_action".into(),
-            code: "stale_target".into(),
-            message: "moved".into(),
-            details: None,
-        },
+        refused("execute_action", "stale_target", "moved"),
     );
     assert!(failed.session.run(action("d-22")).await.is_err());
     assert!(failed.runtime.truth().active_leases.is_empty());
@@ -613,14 +543,9 @@ async fn a_refusal_before_the_effect_is_not_an_unknown_outcome() {
     let rig = rig();
     rig.runtime.script().fail.insert(
         Call::Execute,
-        ComputerUseError::Refused {
-            operation: "execute_action".into(),
-            code: "lease_conflict".into(),
-            message: "no".into(),
-            details: None,
-        },
+        refused("execute_action", "lease_conflict", "no"),
     );
-    let err = rig.session.run(action("d-24")).await.err().unwrap();
+    let err = run_err(&rig.session, action("d-24")).await;
     assert_eq!(err.refusal_code(), Some("lease_conflict"), "{err}");
 }
 
@@ -629,13 +554,8 @@ async fn a_broken_connection_during_the_mutation_is_an_unknown_outcome() {
     for crash in [Crash::BeforeEffect, Crash::AfterCommit] {
         let rig = rig();
         rig.runtime.script().crash_once = Some(crash);
-        match rig.session.run(action("d-25")).await {
-            Err(ComputerUseError::OutcomeUnknown { action_id, .. }) => {
-                assert_eq!(action_id, "d-25", "{crash:?}")
-            }
-            Err(other) => panic!("{crash:?}: expected an unknown outcome, got {other}"),
-            Ok(_) => panic!("{crash:?}: the chain succeeded"),
-        }
+        let (action_id, _) = unknown_outcome(&rig, "d-25", &format!("{crash:?}")).await;
+        assert_eq!(action_id, "d-25", "{crash:?}");
         // The safe retry reuses the id: one effect in all.
         let _verified = completed(rig.session.run(action("d-25")).await.unwrap());
         assert_eq!(rig.runtime.mutations(), 1, "{crash:?}");
@@ -649,9 +569,7 @@ async fn retained_state_travels_with_the_stage_and_through_a_checkpoint() {
     let rig = rig();
     rig.runtime.script().retained = Some(json!({ "exact": "arguments" }));
     let _verified = completed(rig.session.run(action("d-26")).await.unwrap());
-    let pending = pending(&rig, "d-27").await;
-    let approval = held_approval(&pending);
-    let id = pending.suspend().await.unwrap();
+    let (id, approval) = suspended(&rig, "d-27").await;
     rig.runtime.script().retained = None;
     let _verified = rig
         .session
@@ -677,10 +595,7 @@ async fn retained_state_travels_with_the_stage_and_through_a_checkpoint() {
 async fn shutdown_racing_a_release_in_flight_releases_each_resource_once() {
     let rig = rig();
     let executed = leased(&rig, "h-1").await.execute().await.unwrap();
-    rig.runtime.script().hold.insert(Call::ReleaseLease);
-    let verify = tokio::spawn(executed.verify());
-    rig.runtime.held.notified().await;
-    rig.runtime.script().hold.remove(&Call::ReleaseLease);
+    let verify = spawn_held(&rig.runtime, Call::ReleaseLease, executed.verify()).await;
     let Rig {
         runtime, session, ..
     } = rig;
@@ -713,15 +628,7 @@ async fn a_stage_outliving_its_session_takes_no_further_step() {
         (1, 1)
     );
     let err = leased.execute().await.err().unwrap();
-    assert!(
-        matches!(
-            err,
-            ComputerUseError::SessionClosed {
-                operation: "execute"
-            }
-        ),
-        "{err}"
-    );
+    assert_session_closed(&err, "execute");
     assert_eq!(runtime.mutations(), 0);
     assert_eq!(
         runtime.truth().lease_releases.len(),
@@ -780,18 +687,14 @@ async fn an_explicit_release_that_panics_hands_the_resource_to_the_reaper() {
 #[tokio::test]
 async fn a_checkpoint_copied_into_another_store_is_not_resumed_twice_by_one_session() {
     let rig = rig();
-    let pending = pending(&rig, "h-5").await;
-    let approval = held_approval(&pending);
-    let id = pending.suspend().await.unwrap();
+    let (id, approval) = suspended(&rig, "h-5").await;
     let record = rig.store.load(&id).unwrap();
     let _first = rig.session.resume(&id, approval.clone()).await.unwrap();
     // The copy, resumed by a session built on it: refused, it is not the
     // store the record was sealed for.
     let copy = Arc::new(MemoryCheckpointStore::new(key()));
     copy.create(&id, &record[0]).unwrap();
-    let on_copy = Session::builder(Arc::clone(&rig.runtime), full_authorizer())
-        .clock(Arc::new(rig.clock.clone()))
-        .agent_id("executor")
+    let on_copy = executor(&rig.runtime, rig.clock.clone())
         .checkpoints(copy)
         .build()
         .unwrap();
@@ -834,7 +737,7 @@ async fn an_envelope_for_another_target_or_operation_is_refused() {
         if with_operation {
             proposed.operation = Some("write_clipboard".into());
         }
-        let err = rig.session.run(proposed).await.err().unwrap();
+        let err = run_err(&rig.session, proposed).await;
         assert_eq!(err.field(), Some(field), "{err}");
         assert!(
             matches!(err, ComputerUseError::IdentityMismatch { .. }),
@@ -862,12 +765,8 @@ async fn a_shutdown_cancelled_part_way_leaves_the_releases_to_the_reaper() {
     );
     runtime.script().hold.remove(&Call::ReleaseLease);
     runtime.gate.notify_one();
-    for _ in 0..200 {
-        if runtime.truth().active_leases.is_empty() && runtime.active_reservations() == 0 {
-            break;
-        }
-        tokio::time::sleep(StdDuration::from_millis(5)).await;
-    }
+    wait_until(|| runtime.truth().active_leases.is_empty() && runtime.active_reservations() == 0)
+        .await;
     assert!(
         runtime.truth().active_leases.is_empty(),
         "the lease was left behind"
@@ -919,10 +818,7 @@ fn a_session_on_a_runtime_without_timers_is_refused_when_built() {
 async fn a_reservation_granted_while_the_session_shuts_down_is_given_back() {
     let rig = rig();
     let approved = approved(&rig, "k-3").await;
-    rig.runtime.script().hold.insert(Call::Reserve);
-    let reserving = tokio::spawn(approved.reserve());
-    rig.runtime.held.notified().await;
-    rig.runtime.script().hold.remove(&Call::Reserve);
+    let reserving = spawn_held(&rig.runtime, Call::Reserve, approved.reserve()).await;
     let Rig {
         runtime, session, ..
     } = rig;
@@ -930,15 +826,7 @@ async fn a_reservation_granted_while_the_session_shuts_down_is_given_back() {
     tokio::task::yield_now().await;
     runtime.gate.notify_one();
     let err = reserving.await.unwrap().err().unwrap();
-    assert!(
-        matches!(
-            err,
-            ComputerUseError::SessionClosed {
-                operation: "reserve"
-            }
-        ),
-        "{err}"
-    );
+    assert_session_closed(&err, "reserve");
     let _ = shut.await.unwrap();
     assert_eq!(runtime.active_reservations(), 0);
     assert_eq!(runtime.count(Call::Lease), 0);
@@ -948,10 +836,7 @@ async fn a_reservation_granted_while_the_session_shuts_down_is_given_back() {
 async fn a_shutdown_during_the_mutation_leaves_its_lease_to_it() {
     let rig = rig();
     let leased = leased(&rig, "k-4").await;
-    rig.runtime.script().hold.insert(Call::Execute);
-    let executing = tokio::spawn(leased.execute());
-    rig.runtime.held.notified().await;
-    rig.runtime.script().hold.remove(&Call::Execute);
+    let executing = spawn_held(&rig.runtime, Call::Execute, leased.execute()).await;
     let Rig {
         runtime, session, ..
     } = rig;
@@ -984,8 +869,7 @@ fn a_shutdown_returns_when_the_reapers_runtime_is_not_driven() {
         .unwrap();
     let session = first.block_on(async {
         let session = impatient_session(&runtime, clock);
-        let approved = allowed(&session, "k-5").await;
-        drop(approved.reserve().await.unwrap());
+        drop(reserved_on(&session, "k-5").await);
         session
     });
     // The reaper lives on `first`, which nobody drives any more.
@@ -1013,14 +897,9 @@ async fn an_unsettled_receipt_is_an_unknown_outcome() {
         rig.runtime.script().receipt = Some(Arc::new(move |r: &mut ExecutionReceipt| {
             r.status = status;
         }));
-        match rig.session.run(action("k-6")).await {
-            Err(ComputerUseError::OutcomeUnknown { action_id, cause }) => {
-                assert_eq!(action_id, "k-6");
-                assert_eq!(cause.field(), Some("status"), "{status:?}");
-            }
-            Err(other) => panic!("{status:?}: expected an unknown outcome, got {other}"),
-            Ok(_) => panic!("{status:?}: an unsettled receipt ended the chain as verified"),
-        }
+        let (action_id, cause) = unknown_outcome(&rig, "k-6", &format!("{status:?}")).await;
+        assert_eq!(action_id, "k-6");
+        assert_eq!(cause.field(), Some("status"), "{status:?}");
     }
 }
 
@@ -1030,20 +909,15 @@ async fn a_receipt_bound_elsewhere_after_the_call_is_an_unknown_outcome() {
     rig.runtime.script().receipt = Some(Arc::new(|r: &mut ExecutionReceipt| {
         r.action_digest = "0".repeat(64);
     }));
-    match rig.session.run(action("k-7")).await {
-        Err(ComputerUseError::OutcomeUnknown { action_id, cause }) => {
-            assert_eq!(action_id, "k-7");
-            assert!(matches!(
-                *cause,
-                ComputerUseError::IdentityMismatch {
-                    field: "actionDigest",
-                    ..
-                }
-            ));
+    let (action_id, cause) = unknown_outcome(&rig, "k-7", "a receipt for other work").await;
+    assert_eq!(action_id, "k-7");
+    assert!(matches!(
+        cause,
+        ComputerUseError::IdentityMismatch {
+            field: "actionDigest",
+            ..
         }
-        Err(other) => panic!("expected an unknown outcome, got {other}"),
-        Ok(_) => panic!("a receipt for other work was accepted"),
-    }
+    ));
     assert_eq!(rig.runtime.mutations(), 1, "the effect did happen");
 }
 
@@ -1083,12 +957,7 @@ async fn a_cleanup_failure_after_the_action_says_whether_it_was_performed() {
         }));
         rig.runtime.script().fail.insert(
             Call::Release,
-            ComputerUseError::Refused {
-                operation: "release_target".into(),
-                code: "release_failed".into(),
-                message: "no".into(),
-                details: None,
-            },
+            refused("release_target", "release_failed", "no"),
         );
         match rig.session.run(action("k-9")).await {
             Err(ComputerUseError::CleanupAfterSuccess { performed: got, .. }) => {
@@ -1135,11 +1004,7 @@ async fn shutdown_waits_for_every_reclaimed_resource_within_its_bound() {
     let runtime = FakeRuntime::new(clock.clone());
     let session = impatient_session(&runtime, clock);
     for n in 0..3 {
-        let reserved = allowed(&session, &format!("b-{n}"))
-            .await
-            .reserve()
-            .await
-            .unwrap();
+        let reserved = reserved_on(&session, &format!("b-{n}")).await;
         std::mem::forget(reserved);
     }
     // Each release takes 30 ms, inside the 50 ms timeout; three of them
@@ -1164,7 +1029,7 @@ async fn an_expiry_that_is_no_timestamp_is_refused_never_read_as_no_expiry() {
                 r.expires_at = "soon".into();
             }));
         }
-        let err = rig.session.run(action("t-1")).await.err().unwrap();
+        let err = run_err(&rig.session, action("t-1")).await;
         assert!(
             matches!(
                 err,
@@ -1175,5 +1040,64 @@ async fn an_expiry_that_is_no_timestamp_is_refused_never_read_as_no_expiry() {
         assert_eq!(rig.runtime.mutations(), 0, "{object}");
         assert_eq!(rig.runtime.active_reservations(), 0, "{object}");
         assert!(rig.runtime.truth().active_leases.is_empty(), "{object}");
+    }
+}
+
+/// Walks `session` to `Reserved` for an action policy allows.
+async fn reserved_on(session: &Session<FakeRuntime>, id: &str) -> Reserved<FakeRuntime> {
+    allowed(session, id).await.reserve().await.unwrap()
+}
+
+/// Spawns `step` with the runtime holding `call` and returns once the call is held
+/// (the gate stays shut until the test opens it).
+async fn spawn_held<F>(
+    runtime: &FakeRuntime,
+    call: Call,
+    step: F,
+) -> tokio::task::JoinHandle<F::Output>
+where
+    F: std::future::Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    runtime.script().hold.insert(call);
+    let handle = tokio::spawn(step);
+    runtime.held.notified().await;
+    runtime.script().hold.remove(&call);
+    handle
+}
+
+/// The runtime's refusal of `operation` with `code` and `message`.
+fn refused(operation: &str, code: &str, message: &str) -> ComputerUseError {
+    ComputerUseError::Refused {
+        operation: operation.into(),
+        code: code.into(),
+        message: message.into(),
+        details: None,
+    }
+}
+
+/// Asserts `err` refuses a step of a session that has shut down.
+fn assert_session_closed(err: &ComputerUseError, step: &str) {
+    assert!(
+        matches!(err, ComputerUseError::SessionClosed { operation } if *operation == step),
+        "{err}"
+    );
+}
+
+/// Runs an action that waits for approval and suspends it: its checkpoint,
+/// and the approval the runtime holds for it.
+async fn suspended(rig: &Rig, id: &str) -> (CheckpointId, Approval) {
+    let pending = pending(rig, id).await;
+    let approval = held_approval(&pending);
+    (pending.suspend().await.unwrap(), approval)
+}
+
+/// Runs action `id` to the unknown outcome it must end with: the action id
+/// the error names, and its cause (`case` says which case failed otherwise).
+async fn unknown_outcome(rig: &Rig, id: &str, case: &str) -> (String, ComputerUseError) {
+    match rig.session.run(action(id)).await {
+        Err(ComputerUseError::OutcomeUnknown { action_id, cause }) => (action_id, *cause),
+        Err(other) => panic!("{case}: expected an unknown outcome, got {other}"),
+        Ok(_) => panic!("{case}: the chain ended without an unknown outcome"),
     }
 }

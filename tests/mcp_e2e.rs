@@ -5,13 +5,16 @@
 use std::sync::Arc;
 
 mod common;
+use common::run_err;
 
 use adk_computer_use::chain::Session;
-use adk_computer_use::chain::{Approval, ChainOutcome, Verified};
-use adk_computer_use::contracts::{ApprovalScope, WindowId};
-use adk_computer_use::mcp::GrantRequest;
+use adk_computer_use::chain::{
+    Approval, ChainOutcome, Leased, PendingApproval, Reserved, Verified,
+};
+use adk_computer_use::contracts::{ApprovalGrant, ApprovalScope, WindowId};
+use adk_computer_use::mcp::{ComputerUseMcpRuntime, GrantRequest};
 use adk_computer_use::runtime::{
-    AgentInterrupter, CancellationBridge, ComputerUseRuntime, StopKind,
+    AgentInterrupter, CancellationBridge, ComputerUseRuntime, ProposedAction, StopKind,
 };
 use adk_computer_use::{ComputerUseError, VerificationOutcome};
 use adk_computer_use_testkit::child::*;
@@ -28,14 +31,8 @@ fn completed<R: ComputerUseRuntime>(outcome: ChainOutcome<R>) -> Verified {
 
 #[tokio::test]
 async fn a_digest_postcondition_reaches_verified() {
-    let runtime = spawn_sim(&[]).await;
-    let session = session(&runtime, "agent-a");
-    let verified = completed(
-        session
-            .run(write_clipboard("a-1", "exact public text", true))
-            .await
-            .unwrap(),
-    );
+    let (runtime, session) = sim_and_session(&[]).await;
+    let verified = run_verified(&session, write_clipboard("a-1", "exact public text", true)).await;
     assert_eq!(verified.outcome(), &VerificationOutcome::Verified);
     let stats = stats(&runtime).await;
     assert_eq!(stats["clipboard"], "exact public text");
@@ -59,14 +56,8 @@ async fn a_digest_postcondition_reaches_verified() {
 
 #[tokio::test]
 async fn no_postcondition_is_derived_from_the_text_and_checked_by_the_server() {
-    let runtime = spawn_sim(&[]).await;
-    let session = session(&runtime, "agent-a");
-    let verified = completed(
-        session
-            .run(write_clipboard("a-2", "text", false))
-            .await
-            .unwrap(),
-    );
+    let (runtime, session) = sim_and_session(&[]).await;
+    let verified = run_verified(&session, write_clipboard("a-2", "text", false)).await;
     assert_eq!(verified.outcome(), &VerificationOutcome::Verified);
     // The server checked the clipboard itself, for the digest of this text.
     let events = runtime.all_session_events().await.unwrap();
@@ -94,14 +85,8 @@ async fn a_clipboard_write_aimed_at_another_window_is_checked_on_the_clipboard_i
         "com.example.Notes",
         Some(WindowId::Number(7)),
     );
-    let action = adk_computer_use::ProposedAction::new(
-        "write_clipboard",
-        json!({ "text": "from notes" }),
-        adk_computer_use::ExecutionMode::Background,
-    )
-    .with_action_id("a-2b")
-    .with_data_labels([adk_computer_use::contracts::DataLabel::Public]);
-    let verified = completed(session.run(action).await.unwrap());
+    let action = public_write("a-2b", "from notes");
+    let verified = run_verified(&session, action).await;
     assert_eq!(verified.outcome(), &VerificationOutcome::Verified);
     assert_eq!(stats(&runtime).await["clipboard"], "from notes");
     runtime.shutdown().await.unwrap();
@@ -109,24 +94,10 @@ async fn a_clipboard_write_aimed_at_another_window_is_checked_on_the_clipboard_i
 
 #[tokio::test]
 async fn the_approval_path_uses_an_approve_action_grant() {
-    let runtime = spawn_sim(&["--confirm-tool", "write_clipboard"]).await;
-    let session = session(&runtime, "agent-a");
-    let pending = match session
-        .run(write_clipboard("a-3", "approved", true))
-        .await
-        .unwrap()
-    {
-        ChainOutcome::NeedsApproval(pending) => pending,
-        _ => panic!("expected approval to be required"),
-    };
+    let (runtime, session) = sim_and_session(&["--confirm-tool", "write_clipboard"]).await;
+    let pending = run_to_approval(&session, write_clipboard("a-3", "approved", true)).await;
     assert_eq!(stats(&runtime).await["totalEffects"], 0);
-    let grant = runtime
-        .approver
-        .approve_action(
-            &GrantRequest::for_pending(&pending),
-            ApprovalScope::ExactAction,
-            None,
-        )
+    let grant = host_grant(&runtime, &GrantRequest::for_pending(&pending))
         .await
         .unwrap();
     assert_eq!(grant.fields().action_digest, pending.action_digest());
@@ -138,14 +109,7 @@ async fn the_approval_path_uses_an_approve_action_grant() {
         .unwrap();
     assert!(verified.outcome().is_verified());
     // Without a grant the server refuses: the approval really is checked there too.
-    let pending = match session
-        .run(write_clipboard("a-4", "unapproved", false))
-        .await
-        .unwrap()
-    {
-        ChainOutcome::NeedsApproval(pending) => pending,
-        _ => panic!("expected approval to be required"),
-    };
+    let pending = run_to_approval(&session, write_clipboard("a-4", "unapproved", false)).await;
     let approval = Approval::runtime_held(
         pending.action_id(),
         pending.action_digest(),
@@ -204,14 +168,9 @@ async fn every_injected_fault_is_refused_with_the_field_named_and_the_reservatio
 
 #[tokio::test]
 async fn server_refusal_codes_arrive_typed() {
-    let runtime = spawn_sim(&[]).await;
-    let session = session(&runtime, "agent-a");
+    let (runtime, session) = sim_and_session(&[]).await;
     runtime.pause_session(Some("test")).await.unwrap();
-    let err = session
-        .run(write_clipboard("a-6", "text", false))
-        .await
-        .err()
-        .unwrap();
+    let err = run_err(&session, write_clipboard("a-6", "text", false)).await;
     assert_eq!(err.refusal_code(), Some("session_not_running"), "{err}");
     let err = runtime
         .delete_session(&runtime.session_id().unwrap())
@@ -244,13 +203,8 @@ async fn server_refusal_codes_arrive_typed() {
 
 #[tokio::test]
 async fn a_failing_release_after_success_is_reported() {
-    let runtime = spawn_sim(&["--fault", "release.fails"]).await;
-    let session = session(&runtime, "agent-a");
-    let err = session
-        .run(write_clipboard("a-7", "text", true))
-        .await
-        .err()
-        .unwrap();
+    let (runtime, session) = sim_and_session(&["--fault", "release.fails"]).await;
+    let err = run_err(&session, write_clipboard("a-7", "text", true)).await;
     match err {
         ComputerUseError::CleanupAfterSuccess {
             status, cleanup, ..
@@ -265,13 +219,8 @@ async fn a_failing_release_after_success_is_reported() {
 
 #[tokio::test]
 async fn a_release_answered_with_an_active_reservation_is_refused() {
-    let runtime = spawn_sim(&["--fault", "release.state"]).await;
-    let session = session(&runtime, "agent-a");
-    let err = session
-        .run(write_clipboard("a-7b", "text", true))
-        .await
-        .err()
-        .unwrap();
+    let (runtime, session) = sim_and_session(&["--fault", "release.state"]).await;
+    let err = run_err(&session, write_clipboard("a-7b", "text", true)).await;
     match err {
         ComputerUseError::CleanupAfterSuccess { cleanup, .. } => {
             assert_eq!(cleanup.field(), Some("state"), "{cleanup}");
@@ -287,11 +236,7 @@ async fn killing_the_server_mid_chain_is_a_transport_error_and_the_failed_releas
     let runtime = spawn_sim(&[]).await;
     let pid = runtime.child_pid().unwrap();
     let session = session(&runtime, "agent-a");
-    let reserved = common::allowed_action(&session, &write_clipboard("a-8", "text", false))
-        .await
-        .reserve()
-        .await
-        .unwrap();
+    let reserved = reserve_allowed(&session, &write_clipboard("a-8", "text", false)).await;
     assert!(reserved.reservation().is_some());
     std::process::Command::new("kill")
         .arg("-9")
@@ -341,14 +286,8 @@ async fn shutdown_leaves_no_orphan_or_zombie() {
 
 #[tokio::test]
 async fn session_calls_events_follow_ups_and_deletion() {
-    let runtime = spawn_sim(&[]).await;
-    let session = session(&runtime, "agent-a");
-    let _verified = completed(
-        session
-            .run(write_clipboard("a-10", "text", true))
-            .await
-            .unwrap(),
-    );
+    let (runtime, session) = sim_and_session(&[]).await;
+    let _verified = run_verified(&session, write_clipboard("a-10", "text", true)).await;
     let events = runtime.all_session_events().await.unwrap();
     let started = events
         .iter()
@@ -379,13 +318,8 @@ async fn session_calls_events_follow_ups_and_deletion() {
 async fn answers_for_another_principal_are_rejected() {
     // The server authenticates its principal; an adapter configured for a
     // different verified principal refuses every answer bound to the server's.
-    let mut command = tokio::process::Command::new(adk_computer_use_testkit::binary::path(
-        adk_computer_use_testkit::binary::SERVER,
-    ));
-    command.arg("--principal").arg("someone-else");
-    let config = adk_computer_use::mcp::McpRuntimeConfig::new(PRINCIPAL)
-        .read_only_extension(adk_computer_use_testkit::STATS_TOOL)
-        .unwrap();
+    let command = server_command(&["--principal", "someone-else"]);
+    let config = stats_config();
     let runtime = adk_computer_use::mcp::ComputerUseMcpRuntime::spawn(command, config)
         .await
         .unwrap();
@@ -446,11 +380,7 @@ async fn injected_crashes_leave_the_outcome_unknown_and_name_the_action() {
         let runtime = spawn_sim(&["--fault", fault]).await;
         let pid = runtime.child_pid().unwrap();
         let session = session(&runtime, "agent-a");
-        let err = session
-            .run(write_clipboard("a-11", "text", false))
-            .await
-            .err()
-            .unwrap();
+        let err = run_err(&session, write_clipboard("a-11", "text", false)).await;
         // The server died during the mutating call: its outcome is unknown
         // (the error names the action a safe retry reuses), and the releases
         // that follow fail in transit.
@@ -492,24 +422,18 @@ async fn the_journal_of_a_chain_over_mcp_and_the_servers_own_events_evaluate_cle
     use std::sync::Arc;
     let runtime = spawn_sim(&[]).await;
     let sink = Arc::new(MemoryJournal::new());
-    let identity = adk_computer_use::VerifiedIdentity::new(PRINCIPAL, "tenant-e2e").unwrap();
-    let authorizer = adk_computer_use::ScopeAuthorizer::new(
-        identity,
-        ["computer:plan", "computer:execute:background"],
-    )
-    .unwrap();
+    let authorizer = planning_and("computer:execute:background");
     let session = adk_computer_use::Session::builder(Arc::clone(&runtime), authorizer)
         .agent_id("agent-j")
         .journal(Arc::new(Journal::new(sink.clone())))
         .build()
         .unwrap();
     for (i, with_post) in [true, false].into_iter().enumerate() {
-        let _done = completed(
-            session
-                .run(write_clipboard(&format!("j-{i}"), "journaled", with_post))
-                .await
-                .unwrap(),
-        );
+        let _done = run_verified(
+            &session,
+            write_clipboard(&format!("j-{i}"), "journaled", with_post),
+        )
+        .await;
     }
     let entries = sink.entries();
     verify_journal(&entries, None).unwrap();
@@ -576,12 +500,10 @@ async fn terminal_sessions_can_be_pruned() {
 
 #[tokio::test]
 async fn a_suspended_approval_resumes_over_mcp_once_with_its_sealed_arguments() {
-    use adk_computer_use::chain::{CheckpointRefusal, FileCheckpointStore, SealingKey, inspect};
+    use adk_computer_use::chain::{CheckpointRefusal, FileCheckpointStore, inspect};
     let runtime = spawn_sim(&["--confirm-tool", "write_clipboard"]).await;
     let dir = tempfile::tempdir().unwrap();
-    let store = Arc::new(
-        FileCheckpointStore::new(dir.path(), SealingKey::new(vec![4u8; 32]).unwrap()).unwrap(),
-    );
+    let store = sealed_store(dir.path(), 4);
     let on = |store: Arc<FileCheckpointStore>| {
         Session::builder(Arc::clone(&runtime), sim_authorizer())
             .agent_id("agent-a")
@@ -592,32 +514,20 @@ async fn a_suspended_approval_resumes_over_mcp_once_with_its_sealed_arguments() 
     };
     let id = {
         let session = on(store.clone());
-        let pending = match session
-            .run(write_clipboard("resume-1", "resumed", true))
-            .await
-            .unwrap()
-        {
-            ChainOutcome::NeedsApproval(pending) => pending,
-            _ => panic!("expected approval to be required"),
-        };
+        let pending = run_to_approval(&session, write_clipboard("resume-1", "resumed", true)).await;
         pending.suspend().await.unwrap()
     };
     // The adapter keeps nothing per preview: the exact previewed arguments
     // travel in the sealed checkpoint.
-    let grant = runtime
-        .approver
-        .approve_action(
-            &GrantRequest::for_checkpoint(&inspect(&*store, &id).unwrap()),
-            ApprovalScope::ExactAction,
-            None,
-        )
-        .await
-        .unwrap();
+    let grant = host_grant(
+        &runtime,
+        &GrantRequest::for_checkpoint(&inspect(&*store, &id).unwrap()),
+    )
+    .await
+    .unwrap();
     // The same checkpoint files opened with another key are refused before
     // anything runs.
-    let foreign = Arc::new(
-        FileCheckpointStore::new(dir.path(), SealingKey::new(vec![8u8; 32]).unwrap()).unwrap(),
-    );
+    let foreign = sealed_store(dir.path(), 8);
     assert!(
         on(foreign)
             .resume(&id, Approval::from_grant("resume-1", &grant))
@@ -633,10 +543,7 @@ async fn a_suspended_approval_resumes_over_mcp_once_with_its_sealed_arguments() 
         .await
         .unwrap();
     assert!(verified.outcome().is_verified(), "{}", verified.outcome());
-    assert_eq!(
-        adk_computer_use_testkit::child::stats(&runtime).await["totalEffects"],
-        1
-    );
+    assert_eq!(stats(&runtime).await["totalEffects"], 1);
     // Resumed once, the checkpoint is spent: a second resume, from another
     // session on the same store, is refused before any runtime call.
     let err = on(store.clone())
@@ -649,25 +556,22 @@ async fn a_suspended_approval_resumes_over_mcp_once_with_its_sealed_arguments() 
         Some(&CheckpointRefusal::AlreadyResumed),
         "{err}"
     );
-    assert_eq!(
-        adk_computer_use_testkit::child::stats(&runtime).await["totalEffects"],
-        1
-    );
+    assert_eq!(stats(&runtime).await["totalEffects"], 1);
     runtime.shutdown().await.unwrap();
 }
 
+/// A background `tool` action with `arguments` on the simulator's clipboard window.
 fn file_action(
     id: &str,
     tool: &str,
     arguments: serde_json::Value,
 ) -> adk_computer_use::ProposedAction {
-    adk_computer_use::ProposedAction::new(
+    targeted_action(
+        id,
         tool,
         arguments,
         adk_computer_use::contracts::ExecutionMode::Background,
     )
-    .with_action_id(id)
-    .with_target(clipboard_target())
 }
 
 #[tokio::test]
@@ -686,24 +590,16 @@ async fn the_simulators_policy_denies_destructive_actions_unless_configured() {
         ChainOutcome::Blocked(blocked) => assert_eq!(blocked.blocker(), "policy_denied"),
         _ => panic!("a destructive action was not blocked"),
     }
-    assert_eq!(
-        adk_computer_use_testkit::child::stats(&strict).await["totalEffects"],
-        0
-    );
+    assert_eq!(stats(&strict).await["totalEffects"], 0);
     strict.shutdown().await.unwrap();
 
     let permissive = spawn_sim(&["--allow-destructive"]).await;
     let permissive_session = session(&permissive, "agent-a");
-    let done = completed(
-        permissive_session
-            .run(file_action(
-                "d-2",
-                "delete_file",
-                json!({ "path": "/tmp/x" }),
-            ))
-            .await
-            .unwrap(),
-    );
+    let done = run_verified(
+        &permissive_session,
+        file_action("d-2", "delete_file", json!({ "path": "/tmp/x" })),
+    )
+    .await;
     assert!(done.performed());
     permissive.shutdown().await.unwrap();
 }
@@ -715,22 +611,7 @@ async fn the_simulators_policy_denies_destructive_actions_unless_configured() {
 /// bound to the action.
 #[tokio::test]
 async fn a_named_resource_is_an_absolute_path_the_arguments_do_not_contradict() {
-    let runtime = spawn_sim(&["--allow-destructive"]).await;
-    let session = session(&runtime, "agent-a");
-    let named = |path: &str| adk_computer_use::contracts::ActionResourceContext {
-        filesystem_path: Some(path.into()),
-        ..Default::default()
-    };
-    let file_check = |path: &str| {
-        adk_computer_use::contracts::ActionPostcondition::try_from(
-            adk_computer_use::contracts::PostconditionFields::Filesystem {
-                path: path.into(),
-                exists: true,
-                content_digest: None,
-            },
-        )
-        .unwrap()
-    };
+    let (runtime, session) = sim_and_session(&["--allow-destructive"]).await;
     let cases = [
         (
             file_action("r-1", "write_clipboard", json!({ "text": "t" }))
@@ -750,32 +631,15 @@ async fn a_named_resource_is_an_absolute_path_the_arguments_do_not_contradict() 
         (
             file_action("r-4", "write_clipboard", json!({ "text": "t" }))
                 .with_resource(named("/tmp/a"))
-                .with_postcondition(file_check("/tmp/b")),
+                .with_postcondition(file_check("/tmp/b", true)),
             "must be bound",
         ),
     ];
     for (action, says) in cases {
-        let err = session.run(action).await.err().unwrap();
-        match &err {
-            ComputerUseError::Refused {
-                operation,
-                code,
-                message,
-                ..
-            } => {
-                assert_eq!(
-                    (operation.as_str(), code.as_str()),
-                    ("preview_action", "policy_denied")
-                );
-                assert!(message.contains(says), "{message}");
-            }
-            other => panic!("expected a refused preview, got {other:?}"),
-        }
+        let err = run_err(&session, action).await;
+        assert_policy_refusal(&err, "preview_action", says);
     }
-    assert_eq!(
-        adk_computer_use_testkit::child::stats(&runtime).await["totalEffects"],
-        0
-    );
+    assert_eq!(stats(&runtime).await["totalEffects"], 0);
     runtime.shutdown().await.unwrap();
 }
 
@@ -785,42 +649,15 @@ async fn a_named_resource_is_an_absolute_path_the_arguments_do_not_contradict() 
 /// the server's own record shows no effect.
 #[tokio::test]
 async fn a_file_check_that_holds_before_the_action_is_refused_with_nothing_done() {
-    let runtime = spawn_sim(&[]).await;
-    let session = session(&runtime, "agent-a");
+    let (runtime, session) = sim_and_session(&[]).await;
     let absent = "/tmp/never-written-by-this-test";
     let action = file_action("held-1", "write_clipboard", json!({ "text": "t" }))
         .with_data_labels([adk_computer_use::contracts::DataLabel::Public])
-        .with_resource(adk_computer_use::contracts::ActionResourceContext {
-            filesystem_path: Some(absent.into()),
-            ..Default::default()
-        })
-        .with_postcondition(
-            adk_computer_use::contracts::ActionPostcondition::try_from(
-                adk_computer_use::contracts::PostconditionFields::Filesystem {
-                    path: absent.into(),
-                    exists: false,
-                    content_digest: None,
-                },
-            )
-            .unwrap(),
-        );
-    let err = session.run(action).await.err().unwrap();
-    match &err {
-        ComputerUseError::Refused {
-            operation,
-            code,
-            message,
-            ..
-        } => {
-            assert_eq!(
-                (operation.as_str(), code.as_str()),
-                ("execute_action", "policy_denied")
-            );
-            assert!(message.contains("holds before"), "{message}");
-        }
-        other => panic!("expected a refused execute, got {other:?}"),
-    }
-    let stats = adk_computer_use_testkit::child::stats(&runtime).await;
+        .with_resource(named(absent))
+        .with_postcondition(file_check(absent, false));
+    let err = run_err(&session, action).await;
+    assert_policy_refusal(&err, "execute_action", "holds before");
+    let stats = stats(&runtime).await;
     assert_eq!(stats["totalEffects"], 0, "{stats}");
     runtime.shutdown().await.unwrap();
 }
@@ -833,12 +670,7 @@ fn on_the_sign_in_window(
     adk_computer_use::Session<adk_computer_use::mcp::ComputerUseMcpRuntime>,
     adk_computer_use::contracts::TargetEvidence,
 ) {
-    let identity = adk_computer_use::VerifiedIdentity::new(PRINCIPAL, "tenant-e2e").unwrap();
-    let authorizer = adk_computer_use::ScopeAuthorizer::new(
-        identity,
-        ["computer:plan", "computer:execute:foreground"],
-    )
-    .unwrap();
+    let authorizer = planning_and("computer:execute:foreground");
     let session = adk_computer_use::Session::builder(std::sync::Arc::clone(runtime), authorizer)
         .agent_id("agent-a")
         .target(
@@ -924,14 +756,9 @@ async fn a_field_that_is_not_there_is_blocked_as_not_found_not_as_a_secret() {
 
 #[tokio::test]
 async fn a_stale_chain_cannot_break_a_live_retry_of_the_same_action() {
-    let runtime = spawn_sim(&[]).await;
-    let session = session(&runtime, "agent-a");
+    let (runtime, session) = sim_and_session(&[]).await;
     // The stale chain: previewed and reserved, then abandoned.
-    let stale = common::allowed_action(&session, &write_clipboard("same-id", "text", true))
-        .await
-        .reserve()
-        .await
-        .unwrap();
+    let stale = reserve_allowed(&session, &write_clipboard("same-id", "text", true)).await;
     // The recommended retry reuses the action id.
     let retry = common::allowed_action(&session, &write_clipboard("same-id", "text", true)).await;
     drop(stale);
@@ -954,30 +781,13 @@ async fn the_lease_is_given_back_after_every_action_over_mcp() {
     let runtime = spawn_sim(&[]).await;
     let first = session(&runtime, "agent-a");
     let second = session(&runtime, "agent-b");
-    let _done = completed(
-        first
-            .run(write_clipboard("l-1", "one", true))
-            .await
-            .unwrap(),
-    );
+    let _done = run_verified(&first, write_clipboard("l-1", "one", true)).await;
     // The spent lease was released at once: no active lease holds the next
     // writer up until the TTL.
     assert_eq!(stats(&runtime).await["activeLeases"], 0);
-    let _done = completed(
-        second
-            .run(write_clipboard("l-2", "two", true))
-            .await
-            .unwrap(),
-    );
+    let _done = run_verified(&second, write_clipboard("l-2", "two", true)).await;
     // A chain dropped while it held the lease has it given back by the reaper.
-    let leased = common::allowed_action(&first, &write_clipboard("l-3", "three", true))
-        .await
-        .reserve()
-        .await
-        .unwrap()
-        .lease()
-        .await
-        .unwrap();
+    let leased = lease_allowed(&first, &write_clipboard("l-3", "three", true)).await;
     assert_eq!(stats(&runtime).await["activeLeases"], 1);
     drop(leased);
     let released = first.shutdown().await;
@@ -989,16 +799,10 @@ async fn the_lease_is_given_back_after_every_action_over_mcp() {
 
 #[tokio::test]
 async fn the_servers_own_check_is_the_evidence_and_a_failed_check_leaves_the_outcome_unknown() {
-    let runtime = spawn_sim(&[]).await;
-    let session = session(&runtime, "agent-a");
+    let (runtime, session) = sim_and_session(&[]).await;
     // A passed check: the receipt carries no verification object, the
     // evidence comes from the server's `action.verified` event.
-    let done = completed(
-        session
-            .run(write_clipboard("e-1", "checked", true))
-            .await
-            .unwrap(),
-    );
+    let done = run_verified(&session, write_clipboard("e-1", "checked", true)).await;
     assert!(
         done.receipt()
             .result
@@ -1029,17 +833,10 @@ async fn the_servers_own_check_is_the_evidence_and_a_failed_check_leaves_the_out
 
 #[tokio::test]
 async fn a_second_writer_waits_in_the_servers_queue_and_a_cancelled_wait_leaves_it() {
-    use adk_computer_use::contracts::{DataLabel, ExecutionMode};
-    use adk_computer_use::mcp::{ComputerUseMcpRuntime, McpRuntimeConfig};
     use std::sync::Arc;
-    let mut command = tokio::process::Command::new(adk_computer_use_testkit::binary::path(
-        adk_computer_use_testkit::binary::SERVER,
-    ));
-    command.arg("--principal").arg(PRINCIPAL).arg("--stats");
+    let command = server_command(&["--principal", PRINCIPAL, "--stats"]);
     // Leases that live five minutes, and a wait of 300 ms for the next one.
-    let mut config = McpRuntimeConfig::new(PRINCIPAL)
-        .read_only_extension(adk_computer_use_testkit::STATS_TOOL)
-        .unwrap()
+    let mut config = stats_config()
         .capability_tool("write_clipboard")
         .lease_wait(300);
     config.lease_ttl_ms = 300_000;
@@ -1050,35 +847,15 @@ async fn a_second_writer_waits_in_the_servers_queue_and_a_cancelled_wait_leaves_
         .unwrap();
     let first = session(&runtime, "agent-a");
     // The second writer names no target, so no reservation stands in its way.
-    let identity = adk_computer_use::VerifiedIdentity::new(PRINCIPAL, "tenant-e2e").unwrap();
-    let authorizer = adk_computer_use::ScopeAuthorizer::new(
-        identity,
-        ["computer:plan", "computer:execute:background"],
-    )
-    .unwrap();
+    let authorizer = planning_and("computer:execute:background");
     let second = adk_computer_use::Session::builder(Arc::clone(&runtime), authorizer)
         .agent_id("agent-b")
         .build()
         .unwrap();
-    let untargeted = |id: &str| {
-        adk_computer_use::ProposedAction::new(
-            "write_clipboard",
-            json!({ "text": id }),
-            ExecutionMode::Background,
-        )
-        .with_action_id(id)
-        .with_data_labels([DataLabel::Public])
-    };
-    let leased = common::allowed_action(&first, &write_clipboard("queue-a", "a", true))
-        .await
-        .reserve()
-        .await
-        .unwrap()
-        .lease()
-        .await
-        .unwrap();
+    let untargeted = |id: &str| public_write(id, id);
+    let leased = lease_allowed(&first, &write_clipboard("queue-a", "a", true)).await;
     // The second waits in the server's queue, and gives up after its wait.
-    let err = second.run(untargeted("queue-b")).await.err().unwrap();
+    let err = run_err(&second, untargeted("queue-b")).await;
     assert!(
         matches!(&err, ComputerUseError::TimedOut { operation, waited_ms: 300 } if operation == "acquire_control_lease"),
         "{err}"
@@ -1106,8 +883,7 @@ async fn a_second_writer_waits_in_the_servers_queue_and_a_cancelled_wait_leaves_
 /// server counts none.
 #[tokio::test]
 async fn a_catalogue_tool_the_desktop_does_not_perform_is_refused_before_any_effect() {
-    let runtime = spawn_sim(&[]).await;
-    let session = session(&runtime, "agent-a");
+    let (runtime, session) = sim_and_session(&[]).await;
     let key = adk_computer_use::runtime::ProposedAction::new(
         "key",
         json!({ "text": "ctrl+c" }),
@@ -1208,43 +984,21 @@ async fn an_execution_whose_caller_stops_waiting_is_still_finished() {
 #[tokio::test]
 async fn a_grant_for_another_action_under_the_same_id_is_refused_to_the_host() {
     use adk_computer_use::ComputerUseError;
-    use adk_computer_use::chain::{FileCheckpointStore, SealingKey, inspect};
+    use adk_computer_use::chain::inspect;
     let runtime = spawn_sim(&["--confirm-tool", "write_clipboard"]).await;
     let dir = tempfile::tempdir().unwrap();
-    let store = Arc::new(
-        FileCheckpointStore::new(dir.path(), SealingKey::new(vec![4u8; 32]).unwrap()).unwrap(),
-    );
+    let store = sealed_store(dir.path(), 4);
     let agent = Session::builder(Arc::clone(&runtime), sim_authorizer())
         .agent_id("agent-a")
         .target(CLIPBOARD_APP, Some(WindowId::Number(CLIPBOARD_WINDOW)))
         .checkpoints(store.clone())
         .build()
         .unwrap();
-    let shown = match agent
-        .run(write_clipboard("pay-1", "benign", true))
-        .await
-        .unwrap()
-    {
-        ChainOutcome::NeedsApproval(pending) => pending,
-        _ => panic!("expected approval"),
-    };
+    let shown = run_to_approval(&agent, write_clipboard("pay-1", "benign", true)).await;
     let id = shown.suspend().await.unwrap();
-    let other = match agent
-        .run(write_clipboard("pay-1", "EVIL", true))
-        .await
-        .unwrap()
-    {
-        ChainOutcome::NeedsApproval(pending) => pending,
-        _ => panic!("expected approval"),
-    };
+    let other = run_to_approval(&agent, write_clipboard("pay-1", "EVIL", true)).await;
     let view = inspect(&*store, &id).unwrap();
-    let err = runtime
-        .approver
-        .approve_action(
-            &GrantRequest::for_checkpoint(&view),
-            ApprovalScope::ExactAction,
-            None,
-        )
+    let err = host_grant(&runtime, &GrantRequest::for_checkpoint(&view))
         .await
         .unwrap_err();
     assert!(
@@ -1276,18 +1030,15 @@ async fn a_grant_for_another_action_under_the_same_id_is_refused_to_the_host() {
 async fn a_malformed_argument_is_a_refusal_not_an_unknown_outcome() {
     use adk_computer_use::ComputerUseError;
     use adk_computer_use::contracts::{DataLabel, ExecutionMode};
-    use adk_computer_use::runtime::ProposedAction;
-    let runtime = spawn_sim(&[]).await;
-    let session = session(&runtime, "agent-a");
+    let (runtime, session) = sim_and_session(&[]).await;
     // A tool whose arguments the chain knows: refused before anything is
     // sent, so the server never hears of the action.
-    let action = ProposedAction::new(
+    let action = targeted_action(
+        "bad-1",
         "write_clipboard",
         json!({ "txt": "hi" }),
         ExecutionMode::Background,
     )
-    .with_action_id("bad-1")
-    .with_target(clipboard_target())
     .with_data_labels([DataLabel::Public]);
     let err = session
         .run(action)
@@ -1315,13 +1066,12 @@ async fn a_malformed_argument_is_a_refusal_not_an_unknown_outcome() {
     );
     // A tool the chain does not know (the simulator's own set_value) goes
     // to the server, whose refusal before any effect is a refusal too.
-    let action = ProposedAction::new(
+    let action = targeted_action(
+        "bad-2",
         "set_value",
         json!({ "element_id": "clipboard-text", "value": 42 }),
         ExecutionMode::Foreground,
     )
-    .with_action_id("bad-2")
-    .with_target(clipboard_target())
     .with_data_labels([DataLabel::Public]);
     let outcome = match session.run(action).await {
         Ok(ChainOutcome::NeedsApproval(pending)) => host_approves(&runtime, pending)
@@ -1350,8 +1100,7 @@ async fn a_malformed_argument_is_a_refusal_not_an_unknown_outcome() {
 /// holding before the effect.
 #[tokio::test]
 async fn a_window_check_that_holds_before_the_action_is_refused_with_nothing_done() {
-    let runtime = spawn_sim(&[]).await;
-    let session = session(&runtime, "agent-a");
+    let (runtime, session) = sim_and_session(&[]).await;
     let action = file_action("held-window", "write_clipboard", json!({ "text": "t" }))
         .with_data_labels([adk_computer_use::contracts::DataLabel::Public])
         .with_postcondition(
@@ -1363,13 +1112,163 @@ async fn a_window_check_that_holds_before_the_action_is_refused_with_nothing_don
             )
             .unwrap(),
         );
-    let err = session.run(action).await.err().unwrap();
+    let err = run_err(&session, action).await;
     assert_eq!(err.refusal_code(), Some("policy_denied"), "{err:?}");
     assert!(
         matches!(err, ComputerUseError::Refused { .. }),
         "refused before anything was sent: {err:?}"
     );
-    let stats = adk_computer_use_testkit::child::stats(&runtime).await;
+    let stats = stats(&runtime).await;
     assert_eq!(stats["totalEffects"], 0, "{stats}");
     runtime.shutdown().await.unwrap();
+}
+
+/// Runs `action` in `session` to its verified end; any other end fails the test.
+async fn run_verified(
+    session: &Session<ComputerUseMcpRuntime>,
+    action: ProposedAction,
+) -> Verified {
+    completed(session.run(action).await.unwrap())
+}
+
+/// Runs `action` in `session` up to the person's approval it must ask for.
+async fn run_to_approval(
+    session: &Session<ComputerUseMcpRuntime>,
+    action: ProposedAction,
+) -> PendingApproval<ComputerUseMcpRuntime> {
+    match session.run(action).await.unwrap() {
+        ChainOutcome::NeedsApproval(pending) => pending,
+        _ => panic!("expected approval to be required"),
+    }
+}
+
+/// Walks `session` through the reservation of `action`, which policy must allow.
+async fn reserve_allowed(
+    session: &Session<ComputerUseMcpRuntime>,
+    action: &ProposedAction,
+) -> Reserved<ComputerUseMcpRuntime> {
+    common::allowed_action(session, action)
+        .await
+        .reserve()
+        .await
+        .unwrap()
+}
+
+/// Walks `session` through the reservation and the lease of `action`, which policy must allow.
+async fn lease_allowed(
+    session: &Session<ComputerUseMcpRuntime>,
+    action: &ProposedAction,
+) -> Leased<ComputerUseMcpRuntime> {
+    reserve_allowed(session, action)
+        .await
+        .lease()
+        .await
+        .unwrap()
+}
+
+/// The host's grant, through its own approver, of exactly the action `request` names.
+async fn host_grant(host: &Sim, request: &GrantRequest) -> Result<ApprovalGrant, ComputerUseError> {
+    host.approver
+        .approve_action(request, ApprovalScope::ExactAction, None)
+        .await
+}
+
+/// Asserts `err` is the server's `policy_denied` refusal of `operation`, its message saying `says`.
+fn assert_policy_refusal(err: &ComputerUseError, operation: &str, says: &str) {
+    match err {
+        ComputerUseError::Refused {
+            operation: refused,
+            code,
+            message,
+            ..
+        } => {
+            assert_eq!(
+                (refused.as_str(), code.as_str()),
+                (operation, "policy_denied")
+            );
+            assert!(message.contains(says), "{message}");
+        }
+        other => panic!("expected a refused {operation}, got {other:?}"),
+    }
+}
+
+/// [`PRINCIPAL`] allowed to plan and to act under `execute_scope`.
+fn planning_and(execute_scope: &str) -> adk_computer_use::ScopeAuthorizer {
+    let identity = adk_computer_use::VerifiedIdentity::new(PRINCIPAL, "tenant-e2e").unwrap();
+    adk_computer_use::ScopeAuthorizer::new(identity, ["computer:plan", execute_scope]).unwrap()
+}
+
+/// A file checkpoint store in `dir`, sealed with a key of 32 `byte`s.
+fn sealed_store(
+    dir: &std::path::Path,
+    byte: u8,
+) -> Arc<adk_computer_use::chain::FileCheckpointStore> {
+    let key = adk_computer_use::chain::SealingKey::new(vec![byte; 32]).unwrap();
+    Arc::new(adk_computer_use::chain::FileCheckpointStore::new(dir, key).unwrap())
+}
+
+/// The workspace's server binary as a command, given `args`.
+fn server_command(args: &[&str]) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new(adk_computer_use_testkit::binary::path(
+        adk_computer_use_testkit::binary::SERVER,
+    ));
+    command.args(args);
+    command
+}
+
+/// A runtime configuration for [`PRINCIPAL`] that may read the simulator's stats.
+fn stats_config() -> adk_computer_use::mcp::McpRuntimeConfig {
+    adk_computer_use::mcp::McpRuntimeConfig::new(PRINCIPAL)
+        .read_only_extension(adk_computer_use_testkit::STATS_TOOL)
+        .unwrap()
+}
+
+/// A `tool` action with `arguments` in `mode` on the simulator's clipboard window.
+fn targeted_action(
+    id: &str,
+    tool: &str,
+    arguments: Value,
+    mode: adk_computer_use::contracts::ExecutionMode,
+) -> ProposedAction {
+    ProposedAction::new(tool, arguments, mode)
+        .with_action_id(id)
+        .with_target(clipboard_target())
+}
+
+/// A public clipboard write of `text` in the background that names no target.
+fn public_write(id: &str, text: &str) -> ProposedAction {
+    ProposedAction::new(
+        "write_clipboard",
+        json!({ "text": text }),
+        adk_computer_use::contracts::ExecutionMode::Background,
+    )
+    .with_action_id(id)
+    .with_data_labels([adk_computer_use::contracts::DataLabel::Public])
+}
+
+/// A resource context naming the file at `path`.
+fn named(path: &str) -> adk_computer_use::contracts::ActionResourceContext {
+    adk_computer_use::contracts::ActionResourceContext {
+        filesystem_path: Some(path.into()),
+        ..Default::default()
+    }
+}
+
+/// A file check on `path`: that the file exists, or that it does not.
+fn file_check(path: &str, exists: bool) -> adk_computer_use::contracts::ActionPostcondition {
+    adk_computer_use::contracts::ActionPostcondition::try_from(
+        adk_computer_use::contracts::PostconditionFields::Filesystem {
+            path: path.into(),
+            exists,
+            content_digest: None,
+        },
+    )
+    .unwrap()
+}
+
+/// A simulator started with `flags` and a session of agent `agent-a` on its clipboard window.
+async fn sim_and_session(flags: &[&str]) -> (Sim, Session<ComputerUseMcpRuntime>) {
+    let runtime = spawn_sim(flags).await;
+    let session = session(&runtime, "agent-a");
+    (runtime, session)
 }

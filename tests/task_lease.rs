@@ -37,8 +37,7 @@ fn task_refusal(err: &ComputerUseError) -> &TaskLeaseRefusal {
 
 #[tokio::test]
 async fn one_acquire_and_one_release_for_a_whole_task() {
-    let rig = rig_targeted();
-    let mut task = rig.session.lease_task(terms(5)).await.unwrap();
+    let (rig, mut task) = targeted_task(5).await;
     // The lease is asked for exactly the session's target.
     let ask = rig.runtime.truth().task_asks[0].clone();
     assert_eq!(ask["appId"], APP);
@@ -47,12 +46,7 @@ async fn one_acquire_and_one_release_for_a_whole_task() {
     assert_eq!(ask["ttlMs"], 60_000);
     assert_eq!(ask["agentId"], "executor");
     for n in 0..5 {
-        let done = completed(
-            rig.session
-                .run_under(&mut task, action(&format!("t-{n}")))
-                .await
-                .unwrap(),
-        );
+        let done = run_under(&rig, &mut task, &format!("t-{n}")).await;
         assert!(done.performed());
         assert_eq!(done.lease_id(), task.lease().lease_id);
     }
@@ -77,18 +71,12 @@ async fn one_acquire_and_one_release_for_a_whole_task() {
 
 #[tokio::test]
 async fn past_the_budget_nothing_is_sent_and_the_reservation_goes_back() {
-    let rig = rig_targeted();
-    let mut task = rig.session.lease_task(terms(2)).await.unwrap();
+    let (rig, mut task) = targeted_task(2).await;
     for id in ["b-1", "b-2"] {
-        assert!(completed(rig.session.run_under(&mut task, action(id)).await.unwrap()).performed());
+        assert!(run_under(&rig, &mut task, id).await.performed());
     }
     let executes = rig.runtime.count(Call::Execute);
-    let err = reserved(&rig, "b-3")
-        .await
-        .spend(&mut task)
-        .await
-        .err()
-        .unwrap();
+    let err = spend_refused(&rig, "b-3", &mut task).await;
     assert!(
         matches!(&err, ComputerUseError::InvalidField { object: "ControlLease", field: "actionsUsed", actual, .. } if actual.contains("2 spent since")),
         "{err}"
@@ -135,22 +123,9 @@ async fn our_own_ttl_bounds_a_lease_the_server_let_run_longer() {
         lease.expires_at = later.clone().into();
     }));
     let mut task = rig.session.lease_task(terms(5)).await.unwrap();
-    assert!(
-        completed(
-            rig.session
-                .run_under(&mut task, action("ttl-1"))
-                .await
-                .unwrap()
-        )
-        .performed()
-    );
+    assert!(run_under(&rig, &mut task, "ttl-1").await.performed());
     rig.clock.advance(Duration::seconds(61));
-    let err = reserved(&rig, "ttl-2")
-        .await
-        .spend(&mut task)
-        .await
-        .err()
-        .unwrap();
+    let err = spend_refused(&rig, "ttl-2", &mut task).await;
     assert!(
         matches!(
             &err,
@@ -168,13 +143,8 @@ async fn our_own_ttl_bounds_a_lease_the_server_let_run_longer() {
 
 #[tokio::test]
 async fn a_spent_action_whose_time_runs_out_before_execute_is_refused_at_execute() {
-    let rig = rig_targeted();
-    let mut task = rig.session.lease_task(terms(5)).await.unwrap();
-    let leased = reserved(&rig, "late-1")
-        .await
-        .spend(&mut task)
-        .await
-        .unwrap();
+    let (rig, mut task) = targeted_task(5).await;
+    let leased = spent(&rig, "late-1", &mut task).await;
     rig.clock.advance(Duration::seconds(61));
     let err = leased.execute().await.err().unwrap();
     assert!(matches!(&err, ComputerUseError::Expired { .. }), "{err}");
@@ -199,51 +169,22 @@ async fn an_action_outside_a_narrower_boundary_is_refused_before_anything_is_sen
     );
     let mut elsewhere = target();
     elsewhere.window_id = Some(WindowId::Number(8));
-    let previewed = rig
-        .session
-        .observe()
-        .await
-        .unwrap()
-        .preview(&action("w-8").with_target(elsewhere))
-        .await
-        .unwrap();
-    let Route::Allowed(approved) = previewed.route() else {
-        panic!("allowed by policy");
-    };
+    let approved = allowed_action(&rig.session, &action("w-8").with_target(elsewhere)).await;
     let err = approved.complete_under(&mut task).await.err().unwrap();
     assert_eq!(err.field(), Some("boundaries.windowIds"), "{err}");
     assert_eq!(rig.runtime.count(Call::Execute), 0);
     assert_eq!(rig.runtime.active_reservations(), 0);
     // The task goes on for its own window.
-    assert!(
-        completed(
-            rig.session
-                .run_under(&mut task, action("w-7"))
-                .await
-                .unwrap()
-        )
-        .performed()
-    );
+    assert!(run_under(&rig, &mut task, "w-7").await.performed());
     task.release().await.unwrap();
 }
 
 #[tokio::test]
 async fn an_action_in_another_mode_is_refused_at_its_spend() {
-    let rig = rig_targeted();
-    let mut task = rig.session.lease_task(terms(5)).await.unwrap();
+    let (rig, mut task) = targeted_task(5).await;
     let mut foreground = action("m-1");
     foreground.mode = ExecutionMode::Foreground;
-    let previewed = rig
-        .session
-        .observe()
-        .await
-        .unwrap()
-        .preview(&foreground)
-        .await
-        .unwrap();
-    let Route::Allowed(approved) = previewed.route() else {
-        panic!("allowed by policy");
-    };
+    let approved = allowed_action(&rig.session, &foreground).await;
     let err = approved.complete_under(&mut task).await.err().unwrap();
     assert!(
         matches!(
@@ -350,15 +291,9 @@ fn terms_outside_the_protocols_bounds_are_refused() {
 
 #[tokio::test]
 async fn a_spend_while_an_earlier_action_has_not_ended_is_refused() {
-    let rig = rig_targeted();
-    let mut task = rig.session.lease_task(terms(5)).await.unwrap();
-    let first = reserved(&rig, "u-1").await.spend(&mut task).await.unwrap();
-    let err = reserved(&rig, "u-2")
-        .await
-        .spend(&mut task)
-        .await
-        .err()
-        .unwrap();
+    let (rig, mut task) = targeted_task(5).await;
+    let first = spent(&rig, "u-1", &mut task).await;
+    let err = spend_refused(&rig, "u-2", &mut task).await;
     assert_eq!(
         task_refusal(&err),
         &TaskLeaseRefusal::InUse {
@@ -367,37 +302,20 @@ async fn a_spend_while_an_earlier_action_has_not_ended_is_refused() {
     );
     assert!(first.execute().await.unwrap().verify().await.is_ok());
     // The first has ended: the task goes on.
-    assert!(
-        completed(
-            rig.session
-                .run_under(&mut task, action("u-3"))
-                .await
-                .unwrap()
-        )
-        .performed()
-    );
+    assert!(run_under(&rig, &mut task, "u-3").await.performed());
     assert_eq!(rig.runtime.mutations(), 2);
     task.release().await.unwrap();
 }
 
 #[tokio::test]
 async fn an_action_that_ends_before_its_mutation_gives_its_action_back() {
-    let rig = rig_targeted();
-    let mut task = rig.session.lease_task(terms(1)).await.unwrap();
-    let leased = reserved(&rig, "g-1").await.spend(&mut task).await.unwrap();
+    let (rig, mut task) = targeted_task(1).await;
+    let leased = spent(&rig, "g-1", &mut task).await;
     assert_eq!(task.spent(), 1);
     drop(leased);
     assert_eq!(task.spent(), 0);
     assert_eq!(task.remaining(), 1);
-    assert!(
-        completed(
-            rig.session
-                .run_under(&mut task, action("g-2"))
-                .await
-                .unwrap()
-        )
-        .performed()
-    );
+    assert!(run_under(&rig, &mut task, "g-2").await.performed());
     assert_eq!(task.remaining(), 0);
     task.release().await.unwrap();
     let stats = rig.session.shutdown().await;
@@ -409,9 +327,8 @@ async fn an_action_that_ends_before_its_mutation_gives_its_action_back() {
 
 #[tokio::test]
 async fn an_action_spent_before_the_release_is_refused_at_execute() {
-    let rig = rig_targeted();
-    let mut task = rig.session.lease_task(terms(5)).await.unwrap();
-    let leased = reserved(&rig, "r-1").await.spend(&mut task).await.unwrap();
+    let (rig, mut task) = targeted_task(5).await;
+    let leased = spent(&rig, "r-1", &mut task).await;
     task.release().await.unwrap();
     let err = leased.execute().await.err().unwrap();
     assert_eq!(task_refusal(&err), &TaskLeaseRefusal::Released);
@@ -421,9 +338,8 @@ async fn an_action_spent_before_the_release_is_refused_at_execute() {
 
 #[tokio::test]
 async fn a_dropped_task_lease_is_released_by_the_reaper_and_spends_nothing_more() {
-    let rig = rig_targeted();
-    let mut task = rig.session.lease_task(terms(5)).await.unwrap();
-    let leased = reserved(&rig, "d-1").await.spend(&mut task).await.unwrap();
+    let (rig, mut task) = targeted_task(5).await;
+    let leased = spent(&rig, "d-1", &mut task).await;
     let id = task.lease().lease_id.clone();
     drop(task);
     let err = leased.execute().await.err().unwrap();
@@ -453,19 +369,12 @@ async fn shutdown_reclaims_a_task_lease_still_held_and_a_late_release_sends_noth
 #[tokio::test]
 async fn a_task_lease_is_spent_only_by_the_session_that_took_it() {
     let rig = rig_targeted();
-    let other = Session::builder(Arc::clone(&rig.runtime), full_authorizer())
-        .clock(Arc::new(rig.clock.clone()))
-        .agent_id("executor")
+    let other = executor(&rig.runtime, rig.clock.clone())
         .target(APP, Some(WindowId::Number(WINDOW)))
         .build()
         .unwrap();
     let mut theirs = other.lease_task(terms(5)).await.unwrap();
-    let err = reserved(&rig, "o-1")
-        .await
-        .spend(&mut theirs)
-        .await
-        .err()
-        .unwrap();
+    let err = spend_refused(&rig, "o-1", &mut theirs).await;
     assert_eq!(task_refusal(&err), &TaskLeaseRefusal::OfAnotherSession);
     assert_eq!(rig.runtime.count(Call::Execute), 0);
     assert_eq!(rig.runtime.active_reservations(), 0);
@@ -475,8 +384,7 @@ async fn a_task_lease_is_spent_only_by_the_session_that_took_it() {
 
 #[tokio::test]
 async fn a_failed_release_is_returned() {
-    let rig = rig_targeted();
-    let task = rig.session.lease_task(terms(5)).await.unwrap();
+    let (rig, task) = targeted_task(5).await;
     rig.runtime.script().fail.insert(
         Call::ReleaseLease,
         refusal("release_control_lease", "unavailable"),
@@ -490,12 +398,9 @@ async fn a_failed_release_is_returned() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_release_waits_for_the_mutation_in_flight() {
-    let rig = rig_targeted();
-    let mut task = rig.session.lease_task(terms(5)).await.unwrap();
-    let leased = reserved(&rig, "f-1").await.spend(&mut task).await.unwrap();
-    rig.runtime.script().hold.insert(Call::Execute);
-    let running = tokio::spawn(async move { leased.execute().await.map(|_| ()) });
-    rig.runtime.held.notified().await;
+    let (rig, mut task) = targeted_task(5).await;
+    let leased = spent(&rig, "f-1", &mut task).await;
+    let running = executing_held(&rig, leased).await;
     let released = tokio::spawn(task.release());
     // The release does not go out while the mutation is in flight.
     tokio::time::sleep(StdDuration::from_millis(50)).await;
@@ -510,10 +415,8 @@ async fn a_release_waits_for_the_mutation_in_flight() {
 /// An action's execute cancelled mid-call (its task aborted), the task
 /// lease then forgotten or kept.
 async fn cancelled_mid_call(rig: &Rig, task: &mut TaskLease<FakeRuntime>) {
-    let leased = reserved(rig, "c-1").await.spend(task).await.unwrap();
-    rig.runtime.script().hold.insert(Call::Execute);
-    let running = tokio::spawn(async move { leased.execute().await.map(|_| ()) });
-    rig.runtime.held.notified().await;
+    let leased = spent(rig, "c-1", task).await;
+    let running = executing_held(rig, leased).await;
     running.abort();
     let _ = running.await;
     rig.runtime.script().hold.clear();
@@ -522,8 +425,7 @@ async fn cancelled_mid_call(rig: &Rig, task: &mut TaskLease<FakeRuntime>) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_reclaims_a_task_lease_whose_action_was_cancelled_mid_call() {
     for forget in [false, true] {
-        let rig = rig_targeted();
-        let mut task = rig.session.lease_task(terms(5)).await.unwrap();
+        let (rig, mut task) = targeted_task(5).await;
         cancelled_mid_call(&rig, &mut task).await;
         let kept = if forget {
             std::mem::forget(task);
@@ -544,9 +446,7 @@ async fn shutdown_reclaims_a_task_lease_whose_action_was_cancelled_mid_call() {
 async fn a_release_is_bounded_when_a_mutation_under_it_never_answers() {
     let clock = adk_computer_use::clock::ManualClock::new(start());
     let runtime = FakeRuntime::new(clock.clone());
-    let session = Session::builder(Arc::clone(&runtime), full_authorizer())
-        .clock(Arc::new(clock))
-        .agent_id("executor")
+    let session = executor(&runtime, clock)
         .target(APP, Some(WindowId::Number(WINDOW)))
         .release_timeout(StdDuration::from_millis(200))
         .build()
@@ -592,8 +492,7 @@ async fn a_task_lease_of_another_kind_or_naming_no_agent_is_refused() {
 
 #[tokio::test]
 async fn a_lease_granted_again_under_the_task_leases_id_is_refused_and_left_to_the_task() {
-    let rig = rig_targeted();
-    let mut task = rig.session.lease_task(terms(5)).await.unwrap();
+    let (rig, mut task) = targeted_task(5).await;
     let id = task.lease().lease_id.clone();
     let same = id.clone();
     // A hostile runtime answers an action's own acquire with the task's
@@ -610,17 +509,42 @@ async fn a_lease_granted_again_under_the_task_leases_id_is_refused_and_left_to_t
         "nobody released the task's lease"
     );
     rig.runtime.script().lease = None;
-    assert!(
-        completed(
-            rig.session
-                .run_under(&mut task, action("after"))
-                .await
-                .unwrap()
-        )
-        .performed()
-    );
+    assert!(run_under(&rig, &mut task, "after").await.performed());
     task.release().await.unwrap();
     assert_eq!(rig.runtime.truth().lease_releases, vec![id]);
     let stats = rig.session.shutdown().await;
     assert_eq!(stats.leases.explicit_released, 1, "{stats:?}");
+}
+
+/// A rig aimed at the target window, holding a background task lease for `budget` actions.
+async fn targeted_task(budget: u32) -> (Rig, TaskLease<FakeRuntime>) {
+    let rig = rig_targeted();
+    let task = rig.session.lease_task(terms(budget)).await.unwrap();
+    (rig, task)
+}
+
+/// Runs action `id` under `task` to its verified end.
+async fn run_under(rig: &Rig, task: &mut TaskLease<FakeRuntime>, id: &str) -> Verified {
+    completed(rig.session.run_under(task, action(id)).await.unwrap())
+}
+
+/// Action `id`, reserved and spent from `task`, ready to execute.
+async fn spent(rig: &Rig, id: &str, task: &mut TaskLease<FakeRuntime>) -> Leased<FakeRuntime> {
+    reserved(rig, id).await.spend(task).await.unwrap()
+}
+
+/// The refusal of spending `task` on action `id`, once reserved.
+async fn spend_refused(rig: &Rig, id: &str, task: &mut TaskLease<FakeRuntime>) -> ComputerUseError {
+    reserved(rig, id).await.spend(task).await.err().unwrap()
+}
+
+/// Executes `leased` on a task of its own, returning once the runtime holds the mutating call.
+async fn executing_held(
+    rig: &Rig,
+    leased: Leased<FakeRuntime>,
+) -> tokio::task::JoinHandle<Result<(), ComputerUseError>> {
+    rig.runtime.script().hold.insert(Call::Execute);
+    let running = tokio::spawn(async move { leased.execute().await.map(|_| ()) });
+    rig.runtime.held.notified().await;
+    running
 }

@@ -807,3 +807,43 @@ pub fn refusal(operation: &str, code: &str) -> ComputerUseError {
         details: None,
     }
 }
+
+/// The error `action` ends with in `session`; an end without one fails the test.
+pub async fn run_err<R: ComputerUseRuntime>(
+    session: &Session<R>,
+    action: ProposedAction,
+) -> ComputerUseError {
+    session.run(action).await.err().unwrap()
+}
+
+/// Waits, a few milliseconds at a time and for about a second at most, until
+/// `settled` holds; the caller asserts what it waited for.
+pub async fn wait_until(settled: impl Fn() -> bool) {
+    for _ in 0..200 {
+        if settled() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+}
+
+/// Asserts `err` is an identity mismatch on `object`'s `field`.
+pub fn assert_identity_mismatch(err: &ComputerUseError, object: &str, field: &str) {
+    assert!(
+        matches!(
+            err,
+            ComputerUseError::IdentityMismatch { object: o, field: f, .. } if *o == object && *f == field
+        ),
+        "{err}"
+    );
+}
+
+/// A session builder over `runtime` on `clock`, for agent `executor` with every scope.
+pub fn executor(
+    runtime: &Arc<FakeRuntime>,
+    clock: ManualClock,
+) -> adk_computer_use::chain::SessionBuilder<FakeRuntime> {
+    Session::builder(Arc::clone(runtime), full_authorizer())
+        .clock(Arc::new(clock))
+        .agent_id("executor")
+}
