@@ -30,27 +30,11 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use adk_computer_use_testkit::needs;
-use std::process::Command;
 
 mod x11_support;
 
 use x11_support::browser::{form_server, type_tick_and_send};
 use x11_support::*;
-
-/// Firefox on `url` in a fresh profile of its own.
-fn firefox(url: &str, profile: &std::path::Path) -> Program {
-    Program(
-        Command::new("firefox-esr")
-            .args(["--no-remote", "--new-instance", "--profile"])
-            .arg(profile)
-            .arg(url)
-            .env_remove("MOZ_HEADLESS")
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("firefox-esr could not be started"),
-    )
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[needs(display, accessibility)]

@@ -290,3 +290,18 @@ pub fn chromium(url: &str, profile: &std::path::Path, accessible: bool) -> Progr
         .stderr(std::process::Stdio::null());
     Program(command.spawn().expect("chromium could not be started"))
 }
+
+/// Firefox on `url` in a fresh profile of its own.
+pub fn firefox(url: &str, profile: &std::path::Path) -> Program {
+    Program(
+        Command::new("firefox-esr")
+            .args(["--no-remote", "--new-instance", "--profile"])
+            .arg(profile)
+            .arg(url)
+            .env_remove("MOZ_HEADLESS")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("firefox-esr could not be started"),
+    )
+}

@@ -2,24 +2,26 @@
 //! states and interfaces, and whether it has children at all.
 //!
 //! A walk is bound by the application answering one call at a time, so a
-//! tree is read faster only by asking fewer calls. The toolkits whose
-//! bridge is at-spi2-atk (GTK 3, Chromium, Firefox) answer
+//! tree is read faster only by asking fewer calls. GTK 3, Chromium and
+//! Firefox (through at-spi2-atk) and GTK 4 (through GDBus) answer
 //! `Properties.GetAll` on the Accessible interface with the name, the
 //! description and the child count in one answer, so a node costs one
 //! call where it cost two, and a node without children (about half of
-//! gedit's) is not asked for them. GTK 4 and Qt, and toolkits this server
-//! has not mapped, are asked a call for each, as before.
+//! gedit's) is not asked for them. Qt is asked a call for each, as before:
+//! a PyQt 6 form dropped off the bus without answering a `GetAll`
+//! (measured once), and so are toolkits this server has not mapped.
 //!
 //! Measured with the `trees` benchmark (2026-12-07, this 2-core machine,
-//! 3 rounds): gedit's 534 nodes cold in 53–73 ms against 57–79 ms before,
-//! a GTK 3 grid of 10,008 nodes in 5.1–6.7 s against 8.2–9.0 s with the
-//! application's cache (`Cache.GetItems`) tried as well. That cache was
-//! measured and is not used: at-spi2-atk computes each item's index in its
-//! parent, so its answer takes quadratic time in a wide container (4 s
-//! for the grid, before the walk starts), and Chromium's held only 236 of
-//! a page's 2,202 objects.
+//! quiet, 3 rounds a run): gedit's 534 nodes cold in 51–56 ms against
+//! 57–79 ms before; a GTK 3 grid of 10,008 nodes in 4.7–5.4 s. The
+//! application's own cache (`Cache.GetItems`) was tried as well and is not
+//! used: at-spi2-atk computes each item's index in its parent, so its
+//! answer takes quadratic time in a wide container (4 s for that grid,
+//! before the walk starts: 8.2–9.0 s in all), and Chromium's held only 236
+//! of a page's 2,202 objects.
 //! `tests/x11_tree_reads.rs` checks that a tree read this way is the tree
-//! read node by node, on gedit and on a Chromium page.
+//! read node by node, on gedit, gnome-calculator, a Chromium page and a
+//! Firefox page.
 
 use std::collections::HashMap;
 

@@ -72,11 +72,11 @@ pub enum Toolkit {
 }
 
 impl Toolkit {
-    /// Whether its bridge is at-spi2-atk (GTK 3, Chromium, Firefox), which
-    /// answers `Properties.GetAll` with a node's name, description and
-    /// child count (see `basics`).
+    /// Whether it answers `Properties.GetAll` with a node's name,
+    /// description and child count (GTK 3, Chromium and Firefox through
+    /// at-spi2-atk, GTK 4 through GDBus; not Qt, see `basics`).
     pub fn answers_get_all(&self) -> bool {
-        matches!(self, Self::Gtk3 | Self::Chromium | Self::Gecko)
+        matches!(self, Self::Gtk3 | Self::Gtk4 | Self::Chromium | Self::Gecko)
     }
 
     /// The toolkit an application's `ToolkitName` and `Version` name.
