@@ -46,9 +46,27 @@ fn listed(desktop: &X11Desktop, title: &str) -> Option<(u32, Bounds)> {
     Some((u32::try_from(window["pid"].as_u64()?).ok()?, bounds))
 }
 
+/// A page titled "Rows" in `home`: `rows` table rows, each an item and
+/// `cell` (its `{row}` the row's number), then a form of a filled field
+/// and `more`.
+fn rows_page(home: &std::path::Path, rows: usize, cell: &str, more: &str) -> std::path::PathBuf {
+    let page = home.join("page.html");
+    let mut html = String::from("<!doctype html><title>Rows</title><table>");
+    for row in 0..rows {
+        let cell = cell.replace("{row}", &row.to_string());
+        html.push_str(&format!("<tr><td>Item {row}</td><td>{cell}</td></tr>"));
+    }
+    html.push_str("</table><form><label>Note <input name=note value=kept></label>");
+    html.push_str(more);
+    html.push_str("</form>");
+    std::fs::write(&page, html).unwrap();
+    page
+}
+
 /// Reads the window titled `title` both ways, once its tree has stopped
-/// growing, and compares them node by node; the node count read.
-fn both_reads_agree(title: &str) -> usize {
+/// growing, and compares them node by node; the tree must have more than
+/// `more_than` nodes (the window was read whole).
+fn both_reads_agree(title: &str, more_than: usize) {
     let desktop = X11Desktop::connect_unwatched().unwrap();
     let bus = Accessibility::connect().unwrap();
     let read_both = |pid: u32, bounds: Bounds| -> Option<(Tree, Tree)> {
@@ -83,7 +101,8 @@ fn both_reads_agree(title: &str) -> usize {
     }
     assert_eq!(fast.revision, slow.revision);
     assert_eq!(fast.values, slow.values);
-    fast.nodes.len()
+    let nodes = fast.nodes.len();
+    assert!(nodes > more_than, "{title:?} read only {nodes} nodes");
 }
 
 #[test]
@@ -98,32 +117,26 @@ fn gedit_reads_the_same_asked_in_one_call_as_node_by_node() {
         home.path(),
     );
     let title = format!("note.txt ({}) - gedit", home.path().display());
-    let nodes = both_reads_agree(&title);
     // gedit's window is some 530 nodes, 16 levels deep.
-    assert!(nodes > 400, "gedit's tree read only {nodes} nodes");
+    both_reads_agree(&title, 400);
 }
 
 #[test]
 #[needs(display, accessibility)]
 fn a_chromium_page_reads_the_same_asked_in_one_call_as_node_by_node() {
     let home = tempfile::tempdir().unwrap();
-    let page = home.path().join("page.html");
-    let mut html = String::from("<!doctype html><title>Rows</title><table>");
-    for row in 0..60 {
-        html.push_str(&format!(
-            "<tr><td>Item {row}</td><td><button>Buy {row}</button></td></tr>"
-        ));
-    }
-    html.push_str("</table><form><label>Note <input name=note value=kept></label>");
-    html.push_str("<label><input type=checkbox checked> Gift</label></form>");
-    std::fs::write(&page, html).unwrap();
+    let page = rows_page(
+        home.path(),
+        60,
+        "<button>Buy {row}</button>",
+        "<label><input type=checkbox checked> Gift</label>",
+    );
     let _chromium = chromium(
         &format!("file://{}", page.display()),
         &home.path().join("chromium"),
         true,
     );
-    let nodes = both_reads_agree("Rows - Chromium");
-    assert!(nodes > 200, "the page's tree read only {nodes} nodes");
+    both_reads_agree("Rows - Chromium", 200);
 }
 
 #[test]
@@ -131,26 +144,16 @@ fn a_chromium_page_reads_the_same_asked_in_one_call_as_node_by_node() {
 fn gnome_calculator_reads_the_same_asked_in_one_call_as_node_by_node() {
     let home = tempfile::tempdir().unwrap();
     let _calculator = start_fresh("gnome-calculator", &[], home.path());
-    let nodes = both_reads_agree("Calculator");
-    assert!(nodes > 60, "the calculator's tree read only {nodes} nodes");
+    both_reads_agree("Calculator", 60);
 }
 
 #[test]
 #[needs(display, accessibility)]
 fn a_firefox_page_reads_the_same_asked_in_one_call_as_node_by_node() {
     let home = tempfile::tempdir().unwrap();
-    let page = home.path().join("page.html");
-    let mut html = String::from("<!doctype html><title>Rows</title><table>");
-    for row in 0..40 {
-        html.push_str(&format!(
-            "<tr><td>Item {row}</td><td><a href=#{row}>Buy {row}</a></td></tr>"
-        ));
-    }
-    html.push_str("</table><form><label>Note <input name=note value=kept></label></form>");
-    std::fs::write(&page, html).unwrap();
+    let page = rows_page(home.path(), 40, "<a href=#{row}>Buy {row}</a>", "");
     let profile = home.path().join("firefox");
     std::fs::create_dir(&profile).unwrap();
     let _firefox = firefox(&format!("file://{}", page.display()), &profile);
-    let nodes = both_reads_agree("Rows \u{2014} Mozilla Firefox");
-    assert!(nodes > 100, "the page's tree read only {nodes} nodes");
+    both_reads_agree("Rows \u{2014} Mozilla Firefox", 100);
 }

@@ -19,7 +19,6 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
-use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -483,20 +482,6 @@ async fn a_one_line_field_claiming_many_lines_takes_no_line_break() {
         !all.iter().any(|b| b.starts_with("name=Ada&")),
         "BROKE: the form was sent by a typed line break: server said {outcome}; page holds {state}"
     );
-}
-
-fn firefox(url: &str, profile: &std::path::Path) -> Program {
-    Program(
-        Command::new("firefox-esr")
-            .args(["--no-remote", "--new-instance", "--profile"])
-            .arg(profile)
-            .arg(url)
-            .env_remove("MOZ_HEADLESS")
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("firefox-esr could not be started"),
-    )
 }
 
 /// The focus lie in Firefox.
