@@ -207,13 +207,21 @@ pub(super) async fn found_again_under<'c>(
 /// started with it (measured on Debian 12's Chromium: the frame's only
 /// child is a null reference before `GetAttributes` and the browser's
 /// view after it). The server reads the frame's attributes before each
-/// walk of a Chromium window and says so in the tree's answer. Nothing it
-/// answers is used.
+/// walk of a Chromium window and says so in the tree's answer
+/// (`accessibilityTurnedOn`); the browser keeps its accessibility on for
+/// as long as it runs, so a read changes it, as any screen reader's does.
+/// Nothing it answers is used, and it is given [`ANNOUNCE_WAIT`] at most
+/// (a frame that does not answer is then walked, and refused
+/// `accessibility_off` if it shows no page).
 pub(super) async fn announce(conn: &zbus::Connection, frame: &ObjectRefOwned, toolkit: &Toolkit) {
     if *toolkit != Toolkit::Chromium {
         return;
     }
     if let Ok(proxy) = frame.clone().into_accessible_proxy(conn).await {
-        let _ = proxy.get_attributes().await;
+        let _ = tokio::time::timeout(ANNOUNCE_WAIT, proxy.get_attributes()).await;
     }
 }
+
+/// How long the frame's attributes are waited for before a walk of a
+/// Chromium window (it answers in a few milliseconds).
+const ANNOUNCE_WAIT: std::time::Duration = std::time::Duration::from_secs(1);

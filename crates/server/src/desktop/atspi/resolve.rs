@@ -365,13 +365,15 @@ pub(crate) fn show_tree(answer: &mut Value, tree: &Tree, max_depth: Option<usize
     if let Some(refusal) = tree.toolkit.contents_hidden(&tree.nodes) {
         answer["accessibilityNote"] = json!(refusal.message);
     } else if tree.toolkit == Toolkit::Chromium {
-        answer["accessibilityNote"] = json!(CHROMIUM_TURNED_ON);
+        // Not a warning (`accessibilityNote` says why a tree is missing):
+        // what the server did to the browser by reading it.
+        answer["accessibilityTurnedOn"] = json!(CHROMIUM_TURNED_ON);
     }
 }
 
 /// What the tree's answer says of a Chromium window whose page is read
 /// (see `frame::announce`).
-const CHROMIUM_TURNED_ON: &str = "Chromium exposes its pages once an assistive technology reads its window's attributes, as a screen reader does; the server read them before this tree, so a Chromium started without --force-renderer-accessibility is read like one started with it";
+const CHROMIUM_TURNED_ON: &str = "Chromium exposes its pages once an assistive technology reads its window's attributes, as a screen reader does; the server reads them before it walks a Chromium window, which turns the browser's accessibility on for as long as it runs, so a Chromium started without --force-renderer-accessibility is read like one started with it";
 
 /// A window of the display as the element tools see it: which process
 /// owns it (the application is found on the bus by it), its title, and
