@@ -243,9 +243,9 @@ impl Accessibility {
 
     /// The same tree as [`Accessibility::tree`], each property of each node
     /// asked with a call of its own (no `GetAll`, children always asked)
-    /// and no tree kept in memory used. For comparison (a test checks that both reads agree, and a
-    /// benchmark may time both); an action always reads with
-    /// [`Accessibility::tree`].
+    /// and no tree kept in memory used. For comparison (a test checks that
+    /// both reads agree, and a benchmark may time both); an action always
+    /// reads with [`Accessibility::tree`].
     pub fn tree_node_by_node(
         &self,
         pid: u32,
