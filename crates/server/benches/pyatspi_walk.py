@@ -2,7 +2,8 @@
 """The baseline of the `trees` benchmark: one window's accessible tree read
 with pyatspi (the Python client Orca and Accerciser use), reading for each
 node what the server reads: its role, name, description, states, screen
-extents, action names, and the text of a text field.
+extents (in a GTK window only of the nodes it shows, as the server), action
+names, and the text of a text field.
 
 Usage: pyatspi_walk.py PID TITLE
 Prints one JSON line: {"nodes": N, "ms": T}, T the walk's wall time.
@@ -36,7 +37,21 @@ def frame(pid, title):
     return None
 
 
+def shown_rule(root):
+    """Which nodes the server asks for their extents: in GTK 3 those
+    `showing`, in GTK 4 those `showing` or `visible`, elsewhere every one."""
+    app = root.getApplication()
+    toolkit = (app.toolkitName or "").lower() if app is not None else ""
+    version = (app.toolkitVersion or "") if app is not None else ""
+    if toolkit.startswith("gtk"):
+        if version.strip().startswith("4"):
+            return lambda s: s.contains(pyatspi.STATE_SHOWING) or s.contains(pyatspi.STATE_VISIBLE)
+        return lambda s: s.contains(pyatspi.STATE_SHOWING)
+    return lambda s: True
+
+
 def walk(root):
+    asks_extents = shown_rule(root)
     nodes = 0
     stack = [root]
     while stack:
@@ -46,11 +61,13 @@ def walk(root):
             role = node.getRoleName()
             _ = node.name
             _ = node.description
-            _ = node.getState().getStates()
-            try:
-                _ = node.queryComponent().getExtents(pyatspi.DESKTOP_COORDS)
-            except NotImplementedError:
-                pass
+            states = node.getState()
+            _ = states.getStates()
+            if asks_extents(states):
+                try:
+                    _ = node.queryComponent().getExtents(pyatspi.DESKTOP_COORDS)
+                except NotImplementedError:
+                    pass
             try:
                 action = node.queryAction()
                 _ = [action.getName(i) for i in range(action.nActions)]

@@ -23,7 +23,7 @@ use adk_computer_use::digest::sha256_prefixed;
 use adk_computer_use::runtime::{ComputerUseRuntime, ProposedAction};
 
 use adk_computer_use::{ExecutionMode, VerificationOutcome};
-use adk_computer_use_testkit::child::session_on;
+use adk_computer_use_testkit::child::{Sim, session_on};
 use serde_json::{Value, json};
 
 mod x11_support;
@@ -49,6 +49,31 @@ fn texts_read_by_pyatspi(app: &str) -> Vec<String> {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
+/// Reads the window's tree until it comes from memory (an application
+/// sends events while it starts): that read, with the revision a walk
+/// gave just before it.
+async fn kept_by_events(sim: &Sim, app: &str, id: u64, tree: &Value) -> Value {
+    let mut tree_scope = scope(sim);
+    tree_scope.app_id = Some(app.to_owned());
+    tree_scope.window_id = Some(WindowId::Number(id));
+    let (mut before, mut again) = (tree.clone(), Value::Null);
+    for _ in 0..100 {
+        again = sim.observe_semantic(&tree_scope).await.unwrap().structured;
+        if again["elementTreeSource"] == "events" {
+            break;
+        }
+        before = again.clone();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        again["elementTreeSource"], "events",
+        "{}",
+        again["elementTreeSource"]
+    );
+    assert_eq!(again["elementTreeRevision"], before["elementTreeRevision"]);
+    again
+}
+
 fn background(tool: &str, arguments: Value) -> ProposedAction {
     ProposedAction::new(tool, arguments, ExecutionMode::Background)
 }
@@ -66,24 +91,7 @@ async fn gnome_calculator_computes_12_times_7_pressed_by_the_labels_a_person_rea
     // a tree read again with nothing changed comes from memory, current as
     // of now by the application's events (a ping through their stream),
     // with the revision a walk gives.
-    let mut tree_scope = scope(&sim);
-    tree_scope.app_id = Some(app.clone());
-    tree_scope.window_id = Some(WindowId::Number(id));
-    let (mut before, mut again) = (tree.clone(), Value::Null);
-    for _ in 0..100 {
-        again = sim.observe_semantic(&tree_scope).await.unwrap().structured;
-        if again["elementTreeSource"] == "events" {
-            break;
-        }
-        before = again.clone();
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    assert_eq!(
-        again["elementTreeSource"], "events",
-        "{}",
-        again["elementTreeSource"]
-    );
-    assert_eq!(again["elementTreeRevision"], before["elementTreeRevision"]);
+    kept_by_events(&sim, &app, id, &tree).await;
     assert!(
         !texts_read_by_pyatspi("calculator")
             .iter()
@@ -145,6 +153,11 @@ async fn gedit_writes_a_sentence_by_element_and_saves_it_to_the_file() {
         "{}",
         tree["elementTreeNodes"]
     );
+    // Reading gedit makes it talk (its menu's check items announce their
+    // states again, its file browser's cells are made and dropped): none
+    // of that changes the window, so once it has settled a read again
+    // comes from memory.
+    let kept = kept_by_events(&sim, &app, id, &tree).await;
     let session = session_on(&sim.runtime, "gedit", &app, Some(WindowId::Number(id)));
 
     let sentence = "The quick brown fox jumps over the lazy dog.\nA second line.";
@@ -182,6 +195,15 @@ async fn gedit_writes_a_sentence_by_element_and_saves_it_to_the_file() {
     // should; a save observed before that would be refused stale, with
     // nothing done, and observed again.
     wait_until_still(&sim, id).await;
+    // What the write changed is read, not the tree kept before it.
+    let mut tree_scope = scope(&sim);
+    tree_scope.app_id = Some(app.clone());
+    tree_scope.window_id = Some(WindowId::Number(id));
+    let written_tree = sim.observe_semantic(&tree_scope).await.unwrap().structured;
+    assert_ne!(
+        written_tree["elementTreeRevision"],
+        kept["elementTreeRevision"]
+    );
     let saved = run_as_a_plan_would(&sim, &session, save).await;
     assert!(saved.performed());
     assert_eq!(

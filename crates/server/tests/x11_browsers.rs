@@ -31,8 +31,6 @@
 
 use adk_computer_use_testkit::needs;
 
-use serde_json::Value;
-
 mod x11_support;
 
 use x11_support::browser::{form_server, type_tick_and_send};
@@ -88,16 +86,9 @@ async fn a_chromium_started_without_the_switch_is_turned_on_by_the_server_and_dr
     // server does before each read and says so.
     let _browser = chromium(&url, profile.path(), false);
     let sim = runtime().await;
-    // The page follows the first read by a moment (a read just after the
-    // browser started may still find no page, and says so).
-    let mut tree = Value::Null;
-    for _ in 0..50 {
-        tree = accessible_window(&sim, "Order form - Chromium", 20).await.2;
-        if !tree["accessibilityTurnedOn"].is_null() {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-    }
+    // The first read that finds the window (a tree of one node or more)
+    // turns the browser on and waits for the page it then builds.
+    let tree = accessible_window(&sim, "Order form - Chromium", 1).await.2;
     let said = tree["accessibilityTurnedOn"].as_str().unwrap_or_default();
     assert!(said.contains("reads its window's attributes"), "{said}");
     assert!(

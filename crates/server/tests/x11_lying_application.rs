@@ -12,7 +12,10 @@
 //!   read, never 500;
 //! - an application calling itself Chromium whose frame never answers the
 //!   attribute read is still read, after a second's wait, not after the
-//!   walk's whole deadline.
+//!   walk's whole deadline;
+//! - a field is not taken to hold the focus (and no key would be sent)
+//!   while another element of its window reads `focused` too, though the
+//!   field reads `focused`, its window `active` and the caret is in it.
 //!
 //! A panel that says it has no children while it lists one is read
 //! without that child; an application can always leave an element out of
@@ -154,4 +157,38 @@ fn a_chromium_frame_that_never_answers_the_attribute_read_is_still_read() {
         "{:?}",
         tree.nodes
     );
+}
+
+#[test]
+#[needs(display, accessibility)]
+fn a_field_is_not_taken_to_hold_the_focus_while_another_element_reads_focused() {
+    let field_of = |tree: &Tree| {
+        tree.nodes
+            .iter()
+            .find(|n| n.name == "Field")
+            .unwrap()
+            .clone()
+    };
+    // Alone in reading focused, with its window active and the caret in
+    // it: the field holds the focus.
+    let (liar, bus, tree) = read("Liar D", "GTK", "");
+    let field = field_of(&tree.unwrap());
+    let focused = bus.focus_field(liar.pid(), "Liar D", BOUNDS, &field);
+    assert!(focused.is_ok(), "{focused:?}");
+    assert_eq!(liar.count("GetMatches /f"), 1, "{}", liar.calls());
+    // The same, with a second field reading focused too: refused.
+    let (liar, bus, tree) = read("Liar E", "GTK", "twofocus");
+    let field = field_of(&tree.unwrap());
+    let refused = bus
+        .focus_field(liar.pid(), "Liar E", BOUNDS, &field)
+        .expect_err("a field was taken to hold the focus beside another");
+    assert_eq!(refused.code, "stale_target", "{}", refused.message);
+    assert!(
+        refused
+            .message
+            .contains("another element reads focused too"),
+        "{}",
+        refused.message
+    );
+    assert!(liar.count("GrabFocus /t1") >= 1, "{}", liar.calls());
 }

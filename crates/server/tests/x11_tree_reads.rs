@@ -10,6 +10,11 @@
 //! for a count misread) fails them; each was seen failing with the child
 //! count misread.
 //!
+//! A tree kept in memory is the tree as it is: a form with a spinner
+//! (which announces its bounds without end while it turns) is read from
+//! memory once settled, and a field of it that moves is read again, where
+//! it is now.
+//!
 //! They need an X server, the session's accessibility bus, gedit,
 //! gnome-calculator, Chromium and Firefox (`.ci/run` installs them);
 //! built without a display or bus they are reported ignored, with the
@@ -20,11 +25,12 @@ use std::time::Duration;
 
 use adk_computer_use_testkit::needs;
 use computer_use_server::DesktopBackend;
-use computer_use_server::desktop::atspi::{Accessibility, Bounds, Tree};
+use computer_use_server::desktop::atspi::{Accessibility, Bounds, Source, Tree};
 use computer_use_server::desktop::x11::X11Desktop;
 
 mod x11_support;
 
+use x11_support::form::Form;
 use x11_support::{chromium, firefox, start_fresh};
 
 /// The process and bounds of the display's window titled `title`, once
@@ -156,4 +162,46 @@ fn a_firefox_page_reads_the_same_asked_in_one_call_as_node_by_node() {
     std::fs::create_dir(&profile).unwrap();
     let _firefox = firefox(&format!("file://{}", page.display()), &profile);
     both_reads_agree("Rows \u{2014} Mozilla Firefox", 100);
+}
+
+#[test]
+#[needs(display, accessibility)]
+fn a_spinning_form_is_read_from_memory_and_a_field_moved_is_read_again() {
+    let desktop = X11Desktop::connect_unwatched().unwrap();
+    let bus = Accessibility::connect().unwrap();
+    let title = format!("Spinning {}", std::process::id());
+    let mut form = Form::start(&title, &["Name"]);
+    form.change("spin");
+    let width = |tree: &Tree| {
+        tree.nodes
+            .iter()
+            .find(|n| n.role == "AXTextField" && n.label == "Name")
+            .map(|n| n.bounds.2)
+            .unwrap()
+    };
+    // Settled, the spinner's announcements are asked of it (its states and
+    // extents, unchanged) and the tree comes from memory.
+    let mut kept = None;
+    for _ in 0..150 {
+        std::thread::sleep(Duration::from_millis(200));
+        let Some((pid, bounds)) = listed(&desktop, &title) else {
+            continue;
+        };
+        if let Ok(tree) = bus.tree(pid, &title, bounds)
+            && tree.source == Source::Events
+        {
+            kept = Some((pid, bounds, tree));
+            break;
+        }
+    }
+    let (pid, bounds, tree) = kept.expect("the spinning form was never read from memory");
+    let before = width(&tree);
+    form.change("widen Name 300");
+    // The window kept its place and size (so the tree is the one kept
+    // for it), and the field's own announcement makes it read again.
+    assert_eq!(listed(&desktop, &title).map(|l| l.1), Some(bounds));
+    let moved = bus.tree(pid, &title, bounds).unwrap();
+    assert_eq!(moved.source, Source::Walk);
+    let after = width(&moved);
+    assert!(after >= 300 && after != before, "{before} then {after}");
 }

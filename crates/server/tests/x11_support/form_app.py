@@ -175,6 +175,13 @@ class Form:
             self.twin.window.move(100, 100)
         elif verb == "twinvalues":
             print("twin" + self.twin.values(), flush=True)
+        elif verb == "spin":
+            spinner = Gtk.Spinner()
+            self.outer.pack_start(spinner, False, False, 0)
+            spinner.show()
+            spinner.start()
+        elif verb == "widen":
+            self.row(args[0])[1].set_size_request(int(args[1]), -1)
         elif verb == "fill":
             self.row(args[0])[1].set_text(" ".join(args[1:]))
         elif verb == "tick":

@@ -4,11 +4,13 @@ tests (`x11_lying_application`): its `GetAll` names a button other than its
 `Get` does, a panel says it has no children and lists one, a button lists
 500 empty action names, and in MODE=hang its frame never answers
 `GetAttributes` (it calls itself Chromium, which the server reads the
-attributes of). It joins the accessibility bus's registry itself
+attributes of), and in MODE=twofocus a second field reads `focused`
+beside the one that holds the focus and its caret. It joins the accessibility bus's registry itself
 (`Socket.Embed`), so no toolkit is needed, and logs each call that matters
 to the file it is given.
 
-Usage: lying_app.py TITLE TOOLKIT LOG  (environment: MODE=hang or nothing)
+Usage: lying_app.py TITLE TOOLKIT LOG  (environment: MODE=hang, twofocus
+or nothing)
 """
 import sys, os, json
 import dbus, dbus.service
@@ -29,14 +31,16 @@ def log(*a):
 
 BITS = lambda *b: dbus.Array([dbus.UInt32(sum(1 << x for x in b if x < 32)), dbus.UInt32(0)], signature="u")
 SHOWN = (8, 24, 25, 30)
+ACTIVE, EDITABLE, FOCUSABLE, FOCUSED = 1, 7, 11, 12
 ACC, COMP, ACT, APP = "org.a11y.atspi.Accessible", "org.a11y.atspi.Component", "org.a11y.atspi.Action", "org.a11y.atspi.Application"
+TEXT, COLL = "org.a11y.atspi.Text", "org.a11y.atspi.Collection"
 ROOT = "/org/a11y/atspi/accessible/root"
 state = {"get_name_calls": 0, "do_action": [], "hidden_children": ["/hidden"]}
 
 # path -> dict
 N = {
   ROOT: dict(role="application", name="fake", kids=["/f"], ifaces=[ACC, APP]),
-  "/f": dict(role="frame", name=TITLE, kids=["/b1", "/p1", "/many", "/weird", "/neg"], ifaces=[ACC, COMP], ext=(100, 100, 400, 300)),
+  "/f": dict(role="frame", name=TITLE, kids=["/b1", "/p1", "/many", "/weird", "/neg", "/t1", "/t2"], ifaces=[ACC, COMP, COLL], ext=(100, 100, 400, 300), states=SHOWN + (ACTIVE,)),
   # GetAll says Cancel, Get says Delete
   "/b1": dict(role="push button", name="Delete", allname="Cancel", kids=[], ifaces=[ACC, COMP, ACT], ext=(110, 110, 50, 20), actions=["click"]),
   # says it has no children, yet GetChildren lists one
@@ -50,6 +54,11 @@ N = {
   # negative / huge child count
   "/neg": dict(role="panel", name="Neg", kids=["/nk"], ifaces=[ACC, COMP], ext=(320, 110, 50, 20), count=dbus.Int32(-5)),
   "/nk": dict(role="label", name="NK", kids=[], ifaces=[ACC, COMP], ext=(320, 110, 10, 10)),
+  # a field that takes the focus and holds the caret, and one beside it
+  # that reads focused too in MODE=twofocus
+  "/t1": dict(role="text", name="Field", kids=[], ifaces=[ACC, COMP, TEXT], ext=(110, 260, 100, 20), states=SHOWN + (EDITABLE, FOCUSABLE, FOCUSED)),
+  "/t2": dict(role="text", name="Other", kids=[], ifaces=[ACC, COMP, TEXT], ext=(220, 260, 100, 20),
+              states=SHOWN + (EDITABLE, FOCUSABLE) + ((FOCUSED,) if MODE == "twofocus" else ())),
 }
 
 def ref(p): return dbus.Struct((ME, dbus.ObjectPath(p)), signature="so")
@@ -65,7 +74,7 @@ class Obj(dbus.service.FallbackObject):
     def GetLocalizedRoleName(self, p): return self.n(p)["role"]
     @dbus.service.method(ACC, in_signature="", out_signature="au", rel_path_keyword="p")
     def GetState(self, p):
-        log('GetState', p); return BITS(*SHOWN)
+        log('GetState', p); return BITS(*self.n(p).get("states", SHOWN))
     @dbus.service.method(ACC, in_signature="", out_signature="as", rel_path_keyword="p")
     def GetInterfaces(self, p):
         log('GetInterfaces', p); return dbus.Array(self.n(p)["ifaces"], signature="s")
@@ -96,6 +105,10 @@ class Obj(dbus.service.FallbackObject):
         log('Get', p, iface, prop)
         if iface == APP:
             return {"ToolkitName": TOOLKIT, "Version": "120.0", "AtspiVersion": "2.1", "Id": dbus.Int32(1)}[prop]
+        if iface == TEXT and prop == "CaretOffset":
+            return dbus.Int32(0 if p == "/t1" else -1)
+        if iface == TEXT and prop == "CharacterCount":
+            return dbus.Int32(0)
         if iface == ACT and prop == "NActions":
             return dbus.Int32(len(n.get("actions", [])))
         if prop == "Name": return n["name"]
@@ -117,6 +130,16 @@ class Obj(dbus.service.FallbackObject):
         log('GetExtents', p, coord); e = self.n(p).get("ext", (0, 0, 0, 0)); return dbus.Struct([dbus.Int32(v) for v in e], signature="iiii")
     @dbus.service.method(COMP, in_signature="iiu", out_signature="(so)", rel_path_keyword="p")
     def GetAccessibleAtPoint(self, x, y, c, p): return ref(p)
+    @dbus.service.method(COMP, in_signature="", out_signature="b", rel_path_keyword="p")
+    def GrabFocus(self, p):
+        log("GrabFocus", p); return True
+    @dbus.service.method(TEXT, in_signature="ii", out_signature="s", rel_path_keyword="p")
+    def GetText(self, start, end, p): return ""
+    @dbus.service.method(COLL, in_signature="(aiia{ss}iaiiasib)uib", out_signature="a(so)", rel_path_keyword="p")
+    def GetMatches(self, rule, sortby, count, traverse, p):
+        log("GetMatches", p)
+        focused = [k for k, n in N.items() if FOCUSED in n.get("states", ())]
+        return dbus.Array([ref(k) for k in focused], signature="(so)")
     @dbus.service.method(ACT, in_signature="", out_signature="a(sss)", rel_path_keyword="p")
     def GetActions(self, p):
         return dbus.Array([dbus.Struct((a, "", ""), signature="sss") for a in self.n(p).get("actions", [])], signature="(sss)")

@@ -44,10 +44,46 @@ pub(super) struct Basics {
 }
 
 /// How a walk asks: `all` when the toolkit answers `GetAll` as at-spi2-atk
-/// does.
+/// does; `bounds` says of which nodes it asks the extents.
 #[derive(Clone, Copy)]
 pub(super) struct Asking {
     pub all: bool,
+    pub bounds: BoundsOf,
+}
+
+/// Which nodes a walk asks for their extents.
+///
+/// A node GTK does not show has no place on the screen a person could
+/// reach, and nothing acts on it (an action on it is refused as not
+/// shown, see [`super::Toolkit::shown`]), so a GTK window's hidden nodes
+/// are not asked for their extents and read as `(0, 0, 0, 0)`. Most of a
+/// GTK window is hidden: of gedit's 536 nodes 31 are `showing` (the rest
+/// are its menus' popovers and its side panel's other pages, counted with
+/// pyatspi), so this is one call in six of a walk of gedit. A browser's
+/// hidden elements (below the fold) keep their extents: where a page
+/// element is, shown or not, is what a model needs to scroll to it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum BoundsOf {
+    /// Every node with a Component.
+    Every,
+    /// Only those reading `showing` (GTK 3).
+    Showing,
+    /// Only those reading `showing` or `visible` (GTK 4, which never
+    /// reports `showing`).
+    ShowingOrVisible,
+}
+
+impl BoundsOf {
+    /// Whether a node with `states` (named as the walk names them) is asked
+    /// for its extents.
+    pub(super) fn asks(self, states: &[String]) -> bool {
+        let has = |name: &str| states.iter().any(|s| s == name);
+        match self {
+            Self::Every => true,
+            Self::Showing => has("showing"),
+            Self::ShowingOrVisible => has("showing") || has("visible"),
+        }
+    }
 }
 
 impl Asking {

@@ -17,12 +17,20 @@
 //! makes the execution read the tree again, and the revision that binds
 //! the action is the tree's as it is.
 //!
+//! Not every event changes a tree: the watcher keeps each application's
+//! latest [`LOG`] events, and a kept tree stays current through the
+//! events that leave it as it was read (see [`super::events`]: gedit
+//! re-announces its check items' states whenever it is read, and its
+//! bridge's helper objects outside the window come and go). When the log
+//! no longer holds every event since the tree was read, it is read again.
+//!
 //! The registry's own events (an application coming or going) and a queue
-//! that overflowed count for every application. A toolkit this server has
-//! not mapped, or an application that does not answer the ping, is always
-//! read from the bus.
+//! that overflowed count for every application. A browser (whose events
+//! come late, see [`super::Toolkit::events_keep_pace`]), a toolkit this server
+//! has not mapped, or an application that does not answer the ping, is
+//! always read from the bus.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::num::NonZeroU32;
 
 use atspi::AccessibilityConnection;
@@ -32,22 +40,69 @@ use atspi::zbus::{self, Message, MessageStream};
 use futures_util::StreamExt;
 use tokio::sync::{mpsc, oneshot};
 
-use super::{Bounds, Toolkit, Tree};
+use super::events::{Change, Event, Objects, Verdict, judge};
+use super::{Bounds, Tree};
 
 /// How many messages the connection queues for the watcher: far more than
 /// any application sends between two of the watcher's turns.
 const QUEUE: usize = 1 << 16;
+
+/// How many of an application's latest events the watcher keeps.
+const LOG: usize = 4096;
 
 /// The generations of one application as of a barrier: its own and the
 /// registry's (which counts for every application).
 pub(super) type Generation = (u64, u64);
 
 /// A request to the watcher: the generation of an application once every
-/// event it sent before answering a ping has been counted; `None` when it
-/// did not answer.
+/// event it sent before answering a ping has been counted, with its
+/// events since `since` when asked and still logged; `None` when it did
+/// not answer.
 struct Barrier {
     app: String,
-    reply: oneshot::Sender<Option<Generation>>,
+    since: Option<u64>,
+    reply: oneshot::Sender<Option<Answer>>,
+}
+
+/// The watcher's answer to a barrier.
+struct Answer {
+    generation: Generation,
+    /// The events since the generation asked for, in order; `None` when
+    /// some are no longer logged (or none was asked for).
+    events: Option<Vec<Event>>,
+}
+
+/// An application's events as the watcher counts and logs them.
+#[derive(Default)]
+struct Log {
+    count: u64,
+    latest: VecDeque<Event>,
+}
+
+impl Log {
+    fn push(&mut self, object: String, change: Change) {
+        self.count += 1;
+        if self.latest.len() >= LOG {
+            self.latest.pop_front();
+        }
+        self.latest.push_back(Event {
+            seq: self.count,
+            object,
+            change,
+        });
+    }
+
+    /// The events after the `since`-th, when every one is still logged.
+    fn since(&self, since: u64) -> Option<Vec<Event>> {
+        let first = self.latest.front().map_or(self.count + 1, |e| e.seq);
+        (since + 1 >= first || since >= self.count).then(|| {
+            self.latest
+                .iter()
+                .filter(|e| e.seq > since)
+                .cloned()
+                .collect()
+        })
+    }
 }
 
 /// The watcher's handle, and the trees kept.
@@ -64,6 +119,7 @@ struct Kept {
     app: String,
     generation: Generation,
     tree: Tree,
+    objects: Objects,
 }
 
 impl Cache {
@@ -92,46 +148,96 @@ impl Cache {
         })
     }
 
-    /// The generation of `app` now (see the module's doc).
-    pub(super) async fn generation(&self, app: &str) -> Option<Generation> {
+    async fn barrier(&self, app: &str, since: Option<u64>) -> Option<Answer> {
         let (reply, answer) = oneshot::channel();
         self.barriers
             .send(Barrier {
                 app: app.to_owned(),
+                since,
                 reply,
             })
             .ok()?;
         answer.await.ok().flatten()
     }
 
-    /// The tree kept for this window, if its application has sent no event
-    /// since it was read.
-    pub(super) async fn current(&self, pid: u32, title: &str, bounds: Bounds) -> Option<Tree> {
+    /// The generation of `app` now (see the module's doc).
+    pub(super) async fn generation(&self, app: &str) -> Option<Generation> {
+        self.barrier(app, None).await.map(|a| a.generation)
+    }
+
+    /// The tree kept for this window, if every event its application has
+    /// sent since it was read leaves it as it was (and none came from the
+    /// registry), the nodes whose announced states differ from the tree's,
+    /// or that announced their bounds, asked again on `conn`. The tree is
+    /// then kept as of now.
+    pub(super) async fn current(
+        &self,
+        conn: &zbus::Connection,
+        pid: u32,
+        title: &str,
+        bounds: Bounds,
+    ) -> Option<Tree> {
         let key = (pid, title.to_owned(), bounds);
         let (app, generation) = {
             let kept = self.kept.lock().ok()?;
             let entry = kept.get(&key)?;
             (entry.app.clone(), entry.generation)
         };
-        if self.generation(&app).await? != generation {
+        let answer = self.barrier(&app, Some(generation.0)).await?;
+        if answer.generation.1 != generation.1 {
             return None;
         }
-        let kept = self.kept.lock().ok()?;
-        kept.get(&key)
-            .filter(|entry| entry.generation == generation)
-            .map(|entry| entry.tree.clone())
+        let events = answer.events?;
+        let (verdict, tree) = {
+            let kept = self.kept.lock().ok()?;
+            let entry = kept
+                .get(&key)
+                .filter(|entry| entry.generation == generation)?;
+            let verdict = judge(&entry.tree, &entry.objects, &events);
+            (verdict, entry.tree.clone())
+        };
+        match verdict {
+            Verdict::Unchanged => {}
+            Verdict::Changed => return None,
+            Verdict::Ask(nodes) => {
+                let (bounds_of, held_tree, app) = (tree.toolkit.bounds_of(), &tree, app.as_str());
+                let asked = nodes.iter().map(|(object, index)| async move {
+                    let held = held_tree.nodes.get(*index)?;
+                    let (states, extents) = answers_of(conn, app, object).await?;
+                    // What a walk would read of it now.
+                    let bounds = if bounds_of.asks(&states) {
+                        extents
+                    } else {
+                        (0, 0, 0, 0)
+                    };
+                    (states == held.states && bounds == held.bounds).then_some(())
+                });
+                futures_util::future::join_all(asked)
+                    .await
+                    .into_iter()
+                    .collect::<Option<Vec<()>>>()?;
+            }
+        }
+        let mut kept = self.kept.lock().ok()?;
+        let entry = kept
+            .get_mut(&key)
+            .filter(|entry| entry.generation == generation)?;
+        entry.generation = answer.generation;
+        Some(tree)
     }
 
     /// Keeps `tree`, read at `generation` of `app`, for this window; a
-    /// toolkit not mapped is never kept.
+    /// toolkit whose events do not keep pace with its changes (a browser,
+    /// a toolkit not mapped) is never kept.
     pub(super) fn keep(
         &self,
         (pid, title, bounds): (u32, &str, Bounds),
         app: &str,
         generation: Generation,
         tree: &Tree,
+        objects: Objects,
     ) {
-        if matches!(tree.toolkit, Toolkit::Other(_)) {
+        if !tree.toolkit.events_keep_pace() {
             return;
         }
         if let Ok(mut kept) = self.kept.lock() {
@@ -145,10 +251,46 @@ impl Cache {
                     app: app.to_owned(),
                     generation,
                     tree: tree.clone(),
+                    objects,
                 },
             );
         }
     }
+}
+
+/// The states (named as the walk names them) and screen extents `object`
+/// of `app` answers now.
+async fn answers_of(
+    conn: &zbus::Connection,
+    app: &str,
+    object: &str,
+) -> Option<(Vec<String>, (i32, i32, i32, i32))> {
+    use atspi::proxy::accessible::AccessibleProxy;
+    use atspi::proxy::component::ComponentProxy;
+    let accessible = AccessibleProxy::builder(conn)
+        .destination(app.to_owned())
+        .ok()?
+        .path(object.to_owned())
+        .ok()?
+        .cache_properties(zbus::proxy::CacheProperties::No)
+        .build()
+        .await
+        .ok()?;
+    let component = ComponentProxy::builder(conn)
+        .destination(app.to_owned())
+        .ok()?
+        .path(object.to_owned())
+        .ok()?
+        .cache_properties(zbus::proxy::CacheProperties::No)
+        .build()
+        .await
+        .ok()?;
+    let (states, extents) = tokio::join!(
+        accessible.get_state(),
+        component.get_extents(atspi::CoordType::Screen)
+    );
+    let states = states.ok()?.iter().map(super::walk::state_name).collect();
+    Some((states, extents.ok()?))
 }
 
 /// The watcher: counts every event by its sender, and answers barriers
@@ -159,7 +301,7 @@ async fn watch(
     mut requests: mpsc::UnboundedReceiver<Barrier>,
     registry: Option<String>,
 ) {
-    let mut generations: HashMap<String, u64> = HashMap::new();
+    let mut logs: HashMap<String, Log> = HashMap::new();
     let mut everyone: u64 = 0;
     let mut pending: HashMap<NonZeroU32, Barrier> = HashMap::new();
     loop {
@@ -207,7 +349,10 @@ async fn watch(
                             Some(sender) if registry.as_deref() == Some(sender.as_str()) => {
                                 everyone += 1;
                             }
-                            Some(sender) => *generations.entry(sender).or_default() += 1,
+                            Some(sender) => {
+                                let object = header.path().map(|p| p.to_string()).unwrap_or_default();
+                                logs.entry(sender).or_default().push(object, Change::of(&message));
+                            }
                             None => everyone += 1,
                         }
                     }
@@ -216,8 +361,15 @@ async fn watch(
                         let Some(request) = pending.remove(&serial) else { continue };
                         let answered = message.message_type() == Type::MethodReturn
                             && header.sender().is_some_and(|s| s.as_str() == request.app);
-                        let generation = generations.get(&request.app).copied().unwrap_or(0);
-                        let _ = request.reply.send(answered.then_some((generation, everyone)));
+                        let log = logs.get(&request.app);
+                        let generation = (log.map_or(0, |l| l.count), everyone);
+                        let events = request.since.and_then(|since| match log {
+                            Some(log) => log.since(since),
+                            None => (since == 0).then(Vec::new),
+                        });
+                        let _ = request
+                            .reply
+                            .send(answered.then_some(Answer { generation, events }));
                     }
                     Type::MethodCall => {}
                 }

@@ -20,6 +20,7 @@ pub(crate) mod actions;
 mod basics;
 mod cache;
 mod direct;
+mod events;
 mod focus;
 mod frame;
 mod layout;
@@ -271,7 +272,8 @@ impl Accessibility {
             WALK_DEADLINE,
             async move {
                 if let Some(cache) = &cache
-                    && let Some(mut tree) = cache.current(pid, &title, bounds).await
+                    && let Some(mut tree) =
+                        cache.current(bus.connection(), pid, &title, bounds).await
                 {
                     tree.source = tree::Source::Events;
                     return Ok(tree);
@@ -286,15 +288,15 @@ impl Accessibility {
                 };
                 let direct = direct::direct(bus.connection(), &frame, pid).await;
                 let conn = direct.as_ref().unwrap_or(bus.connection());
-                frame::announce(conn, &frame, &toolkit).await;
                 let asking = basics::Asking {
                     all: fast && toolkit.answers_get_all(),
+                    bounds: toolkit.bounds_of(),
                 };
-                let walked =
-                    walk::walk(conn, frame, asking, WALK_MAX_DEPTH, WALK_MAX_NODES).await?;
+                let walked = frame::walk_announced(conn, &frame, &toolkit, asking).await?;
+                let objects = walked.objects;
                 let tree = Tree::new(walked.nodes, walked.truncated, toolkit);
                 if let (Some(cache), Some(app), Some(generation)) = (&cache, &app, generation) {
-                    cache.keep((pid, &title, bounds), app, generation, &tree);
+                    cache.keep((pid, &title, bounds), app, generation, &tree, objects);
                 }
                 Ok(tree)
             },

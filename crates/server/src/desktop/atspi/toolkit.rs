@@ -79,6 +79,30 @@ impl Toolkit {
         matches!(self, Self::Gtk3 | Self::Gtk4 | Self::Chromium | Self::Gecko)
     }
 
+    /// Which nodes a walk of its windows asks for their extents (see
+    /// `basics::BoundsOf`).
+    pub(super) fn bounds_of(&self) -> super::basics::BoundsOf {
+        use super::basics::BoundsOf;
+        match self {
+            Self::Gtk3 => BoundsOf::Showing,
+            Self::Gtk4 => BoundsOf::ShowingOrVisible,
+            _ => BoundsOf::Every,
+        }
+    }
+
+    /// Whether its events are sent as its tree changes, from the thread
+    /// that changes it, so that an event sent before the application
+    /// answers a ping is one of a change made before (GTK 3 and GTK 4
+    /// through their in-process bridges, Qt through its own). A browser's
+    /// page lives in another process than the one that speaks on the bus,
+    /// and its events follow its changes late: measured on Firefox 153,
+    /// a field typed into and read right after still sent no event, so a
+    /// tree kept by them would be the page as it was. A browser's tree is
+    /// always read from the bus (see `cache`).
+    pub fn events_keep_pace(&self) -> bool {
+        matches!(self, Self::Gtk3 | Self::Gtk4 | Self::Qt)
+    }
+
     /// The toolkit an application's `ToolkitName` and `Version` name.
     pub fn from_names(name: &str, version: &str) -> Self {
         let lower = name.to_ascii_lowercase();

@@ -106,7 +106,7 @@ pub enum Source {
     /// Read from the application over the bus, node by node.
     Walk,
     /// Kept in memory from an earlier walk: the application has sent no
-    /// event since (checked just now).
+    /// event since that changes it (checked just now; see `events`).
     Events,
 }
 

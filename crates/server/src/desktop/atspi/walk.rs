@@ -20,6 +20,7 @@ use atspi::{CoordType, Interface, ObjectRefOwned, RelationType, State, zbus};
 use futures_util::stream::{FuturesUnordered, StreamExt};
 
 use super::basics::Asking;
+use super::events;
 use super::tree::{MAX_LABEL_CHARS, MAX_VALUE_CHARS, Node, capped};
 use super::{ax_role, is_field, is_secret, unreadable};
 use crate::engine::Refusal;
@@ -31,15 +32,20 @@ pub(super) const IN_FLIGHT: usize = 128;
 pub(super) struct Walked {
     pub nodes: Vec<Node>,
     pub truncated: bool,
+    /// The objects the nodes were read from (see [`events::Objects`]).
+    pub objects: events::Objects,
 }
 
 /// One node as read, before the tree is put in order.
 struct Read {
     node: Node,
     children: Vec<ObjectRefOwned>,
+    /// The object its label was read from, when that is another node.
+    label_object: Option<String>,
 }
 
-fn state_name(state: State) -> String {
+/// A state as the walk names it (`multi_line`, `focused`).
+pub(super) fn state_name(state: State) -> String {
     let debug = format!("{state:?}");
     let mut out = String::new();
     for (i, c) in debug.chars().enumerate() {
@@ -92,7 +98,7 @@ async fn read(
     let wants_text = !secure && is_field(&atspi_role) && interfaces.contains(Interface::Text);
     let wants_relation = name.is_empty() && is_field(&atspi_role);
     let extents = async {
-        if !interfaces.contains(Interface::Component) {
+        if !interfaces.contains(Interface::Component) || !asking.bounds.asks(&states) {
             return None;
         }
         let component: ComponentProxy<'_> = proxy_of(conn, &object).await?;
@@ -133,9 +139,11 @@ async fn read(
     let (extents, actions, value, relation, children) =
         tokio::join!(extents, actions, value, relation, children);
     let multi_line = states.iter().any(|s| s == "multi_line");
-    let (label, labelled_apart) = match relation {
-        Some(label) if !label.is_empty() => (capped(label, MAX_LABEL_CHARS), true),
-        _ => (name.clone(), false),
+    let (label, labelled_apart, label_object) = match relation {
+        Some((label, object)) if !label.is_empty() => {
+            (capped(label, MAX_LABEL_CHARS), true, Some(object))
+        }
+        _ => (name.clone(), false, None),
     };
     Ok(Read {
         node: Node {
@@ -154,22 +162,27 @@ async fn read(
             children: Vec::new(),
         },
         children,
+        label_object,
     })
 }
 
-/// The name of the first node a field is `labelled-by`.
-async fn labelled_by(conn: &zbus::Connection, field: &AccessibleProxy<'_>) -> Option<String> {
+/// The name of the first node a field is `labelled-by`, and its object.
+async fn labelled_by(
+    conn: &zbus::Connection,
+    field: &AccessibleProxy<'_>,
+) -> Option<(String, String)> {
     let relations = field.get_relation_set().await.ok()?;
     for (kind, targets) in relations {
         if kind != RelationType::LabelledBy {
             continue;
         }
         for target in targets {
+            let object = target.path().to_string();
             if let Ok(label) = target.into_accessible_proxy(conn).await
                 && let Ok(name) = label.name().await
                 && !name.is_empty()
             {
-                return Some(name);
+                return Some((name, object));
             }
         }
     }
@@ -196,6 +209,9 @@ pub(super) async fn walk(
     let mut seen: std::collections::HashSet<String> =
         std::collections::HashSet::from([frame.path().to_string()]);
     let mut slots: Vec<Option<Node>> = vec![None];
+    // The object each slot's node is read from, and the labels' objects.
+    let mut slot_objects: Vec<String> = vec![frame.path().to_string()];
+    let mut label_objects: Vec<String> = Vec::new();
     let mut kids: Vec<Vec<usize>> = vec![Vec::new()];
     let mut truncated = false;
     let mut waiting: std::collections::VecDeque<(ObjectRefOwned, Vec<u32>, usize)> =
@@ -210,7 +226,12 @@ pub(super) async fn walk(
         let Some((answer, slot)) = asked.next().await else {
             break;
         };
-        let Read { node, children } = answer?;
+        let Read {
+            node,
+            children,
+            label_object,
+        } = answer?;
+        label_objects.extend(label_object);
         if node.path.len() >= max_depth {
             truncated |= !children.is_empty();
         } else {
@@ -226,6 +247,7 @@ pub(super) async fn walk(
                 }
                 let child_slot = slots.len();
                 slots.push(None);
+                slot_objects.push(child.path().to_string());
                 kids.push(Vec::new());
                 if let Some(siblings) = kids.get_mut(slot) {
                     siblings.push(child_slot);
@@ -239,16 +261,25 @@ pub(super) async fn walk(
             *place = Some(node);
         }
     }
+    let (nodes, order) = pre_order(slots, &kids);
+    let mut objects: events::Objects = label_objects.into_iter().map(|o| (o, None)).collect();
+    for (index, slot) in order.into_iter().enumerate() {
+        if let Some(object) = slot_objects.get(slot) {
+            objects.insert(object.clone(), Some(index));
+        }
+    }
     Ok(Walked {
-        nodes: pre_order(slots, &kids),
+        nodes,
         truncated,
+        objects,
     })
 }
 
 /// The nodes read in the order they were found, put in pre-order with
-/// their children's indices.
-fn pre_order(mut slots: Vec<Option<Node>>, kids: &[Vec<usize>]) -> Vec<Node> {
+/// their children's indices, and the slot each came from.
+fn pre_order(mut slots: Vec<Option<Node>>, kids: &[Vec<usize>]) -> (Vec<Node>, Vec<usize>) {
     let mut out: Vec<Node> = Vec::with_capacity(slots.len());
+    let mut order: Vec<usize> = Vec::with_capacity(slots.len());
     // (index in `slots`, parent's index in `out`)
     let mut stack: Vec<(usize, Option<usize>)> = vec![(0, None)];
     while let Some((at, parent)) = stack.pop() {
@@ -258,6 +289,7 @@ fn pre_order(mut slots: Vec<Option<Node>>, kids: &[Vec<usize>]) -> Vec<Node> {
         node.children.clear();
         let index = out.len();
         out.push(node);
+        order.push(at);
         if let Some(parent) = parent
             && let Some(p) = out.get_mut(parent)
         {
@@ -273,7 +305,7 @@ fn pre_order(mut slots: Vec<Option<Node>>, kids: &[Vec<usize>]) -> Vec<Node> {
             stack.push((child, Some(index)));
         }
     }
-    out
+    (out, order)
 }
 
 /// An element's action names, lower-cased: its `GetActions` list, or,
