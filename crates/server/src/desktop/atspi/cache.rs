@@ -265,26 +265,11 @@ async fn answers_of(
     app: &str,
     object: &str,
 ) -> Option<(Vec<String>, (i32, i32, i32, i32))> {
+    use super::walk::proxy_at;
     use atspi::proxy::accessible::AccessibleProxy;
     use atspi::proxy::component::ComponentProxy;
-    let accessible = AccessibleProxy::builder(conn)
-        .destination(app.to_owned())
-        .ok()?
-        .path(object.to_owned())
-        .ok()?
-        .cache_properties(zbus::proxy::CacheProperties::No)
-        .build()
-        .await
-        .ok()?;
-    let component = ComponentProxy::builder(conn)
-        .destination(app.to_owned())
-        .ok()?
-        .path(object.to_owned())
-        .ok()?
-        .cache_properties(zbus::proxy::CacheProperties::No)
-        .build()
-        .await
-        .ok()?;
+    let accessible: AccessibleProxy<'_> = proxy_at(conn, app, object).await?;
+    let component: ComponentProxy<'_> = proxy_at(conn, app, object).await?;
     let (states, extents) = tokio::join!(
         accessible.get_state(),
         component.get_extents(atspi::CoordType::Screen)

@@ -167,21 +167,7 @@ mod tests {
     use crate::desktop::atspi::{Node, Toolkit};
 
     fn tree(states: &[&str], truncated: bool) -> (Tree, Objects) {
-        let node = Node {
-            path: vec![],
-            atspi_role: "check menu item".into(),
-            role: "AXMenuItem",
-            name: "Overwrite mode".into(),
-            label: "Overwrite mode".into(),
-            labelled_apart: false,
-            description: String::new(),
-            value: None,
-            secure: false,
-            bounds: (0, 0, 10, 10),
-            actions: vec!["click".into()],
-            states: states.iter().map(|s| (*s).to_owned()).collect(),
-            children: vec![],
-        };
+        let node = Node::sample(vec![], "check menu item", "Overwrite mode", states);
         let objects = Objects::from([("/a/1".into(), Some(0)), ("/a/label".into(), None)]);
         (Tree::new(vec![node], truncated, Toolkit::Gtk3), objects)
     }

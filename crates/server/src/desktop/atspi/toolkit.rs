@@ -232,19 +232,8 @@ mod tests {
 
     fn node(states: &[&str]) -> Node {
         Node {
-            path: vec![0],
-            atspi_role: "push button".into(),
-            role: "AXButton",
-            name: "1 1".into(),
             label: "1".into(),
-            labelled_apart: false,
-            description: String::new(),
-            value: None,
-            secure: false,
-            bounds: (0, 0, 10, 10),
-            actions: vec!["click".into()],
-            states: states.iter().map(|s| (*s).to_owned()).collect(),
-            children: Vec::new(),
+            ..Node::sample(vec![0], "push button", "1 1", states)
         }
     }
 

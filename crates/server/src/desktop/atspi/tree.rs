@@ -295,24 +295,37 @@ impl Tree {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn node(path: Vec<u32>, role: &str, name: &str, bounds: (i32, i32, i32, i32)) -> Node {
-        Node {
+impl Node {
+    /// A node for unit tests: named and labelled `name`, at 0, 0, 10, 10,
+    /// with a `click` action and `states`.
+    pub(crate) fn sample(path: Vec<u32>, atspi_role: &str, name: &str, states: &[&str]) -> Self {
+        Self {
             path,
-            atspi_role: role.into(),
-            role: super::super::ax_role(role, false),
+            atspi_role: atspi_role.into(),
+            role: super::ax_role(atspi_role, false),
             name: name.into(),
             label: name.into(),
             labelled_apart: false,
             description: String::new(),
             value: None,
             secure: false,
+            bounds: (0, 0, 10, 10),
+            actions: vec!["click".into()],
+            states: states.iter().map(|s| (*s).to_owned()).collect(),
+            children: Vec::new(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(path: Vec<u32>, role: &str, name: &str, bounds: (i32, i32, i32, i32)) -> Node {
+        Node {
             bounds,
             actions: Vec::new(),
-            states: vec!["enabled".into(), "sensitive".into(), "showing".into()],
-            children: Vec::new(),
+            ..Node::sample(path, role, name, &["enabled", "sensitive", "showing"])
         }
     }
 

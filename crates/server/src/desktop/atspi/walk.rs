@@ -65,11 +65,19 @@ pub(super) async fn proxy_of<'c, P>(
 where
     P: From<zbus::Proxy<'c>> + zbus::proxy::Defaults,
 {
-    let name = object.name()?.to_owned();
+    proxy_at(conn, object.name()?.as_str(), object.path().as_str()).await
+}
+
+/// A proxy of interface `P` on the object at `path` of the connection
+/// `name` (no call made).
+pub(super) async fn proxy_at<'c, P>(conn: &'c zbus::Connection, name: &str, path: &str) -> Option<P>
+where
+    P: From<zbus::Proxy<'c>> + zbus::proxy::Defaults,
+{
     zbus::proxy::Builder::<P>::new(conn)
-        .destination(name)
+        .destination(name.to_owned())
         .ok()?
-        .path(object.path().to_owned())
+        .path(path.to_owned())
         .ok()?
         .cache_properties(zbus::proxy::CacheProperties::No)
         .build()
