@@ -17,6 +17,7 @@ answered with "ack <command>" once GTK has applied it:
     twin TITLE         a second window of this process titled TITLE, with
                        the same fields, of the same size at the same place,
                        above the first (both are moved to 100,100)
+    moveto X Y         the window is moved to X,Y
     twinvalues         prints "twinvalues A=a|..." (the second window's)
     tick N             the first field's label changes every 100 ms, N
                        times ("Tick 1", "Tick 2", ...), then the program
@@ -173,6 +174,8 @@ class Form:
             self.window.move(100, 100)
             self.twin = Form(" ".join(args), self.specs, listen=False)
             self.twin.window.move(100, 100)
+        elif verb == "moveto":
+            self.window.move(int(args[0]), int(args[1]))
         elif verb == "twinvalues":
             print("twin" + self.twin.values(), flush=True)
         elif verb == "spin":

@@ -5,15 +5,21 @@ tests (`x11_lying_application`): its `GetAll` names a button other than its
 500 empty action names, and in MODE=hang its frame never answers
 `GetAttributes` (it calls itself Chromium, which the server reads the
 attributes of), and in MODE=twofocus a second field reads `focused`
-beside the one that holds the focus and its caret. It joins the accessibility bus's registry itself
+beside the one that holds the focus and its caret, and in MODE=cache it
+has a check box, a field labelled by a label outside its window's tree,
+a button and a node not shown, and obeys the commands a test appends to
+the file named by $CTL (one a line; each logged "done CMD" once its
+events are sent): it changes itself and sends the AT-SPI events a
+toolkit would (or, for the lies, events that say less than happened).
+It joins the accessibility bus's registry itself
 (`Socket.Embed`), so no toolkit is needed, and logs each call that matters
 to the file it is given.
 
-Usage: lying_app.py TITLE TOOLKIT LOG  (environment: MODE=hang, twofocus
-or nothing)
+Usage: lying_app.py TITLE TOOLKIT LOG  (environment: MODE=hang, twofocus,
+cache (with CTL=FILE) or nothing)
 """
 import sys, os, json
-import dbus, dbus.service
+import dbus, dbus.service, dbus.lowlevel
 from dbus.mainloop.glib import DBusGMainLoop
 from gi.repository import GLib
 
@@ -31,7 +37,8 @@ def log(*a):
 
 BITS = lambda *b: dbus.Array([dbus.UInt32(sum(1 << x for x in b if x < 32)), dbus.UInt32(0)], signature="u")
 SHOWN = (8, 24, 25, 30)
-ACTIVE, EDITABLE, FOCUSABLE, FOCUSED = 1, 7, 11, 12
+ACTIVE, CHECKED, EDITABLE, FOCUSABLE, FOCUSED = 1, 4, 7, 11, 12
+ENABLED, SENSITIVE, SHOWING, VISIBLE, DEFUNCT = 8, 24, 25, 30, 6
 ACC, COMP, ACT, APP = "org.a11y.atspi.Accessible", "org.a11y.atspi.Component", "org.a11y.atspi.Action", "org.a11y.atspi.Application"
 TEXT, COLL = "org.a11y.atspi.Text", "org.a11y.atspi.Collection"
 ROOT = "/org/a11y/atspi/accessible/root"
@@ -60,6 +67,23 @@ N = {
   "/t2": dict(role="text", name="Other", kids=[], ifaces=[ACC, COMP, TEXT], ext=(220, 260, 100, 20),
               states=SHOWN + (EDITABLE, FOCUSABLE) + ((FOCUSED,) if MODE == "twofocus" else ())),
 }
+
+if MODE == "cache":
+    N["/f"]["kids"] = N["/f"]["kids"] + ["/ck", "/lp", "/t3", "/mv", "/hn"]
+    N.update({
+      # a check box, checked
+      "/ck": dict(role="check box", name="Agree", kids=[], ifaces=[ACC, COMP, ACT], ext=(110, 200, 60, 20), actions=["click"], states=SHOWN + (CHECKED,)),
+      # a label in the tree, and one outside it (no node lists it)
+      "/lp": dict(role="label", name="Pay", kids=[], ifaces=[ACC, COMP], ext=(180, 200, 30, 20)),
+      "/lx": dict(role="label", name="", kids=[], ifaces=[ACC, COMP], ext=(0, 0, 0, 0)),
+      # a field with no name of its own, labelled by both (the first
+      # with a name is its label)
+      "/t3": dict(role="text", name="", kids=[], ifaces=[ACC, COMP, TEXT], ext=(220, 200, 100, 20), states=SHOWN + (EDITABLE, FOCUSABLE),
+                  rels=[(2, ["/lx", "/lp"])]),
+      "/mv": dict(role="push button", name="Move", kids=[], ifaces=[ACC, COMP, ACT], ext=(330, 200, 50, 20), actions=["click"]),
+      # a node GTK does not show (no `showing`): not asked its extents
+      "/hn": dict(role="push button", name="Later", kids=[], ifaces=[ACC, COMP, ACT], ext=(390, 200, 50, 20), actions=["click"], states=(ENABLED, SENSITIVE, VISIBLE)),
+    })
 
 def ref(p): return dbus.Struct((ME, dbus.ObjectPath(p)), signature="so")
 
@@ -90,7 +114,9 @@ class Obj(dbus.service.FallbackObject):
     @dbus.service.method(ACC, in_signature="", out_signature="i", rel_path_keyword="p")
     def GetIndexInParent(self, p): return 0
     @dbus.service.method(ACC, in_signature="", out_signature="a(ua(so))", rel_path_keyword="p")
-    def GetRelationSet(self, p): return dbus.Array([], signature="(ua(so))")
+    def GetRelationSet(self, p):
+        return dbus.Array([dbus.Struct((dbus.UInt32(kind), dbus.Array([ref(t) for t in targets], signature="(so)")), signature="ua(so)")
+                           for kind, targets in self.n(p).get("rels", [])], signature="(ua(so))")
     @dbus.service.method(ACC, in_signature="", out_signature="a{ss}", rel_path_keyword="p", async_callbacks=("ok", "err"))
     def GetAttributes(self, p, ok, err):
         log("GetAttributes", p)
@@ -154,6 +180,69 @@ class Obj(dbus.service.FallbackObject):
     @dbus.service.method(APP, in_signature="", out_signature="s", rel_path_keyword="p")
     def GetApplicationBusAddress(self, p):
         raise dbus.exceptions.DBusException("no")
+
+EV = "org.a11y.atspi.Event."
+def emit(path, iface, member, kind="", d1=0, d2=0, value=None):
+    m = dbus.lowlevel.SignalMessage(path, EV + iface, member)
+    m.append(kind, dbus.Int32(d1), dbus.Int32(d2), value if value is not None else dbus.Int32(0, variant_level=1),
+             dbus.Dictionary({}, signature="sv"), signature="siiva{sv}")
+    bus.send_message(m)
+
+def command(line):
+    words = line.split()
+    verb, args = words[0], words[1:]
+    if verb == "lie_checked":
+        # unchecked, announced as still checked (the value the tree holds)
+        N["/ck"]["states"] = SHOWN
+        emit("/ck", "Object", "StateChanged", "checked", 1)
+    elif verb == "name_lx":
+        # the label outside the tree takes a name, as AT-SPI says
+        N["/lx"]["name"] = "Delete all"
+        emit("/lx", "Object", "PropertyChange", "accessible-name", 0, 0, dbus.String("Delete all", variant_level=1))
+    elif verb == "twin":
+        # a second window of the same title at the same place, as a
+        # toolkit announces it (on the application and the new window)
+        N["/f2"] = dict(role="frame", name=TITLE, kids=["/b9"], ifaces=[ACC, COMP, COLL], ext=N["/f"]["ext"], states=SHOWN + (ACTIVE,))
+        N["/b9"] = dict(role="push button", name="Erase everything", kids=[], ifaces=[ACC, COMP, ACT], ext=(110, 110, 50, 20), actions=["click"])
+        N[ROOT]["kids"] = N[ROOT]["kids"] + ["/f2"]
+        emit(ROOT, "Object", "ChildrenChanged", "add", 1, 0, dbus.Struct((ME, dbus.ObjectPath("/f2")), signature="so", variant_level=1))
+        emit("/f2", "Window", "Create", "", 0, 0, dbus.String(TITLE, variant_level=1))
+    elif verb == "reborn":
+        # the button dropped and its path reused by another, said only
+        # by its life events
+        N["/mv"]["name"] = "Erase disk"
+        emit("/mv", "Object", "StateChanged", "defunct", 1)
+        emit("/mv", "Object", "PropertyChange", "accessible-parent", 0, 0, dbus.Struct((ME, dbus.ObjectPath("/f")), signature="so", variant_level=1))
+    elif verb == "show_hn":
+        N["/hn"]["states"] = SHOWN
+        emit("/hn", "Object", "StateChanged", "showing", 1)
+    elif verb == "bounds_same":
+        emit("/mv", "Object", "BoundsChanged", "", 0, 0, dbus.Struct([dbus.Int32(v) for v in N["/mv"]["ext"]], signature="iiii", variant_level=1))
+    elif verb == "bounds_moved":
+        N["/mv"]["ext"] = (330, 230, 50, 20)
+        emit("/mv", "Object", "BoundsChanged", "", 0, 0, dbus.Struct([dbus.Int32(v) for v in N["/mv"]["ext"]], signature="iiii", variant_level=1))
+    elif verb == "flood":
+        # COUNT events, each on an object whose path is LEN characters long
+        count, length = int(args[0]), int(args[1])
+        for i in range(count):
+            emit("/" + ("a" * length) + "/" + str(i), "Object", "StateChanged", "checked", 1)
+    log("done", line)
+
+CTL = os.environ.get("CTL")
+ctl_seen = [0]
+def poll():
+    try:
+        with open(CTL) as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return True
+    for line in lines[ctl_seen[0]:]:
+        ctl_seen[0] += 1
+        if line.strip():
+            command(line.strip())
+    return True
+if CTL:
+    GLib.timeout_add(20, poll)
 
 obj = Obj(bus, "/")
 reg = bus.get_object("org.a11y.atspi.Registry", ROOT)
