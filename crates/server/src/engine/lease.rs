@@ -16,6 +16,7 @@ use time::OffsetDateTime;
 use tokio::sync::oneshot;
 
 use super::Refusal;
+use super::answer::Answer;
 use super::wire::{after, stamp, uuid};
 
 /// What a lease request asks for.
@@ -328,4 +329,12 @@ impl LeaseManager {
     pub(crate) fn ends(&self) -> std::sync::Arc<std::sync::atomic::AtomicU64> {
         std::sync::Arc::clone(&self.ends)
     }
+}
+
+/// An acquire's answer: now, or once the lease is granted.
+pub(crate) enum LeaseAnswer {
+    /// Answered at once.
+    Now(Answer),
+    /// Queued: the ticket and where the grant (or refusal) arrives.
+    Wait(u64, tokio::sync::oneshot::Receiver<Result<Lease, Refusal>>),
 }

@@ -12,9 +12,10 @@
 mod access;
 mod actuate;
 mod admission;
+mod answer;
 mod authority;
 mod backend;
-mod control;
+mod calls;
 mod crossing;
 mod effect;
 mod execute;

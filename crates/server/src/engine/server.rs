@@ -14,7 +14,7 @@ use serde_json::Value;
 use super::Refusal;
 use super::access::{Connection, Credentials, Watched};
 use super::admission::{EVICTION_GRACE, PreAuth, Share, Shares};
-use super::control::LeaseAnswer;
+use super::lease::LeaseAnswer;
 use super::reply::{refused, success};
 use super::state::State;
 use crate::Config;

@@ -3,9 +3,11 @@
 //! [`State::call`] takes a tool name and its snake_case arguments and
 //! answers what upstream's v8 server puts in `structuredContent`, or the
 //! refusal it answers with. The arguments are checked against the tool's
-//! published schema first, as upstream's MCP layer checks them. The
-//! handlers live next to the part of the server they belong to (sessions,
-//! previews, execution, grants, reservations, leases, onboarding).
+//! published schema first, as upstream's MCP layer checks them. The state
+//! holds the parts of the server (sessions, grants, reservations, leases,
+//! onboarding) and imports only their data; the handlers that change them
+//! live in `calls` (one file for each part) and import the state, so the
+//! rooms go one way.
 
 use adk_computer_use::contracts::catalogue::protocol::name as protocol;
 use std::collections::BTreeMap;
@@ -13,10 +15,11 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 
 use super::Refusal;
+pub use super::answer::Answer;
 use super::backend::DesktopBackend;
-use super::control::LeaseAnswer;
 use super::grants::{Grants, Pending};
 use super::history::FollowUp;
+use super::lease::LeaseAnswer;
 use super::lease::LeaseManager;
 use super::onboarding::Onboarding;
 use super::reservation::Reservations;
@@ -25,30 +28,6 @@ use super::wire::{EventLog, given, now};
 use crate::Config;
 use crate::desktop::simulated::{Faults, SimulatedBackend, SimulatedDesktop};
 use adk_computer_use::contracts::catalogue::protocol::name;
-
-/// What a tool answers: the structured part, its images (base64, MIME
-/// type), and, when the answer's content is not just the structured part
-/// as text, that content.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Answer {
-    /// `structuredContent`.
-    pub structured: Value,
-    /// Image content blocks.
-    pub images: Vec<(String, String)>,
-    /// The whole `content` list (text and image blocks, as JSON), when it
-    /// is not the structured part as text followed by the images.
-    pub content: Option<Vec<Value>>,
-}
-
-impl Answer {
-    pub(super) fn of(structured: Value) -> Self {
-        Self {
-            structured,
-            images: Vec::new(),
-            content: None,
-        }
-    }
-}
 
 /// A stored execution receipt and what the simulator knows about it.
 #[derive(Debug, Clone)]

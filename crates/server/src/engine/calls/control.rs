@@ -7,24 +7,19 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
-use super::Refusal;
-use super::forge::LEASE_FORGERIES;
-use super::lease::{Acquired, Lease, LeaseRequest};
-use super::state::{Answer, State};
-use super::wire::{given, int, now, window_id};
+use super::super::Refusal;
+use super::super::forge::LEASE_FORGERIES;
+use super::super::lease::{Acquired, Lease, LeaseAnswer, LeaseRequest};
+use super::super::state::{Answer, State};
+use super::super::wire::{given, int, now, window_id};
 use adk_computer_use::digest::sha256_prefixed;
-
-/// An acquire's answer: now, or once the lease is granted.
-pub(crate) enum LeaseAnswer {
-    /// Answered at once.
-    Now(Answer),
-    /// Queued: the ticket and where the grant (or refusal) arrives.
-    Wait(u64, tokio::sync::oneshot::Receiver<Result<Lease, Refusal>>),
-}
 
 impl State {
     /// Starts an acquire: the lease now, or a place in the queue.
-    pub(super) fn acquire_lease(&mut self, args: &Value) -> Result<LeaseAnswer, Refusal> {
+    pub(in crate::engine) fn acquire_lease(
+        &mut self,
+        args: &Value,
+    ) -> Result<LeaseAnswer, Refusal> {
         self.machine_free()?;
         let list = |key: &str| -> Option<Value> {
             let items = args.get(key)?.as_array()?;
@@ -58,39 +53,39 @@ impl State {
     }
 
     /// The answer for a granted lease (forged when a fault says so).
-    pub(super) fn lease_answer(&self, lease: &Lease) -> Answer {
+    pub(in crate::engine) fn lease_answer(&self, lease: &Lease) -> Answer {
         let mut answer = lease.to_value();
         self.forge(&LEASE_FORGERIES, &mut answer);
         Answer::of(json!({ "lease": answer }))
     }
 
     /// Takes a cancelled acquire out of the queue.
-    pub(super) fn cancel_lease_wait(&mut self, ticket: u64) -> bool {
+    pub(in crate::engine) fn cancel_lease_wait(&mut self, ticket: u64) -> bool {
         self.leases.cancel(ticket)
     }
 
     /// Releases `lease_id`, granted to a waiter that is no longer there.
-    pub(super) fn give_back_lease(&mut self, lease_id: &str) {
+    pub(in crate::engine) fn give_back_lease(&mut self, lease_id: &str) {
         let _ = self.leases.release(lease_id, now());
     }
 
     /// Revokes `lease_id`, granted on a TCP connection whose client has
     /// left, and hands the lease to the next waiter.
-    pub(super) fn revoke_departed_lease(&mut self, lease_id: &str) {
+    pub(in crate::engine) fn revoke_departed_lease(&mut self, lease_id: &str) {
         let _ = self.leases.revoke(lease_id, "holder_disconnected", now());
     }
 
-    pub(super) fn release_lease(&mut self, args: &Value) -> Result<Answer, Refusal> {
-        let id = super::wire::text(args, "lease_id").unwrap_or_default();
+    pub(in crate::engine) fn release_lease(&mut self, args: &Value) -> Result<Answer, Refusal> {
+        let id = super::super::wire::text(args, "lease_id").unwrap_or_default();
         match self.leases.release(id, now()) {
             Some(lease) => Ok(Answer::of(json!({ "lease": lease.to_value() }))),
             None => Err(Refusal::bare("lease_not_active", json!({ "lease_id": id }))),
         }
     }
 
-    pub(super) fn emergency_stop(&mut self, args: &Value) -> Result<Answer, Refusal> {
+    pub(in crate::engine) fn emergency_stop(&mut self, args: &Value) -> Result<Answer, Refusal> {
         let at = now();
-        let reason = super::wire::text(args, "reason").unwrap_or("emergency_stop");
+        let reason = super::super::wire::text(args, "reason").unwrap_or("emergency_stop");
         let revoked = self.leases.emergency_stop(reason, at);
         self.revoke_all_approvals("emergency_stop");
         if let Some(lease) = revoked {
@@ -107,7 +102,7 @@ impl State {
 
     /// Revokes what a session holds before its state changes: its lease,
     /// its reservations and its approvals, each with its event.
-    pub(super) fn revoke_session_authority(&mut self, session_id: &str, reason: &str) {
+    pub(in crate::engine) fn revoke_session_authority(&mut self, session_id: &str, reason: &str) {
         let at = now();
         if let Some(lease) = self.leases.current(at)
             && lease.session_id == session_id
