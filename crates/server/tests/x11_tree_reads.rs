@@ -24,33 +24,13 @@
 use std::time::Duration;
 
 use adk_computer_use_testkit::needs;
-use computer_use_server::DesktopBackend;
 use computer_use_server::desktop::atspi::{Accessibility, Bounds, Source, Tree};
 use computer_use_server::desktop::x11::X11Desktop;
 
 mod x11_support;
 
 use x11_support::form::Form;
-use x11_support::{chromium, firefox, start_fresh};
-
-/// The process and bounds of the display's window titled `title`, once
-/// it is listed.
-fn listed(desktop: &X11Desktop, title: &str) -> Option<(u32, Bounds)> {
-    let windows = desktop.list_windows().ok()?;
-    let window = windows["windows"]
-        .as_array()?
-        .iter()
-        .find(|w| w["title"] == title)?;
-    let at = &window["bounds"];
-    let size = |key: &str| u32::try_from(at[key].as_u64()?).ok();
-    let bounds = (
-        at["x"].as_i64()?,
-        at["y"].as_i64()?,
-        size("width")?,
-        size("height")?,
-    );
-    Some((u32::try_from(window["pid"].as_u64()?).ok()?, bounds))
-}
+use x11_support::{chromium, firefox, listed, start_fresh};
 
 /// A page titled "Rows" in `home`: `rows` table rows, each an item and
 /// `cell` (its `{row}` the row's number), then a form of a filled field

@@ -207,12 +207,6 @@ def command(line):
         N[ROOT]["kids"] = N[ROOT]["kids"] + ["/f2"]
         emit(ROOT, "Object", "ChildrenChanged", "add", 1, 0, dbus.Struct((ME, dbus.ObjectPath("/f2")), signature="so", variant_level=1))
         emit("/f2", "Window", "Create", "", 0, 0, dbus.String(TITLE, variant_level=1))
-    elif verb == "reborn":
-        # the button dropped and its path reused by another, said only
-        # by its life events
-        N["/mv"]["name"] = "Erase disk"
-        emit("/mv", "Object", "StateChanged", "defunct", 1)
-        emit("/mv", "Object", "PropertyChange", "accessible-parent", 0, 0, dbus.Struct((ME, dbus.ObjectPath("/f")), signature="so", variant_level=1))
     elif verb == "show_hn":
         N["/hn"]["states"] = SHOWN
         emit("/hn", "Object", "StateChanged", "showing", 1)

@@ -305,3 +305,23 @@ pub fn firefox(url: &str, profile: &std::path::Path) -> Program {
             .expect("firefox-esr could not be started"),
     )
 }
+
+/// The process and bounds (`x, y, width, height`) of the display's
+/// window titled `title`, once it is listed.
+pub fn listed(desktop: &X11Desktop, title: &str) -> Option<(u32, (i64, i64, u32, u32))> {
+    use computer_use_server::DesktopBackend;
+    let windows = desktop.list_windows().ok()?;
+    let window = windows["windows"]
+        .as_array()?
+        .iter()
+        .find(|w| w["title"] == title)?;
+    let at = &window["bounds"];
+    let size = |key: &str| u32::try_from(at[key].as_u64()?).ok();
+    let bounds = (
+        at["x"].as_i64()?,
+        at["y"].as_i64()?,
+        size("width")?,
+        size("height")?,
+    );
+    Some((u32::try_from(window["pid"].as_u64()?).ok()?, bounds))
+}

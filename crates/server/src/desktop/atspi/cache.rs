@@ -40,15 +40,21 @@ use atspi::zbus::{self, Message, MessageStream};
 use futures_util::StreamExt;
 use tokio::sync::{mpsc, oneshot};
 
-use super::events::{Change, Event, Objects, Verdict, judge};
+use super::events::{Change, Event, LONG_OBJECT, MAX_OBJECT, Objects, Verdict, judge};
 use super::{Bounds, Tree};
 
 /// How many messages the connection queues for the watcher: far more than
 /// any application sends between two of the watcher's turns.
 const QUEUE: usize = 1 << 16;
 
-/// How many of an application's latest events the watcher keeps.
-const LOG: usize = 4096;
+/// How many of an application's latest events the watcher keeps (each
+/// with an object path of [`MAX_OBJECT`] bytes at most).
+const LOG: usize = 2048;
+
+/// How many applications' events the watcher keeps apart; past it, every
+/// log is let go and every kept tree is read again (an application that
+/// opens connection after connection cannot make the server hold more).
+const LOGS: usize = 64;
 
 /// The generations of one application as of a barrier: its own and the
 /// registry's (which counts for every application).
@@ -80,7 +86,12 @@ struct Log {
 }
 
 impl Log {
-    fn push(&mut self, object: String, change: Change) {
+    fn push(&mut self, object: &str, change: Change) {
+        let object = if object.len() > MAX_OBJECT {
+            LONG_OBJECT.to_owned()
+        } else {
+            object.to_owned()
+        };
         self.count += 1;
         if self.latest.len() >= LOG {
             self.latest.pop_front();
@@ -237,7 +248,13 @@ impl Cache {
         tree: &Tree,
         objects: Objects,
     ) {
-        if !tree.toolkit.events_keep_pace() {
+        // A tree with an object the watcher would not name in full is not
+        // kept (an event about it could not be told apart).
+        if !tree.toolkit.events_keep_pace()
+            || objects
+                .keys()
+                .any(|o| o.len() > MAX_OBJECT || o == LONG_OBJECT)
+        {
             return;
         }
         if let Ok(mut kept) = self.kept.lock() {
@@ -335,7 +352,11 @@ async fn watch(
                                 everyone += 1;
                             }
                             Some(sender) => {
-                                let object = header.path().map(|p| p.to_string()).unwrap_or_default();
+                                if logs.len() >= LOGS && !logs.contains_key(&sender) {
+                                    logs.clear();
+                                    everyone += 1;
+                                }
+                                let object = header.path().map(|p| p.as_str()).unwrap_or(LONG_OBJECT);
                                 logs.entry(sender).or_default().push(object, Change::of(&message));
                             }
                             None => everyone += 1,

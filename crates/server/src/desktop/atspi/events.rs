@@ -2,34 +2,40 @@
 //! as it was read.
 //!
 //! Reading an application makes some of them talk. gedit re-announces
-//! each of its menu's check items as `state-changed:checked` with the
-//! value it already had whenever anything asks it for its states (two
-//! events per item per read: 14 for one walk of its 534 nodes), and at
-//! its bridge creates and drops helper objects outside its window's tree
-//! (each with its own `defunct`, `widget` and `accessible-parent`
-//! events), and the cells of its file browser's table are objects made
-//! when they are read and dropped after (`defunct`), though the table's
-//! rows stay. Counting every event as a change made every read of gedit a
-//! walk. An event changes a kept tree only when it is about one of the
-//! tree's objects (its nodes, and the labels its fields are
-//! `labelled-by`) and is not a state announced at the value the tree
-//! already holds (the latest announcement of a state is its value now).
-//! A state announced otherwise is asked of its node again, since the
-//! announcement and the node's own answer may differ: gedit announces its
-//! "Tab width 8" item `checked` and answers `GetState` without it. So is
-//! a node that announces its bounds: gtk3-widget-factory's spinners and
-//! progress bar announce them without end while they animate in place
-//! (466 announcements during one round of the `trees` benchmark). The node's answers (its states and extents, as a walk reads
-//! them) are what a walk would read, so the tree stays only when every
-//! such node answers what the tree holds. Any other event on those
-//! objects, including one this server cannot read, changes it; in a tree
-//! the walk's limits cut short, every event does. An object outside the
-//! tree cannot change it without an event on one of the tree's own (a
-//! child added or removed is announced on its parent), and an object's
-//! life (its `defunct` state, its `widget` and `accessible-parent`
-//! properties) is not what the tree holds of it: a node that is removed
-//! is announced on its parent, and an action finds its node again by its
-//! path, role and label, never by its object.
+//! each of its menu's check items as `state-changed:checked` whenever
+//! anything asks it for its states (two events per item per read: 14 for
+//! one walk of its 534 nodes), its bridge creates and drops helper objects
+//! outside its window's tree (each with its own `defunct`, `widget` and
+//! `accessible-parent` events), and the cells of its file browser's table
+//! are objects made when they are read and dropped after (`defunct`),
+//! though the table's rows stay. gtk3-widget-factory's spinners and
+//! progress bar announce their bounds without end while they animate in
+//! place (466 announcements during one round of the `trees` benchmark).
+//! Counting every event as a change made every read of them a walk.
+//!
+//! So an event is judged by what it is about:
+//! - an object outside the tree is not the tree's: a child added or
+//!   removed is announced on its parent, which is in it;
+//! - a node's life (its `defunct` state, its `widget` and
+//!   `accessible-parent` properties) is not what the tree holds of it,
+//!   and an action finds its node again by its path, role and label,
+//!   never by its object;
+//! - a node that announces a state or its bounds is asked again (its
+//!   states and extents, as a walk reads them), whatever value the
+//!   announcement gives: an announcement and the node's answer may
+//!   differ (gedit announces its "Tab width 8" item `checked` and answers
+//!   `GetState` without it), and the answer is what a walk would read;
+//!   the tree stays only if every such node answers what it holds;
+//! - any other event on one of the tree's objects (its nodes, the
+//!   application's root, the labels its fields are `labelled-by` or were
+//!   asked for), including one this server cannot read, and any window
+//!   event of the application (a window opened, closed, raised), changes
+//!   it; in a tree the walk's limits cut short, every event does.
+//!
+//! An application that changes its tree and announces none of it, or
+//! announces it only as a node's life, is read as it was: the same holds
+//! of one that sends no event at all, and an application can always
+//! leave an element out of what it reports.
 
 use std::collections::HashMap;
 
@@ -38,69 +44,77 @@ use atspi::zbus::Message;
 use atspi::zbus::zvariant::OwnedValue;
 
 use super::Tree;
-use super::walk::state_name;
 
 /// One event as the watcher keeps it.
 #[derive(Clone, Debug)]
 pub(super) struct Event {
     /// Its place in the application's count of events.
     pub seq: u64,
-    /// The object it is about (its D-Bus path).
+    /// The object it is about (its D-Bus path; see [`MAX_OBJECT`]).
     pub object: String,
     /// What it says.
     pub change: Change,
 }
 
+/// The longest object path an event is kept with; a longer one is kept
+/// as [`LONG_OBJECT`], which names no object of a kept tree (a walk that
+/// meets such a path keeps nothing, see `cache`).
+pub(super) const MAX_OBJECT: usize = 256;
+/// What an event about an object with a longer path is kept as.
+pub(super) const LONG_OBJECT: &str = "";
+
 /// What an event says.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) enum Change {
-    /// A state (in the walk's naming) is now on or off.
-    State { name: String, on: bool },
+    /// A state changed, or was announced again.
+    State,
+    /// Its bounds (`bounds-changed`).
+    Bounds,
     /// An object's life: made, bound to its widget or parent, or dropped.
     Life,
-    /// Its bounds (`bounds-changed`), asked again rather than read from
-    /// the event.
-    Bounds,
+    /// A window of the application (`org.a11y.atspi.Event.Window`).
+    Window,
     /// Anything else, or an event that could not be read.
     Other,
 }
 
 impl Change {
-    /// Reads an AT-SPI event signal: `state-changed` with a state this
-    /// server names, an object's life, else [`Change::Other`].
+    /// Reads an AT-SPI event signal by its interface, its member and, for
+    /// a state or a property, its kind.
     pub(super) fn of(message: &Message) -> Self {
         let header = message.header();
+        let interface = header.interface().map(|i| i.as_str().to_owned());
+        match interface.as_deref() {
+            Some("org.a11y.atspi.Event.Object") => {}
+            Some("org.a11y.atspi.Event.Window") => return Self::Window,
+            _ => return Self::Other,
+        }
         let member = header.member().map(|m| m.as_str().to_owned());
-        if member.as_deref() == Some("BoundsChanged") {
-            return Self::Bounds;
-        }
-        if !matches!(member.as_deref(), Some("StateChanged" | "PropertyChange")) {
-            return Self::Other;
-        }
+        let property = match member.as_deref() {
+            Some("BoundsChanged") => return Self::Bounds,
+            Some("StateChanged") => false,
+            Some("PropertyChange") => true,
+            _ => return Self::Other,
+        };
         type Body = (String, i32, i32, OwnedValue, HashMap<String, OwnedValue>);
-        let Ok((kind, detail1, ..)) = message.body().deserialize::<Body>() else {
+        let Ok((kind, ..)) = message.body().deserialize::<Body>() else {
             return Self::Other;
         };
-        if member.as_deref() == Some("PropertyChange") {
-            return match kind.as_str() {
-                "accessible-parent" | "widget" => Self::Life,
-                _ => Self::Other,
-            };
-        }
-        match State::from(kind.as_str()) {
-            State::Invalid => Self::Other,
-            State::Defunct => Self::Life,
-            state => Self::State {
-                name: state_name(state),
-                on: detail1 != 0,
+        match (property, kind.as_str()) {
+            (true, "accessible-parent" | "widget") => Self::Life,
+            (true, _) => Self::Other,
+            (false, kind) => match State::from(kind) {
+                State::Defunct => Self::Life,
+                _ => Self::State,
             },
         }
     }
 }
 
 /// The objects a kept tree was read from: each node's object with its
-/// index in [`Tree::nodes`], and the objects its labels were read from
-/// (`None`: any event on one changes the tree).
+/// index in [`Tree::nodes`], and the objects its labels were read or
+/// asked from and its application's root (`None`: any event on one but a
+/// life changes the tree).
 pub(super) type Objects = HashMap<String, Option<usize>>;
 
 /// What events say of a kept tree.
@@ -126,31 +140,22 @@ pub(super) fn judge(tree: &Tree, objects: &Objects, events: &[Event]) -> Verdict
             Verdict::Changed
         };
     }
-    let mut latest: HashMap<(usize, &str), (bool, &str)> = HashMap::new();
     let mut ask: Vec<(String, usize)> = Vec::new();
     for event in events {
+        if event.change == Change::Window {
+            return Verdict::Changed;
+        }
         let Some(at) = objects.get(&event.object) else {
             continue;
         };
         match (&event.change, at) {
             (Change::Life, _) => {}
-            (Change::Bounds, Some(index)) => {
+            (Change::State | Change::Bounds, Some(index)) => {
                 if !ask.iter().any(|(_, i)| i == index) {
                     ask.push((event.object.clone(), *index));
                 }
             }
-            (Change::State { name, on }, Some(index)) => {
-                latest.insert((*index, name.as_str()), (*on, event.object.as_str()));
-            }
             _ => return Verdict::Changed,
-        }
-    }
-    for ((index, name), (on, object)) in latest {
-        let Some(node) = tree.nodes.get(index) else {
-            return Verdict::Changed;
-        };
-        if node.states.iter().any(|s| s == name) != on && !ask.iter().any(|(_, i)| *i == index) {
-            ask.push((object.to_owned(), index));
         }
     }
     if ask.is_empty() {
@@ -166,114 +171,69 @@ mod tests {
     use super::*;
     use crate::desktop::atspi::{Node, Toolkit};
 
-    fn tree(states: &[&str], truncated: bool) -> (Tree, Objects) {
+    fn tree(truncated: bool) -> (Tree, Objects) {
+        let states = &["enabled", "checked"];
         let node = Node::sample(vec![], "check menu item", "Overwrite mode", states);
         let objects = Objects::from([("/a/1".into(), Some(0)), ("/a/label".into(), None)]);
         (Tree::new(vec![node], truncated, Toolkit::Gtk3), objects)
     }
 
-    fn state(object: &str, name: &str, on: bool) -> Event {
+    fn event(object: &str, change: Change) -> Event {
         Event {
             seq: 1,
             object: object.into(),
-            change: Change::State {
-                name: name.into(),
-                on,
-            },
+            change,
         }
     }
 
     #[test]
-    fn a_state_announced_at_the_value_held_leaves_the_tree() {
-        let (tree, objects) = tree(&["enabled", "checked"], false);
-        let said = [
-            state("/a/1", "checked", true),
-            state("/a/1", "checked", true),
-        ];
-        assert_eq!(judge(&tree, &objects, &said), Verdict::Unchanged);
-        // Unchecked then checked again: the latest is what it is now.
-        let flipped = [
-            state("/a/1", "checked", false),
-            state("/a/1", "checked", true),
-        ];
-        assert_eq!(judge(&tree, &objects, &flipped), Verdict::Unchanged);
-    }
-
-    #[test]
-    fn a_state_that_differs_from_the_tree_is_asked_of_its_node() {
-        let (tree, objects) = tree(&["enabled", "checked"], false);
+    fn a_node_that_announces_a_state_or_its_bounds_is_asked_once() {
+        let (tree, objects) = tree(false);
         let ask = Verdict::Ask(vec![("/a/1".into(), 0)]);
-        assert_eq!(
-            judge(&tree, &objects, &[state("/a/1", "checked", false)]),
-            ask
-        );
-        assert_eq!(
-            judge(&tree, &objects, &[state("/a/1", "focused", true)]),
-            ask
-        );
-        let back = [
-            state("/a/1", "checked", true),
-            state("/a/1", "checked", false),
+        // Whatever the announcement says, even the value the tree holds.
+        let said = [event("/a/1", Change::State)];
+        assert_eq!(judge(&tree, &objects, &said), ask);
+        let moved = [
+            event("/a/1", Change::Bounds),
+            event("/a/1", Change::State),
+            event("/a/1", Change::Bounds),
         ];
-        assert_eq!(judge(&tree, &objects, &back), ask);
-        // Two states of one node: the node is asked once.
-        let two = [
-            state("/a/1", "checked", false),
-            state("/a/1", "focused", true),
-        ];
-        assert_eq!(judge(&tree, &objects, &two), ask);
+        assert_eq!(judge(&tree, &objects, &moved), ask);
     }
 
     #[test]
     fn any_other_event_on_the_trees_objects_changes_it() {
-        let (tree, objects) = tree(&["enabled"], false);
-        let other = |object: &str| Event {
-            seq: 1,
-            object: object.into(),
-            change: Change::Other,
-        };
-        let checked = state("/a/1", "checked", true);
-        assert_eq!(
-            judge(&tree, &objects, &[checked.clone(), other("/a/1")]),
-            Verdict::Changed
-        );
-        // A label a field is named by: even its states count.
-        assert_eq!(
-            judge(&tree, &objects, &[other("/a/label")]),
-            Verdict::Changed
-        );
-        let label = state("/a/label", "enabled", false);
-        assert_eq!(judge(&tree, &objects, &[label]), Verdict::Changed);
-        // Its bounds are asked of it; a label's change it.
-        let bounds = |object: &str| Event {
-            seq: 1,
-            object: object.into(),
-            change: Change::Bounds,
-        };
-        let moved = [bounds("/a/1"), bounds("/a/1"), checked.clone()];
-        let ask = Verdict::Ask(vec![("/a/1".into(), 0)]);
-        assert_eq!(judge(&tree, &objects, &moved), ask);
-        assert_eq!(
-            judge(&tree, &objects, &[bounds("/a/label")]),
-            Verdict::Changed
-        );
-        // Its life does not.
-        let life = |object: &str| Event {
-            seq: 1,
-            object: object.into(),
-            change: Change::Life,
-        };
-        let lives = [life("/a/1"), life("/a/label")];
+        let (tree, objects) = tree(false);
+        let then_other = [event("/a/1", Change::State), event("/a/1", Change::Other)];
+        assert_eq!(judge(&tree, &objects, &then_other), Verdict::Changed);
+        // A label a field is named by (or the application's root): even
+        // its states and bounds count.
+        for change in [Change::Other, Change::State, Change::Bounds] {
+            let label = [event("/a/label", change)];
+            assert_eq!(judge(&tree, &objects, &label), Verdict::Changed);
+        }
+        // A window of the application, wherever it is.
+        let window = [event("/a/elsewhere", Change::Window)];
+        assert_eq!(judge(&tree, &objects, &window), Verdict::Changed);
+    }
+
+    #[test]
+    fn a_nodes_life_and_an_object_outside_the_tree_leave_it() {
+        let (tree, objects) = tree(false);
+        let lives = [event("/a/1", Change::Life), event("/a/label", Change::Life)];
         assert_eq!(judge(&tree, &objects, &lives), Verdict::Unchanged);
-        // An object outside the tree does not.
-        let elsewhere = [other("/a/elsewhere")];
+        let elsewhere = [
+            event("/a/elsewhere", Change::Other),
+            event("/a/elsewhere", Change::State),
+            event(LONG_OBJECT, Change::Other),
+        ];
         assert_eq!(judge(&tree, &objects, &elsewhere), Verdict::Unchanged);
     }
 
     #[test]
     fn in_a_tree_cut_short_every_event_changes_it() {
-        let (tree, objects) = tree(&["enabled", "checked"], true);
-        let elsewhere = [state("/a/elsewhere", "checked", true)];
+        let (tree, objects) = tree(true);
+        let elsewhere = [event("/a/elsewhere", Change::Life)];
         assert_eq!(judge(&tree, &objects, &elsewhere), Verdict::Changed);
         assert_eq!(judge(&tree, &objects, &[]), Verdict::Unchanged);
     }

@@ -243,11 +243,19 @@ pub(super) async fn walk_announced(
 ) -> Result<super::walk::Walked, Refusal> {
     use super::{WALK_MAX_DEPTH, WALK_MAX_NODES, walk::walk};
     announce(conn, frame, toolkit).await;
+    // The application's root: a window opened or closed is announced on
+    // it (a tree without it is never kept, see `cache`).
+    let root = match frame.clone().into_accessible_proxy(conn).await {
+        Ok(proxy) => proxy.parent().await.ok().map(|r| r.path().to_string()),
+        Err(_) => None,
+    };
     let started = tokio::time::Instant::now();
     loop {
-        let walked = walk(conn, frame.clone(), asking, WALK_MAX_DEPTH, WALK_MAX_NODES).await?;
+        let mut walked = walk(conn, frame.clone(), asking, WALK_MAX_DEPTH, WALK_MAX_NODES).await?;
         let hidden = toolkit.contents_hidden(&walked.nodes).is_some();
         if !hidden || started.elapsed() >= PAGE_WAIT {
+            let root = root.unwrap_or_else(|| super::events::LONG_OBJECT.to_owned());
+            walked.objects.entry(root).or_insert(None);
             return Ok(walked);
         }
         tokio::time::sleep(PAGE_POLL).await;

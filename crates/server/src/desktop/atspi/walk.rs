@@ -40,8 +40,9 @@ pub(super) struct Walked {
 struct Read {
     node: Node,
     children: Vec<ObjectRefOwned>,
-    /// The object its label was read from, when that is another node.
-    label_object: Option<String>,
+    /// The objects its label was read or asked from (its `labelled-by`
+    /// targets looked at), each `(connection, path)`.
+    label_objects: Vec<(String, String)>,
 }
 
 /// A state as the walk names it (`multi_line`, `focused`).
@@ -135,7 +136,7 @@ async fn read(
         if wants_relation {
             labelled_by(conn, &proxy).await
         } else {
-            None
+            (None, Vec::new())
         }
     };
     let children = async {
@@ -147,11 +148,10 @@ async fn read(
     let (extents, actions, value, relation, children) =
         tokio::join!(extents, actions, value, relation, children);
     let multi_line = states.iter().any(|s| s == "multi_line");
-    let (label, labelled_apart, label_object) = match relation {
-        Some((label, object)) if !label.is_empty() => {
-            (capped(label, MAX_LABEL_CHARS), true, Some(object))
-        }
-        _ => (name.clone(), false, None),
+    let (relation, label_objects) = relation;
+    let (label, labelled_apart) = match relation {
+        Some(label) if !label.is_empty() => (capped(label, MAX_LABEL_CHARS), true),
+        _ => (name.clone(), false),
     };
     Ok(Read {
         node: Node {
@@ -170,31 +170,37 @@ async fn read(
             children: Vec::new(),
         },
         children,
-        label_object,
+        label_objects,
     })
 }
 
-/// The name of the first node a field is `labelled-by`, and its object.
+/// The name of the first node a field is `labelled-by` that has one, and
+/// every target looked at up to it, `(connection, path)` (one without a
+/// name yet may take one, and then be the label).
 async fn labelled_by(
     conn: &zbus::Connection,
     field: &AccessibleProxy<'_>,
-) -> Option<(String, String)> {
-    let relations = field.get_relation_set().await.ok()?;
+) -> (Option<String>, Vec<(String, String)>) {
+    let mut looked_at = Vec::new();
+    let Ok(relations) = field.get_relation_set().await else {
+        return (None, looked_at);
+    };
     for (kind, targets) in relations {
         if kind != RelationType::LabelledBy {
             continue;
         }
         for target in targets {
-            let object = target.path().to_string();
+            let owner = target.name().map(|n| n.to_string()).unwrap_or_default();
+            looked_at.push((owner, target.path().to_string()));
             if let Ok(label) = target.into_accessible_proxy(conn).await
                 && let Ok(name) = label.name().await
                 && !name.is_empty()
             {
-                return Some((name, object));
+                return (Some(name), looked_at);
             }
         }
     }
-    None
+    (None, looked_at)
 }
 
 /// Walks the tree below `frame`, at most `max_depth` levels below it and
@@ -219,7 +225,7 @@ pub(super) async fn walk(
     let mut slots: Vec<Option<Node>> = vec![None];
     // The object each slot's node is read from, and the labels' objects.
     let mut slot_objects: Vec<String> = vec![frame.path().to_string()];
-    let mut label_objects: Vec<String> = Vec::new();
+    let mut label_objects: Vec<(String, String)> = Vec::new();
     let mut kids: Vec<Vec<usize>> = vec![Vec::new()];
     let mut truncated = false;
     let mut waiting: std::collections::VecDeque<(ObjectRefOwned, Vec<u32>, usize)> =
@@ -237,9 +243,9 @@ pub(super) async fn walk(
         let Read {
             node,
             children,
-            label_object,
+            label_objects: labels,
         } = answer?;
-        label_objects.extend(label_object);
+        label_objects.extend(labels);
         if node.path.len() >= max_depth {
             truncated |= !children.is_empty();
         } else {
@@ -270,7 +276,22 @@ pub(super) async fn walk(
         }
     }
     let (nodes, order) = pre_order(slots, &kids);
-    let mut objects: events::Objects = label_objects.into_iter().map(|o| (o, None)).collect();
+    // A label of another application's is not in this one's events: the
+    // tree names an object the watcher cannot follow, and is not kept.
+    let mut objects: events::Objects = label_objects
+        .into_iter()
+        .map(|(connection, path)| {
+            let own = owner.as_deref() == Some(connection.as_str());
+            (
+                if own {
+                    path
+                } else {
+                    events::LONG_OBJECT.to_owned()
+                },
+                None,
+            )
+        })
+        .collect();
     for (index, slot) in order.into_iter().enumerate() {
         if let Some(object) = slot_objects.get(slot) {
             objects.insert(object.clone(), Some(index));
