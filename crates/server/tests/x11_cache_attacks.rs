@@ -22,18 +22,19 @@
 //! joining the registry makes every kept tree read again.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::Write;
-use std::process::{Child, Command};
-use std::time::{Duration, Instant};
+use std::io::Write as _;
+use std::process::Command;
+use std::time::Duration;
 
 use adk_computer_use_testkit::needs;
-use computer_use_server::desktop::atspi::{Accessibility, Bounds, Node, Source, Tree};
+use computer_use_server::desktop::atspi::{Accessibility, Node, Source, Tree};
 use computer_use_server::desktop::x11::X11Desktop;
 
 mod x11_support;
 
 use x11_support::form::Form;
-use x11_support::listed;
+use x11_support::liar::{BOUNDS, Liar};
+use x11_support::{kept_window, listed};
 
 /// Held by each test: an application joining the registry makes every
 /// kept tree read again, so two at once would pass for the wrong reason.
@@ -44,90 +45,6 @@ type Place = (i32, i32, i32, i32);
 
 /// What a node reads as: its name, label, states and place.
 type Reading = (String, String, Vec<String>, Place);
-
-/// Where the lying application's frame says it is.
-const BOUNDS: Bounds = (100, 100, 400, 300);
-
-struct Liar {
-    child: Child,
-    log: std::path::PathBuf,
-    ctl: std::path::PathBuf,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Liar {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Liar {
-    fn start(title: &str) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let log = dir.path().join("calls.log");
-        let ctl = dir.path().join("ctl");
-        std::fs::write(&ctl, "").unwrap();
-        let script = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/x11_support/lying_app.py"
-        );
-        let child = Command::new("/usr/bin/python3")
-            .arg(script)
-            .args([title, "GTK"])
-            .arg(&log)
-            .env("MODE", "cache")
-            .env("CTL", &ctl)
-            .spawn()
-            .unwrap();
-        let liar = Self {
-            child,
-            log,
-            ctl,
-            _dir: dir,
-        };
-        let started = Instant::now();
-        while !liar.calls().contains("embedded") {
-            assert!(started.elapsed() < Duration::from_secs(20));
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        liar
-    }
-
-    fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
-    fn calls(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    /// Sends `command` and waits until the application has sent its events.
-    fn command(&self, command: &str) {
-        let mut f = std::fs::OpenOptions::new()
-            .append(true)
-            .open(&self.ctl)
-            .unwrap();
-        writeln!(f, "{command}").unwrap();
-        let started = Instant::now();
-        let want = format!("done {command}");
-        while self.calls().lines().filter(|l| *l == want).count() < self.sent_of(command) {
-            assert!(
-                started.elapsed() < Duration::from_secs(60),
-                "{command} not done"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    fn sent_of(&self, command: &str) -> usize {
-        std::fs::read_to_string(&self.ctl)
-            .unwrap()
-            .lines()
-            .filter(|l| *l == command)
-            .count()
-    }
-}
 
 /// Reads the window until its tree comes from memory (another test's
 /// application joining the registry makes it read again).
@@ -187,7 +104,7 @@ fn after(
 fn a_labelled_by_target_outside_the_tree_that_takes_a_name_makes_the_tree_read_again() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let title = format!("Cache label {}", std::process::id());
-    let liar = Liar::start(&title);
+    let liar = Liar::start(&title, "GTK", "cache");
     let bus = Accessibility::connect().unwrap();
     let tree = kept(&bus, &liar, &title);
     assert!(
@@ -234,7 +151,7 @@ fn a_labelled_by_target_outside_the_tree_that_takes_a_name_makes_the_tree_read_a
 fn a_second_window_at_the_same_place_is_not_answered_from_memory() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let title = format!("Cache twin {}", std::process::id());
-    let liar = Liar::start(&title);
+    let liar = Liar::start(&title, "GTK", "cache");
     let bus = Accessibility::connect().unwrap();
     kept(&bus, &liar, &title);
     liar.command("twin");
@@ -260,7 +177,7 @@ fn a_second_window_at_the_same_place_is_not_answered_from_memory() {
 fn a_state_announced_at_the_value_held_while_the_node_says_otherwise_is_asked() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let title = format!("Cache checked {}", std::process::id());
-    let liar = Liar::start(&title);
+    let liar = Liar::start(&title, "GTK", "cache");
     let bus = Accessibility::connect().unwrap();
     let tree = kept(&bus, &liar, &title);
     assert!(node(&tree, "Agree").states.iter().any(|s| s == "checked"));
@@ -285,7 +202,7 @@ fn a_state_announced_at_the_value_held_while_the_node_says_otherwise_is_asked() 
 fn a_hidden_node_shown_is_read_again_with_its_extents() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let title = format!("Cache shown {}", std::process::id());
-    let liar = Liar::start(&title);
+    let liar = Liar::start(&title, "GTK", "cache");
     let bus = Accessibility::connect().unwrap();
     let tree = kept(&bus, &liar, &title);
     assert_eq!(node(&tree, "Later").bounds, (0, 0, 0, 0));
@@ -304,7 +221,7 @@ fn a_hidden_node_shown_is_read_again_with_its_extents() {
 fn bounds_announced_are_asked_of_the_node() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let title = format!("Cache bounds {}", std::process::id());
-    let liar = Liar::start(&title);
+    let liar = Liar::start(&title, "GTK", "cache");
     let bus = Accessibility::connect().unwrap();
     kept(&bus, &liar, &title);
     liar.command("bounds_same");
@@ -338,7 +255,7 @@ fn rss_kib() -> u64 {
 fn an_application_cannot_make_the_server_hold_its_events_paths() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let title = format!("Cache flood {}", std::process::id());
-    let liar = Liar::start(&title);
+    let liar = Liar::start(&title, "GTK", "cache");
     let bus = Accessibility::connect().unwrap();
     kept(&bus, &liar, &title);
     let before = rss_kib();
@@ -373,23 +290,7 @@ fn a_gtk_form_whose_twin_opens_at_its_place_is_not_answered_from_memory() {
     let title = format!("Cache GTK twin {}", std::process::id());
     let mut form = Form::start(&title, &["Email"]);
     form.change("moveto 100 100");
-    let mut kept = None;
-    for _ in 0..150 {
-        std::thread::sleep(Duration::from_millis(200));
-        let Some((pid, bounds)) = listed(&desktop, &title) else {
-            continue;
-        };
-        if bounds.0 != 100 {
-            continue;
-        }
-        if let Ok(tree) = bus.tree(pid, &title, bounds)
-            && tree.source == Source::Events
-        {
-            kept = Some((pid, bounds));
-            break;
-        }
-    }
-    let (pid, bounds) = kept.expect("the form was never read from memory");
+    let (pid, bounds, _) = kept_window(&desktop, &bus, &title, Some(100));
     form.change(&format!("twin {title}"));
     std::thread::sleep(Duration::from_millis(500));
     let fresh = Accessibility::connect().unwrap();
@@ -433,23 +334,7 @@ fn scrolled_pane_bounds(policy: &str) -> (Source, Place, Place) {
     let mut stdout = BufReader::new(child.stdout.take().unwrap());
     let program = x11_support::Program(child);
     let button = |tree: &Tree| node(tree, "Button 10").bounds;
-    let mut kept = None;
-    for _ in 0..150 {
-        std::thread::sleep(Duration::from_millis(200));
-        let Some((pid, bounds)) = listed(&desktop, &title) else {
-            continue;
-        };
-        if bounds.0 != 100 {
-            continue;
-        }
-        if let Ok(tree) = bus.tree(pid, &title, bounds)
-            && tree.source == Source::Events
-        {
-            kept = Some((pid, bounds, tree));
-            break;
-        }
-    }
-    let (pid, bounds, tree) = kept.expect("the pane was never read from memory");
+    let (pid, bounds, tree) = kept_window(&desktop, &bus, &title, Some(100));
     let before = button(&tree);
     writeln!(stdin, "scroll 200").unwrap();
     stdin.flush().unwrap();

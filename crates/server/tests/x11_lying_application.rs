@@ -26,79 +26,15 @@
 //! ignored, with the reason.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::process::{Child, Command};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use adk_computer_use_testkit::needs;
 use computer_use_server::Refusal;
-use computer_use_server::desktop::atspi::{Accessibility, Bounds, Tree};
+use computer_use_server::desktop::atspi::{Accessibility, Tree};
 
-/// Where the lying application's frame says it is.
-const BOUNDS: Bounds = (100, 100, 400, 300);
+mod x11_support;
 
-/// The lying application, running until dropped, and the file it logs
-/// its calls to.
-struct Liar {
-    child: Child,
-    log: std::path::PathBuf,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Liar {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Liar {
-    /// Starts it with a frame titled `title`, calling its toolkit
-    /// `toolkit`, in `mode` (`hang`, or none); waits until it has joined
-    /// the registry.
-    fn start(title: &str, toolkit: &str, mode: &str) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let log = dir.path().join("calls.log");
-        let script = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/x11_support/lying_app.py"
-        );
-        let child = Command::new("/usr/bin/python3")
-            .arg(script)
-            .args([title, toolkit])
-            .arg(&log)
-            .env("MODE", mode)
-            .spawn()
-            .unwrap();
-        let liar = Self {
-            child,
-            log,
-            _dir: dir,
-        };
-        let started = Instant::now();
-        while !liar.calls().contains("embedded") {
-            assert!(
-                started.elapsed() < Duration::from_secs(20),
-                "the lying application did not join the registry"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        liar
-    }
-
-    fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
-    /// Every call it logged so far.
-    fn calls(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    /// How many logged calls start with `call`.
-    fn count(&self, call: &str) -> usize {
-        self.calls().lines().filter(|l| l.starts_with(call)).count()
-    }
-}
+use x11_support::liar::{BOUNDS, Liar};
 
 /// The lying application started (see [`Liar::start`]), a connection to
 /// the bus, and its window's tree as the server reads it.

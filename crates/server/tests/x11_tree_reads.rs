@@ -30,7 +30,7 @@ use computer_use_server::desktop::x11::X11Desktop;
 mod x11_support;
 
 use x11_support::form::Form;
-use x11_support::{chromium, firefox, listed, start_fresh};
+use x11_support::{chromium, firefox, kept_window, listed, start_fresh};
 
 /// A page titled "Rows" in `home`: `rows` table rows, each an item and
 /// `cell` (its `{row}` the row's number), then a form of a filled field
@@ -161,20 +161,7 @@ fn a_spinning_form_is_read_from_memory_and_a_field_moved_is_read_again() {
     };
     // Settled, the spinner's announcements are asked of it (its states and
     // extents, unchanged) and the tree comes from memory.
-    let mut kept = None;
-    for _ in 0..150 {
-        std::thread::sleep(Duration::from_millis(200));
-        let Some((pid, bounds)) = listed(&desktop, &title) else {
-            continue;
-        };
-        if let Ok(tree) = bus.tree(pid, &title, bounds)
-            && tree.source == Source::Events
-        {
-            kept = Some((pid, bounds, tree));
-            break;
-        }
-    }
-    let (pid, bounds, tree) = kept.expect("the spinning form was never read from memory");
+    let (pid, bounds, tree) = kept_window(&desktop, &bus, &title, None);
     let before = width(&tree);
     form.change("widen Name 300");
     // The window kept its place and size (so the tree is the one kept

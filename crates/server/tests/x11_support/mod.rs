@@ -21,6 +21,7 @@ use serde_json::{Value, json};
 use adk_computer_use_testkit::child::{PRINCIPAL, Sim, approved};
 
 pub mod form;
+pub mod liar;
 
 #[path = "../browser_support/mod.rs"]
 pub mod browser;
@@ -324,4 +325,35 @@ pub fn listed(desktop: &X11Desktop, title: &str) -> Option<(u32, (i64, i64, u32,
         size("height")?,
     );
     Some((u32::try_from(window["pid"].as_u64()?).ok()?, bounds))
+}
+
+/// The window titled `title` (at x = `at_x`, when given) once `bus` reads
+/// its tree from memory (an application sends events while it starts):
+/// its process, bounds and that tree. Up to 30 s.
+pub fn kept_window(
+    desktop: &X11Desktop,
+    bus: &computer_use_server::desktop::atspi::Accessibility,
+    title: &str,
+    at_x: Option<i64>,
+) -> (
+    u32,
+    (i64, i64, u32, u32),
+    computer_use_server::desktop::atspi::Tree,
+) {
+    use computer_use_server::desktop::atspi::Source;
+    for _ in 0..150 {
+        std::thread::sleep(Duration::from_millis(200));
+        let Some((pid, bounds)) = listed(desktop, title) else {
+            continue;
+        };
+        if at_x.is_some_and(|x| bounds.0 != x) {
+            continue;
+        }
+        if let Ok(tree) = bus.tree(pid, title, bounds)
+            && tree.source == Source::Events
+        {
+            return (pid, bounds, tree);
+        }
+    }
+    panic!("{title:?} was never read from memory");
 }
