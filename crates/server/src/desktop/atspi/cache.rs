@@ -7,22 +7,23 @@
 //! the bus is kept with the generation it was read at, and with the
 //! display's own facts it was read for (process, title, place; a window
 //! that moves sends no event, so its place is part of the key). A second
-//! read of that window is answered from memory only when the application's
-//! generation is still the same *now*: the watcher pings the application
-//! (`org.freedesktop.DBus.Peer.Ping`, answered by every D-Bus library)
-//! and answers with the generation once the ping's reply has come through
-//! the same stream as the events. The bus keeps one sender's messages in
-//! order, so every event the application sent before it answered has been
-//! counted by then. An event between a preview and an execution therefore
-//! makes the execution read the tree again, and the revision that binds
-//! the action is the tree's as it is.
+//! read of that window is answered from memory only when every event the
+//! application has sent since *now* leaves the tree as it was: the
+//! watcher pings the application (`org.freedesktop.DBus.Peer.Ping`,
+//! answered by every D-Bus library) and answers with the generation, and
+//! the events since the one asked for, once the ping's reply has come
+//! through the same stream as the events. The bus keeps one sender's
+//! messages in order, so every event the application sent before it
+//! answered has been counted by then. An event between a preview and an
+//! execution that changes the tree therefore makes the execution read it
+//! again, and the revision that binds the action is the tree's as it is.
 //!
 //! Not every event changes a tree: the watcher keeps each application's
-//! latest [`LOG`] events, and a kept tree stays current through the
-//! events that leave it as it was read (see [`super::events`]: gedit
-//! re-announces its check items' states whenever it is read, and its
-//! bridge's helper objects outside the window come and go). When the log
-//! no longer holds every event since the tree was read, it is read again.
+//! latest [`LOG`] events, and [`super::events`] judges them (gedit
+//! re-announces its check items' states whenever it is read, its
+//! bridge's helper objects outside the window come and go, and a node
+//! that announces a state or its bounds is asked again). When the log no
+//! longer holds every event since the tree was read, it is read again.
 //!
 //! The registry's own events (an application coming or going) and a queue
 //! that overflowed count for every application. A browser (whose events
