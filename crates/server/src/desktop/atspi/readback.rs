@@ -13,6 +13,9 @@ use adk_computer_use::contracts::catalogue::tool;
 
 /// How long a written value is looked for on the read-back.
 const READ_BACK_WAIT: std::time::Duration = std::time::Duration::from_millis(1000);
+/// How long a value that reached its field late must stay as written
+/// before it is taken as the field's.
+const READ_BACK_SETTLE: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// See [`ElementHost::verify_elements`].
 pub(super) fn verify<H: ElementHost + ?Sized>(
@@ -102,12 +105,30 @@ pub(super) fn verify<H: ElementHost + ?Sized>(
         checks += 1;
         // Keys typed into a page's field reach it after they are sent
         // (some 30 ms, measured): a value not there yet is read again,
-        // briefly. What the field holds at the end is what is judged.
+        // briefly. What the field holds at the end is what is judged: a
+        // value that came late is read once more after [`READ_BACK_SETTLE`]
+        // and must still be the one written (a CI rehearsal saw Chromium
+        // answer "Ada" for a field whose page held "AdaOld", the page
+        // having swallowed the select-all: typing was still arriving).
         let deadline = std::time::Instant::now() + READ_BACK_WAIT;
+        let mut late = false;
         loop {
             match bus.read_text(pid, &record.title, record.bounds, node) {
-                Ok(now) if now == value => break,
+                Ok(now) if now == value && !late => break,
+                Ok(now) if now == value => {
+                    std::thread::sleep(READ_BACK_SETTLE);
+                    if bus
+                        .read_text(pid, &record.title, record.bounds, node)
+                        .is_ok_and(|again| again == value)
+                    {
+                        break;
+                    }
+                    if std::time::Instant::now() >= deadline {
+                        return failed(checks);
+                    }
+                }
                 _ if std::time::Instant::now() < deadline => {
+                    late = true;
                     std::thread::sleep(std::time::Duration::from_millis(20));
                 }
                 _ => return failed(checks),
