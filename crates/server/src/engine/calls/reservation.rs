@@ -4,15 +4,12 @@
 
 use super::super::Refusal;
 use super::super::reservation::*;
-use super::super::state::State;
+use super::super::state::{Answer, State};
 use adk_computer_use::journal::events;
 use serde_json::{Value, json};
 
 impl State {
-    pub(in crate::engine) fn reserve(
-        &mut self,
-        args: &Value,
-    ) -> Result<super::super::state::Answer, Refusal> {
+    pub(in crate::engine) fn reserve(&mut self, args: &Value) -> Result<Answer, Refusal> {
         use super::super::wire::{given, int, now, text};
         let session_id = self
             .session_of(text(args, "session_id").unwrap_or_default())?
@@ -45,15 +42,13 @@ impl State {
             }),
         );
         let answer = self.forge_reservation(reservation.to_value());
-        Ok(super::super::state::Answer::of(
-            json!({ "reservation": answer }),
-        ))
+        Ok(Answer::of(json!({ "reservation": answer })))
     }
 
     pub(in crate::engine) fn release_reservation(
         &mut self,
         args: &Value,
-    ) -> Result<super::super::state::Answer, Refusal> {
+    ) -> Result<Answer, Refusal> {
         use super::super::wire::{now, text};
         use crate::desktop::simulated::Fault;
         let session_id = self
@@ -79,9 +74,7 @@ impl State {
             && let Some(active) = current.filter(|r| r.state == "active")
         {
             // Answers as if released, but the reservation is still held.
-            return Ok(super::super::state::Answer::of(
-                json!({ "reservation": active.to_value() }),
-            ));
+            return Ok(Answer::of(json!({ "reservation": active.to_value() })));
         }
         let principal = self.principal();
         match self.reservations.release(&id, &principal, "released", at)? {
@@ -92,9 +85,7 @@ impl State {
                     events::RELEASED,
                     json!({ "reservationId": id, "intentId": reservation.intent_id }),
                 );
-                Ok(super::super::state::Answer::of(
-                    json!({ "reservation": reservation.to_value() }),
-                ))
+                Ok(Answer::of(json!({ "reservation": reservation.to_value() })))
             }
             None => Err(Refusal::bare(
                 "reservation_not_active",
